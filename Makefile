@@ -1,0 +1,191 @@
+# xgpu - share NVIDIA GPUs between Xen guests (or local processes) fairly and fast.
+#
+#   make          build everything into build/
+#   make test     build with ASan/UBSan into build/san/ and run every test
+#   make demo     run xgpud in local mode with three domains of bundled workloads
+#   make bench    run the benchmarks and write tables into docs/results/
+#
+# Set CUDA_HOME if the CUDA toolkit is not in /usr/local/cuda.
+
+CUDA_HOME ?= /usr/local/cuda
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CC ?= gcc
+SAN ?= 0
+ifeq ($(SAN),1)
+BUILD ?= build/san
+else
+BUILD ?= build
+endif
+
+# Device code for Hopper (SASS) plus PTX so newer GPUs can JIT it.
+CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS ?= -O2 -cudart shared $(CUDA_ARCH)
+
+WARN := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -I$(CUDA_HOME)/include
+ifeq ($(SAN),1)
+OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+LDSAN := -fsanitize=address,undefined
+else
+OPT := -O2
+LDSAN :=
+endif
+CFLAGS ?=
+ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CFLAGS)
+LDFLAGS_ALL := -pthread $(LDSAN) $(LDFLAGS)
+
+OBJ := $(BUILD)/obj
+BIN := $(BUILD)/bin
+LIB := $(BUILD)/lib
+TST := $(BUILD)/tests
+
+DEPS_STAMP := build/.deps-ok
+
+# ---- sources -------------------------------------------------------------
+COMMON_SRC := $(wildcard common/*.c)
+FRONTEND_SRC := $(wildcard frontend/*.c)
+BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) $(wildcard policies/*.c)
+SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
+XLGPU_SRC := $(wildcard tools/xl-gpu/*.c)
+
+obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
+
+COMMON_A := $(BUILD)/libxgpu-common.a
+FRONTEND_A := $(BUILD)/libxgpu-frontend.a
+BACKEND_A := $(BUILD)/libxgpu-backend.a
+SIMDRV_A := $(BUILD)/libxgpu-simdrv.a
+
+CUDART := $(LIB)/libcudart.so.13
+SIMDRV := $(LIB)/libxgpu-simdrv.so
+XGPUD := $(BIN)/xgpud
+XLGPU := $(BIN)/xl-gpu
+
+# Bundled workloads: tools/workloads/<name>/<name>.cu, plus simkernels.c (the
+# host implementation the simulated driver uses).
+WORKLOADS := $(notdir $(wildcard tools/workloads/*))
+WORKLOAD_BINS := $(patsubst %,$(BIN)/%,$(WORKLOADS))
+WORKLOAD_SIMK := $(patsubst %,$(LIB)/simkernels/%.so,$(notdir $(patsubst %/simkernels.c,%,$(wildcard tools/workloads/*/simkernels.c))))
+
+# Tests: tests/unit/test_*.c (cmocka), tests/cuda/*.cu (CUDA programs, with
+# optional <name>_simk.c host kernels), tests/e2e/*.sh (end to end).
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(TST)/%,$(UNIT_SRC))
+TEST_CU := $(wildcard tests/cuda/*.cu)
+TEST_CU_BINS := $(patsubst tests/cuda/%.cu,$(TST)/cuda/%,$(TEST_CU))
+TEST_SIMK := $(patsubst tests/cuda/%_simk.c,$(TST)/simkernels/%.so,$(wildcard tests/cuda/*_simk.c))
+TEST_TOOLS_SRC := $(wildcard tests/tools/*.c)
+TEST_DATA :=
+TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
+BENCH_SRC := $(wildcard tools/bench/*.c)
+BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
+
+LIBS_COMMON := -lzstd -ldl -lrt
+LIBS_DAEMON := -ljansson $(LIBS_COMMON)
+
+.PHONY: all deps test unit demo bench clean format tests-build gpu-validate
+
+all: $(DEPS_STAMP) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
+
+deps $(DEPS_STAMP): tools/install-deps.sh
+	@tools/install-deps.sh
+	@mkdir -p build && touch $(DEPS_STAMP)
+
+# ---- compile -------------------------------------------------------------
+$(OBJ)/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+$(COMMON_A): $(call obj,$(COMMON_SRC))
+$(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
+$(BACKEND_A): $(call obj,$(BACKEND_SRC))
+$(SIMDRV_A): $(call obj,$(SIMDRV_SRC))
+$(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A):
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# ---- products ------------------------------------------------------------
+$(CUDART): $(FRONTEND_A) $(COMMON_A) frontend/libcudart.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/libcudart.map \
+		-Wl,--whole-archive $(FRONTEND_A) -Wl,--no-whole-archive $(COMMON_A) \
+		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+	ln -sf libcudart.so.13 $(LIB)/libcudart.so
+
+$(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libxgpu-simdrv.so -Wl,--version-script=backend/simdrv/simdrv.map \
+		-Wl,--whole-archive $(SIMDRV_A) -Wl,--no-whole-archive $(COMMON_A) \
+		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+
+$(XGPUD): $(call obj,backend/xgpud.c) $(BACKEND_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+
+$(XLGPU): $(call obj,$(XLGPU_SRC)) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+
+$(LIB)/simkernels/%.so: tools/workloads/%/simkernels.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
+
+# nvcc needs no GPU to compile; the binaries link against libcudart.so.13 by
+# SONAME, so LD_LIBRARY_PATH=build/lib makes them run through xgpu.
+define workload_rule
+$(BIN)/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workloads/$(1)/*.h) | $(DEPS_STAMP)
+	@mkdir -p $$(dir $$@)
+	$$(NVCC) $$(NVCCFLAGS) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
+endef
+$(foreach w,$(WORKLOADS),$(eval $(call workload_rule,$(w))))
+
+define bench_rule
+$(BIN)/$(1): tools/bench/$(1).c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
+endef
+$(foreach b,$(patsubst tools/bench/%.c,%,$(BENCH_SRC)),$(eval $(call bench_rule,$(b))))
+
+# ---- tests ---------------------------------------------------------------
+# Each unit test links libxgpu-common.a plus the archives named in
+# TEST_LIBS_<test name> (set below, before the rules are generated).
+TEST_LIBS_test_simdrv := $(SIMDRV_A)
+define unit_rule
+$(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ALL_CFLAGS) -Itests/unit $$< $$(TEST_LIBS_$(1)) $(COMMON_A) \
+		-o $$@ $$(LDFLAGS_ALL) -lcmocka $$(LIBS_DAEMON) -lm
+endef
+$(foreach t,$(patsubst tests/unit/%.c,%,$(UNIT_SRC)),$(eval $(call unit_rule,$(t))))
+
+$(TST)/cuda/%: tests/cuda/%.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -o $@ $<
+
+$(TST)/simkernels/%.so: tests/cuda/%_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
+
+$(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+
+tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
+
+# The README's test command: a sanitized build of everything, then every test.
+test:
+	@$(MAKE) --no-print-directory SAN=1 tests-build
+	@tests/run.sh build/san
+
+demo: all
+	@tools/demo.sh $(BUILD)
+
+bench: all
+	@tools/bench/run.sh $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+
+clean:
+	rm -rf build

@@ -1,0 +1,90 @@
+/* simkernel.h - host implementations of CUDA kernels for xgpu's simulated
+ * driver (libxgpu-simdrv.so).
+ *
+ * A plugin is a shared object exporting `xgpu_simk_table`. When a module
+ * loaded into the simulated driver contains a kernel whose mangled name
+ * matches an entry, launching that kernel runs the entry's host function on
+ * the simulated device's worker thread, in stream order, so programs compute
+ * real results without a GPU. Kernels with no entry still occupy the device
+ * for their modeled time but compute nothing (the driver logs this once per
+ * kernel).
+ *
+ * The driver looks for plugins in the colon-separated list of files and
+ * directories in $XGPU_SIM_KERNELS, then in the `simkernels` directory next to
+ * libxgpu-simdrv.so. Every device address a host function touches must go
+ * through map(), which checks that the whole range lies inside one live
+ * allocation of the launching context, as the GPU's MMU would.
+ */
+#ifndef XGPU_SIMKERNEL_H
+#define XGPU_SIMKERNEL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define XGPU_SIMK_ABI_VERSION 1u
+
+/* CUresult values a host function returns. */
+#define XGPU_SIMK_OK 0
+#define XGPU_SIMK_ERR_INVALID_VALUE 1
+#define XGPU_SIMK_ERR_ILLEGAL_ADDRESS 700
+
+struct xgpu_simk_param {
+	uint32_t offset;
+	uint32_t size;
+};
+
+struct xgpu_simk_launch {
+	uint32_t grid[3];
+	uint32_t block[3];
+	uint32_t shared_bytes;
+	const uint8_t *params; /* the kernel's parameter buffer */
+	uint32_t param_bytes;
+	const struct xgpu_simk_param *layout; /* from the module's fatbin, by ordinal */
+	uint32_t nparams;
+	/* Host address of device range [addr, addr + bytes) in the launching
+	 * context, or NULL if the range is not inside one live allocation of it. */
+	void *(*map)(const struct xgpu_simk_launch *l, uint64_t addr, uint64_t bytes);
+	void *priv; /* the driver's */
+};
+
+/* Runs the kernel; returns XGPU_SIMK_OK or a CUresult (a failed map() must
+ * return XGPU_SIMK_ERR_ILLEGAL_ADDRESS, which makes the context's error sticky
+ * as on a real GPU). */
+typedef int (*xgpu_simk_run_fn)(const struct xgpu_simk_launch *l);
+/* Modeled device time of one launch in nanoseconds; NULL selects the driver's
+ * default model (proportional to the number of threads). */
+typedef uint64_t (*xgpu_simk_cost_fn)(const struct xgpu_simk_launch *l);
+
+struct xgpu_simk_kernel {
+	const char *name; /* mangled, as it appears in the fatbin */
+	xgpu_simk_run_fn run;
+	xgpu_simk_cost_fn cost_ns;
+};
+
+struct xgpu_simk_table {
+	uint32_t abi_version;
+	uint32_t count;
+	const struct xgpu_simk_kernel *kernels;
+};
+
+#define XGPU_SIMK_EXPORT(array)                                                                    \
+	__attribute__((visibility("default"))) const struct xgpu_simk_table xgpu_simk_table = { \
+		XGPU_SIMK_ABI_VERSION, (uint32_t)(sizeof(array) / sizeof((array)[0])), (array)}
+
+/* Copies parameter i (exactly size bytes) out of the parameter buffer.
+ * Returns 0, or -1 if the kernel has no such parameter or its size differs. */
+static inline int xgpu_simk_param(const struct xgpu_simk_launch *l, uint32_t i, void *out, uint32_t size)
+{
+	if (i >= l->nparams || l->layout[i].size != size || l->layout[i].offset > l->param_bytes ||
+	    size > l->param_bytes - l->layout[i].offset)
+		return -1;
+	memcpy(out, l->params + l->layout[i].offset, size);
+	return 0;
+}
+
+static inline uint64_t xgpu_simk_threads(const struct xgpu_simk_launch *l)
+{
+	return (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] * l->block[1] * l->block[2];
+}
+
+#endif

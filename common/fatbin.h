@@ -1,0 +1,58 @@
+/* fatbin.h - reading the device code nvcc embeds in a program: fatbin
+ * containers, the ELF cubins inside them (kernel parameter layout from
+ * .nv.info EIATTR_KPARAM_INFO records), and PTX as a fall-back.
+ *
+ * Used by the frontend (to marshal a kernel's arguments), by the backend (to
+ * check a guest's parameter buffer against the module it loaded) and by the
+ * simulated driver (to know a module's kernels). Input may be hostile: every
+ * offset and length is checked against the buffer, and decompression is
+ * bounded.
+ */
+#ifndef XGPU_FATBIN_H
+#define XGPU_FATBIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define XGPU_FATBIN_MAGIC 0xBA55ED50u         /* fatbin container header */
+#define XGPU_FATBIN_WRAPPER_MAGIC 0x466243B1u /* __fatBinC_Wrapper_t */
+
+/* Caps applied while parsing untrusted input. */
+#define XGPU_FATBIN_MAX_KERNELS 65536u
+#define XGPU_FATBIN_MAX_PARAMS 4096u
+#define XGPU_FATBIN_MAX_UNCOMPRESSED (512u << 20)
+
+struct xgpu_kparam {
+	uint32_t offset; /* byte offset in the parameter buffer */
+	uint32_t size;   /* bytes */
+};
+
+struct xgpu_kernel_info {
+	char *name;                 /* mangled entry name, e.g. _Z9vectorAddPKfS0_Pfi */
+	uint32_t nparams;
+	struct xgpu_kparam *params; /* by ordinal */
+	uint32_t param_bytes;       /* size of the whole parameter buffer */
+};
+
+struct xgpu_fatbin_info {
+	struct xgpu_kernel_info *kernels;
+	uint32_t nkernels;
+};
+
+/* Total size in bytes of the fatbin container starting at data (its header
+ * plus payload), or 0 if data does not start with a fatbin header or the
+ * header claims more than max bytes. */
+size_t xgpu_fatbin_size(const void *data, size_t max);
+
+/* Parses a fatbin container of len bytes: every kernel found in its ELF
+ * entries (any architecture; the first entry describing a kernel wins) and,
+ * for kernels no ELF entry describes, in its PTX entries. Compressed entries
+ * are decompressed. Returns 0, or -1 with a reason in err. */
+int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out, char *err, size_t errlen);
+
+/* The kernel named name, or NULL. */
+const struct xgpu_kernel_info *xgpu_fatbin_find(const struct xgpu_fatbin_info *info, const char *name);
+
+void xgpu_fatbin_free(struct xgpu_fatbin_info *info);
+
+#endif

@@ -1,0 +1,69 @@
+/* log.c - leveled logging to stderr or syslog. */
+#include "log.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+
+static const char *log_ident = "xgpu";
+static _Atomic int log_level = XGPU_LOG_INFO;
+static bool log_syslog;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+void xgpu_log_init(const char *ident, enum xgpu_log_level level, bool use_syslog)
+{
+	log_ident = ident;
+	log_level = level;
+	log_syslog = use_syslog;
+	if (use_syslog)
+		openlog(ident, LOG_PID, LOG_DAEMON);
+}
+
+void xgpu_log_set_level(enum xgpu_log_level level)
+{
+	log_level = level;
+}
+
+bool xgpu_log_enabled(enum xgpu_log_level level)
+{
+	return (int)level <= log_level;
+}
+
+int xgpu_log_parse_level(const char *s)
+{
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(s, level_names[i]))
+			return i;
+	return -1;
+}
+
+void xgpu_log(enum xgpu_log_level level, const char *fmt, ...)
+{
+	if (!xgpu_log_enabled(level))
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (log_syslog) {
+		static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+		syslog(prio[level], "%s", msg);
+		return;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct tm tm;
+	localtime_r(&ts.tv_sec, &tm);
+	char when[32];
+	strftime(when, sizeof when, "%H:%M:%S", &tm);
+	pthread_mutex_lock(&log_lock);
+	fprintf(stderr, "%s.%03ld %s %s: %s\n", when, ts.tv_nsec / 1000000, log_ident, level_names[level], msg);
+	pthread_mutex_unlock(&log_lock);
+}

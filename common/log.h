@@ -1,0 +1,30 @@
+/* log.h - leveled logging shared by xgpud, xl-gpu and the frontend.
+ *
+ * Lines go to stderr (with a timestamp when running in the foreground) or to
+ * syslog once the daemon has detached. Every backend line about a guest names
+ * its domain, so callers pass the domain's name in the message.
+ */
+#ifndef XGPU_LOG_H
+#define XGPU_LOG_H
+
+#include <stdbool.h>
+
+enum xgpu_log_level { XGPU_LOG_ERROR = 0, XGPU_LOG_WARN, XGPU_LOG_INFO, XGPU_LOG_DEBUG };
+
+void xgpu_log_init(const char *ident, enum xgpu_log_level level, bool use_syslog);
+void xgpu_log_set_level(enum xgpu_log_level level);
+bool xgpu_log_enabled(enum xgpu_log_level level);
+/* Parses "error", "warn", "info", "debug"; returns -1 for anything else. */
+int xgpu_log_parse_level(const char *s);
+void xgpu_log(enum xgpu_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define xlog_err(...) xgpu_log(XGPU_LOG_ERROR, __VA_ARGS__)
+#define xlog_warn(...) xgpu_log(XGPU_LOG_WARN, __VA_ARGS__)
+#define xlog_info(...) xgpu_log(XGPU_LOG_INFO, __VA_ARGS__)
+#define xlog_debug(...)                                          \
+	do {                                                     \
+		if (xgpu_log_enabled(XGPU_LOG_DEBUG))            \
+			xgpu_log(XGPU_LOG_DEBUG, __VA_ARGS__);   \
+	} while (0)
+
+#endif

@@ -1,0 +1,128 @@
+/* queue.c - shared-memory queues with event thresholds (see queue.h). */
+#include "queue.h"
+
+#include <string.h>
+
+void xgpu_qend_init(struct xgpu_qend *e, struct xgpu_queue *q, void *buf, uint32_t size, uint32_t unit,
+		    uint32_t start_idx)
+{
+	e->q = q;
+	e->buf = buf;
+	e->size = size;
+	e->unit = unit;
+	e->idx = start_idx;
+}
+
+int64_t xgpu_q_space(const struct xgpu_qend *p)
+{
+	uint32_t cons = atomic_load_explicit(&p->q->cons, memory_order_acquire);
+	uint32_t used = p->idx - cons;
+	if (used > p->size)
+		return -1;
+	return (int64_t)(p->size - used);
+}
+
+int64_t xgpu_q_avail(const struct xgpu_qend *c)
+{
+	uint32_t prod = atomic_load_explicit(&c->q->prod, memory_order_acquire);
+	uint32_t avail = prod - c->idx;
+	if (avail > c->size)
+		return -1;
+	return (int64_t)avail;
+}
+
+/* The peer wants a kick if its threshold lies in (old, new]. */
+static bool crossed(uint32_t old_idx, uint32_t new_idx, uint32_t event)
+{
+	return (uint32_t)(new_idx - event) < (uint32_t)(new_idx - old_idx);
+}
+
+bool xgpu_q_publish(struct xgpu_qend *p, uint32_t n)
+{
+	uint32_t old = p->idx;
+	p->idx += n;
+	atomic_store_explicit(&p->q->prod, p->idx, memory_order_release);
+	/* Order the index store before reading the threshold: pairs with the
+	 * fence in xgpu_q_arm_data, so either we see the consumer's threshold or
+	 * it sees our index. */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&p->q->prod_event, memory_order_relaxed);
+	return crossed(old, p->idx, ev);
+}
+
+bool xgpu_q_release(struct xgpu_qend *c, uint32_t n)
+{
+	uint32_t old = c->idx;
+	c->idx += n;
+	atomic_store_explicit(&c->q->cons, c->idx, memory_order_release);
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&c->q->cons_event, memory_order_relaxed);
+	return crossed(old, c->idx, ev);
+}
+
+void xgpu_q_arm_data(struct xgpu_qend *c)
+{
+	atomic_store_explicit(&c->q->prod_event, c->idx + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need)
+{
+	if (need > p->size)
+		need = p->size;
+	atomic_store_explicit(&p->q->cons_event, p->idx + need - p->size, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+int64_t xgpu_stream_write(struct xgpu_qend *p, const void *src, size_t len, bool *kick)
+{
+	int64_t space = xgpu_q_space(p);
+	*kick = false;
+	if (space < 0)
+		return -1;
+	size_t n = len < (size_t)space ? len : (size_t)space;
+	if (n == 0)
+		return 0;
+	uint32_t off = p->idx & (p->size - 1);
+	size_t first = p->size - off;
+	if (first > n)
+		first = n;
+	memcpy(p->buf + off, src, first);
+	memcpy(p->buf, (const uint8_t *)src + first, n - first);
+	*kick = xgpu_q_publish(p, (uint32_t)n);
+	return (int64_t)n;
+}
+
+int64_t xgpu_stream_read(struct xgpu_qend *c, void *dst, size_t len, bool *kick)
+{
+	int64_t avail = xgpu_q_avail(c);
+	*kick = false;
+	if (avail < 0)
+		return -1;
+	size_t n = len < (size_t)avail ? len : (size_t)avail;
+	if (n == 0)
+		return 0;
+	uint32_t off = c->idx & (c->size - 1);
+	size_t first = c->size - off;
+	if (first > n)
+		first = n;
+	memcpy(dst, c->buf + off, first);
+	memcpy((uint8_t *)dst + first, c->buf, n - first);
+	*kick = xgpu_q_release(c, (uint32_t)n);
+	return (int64_t)n;
+}
+
+int64_t xgpu_stream_peek(const struct xgpu_qend *c, const void **ptr, size_t max)
+{
+	int64_t avail = xgpu_q_avail(c);
+	if (avail <= 0)
+		return avail;
+	uint32_t off = c->idx & (c->size - 1);
+	size_t n = c->size - off;
+	if (n > (size_t)avail)
+		n = (size_t)avail;
+	if (n > max)
+		n = max;
+	*ptr = c->buf + off;
+	return (int64_t)n;
+}

@@ -1,0 +1,76 @@
+/* queue.h - one-way queues in memory shared between a guest and Dom0.
+ *
+ * A queue is a power-of-two array of units (fixed-size packet slots, or single
+ * bytes for the bulk data areas) with free-running 32-bit producer and
+ * consumer indexes, as in Xen's xen/io/ring.h. Each index has an event
+ * threshold written by the other side: a side about to sleep sets the
+ * threshold just past the index it is waiting for, and the peer kicks it only
+ * when its update crosses that threshold. So a busy peer is never signalled,
+ * and a sleeping one always is.
+ *
+ * Each side keeps its own index privately and only ever writes it to shared
+ * memory; it never trusts the peer's index without checking that it lies
+ * within one queue length of its own. A corrupt index is reported, not
+ * followed.
+ */
+#ifndef XGPU_QUEUE_H
+#define XGPU_QUEUE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Lives in shared memory. Producer-written and consumer-written fields are on
+ * separate cache lines. */
+struct xgpu_queue {
+	_Alignas(64) _Atomic uint32_t prod;
+	_Atomic uint32_t cons_event; /* producer waiting for space: kick when cons passes this */
+	_Alignas(64) _Atomic uint32_t cons;
+	_Atomic uint32_t prod_event; /* consumer waiting for data: kick when prod passes this */
+};
+
+/* One side's private view of one queue. */
+struct xgpu_qend {
+	struct xgpu_queue *q;
+	uint8_t *buf;  /* size * unit bytes */
+	uint32_t size; /* units; power of two */
+	uint32_t unit; /* bytes per unit */
+	uint32_t idx;  /* our own index: prod for a producer, cons for a consumer */
+};
+
+void xgpu_qend_init(struct xgpu_qend *e, struct xgpu_queue *q, void *buf, uint32_t size, uint32_t unit,
+		    uint32_t start_idx);
+
+/* Producer: units free to write, or -1 if the consumer's index is corrupt. */
+int64_t xgpu_q_space(const struct xgpu_qend *p);
+/* Consumer: units ready to read, or -1 if the producer's index is corrupt. */
+int64_t xgpu_q_avail(const struct xgpu_qend *c);
+
+/* Make n units visible (producer) or free (consumer). Returns true when the
+ * peer asked to be kicked and must be. */
+bool xgpu_q_publish(struct xgpu_qend *p, uint32_t n);
+bool xgpu_q_release(struct xgpu_qend *c, uint32_t n);
+
+/* Before sleeping: ask the peer to kick us once data (consumer) or space for
+ * `need` units (producer) may be there. The caller must check the condition
+ * again after arming and before sleeping. */
+void xgpu_q_arm_data(struct xgpu_qend *c);
+void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need);
+
+/* Address of the unit at free-running index i. */
+static inline void *xgpu_q_unit(const struct xgpu_qend *e, uint32_t i)
+{
+	return e->buf + (size_t)(i & (e->size - 1)) * e->unit;
+}
+
+/* Byte streams (unit == 1). Copy up to len bytes in or out, wrapping as
+ * needed; return how many were copied (bounded by space/avail) and set *kick
+ * when the peer must be kicked. Return -1 on a corrupt peer index. */
+int64_t xgpu_stream_write(struct xgpu_qend *p, const void *src, size_t len, bool *kick);
+int64_t xgpu_stream_read(struct xgpu_qend *c, void *dst, size_t len, bool *kick);
+/* Consumer: the contiguous readable run at the current index (at most max
+ * bytes), without consuming it. Returns its length, 0 if none, -1 if corrupt. */
+int64_t xgpu_stream_peek(const struct xgpu_qend *c, const void **ptr, size_t max);
+
+#endif

@@ -1,0 +1,37 @@
+/* util.h - small helpers shared by every xgpu binary: clocks, sizes, strings. */
+#ifndef XGPU_UTIL_H
+#define XGPU_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define XGPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+uint64_t xgpu_now_ns(void); /* CLOCK_MONOTONIC */
+
+static inline void xgpu_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* "4096", "64K", "512M", "4G" (binary units, optional trailing 'B' or 'iB').
+ * Returns 0 and sets *out, or -1 for malformed or overflowing text. */
+int xgpu_parse_size(const char *s, uint64_t *out);
+/* Formats bytes as "1.5 GiB" etc. */
+void xgpu_format_size(uint64_t bytes, char *buf, size_t len);
+/* Parses a decimal integer in [min, max]; -1 if not. */
+int xgpu_parse_long(const char *s, long min, long max, long *out);
+
+/* Copies with truncation, always terminating; returns strlen(src). */
+size_t xgpu_strlcpy(char *dst, const char *src, size_t size);
+
+/* Socket path as BRIEF section 4 orders it: explicit, $XGPU_SOCKET,
+ * $XDG_RUNTIME_DIR/xgpu.sock, /run/xgpu/xgpud.sock. */
+const char *xgpu_socket_path(const char *explicit_path, char *buf, size_t len);
+
+#endif

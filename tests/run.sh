@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# run.sh - run every xgpu test against one build tree and print one summary.
+#
+#   tests/run.sh BUILD_DIR [PATTERN]
+#
+# Unit tests are the cmocka binaries BUILD_DIR/tests/test_*; their cases are
+# counted one by one. End-to-end tests are tests/e2e/*.sh, one count each; they
+# start the real daemon and real CUDA programs from BUILD_DIR. Every test gets
+# XGPU_BUILD (absolute build dir) and XGPU_SRC (repo root) in its environment
+# and a private scratch directory in XGPU_TMP. The last line is
+# "N passed, N failed".
+set -u
+build=${1:?usage: tests/run.sh BUILD_DIR [PATTERN]}
+pattern=${2:-}
+src=$(cd "$(dirname "$0")/.." && pwd)
+export XGPU_BUILD=$(cd "$build" && pwd)
+export XGPU_SRC=$src
+# Sanitizers: fail on any report, including leaks; keep UBSan quiet unless it fires.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$src/tests/lsan.supp:print_suppressions=0}
+export CMOCKA_MESSAGE_OUTPUT=stdout
+unit_timeout=${XGPU_UNIT_TIMEOUT:-300}
+e2e_timeout=${XGPU_E2E_TIMEOUT:-300}
+
+passed=0
+failed=0
+failures=()
+logdir=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-tests.XXXXXX")
+
+run_unit() {
+	local bin=$1 name log
+	name=$(basename "$bin")
+	log=$logdir/$name.log
+	export XGPU_TMP=$logdir/$name.tmp
+	mkdir -p "$XGPU_TMP"
+	timeout -k 10 "$unit_timeout" "$bin" >"$log" 2>&1
+	local rc=$?
+	local p f
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | awk '{s+=$1} END {print s+0}')
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1 # crashed, timed out or a sanitizer fired outside a test case
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	if [ "$f" -ne 0 ]; then
+		failures+=("$name")
+		echo "FAIL $name (exit $rc): last lines of $log"
+		tail -n 40 "$log" | sed 's/^/    /'
+	else
+		echo "ok   $name ($p cases)"
+	fi
+}
+
+run_e2e() {
+	local script=$1 name log
+	name=$(basename "$script" .sh)
+	log=$logdir/e2e-$name.log
+	export XGPU_TMP=$logdir/e2e-$name.tmp
+	mkdir -p "$XGPU_TMP"
+	local t0=$SECONDS
+	timeout -k 10 "$e2e_timeout" bash "$script" >"$log" 2>&1
+	local rc=$?
+	if [ "$rc" -eq 0 ]; then
+		passed=$((passed + 1))
+		echo "ok   e2e/$name ($((SECONDS - t0))s)"
+	else
+		failed=$((failed + 1))
+		failures+=("e2e/$name")
+		echo "FAIL e2e/$name (exit $rc, $((SECONDS - t0))s): last lines of $log"
+		tail -n 60 "$log" | sed 's/^/    /'
+	fi
+}
+
+for bin in "$XGPU_BUILD"/tests/test_*; do
+	[ -x "$bin" ] || continue
+	[ -n "$pattern" ] && [[ $(basename "$bin") != *$pattern* ]] && continue
+	run_unit "$bin"
+done
+for script in "$src"/tests/e2e/*.sh; do
+	[ -f "$script" ] || continue
+	[ -n "$pattern" ] && [[ $(basename "$script") != *$pattern* ]] && continue
+	run_e2e "$script"
+done
+
+echo
+echo "logs: $logdir"
+if ((failed)); then
+	echo "failed: ${failures[*]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

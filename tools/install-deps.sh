@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# install-deps.sh - install the Debian 12 packages xgpu needs to build and test,
+# only those missing. Called by `make` (once; the stamp build/.deps-ok records
+# success) and safe to run by hand.
+set -euo pipefail
+
+PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+	echo "install-deps: installing ${missing[*]}"
+	if [ "$(id -u)" -eq 0 ]; then
+		sudo=()
+	elif command -v sudo >/dev/null; then
+		sudo=(sudo)
+	else
+		echo "install-deps: need root (or sudo) to apt-get install: ${missing[*]}" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	"${sudo[@]}" apt-get update -qq || echo "install-deps: apt-get update failed; trying the install anyway" >&2
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA toolkit is not a Debian package at version 13; it must be present.
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -x "$cuda_home/bin/nvcc" ] || [ ! -f "$cuda_home/include/cuda.h" ]; then
+	echo "install-deps: the CUDA 13 toolkit was not found in $cuda_home (nvcc, cuda.h)." >&2
+	echo "install-deps: install it from NVIDIA or set CUDA_HOME; compiling needs no GPU." >&2
+	exit 1
+fi
+ver=$("$cuda_home/bin/nvcc" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
+if [ "${ver:-0}" -lt 13 ]; then
+	echo "install-deps: nvcc in $cuda_home is CUDA $ver; xgpu's frontend is libcudart.so.13 and needs CUDA 13." >&2
+	exit 1
+fi
