@@ -22,7 +22,7 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
 NVCCFLAGS ?= -O2 -cudart shared $(CUDA_ARCH)
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -I$(CUDA_HOME)/include
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -Ipolicies -I$(CUDA_HOME)/include
 ifeq ($(SAN),1)
 OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDSAN := -fsanitize=address,undefined
@@ -71,16 +71,66 @@ WORKLOAD_SIMK := $(patsubst %,$(LIB)/simkernels/%.so,$(notdir $(patsubst %/simke
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(TST)/%,$(UNIT_SRC))
 TEST_CU := $(wildcard tests/cuda/*.cu)
-TEST_CU_BINS := $(patsubst tests/cuda/%.cu,$(TST)/cuda/%,$(TEST_CU))
+TEST_CU_BINS := $(patsubst tests/cuda/%.cu,$(TST)/cuda/%,$(TEST_CU)) \
+	$(patsubst tests/cuda/%.cu,$(TST)/cuda/%-compressed,$(TEST_CU))
 TEST_SIMK := $(patsubst tests/cuda/%_simk.c,$(TST)/simkernels/%.so,$(wildcard tests/cuda/*_simk.c))
 TEST_TOOLS_SRC := $(wildcard tests/tools/*.c)
 TEST_DATA :=
+# test_simdrv's inputs: small kernels as a fatbin (what the frontend
+# forwards), a bare cubin and PTX (the other images cuModuleLoadData takes),
+# and their host implementations as a simulated-driver plugin.
+SIMDRV_TEST_ARCH := -gencode arch=compute_90,code=[sm_90,compute_90]
+TEST_DATA += $(TST)/data/simdrv_kernels.fatbin $(TST)/data/simdrv_kernels_zstd.fatbin \
+	$(TST)/data/simdrv_kernels_lz4.fatbin $(TST)/data/simdrv_kernels_ptx.fatbin $(TST)/data/simdrv_kernels.cubin \
+	$(TST)/data/simdrv_kernels.ptx $(TST)/data/simk/simdrv_kernels.so
+$(TST)/data/simdrv_kernels.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
+$(TST)/data/simdrv_kernels_zstd.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -Xfatbin -compress-all -Xfatbin -compress-mode=size -o $@ $<
+$(TST)/data/simdrv_kernels_lz4.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -Xfatbin -compress-all -Xfatbin -compress-mode=speed -o $@ $<
+$(TST)/data/simdrv_kernels_ptx.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin -gencode arch=compute_90,code=compute_90 -o $@ $<
+$(TST)/data/simdrv_kernels.cubin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -cubin -arch=sm_90 -o $@ $<
+$(TST)/data/simdrv_kernels.ptx: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -ptx -arch=compute_90 -o $@ $<
+$(TST)/data/simk/simdrv_kernels.so: tests/data/simdrv_kernels_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL)
+
+# test_fatbin's inputs: one source built the ways nvcc 13 packs device code
+# (every -compress-mode: none, zstd on all entries at the default, size and
+# balance settings, zstd on PTX only by default, LZ4 for speed; then PTX only,
+# SASS for two architectures, Blackwell cubins), so that every variant must
+# give the same parameter layouts.
+FATBIN_VARIANTS := none all default lz4 size balance ptx 2arch sm100
+FATBIN_FLAGS_none := -arch=sm_90 -Xfatbin -compress-mode=none
+FATBIN_FLAGS_all := -arch=sm_90 -Xfatbin -compress-all
+FATBIN_FLAGS_default := -arch=sm_90
+FATBIN_FLAGS_lz4 := -arch=sm_90 -Xfatbin -compress-all -Xfatbin -compress-mode=speed
+FATBIN_FLAGS_size := -arch=sm_90 -Xfatbin -compress-all -Xfatbin -compress-mode=size
+FATBIN_FLAGS_balance := -arch=sm_90 -Xfatbin -compress-all -Xfatbin -compress-mode=balance
+FATBIN_FLAGS_ptx := -gencode arch=compute_90,code=compute_90
+FATBIN_FLAGS_2arch := -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
+FATBIN_FLAGS_sm100 := -gencode arch=compute_100,code=sm_100 -gencode arch=compute_120,code=[sm_120,compute_120]
+TEST_DATA += $(patsubst %,$(TST)/data/fatbin_%.fatbin,$(FATBIN_VARIANTS))
+$(TST)/data/fatbin_%.fatbin: tests/data/fatbin_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) -fatbin $(FATBIN_FLAGS_$*) -o $@ $<
+
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
 
-LIBS_COMMON := -lzstd -ldl -lrt
-LIBS_DAEMON := -ljansson $(LIBS_COMMON)
+LIBS_COMMON := -lzstd -llz4 -ldl -lrt
+LIBS_DAEMON := -ljansson $(LIBS_COMMON) -lm
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
@@ -106,10 +156,21 @@ $(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A):
 	rm -f $@ && ar rcs $@ $^
 
 # ---- products ------------------------------------------------------------
-$(CUDART): $(FRONTEND_A) $(COMMON_A) frontend/libcudart.map
+# Every function NVIDIA's libcudart.so.13 exports and the frontend does not
+# implement becomes a stub returning cudaErrorNotSupported (and telling the
+# daemon), so any program linked against the real library loads against ours.
+UNSUPPORTED_C := $(OBJ)/gen/unsupported.c
+$(UNSUPPORTED_C): frontend/cudart13.symbols frontend/cudart13.nonerror tools/gen-unsupported.sh $(FRONTEND_A)
+	@mkdir -p $(dir $@)
+	tools/gen-unsupported.sh $@ frontend/cudart13.symbols $(FRONTEND_A)
+
+$(OBJ)/gen/unsupported.o: $(UNSUPPORTED_C)
+	$(CC) $(ALL_CFLAGS) -Ifrontend -c $< -o $@
+
+$(CUDART): $(FRONTEND_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/libcudart.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/libcudart.map \
-		-Wl,--whole-archive $(FRONTEND_A) -Wl,--no-whole-archive $(COMMON_A) \
+		-Wl,--whole-archive $(FRONTEND_A) -Wl,--no-whole-archive $(OBJ)/gen/unsupported.o $(COMMON_A) \
 		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 	ln -sf libcudart.so.13 $(LIB)/libcudart.so
 
@@ -143,7 +204,7 @@ $(foreach w,$(WORKLOADS),$(eval $(call workload_rule,$(w))))
 define bench_rule
 $(BIN)/$(1): tools/bench/$(1).c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_CFLAGS) $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
+	$$(CC) $$(ALL_CFLAGS) -Ifrontend $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
 endef
 $(foreach b,$(patsubst tools/bench/%.c,%,$(BENCH_SRC)),$(eval $(call bench_rule,$(b))))
 
@@ -151,6 +212,10 @@ $(foreach b,$(patsubst tools/bench/%.c,%,$(BENCH_SRC)),$(eval $(call bench_rule,
 # Each unit test links libxgpu-common.a plus the archives named in
 # TEST_LIBS_<test name> (set below, before the rules are generated).
 TEST_LIBS_test_simdrv := $(SIMDRV_A)
+TEST_LIBS_test_simkernels :=
+# Frontend pieces tested on their own, without the whole (changing) frontend archive.
+TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
+TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)
@@ -163,13 +228,19 @@ $(TST)/cuda/%: tests/cuda/%.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -o $@ $<
 
+# The same programs with every fatbin entry compressed, so the frontend's
+# parameter layouts are also read from compressed cubins.
+$(TST)/cuda/%-compressed: tests/cuda/%.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -Xfatbin -compress-all -o $@ $<
+
 $(TST)/simkernels/%.so: tests/cuda/%_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
 
 $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+	$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
 

@@ -4,7 +4,7 @@
 # success) and safe to run by hand.
 set -euo pipefail
 
-PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev)
+PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev liblz4-dev jq procps)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,109 @@
+/* channel.c - the end of a channel: when a guest process exits, crashes or
+ * is closed for misbehaving, everything it held on the device is released
+ * (after its queued work drains), and its domain's accounting shows it. */
+#include "log.h"
+#include "xgpud.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+struct released {
+	uint32_t allocs, modules, streams, events, segments;
+	uint64_t bytes;
+};
+
+static void release(struct xgpu_channel *ch, struct released *out)
+{
+	struct xgpu_domain *dom = ch->dom;
+	struct xgpu_driver *drv = &dom->d->drv;
+	if (!dom->ctx)
+		return;
+	/* The process's queued work may still read its memory and segments;
+	 * let it finish first (a broken context returns at once). */
+	uint32_t i = 0;
+	struct xgpu_obj *o;
+	xgpu_handle_t h;
+	while (xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0) {
+		if (o->kind == OBJ_STREAM && o->owner == ch)
+			drv->cuStreamSynchronize(o->u.stream.s);
+		i++;
+	}
+	drv->cuStreamSynchronize(NULL);
+	xgpu_exec_busy_harvest(dom, true);
+
+	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++) {
+		if (o->owner != ch)
+			continue;
+		switch (o->kind) {
+		case OBJ_STREAM:
+			drv->cuStreamDestroy(o->u.stream.s);
+			out->streams++;
+			break;
+		case OBJ_EVENT:
+			drv->cuEventDestroy(o->u.event.e);
+			out->events++;
+			break;
+		case OBJ_SEG:
+			if (o->u.seg.registered)
+				drv->cuMemHostUnregister(o->u.seg.ptr);
+			ch->ops->release_segment(ch, o->u.seg.ptr, o->u.seg.size);
+			out->segments++;
+			break;
+		default:
+			continue; /* modules and functions below */
+		}
+		xgpu_obj_del(&dom->objs, h);
+	}
+	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++)
+		if (o->owner == ch && o->kind == OBJ_FUNC)
+			xgpu_obj_del(&dom->objs, h);
+	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++)
+		if (o->owner == ch && o->kind == OBJ_MODULE) {
+			xgpu_memmap_drop_module(&dom->mem, h);
+			drv->cuModuleUnload(o->u.module.mod);
+			xgpu_fatbin_free(&o->u.module.info);
+			xgpu_obj_del(&dom->objs, h);
+			out->modules++;
+		}
+
+	/* What is left of the channel's map is its cuMemAlloc'd memory: module
+	 * globals left the map with their modules above. */
+	struct xgpu_memmap *m = &dom->mem;
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < m->n; k++) {
+		struct xgpu_alloc a = m->v[k];
+		if (a.owner != ch) {
+			m->v[kept++] = a;
+			continue;
+		}
+		if (drv->cuMemFree(a.base) == CUDA_SUCCESS || dom->sticky_error) {
+			out->allocs++;
+			out->bytes += a.size;
+		}
+	}
+	m->n = kept;
+}
+
+void xgpu_channel_release_objects(struct xgpu_channel *ch)
+{
+	struct released r = {0};
+	release(ch, &r);
+	uint64_t held = atomic_load(&ch->dom->stats.mem_bytes);
+	atomic_fetch_sub(&ch->dom->stats.mem_bytes, r.bytes < held ? r.bytes : held);
+}
+
+void xgpu_channel_teardown(struct xgpu_channel *ch)
+{
+	struct xgpu_domain *dom = ch->dom;
+	struct released r = {0};
+	release(ch, &r);
+	uint64_t held = atomic_load(&dom->stats.mem_bytes);
+	atomic_fetch_sub(&dom->stats.mem_bytes, r.bytes < held ? r.bytes : held);
+	xlog_info("domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
+		  " bytes), %u modules, %u streams, %u events, %u host segments",
+		  dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs, r.bytes,
+		  r.modules, r.streams, r.events, r.segments);
+	ch->ops->close(ch);
+	atomic_fetch_sub(&dom->stats.channels, 1);
+	free(ch);
+}

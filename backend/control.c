@@ -1,0 +1,126 @@
+/* control.c - xgpud's control requests from xl-gpu: a JSON request on a
+ * control connection, answered with JSON (BRIEF section 4's stats object)
+ * streamed in packets until the daemon closes the connection. */
+#include "log.h"
+#include "policy.h"
+#include "util.h"
+#include "xgpud.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CHUNK 32768
+
+static json_t *domain_json(const struct xgpu_domain *dom)
+{
+	const struct xgpu_dom_stats *s = &dom->stats;
+	json_t *o = json_object();
+	json_object_set_new(o, "name", json_string(dom->name));
+	json_object_set_new(o, "domid", json_integer(dom->domid));
+	json_object_set_new(o, "gpu", json_integer(dom->gpu->index));
+	json_object_set_new(o, "credit", json_integer(dom->credit));
+	/* The CPU weight comes from the hypervisor schedule source; local mode
+	 * reports 0 until one is configured. */
+	json_object_set_new(o, "cpu_weight", json_integer(0));
+	json_object_set_new(o, "sla", json_real(dom->sla));
+	json_object_set_new(o, "channels", json_integer(atomic_load(&s->channels)));
+	json_object_set_new(o, "calls", json_integer((json_int_t)atomic_load(&s->calls)));
+	json_object_set_new(o, "gpu_time_ns", json_integer((json_int_t)atomic_load(&s->gpu_time_ns)));
+	json_object_set_new(o, "busy_ns", json_integer((json_int_t)atomic_load(&s->busy_ns)));
+	json_object_set_new(o, "h2d_bytes", json_integer((json_int_t)atomic_load(&s->h2d_bytes)));
+	json_object_set_new(o, "d2h_bytes", json_integer((json_int_t)atomic_load(&s->d2h_bytes)));
+	json_object_set_new(o, "mem_bytes", json_integer((json_int_t)atomic_load(&s->mem_bytes)));
+	json_object_set_new(o, "errors", json_integer((json_int_t)atomic_load(&s->errors)));
+	json_object_set_new(o, "lat_p50_us", json_real(xgpu_stats_latency_us(s, 50)));
+	json_object_set_new(o, "lat_p99_us", json_real(xgpu_stats_latency_us(s, 99)));
+	json_object_set_new(o, "uid", json_integer(dom->owner_uid));
+	json_object_set_new(o, "mem_limit", json_integer((json_int_t)dom->mem_limit));
+	json_object_set_new(o, "kernels", json_integer((json_int_t)atomic_load(&s->kernels)));
+	json_object_set_new(o, "ticks", json_integer((json_int_t)atomic_load(&s->ticks)));
+	json_object_set_new(o, "channels_total", json_integer((json_int_t)atomic_load(&s->channels_total)));
+	return o;
+}
+
+char *xgpu_control_stats_json(struct xgpud *d)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "policy", json_string(d->policy->name));
+	json_object_set_new(root, "tick_ms", json_integer(d->o.tick_ms));
+	json_object_set_new(root, "executor", json_string(d->executor_name));
+	json_object_set_new(root, "uptime_ns", json_integer((json_int_t)(xgpu_now_ns() - d->start_ns)));
+	json_t *gpus = json_array();
+	for (int i = 0; i < d->ngpus; i++) {
+		json_t *g = json_object();
+		json_object_set_new(g, "id", json_integer(i));
+		json_object_set_new(g, "name", json_string(d->gpus[i].name));
+		json_object_set_new(g, "executor", json_string(d->executor_name));
+		json_object_set_new(g, "total_mem", json_integer((json_int_t)d->gpus[i].total_mem));
+		json_object_set_new(g, "domains", json_integer(atomic_load(&d->gpus[i].ndomains)));
+		json_array_append_new(gpus, g);
+	}
+	json_object_set_new(root, "gpus", gpus);
+	json_t *doms = json_array();
+	pthread_mutex_lock(&d->domains_lock);
+	for (struct xgpu_domain *dom = d->domains; dom; dom = dom->next)
+		json_array_append_new(doms, domain_json(dom));
+	pthread_mutex_unlock(&d->domains_lock);
+	json_object_set_new(root, "domains", doms);
+	char *text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	return text;
+}
+
+static void reply(int conn, const char *text)
+{
+	size_t len = strlen(text), off = 0;
+	while (off < len) {
+		size_t n = len - off < CHUNK ? len - off : CHUNK;
+		if (send(conn, text + off, n, MSG_NOSIGNAL) < 0)
+			return;
+		off += n;
+	}
+}
+
+static void reply_error(int conn, const char *msg)
+{
+	json_t *o = json_pack("{s:s}", "error", msg);
+	char *text = json_dumps(o, JSON_COMPACT);
+	reply(conn, text);
+	free(text);
+	json_decref(o);
+}
+
+void xgpu_control_serve(struct xgpud *d, int conn, uid_t uid)
+{
+	char buf[4096];
+	ssize_t n = recv(conn, buf, sizeof buf - 1, 0);
+	if (n <= 0) {
+		close(conn);
+		return;
+	}
+	buf[n] = '\0';
+	json_error_t jerr;
+	json_t *req = json_loads(buf, 0, &jerr);
+	const char *cmd = req ? json_string_value(json_object_get(req, "cmd")) : NULL;
+	if (!cmd) {
+		reply_error(conn, "request is not a JSON object with a \"cmd\" string");
+	} else if (!strcmp(cmd, "stats") || !strcmp(cmd, "list")) {
+		char *text = xgpu_control_stats_json(d);
+		if (text)
+			reply(conn, text);
+		else
+			reply_error(conn, "out of memory");
+		free(text);
+	} else {
+		char msg[128];
+		snprintf(msg, sizeof msg, "unknown command '%.64s' (known: stats, list)", cmd);
+		reply_error(conn, msg);
+	}
+	json_decref(req);
+	(void)uid;
+	close(conn);
+}

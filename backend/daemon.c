@@ -1,0 +1,168 @@
+/* daemon.c - bringing xgpud up and down: choosing the executor's driver
+ * (NVIDIA's when a GPU is usable, the simulated one otherwise, and saying
+ * which), describing each GPU, and starting a scheduler per GPU. */
+#include "log.h"
+#include "policy.h"
+#include "scheduler.h"
+#include "util.h"
+#include "xgpud.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* libxgpu-simdrv.so in ../lib beside the running binary (build/bin/xgpud ->
+ * build/lib/), as `make` lays them out. */
+static void default_sim_path(char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0) {
+		snprintf(buf, len, "libxgpu-simdrv.so");
+		return;
+	}
+	exe[n] = '\0';
+	snprintf(buf, len, "%s/../lib/libxgpu-simdrv.so", dirname(exe));
+}
+
+/* Loads and initialises a driver; returns its device count or -1. */
+static int try_driver(struct xgpud *d, const char *path, char *why, size_t whylen)
+{
+	if (xgpu_driver_load(&d->drv, path, why, whylen) < 0)
+		return -1;
+	CUresult r = d->drv.cuInit(0);
+	int count = 0;
+	if (r == CUDA_SUCCESS)
+		r = d->drv.cuDeviceGetCount(&count);
+	if (r != CUDA_SUCCESS || count <= 0) {
+		snprintf(why, whylen, "%s: %s", path,
+			 r != CUDA_SUCCESS ? xgpu_driver_error_name(&d->drv, r) : "no devices");
+		xgpu_driver_unload(&d->drv);
+		return -1;
+	}
+	return count;
+}
+
+static int describe_gpu(struct xgpud *d, struct xgpu_gpu *g, int index)
+{
+	struct xgpu_driver *drv = &d->drv;
+	g->index = index;
+	if (drv->cuDeviceGet(&g->dev, index) != CUDA_SUCCESS)
+		return -1;
+	drv->cuDeviceGetName(g->name, sizeof g->name, g->dev);
+	CUuuid uuid;
+	if (drv->cuDeviceGetUuid(&uuid, g->dev) == CUDA_SUCCESS)
+		memcpy(g->uuid, uuid.bytes, sizeof g->uuid);
+	size_t total = 0;
+	drv->cuDeviceTotalMem(&total, g->dev);
+	g->total_mem = total;
+	/* Every attribute the driver knows, so the frontend answers device
+	 * queries from its cache, field by field. */
+	g->nattrs = CU_DEVICE_ATTRIBUTE_MAX < XGPU_MAX_DEVICE_ATTRS ? CU_DEVICE_ATTRIBUTE_MAX : XGPU_MAX_DEVICE_ATTRS;
+	for (uint32_t a = 1; a < g->nattrs; a++) {
+		int v = 0;
+		if (drv->cuDeviceGetAttribute(&v, (CUdevice_attribute)a, g->dev) != CUDA_SUCCESS)
+			v = 0;
+		g->attrs[a] = v;
+	}
+	return 0;
+}
+
+int xgpud_init(struct xgpud *d, char *err, size_t errlen)
+{
+	char why[512] = "", simpath[PATH_MAX];
+	int count = -1;
+	d->start_ns = xgpu_now_ns();
+	pthread_mutex_init(&d->domains_lock, NULL);
+
+	d->policy = xgpu_policy_find(d->o.policy);
+	if (!d->policy) {
+		snprintf(err, errlen, "unknown policy '%s' (known: %s)", d->o.policy, xgpu_policy_names());
+		return -1;
+	}
+	const char *cuda = d->o.cuda_driver ? d->o.cuda_driver : "libcuda.so.1";
+	if (!d->o.sim_driver) {
+		default_sim_path(simpath, sizeof simpath);
+		d->o.sim_driver = simpath;
+	}
+	if (!d->o.executor || !strcmp(d->o.executor, "cuda")) {
+		count = try_driver(d, cuda, why, sizeof why);
+		if (count > 0)
+			d->executor_name = "cuda";
+		else if (d->o.executor) {
+			snprintf(err, errlen, "--executor cuda: no usable GPU (%s)", why);
+			return -1;
+		}
+	}
+	if (count <= 0) {
+		if (d->o.executor && strcmp(d->o.executor, "sim")) {
+			snprintf(err, errlen, "unknown executor '%s' (known: cuda, sim)", d->o.executor);
+			return -1;
+		}
+		char simwhy[512];
+		count = try_driver(d, d->o.sim_driver, simwhy, sizeof simwhy);
+		if (count <= 0) {
+			snprintf(err, errlen, "cannot start the simulated driver: %s", simwhy);
+			return -1;
+		}
+		d->executor_name = "sim";
+		d->o.sim_driver = strdup(d->o.sim_driver);
+	}
+	d->drv.cuDriverGetVersion(&d->driver_version);
+	if (!strcmp(d->executor_name, "sim"))
+		xlog_info("executor sim: simulated CUDA driver %s (%s)", d->drv.path,
+			  d->o.executor ? "as asked" : why[0] ? why : "no GPU found");
+	else
+		xlog_info("executor cuda: NVIDIA driver %s, version %d.%d", d->drv.path, d->driver_version / 1000,
+			  d->driver_version % 1000 / 10);
+
+	d->gpus = calloc((size_t)count, sizeof *d->gpus);
+	if (!d->gpus) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (int i = 0; i < count; i++) {
+		if (describe_gpu(d, &d->gpus[i], i) < 0) {
+			snprintf(err, errlen, "cannot describe GPU %d", i);
+			return -1;
+		}
+		if (xgpu_sched_start(d, &d->gpus[i], d->policy, (uint64_t)d->o.tick_ms * 1000000u,
+				     &d->gpus[i].sched) < 0) {
+			snprintf(err, errlen, "cannot start the scheduler of GPU %d", i);
+			return -1;
+		}
+		d->ngpus++;
+		char mem[32];
+		xgpu_format_size(d->gpus[i].total_mem, mem, sizeof mem);
+		xlog_info("GPU %d: %s, %s, policy %s, tick %u ms", i, d->gpus[i].name, mem, d->policy->name,
+			  d->o.tick_ms);
+	}
+	return 0;
+}
+
+void xgpud_shutdown(struct xgpud *d)
+{
+	atomic_store(&d->stopping, true);
+	pthread_mutex_lock(&d->domains_lock);
+	struct xgpu_domain *list = d->domains;
+	d->domains = NULL;
+	pthread_mutex_unlock(&d->domains_lock);
+	for (struct xgpu_domain *dom = list; dom; dom = dom->next)
+		xgpu_domain_stop(dom);
+	while (list) {
+		struct xgpu_domain *next = list->next;
+		xgpu_domain_free(list);
+		list = next;
+	}
+	for (int i = 0; i < d->ngpus; i++)
+		xgpu_sched_stop(d->gpus[i].sched);
+	free(d->gpus);
+	d->gpus = NULL;
+	if (d->executor_name && !strcmp(d->executor_name, "sim"))
+		free((char *)d->o.sim_driver);
+	xgpu_driver_unload(&d->drv);
+	pthread_mutex_destroy(&d->domains_lock);
+}

@@ -1,0 +1,1024 @@
+/* dispatch.c - decodes, validates and executes one request from a guest.
+ *
+ * The request has already been copied out of shared memory (poller.c); here
+ * its header is checked against the call table, every handle field is looked
+ * up in the domain's own table with the expected kind and owning channel
+ * (generated from calls.def), every device range is checked against the
+ * channel's own allocations, and only then does a handler call the driver.
+ * Bulk data streams through the data areas; a handler that returns early
+ * leaves the rest of its request's bulk to be skipped, so the stream stays in
+ * step with the requests.
+ */
+#include "cuerr.h"
+#include "log.h"
+#include "scheduler.h"
+#include "util.h"
+#include "xgpud.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct call {
+	struct xgpu_channel *ch;
+	struct xgpu_domain *dom;
+	struct xgpud *d;
+	struct xgpu_driver *drv;
+	struct xgpu_req_hdr hdr;
+	uint64_t bulk_left; /* request bytes still in the tx area */
+	uint64_t bulk_sent; /* response bytes put in the rx area */
+	const char *what;   /* for logs: the call's name */
+};
+
+/* ---- waiting on one channel ---------------------------------------------- */
+
+enum chan_wait { WAIT_TX_DATA, WAIT_RX_SPACE, WAIT_RSP_SPACE };
+
+static bool chan_ready(struct xgpu_channel *ch, enum chan_wait w, uint32_t need)
+{
+	int64_t n;
+	switch (w) {
+	case WAIT_TX_DATA:
+		n = xgpu_q_avail(&ch->v.tx);
+		return n != 0;
+	case WAIT_RX_SPACE:
+		n = xgpu_q_space(&ch->v.rx);
+		return n < 0 || n >= need;
+	case WAIT_RSP_SPACE:
+		return xgpu_q_space(&ch->v.rsp) != 0;
+	}
+	return true;
+}
+
+static void chan_arm(struct xgpu_channel *ch, enum chan_wait w, uint32_t need)
+{
+	switch (w) {
+	case WAIT_TX_DATA:
+		xgpu_q_arm_data(&ch->v.tx);
+		break;
+	case WAIT_RX_SPACE:
+		xgpu_q_arm_space(&ch->v.rx, need);
+		break;
+	case WAIT_RSP_SPACE:
+		xgpu_q_arm_space(&ch->v.rsp, 1);
+		break;
+	}
+}
+
+static void chan_kill(struct xgpu_channel *ch, const char *why)
+{
+	if (!ch->dead) {
+		ch->dead = true;
+		ch->dead_reason = why;
+	}
+}
+
+/* Waits for the guest to make progress on this channel, spinning briefly and
+ * then sleeping on its kick and hang-up fds. Returns false (and marks the
+ * channel dead) if the guest left, stalled past the timeout, or the daemon is
+ * stopping. Only this domain's poller waits: other domains are unaffected. */
+static bool chan_wait(struct call *c, enum chan_wait w, uint32_t need)
+{
+	struct xgpu_channel *ch = c->ch;
+	uint64_t start = xgpu_now_ns();
+	uint64_t stall_ns = (uint64_t)c->d->o.stall_timeout_s * 1000000000ull;
+	while (xgpu_now_ns() - start < c->d->o.spin_ns) {
+		if (chan_ready(ch, w, need))
+			return true;
+		xgpu_cpu_relax();
+	}
+	for (;;) {
+		chan_arm(ch, w, need);
+		if (chan_ready(ch, w, need))
+			return true;
+		if (atomic_load(&c->d->stopping)) {
+			chan_kill(ch, "daemon stopping");
+			return false;
+		}
+		if (xgpu_now_ns() - start > stall_ns) {
+			xlog_warn("domain %s: channel %u (pid %d) made no progress for %u s in %s; closing it",
+				  c->dom->name, ch->id, (int)ch->pid, c->d->o.stall_timeout_s, c->what);
+			chan_kill(ch, "stalled");
+			return false;
+		}
+		struct pollfd pfd[2] = {{ch->ops->kick_fd(ch), POLLIN, 0}, {ch->ops->event_fd(ch), POLLIN, 0}};
+		int r = poll(pfd, 2, 100);
+		if (r < 0 && errno != EINTR) {
+			chan_kill(ch, "poll failed");
+			return false;
+		}
+		if (pfd[0].revents)
+			ch->ops->drain(ch);
+		if (pfd[1].revents && !ch->ops->service(ch)) {
+			chan_kill(ch, "guest disconnected");
+			return false;
+		}
+	}
+}
+
+/* ---- bulk data ---------------------------------------------------------- */
+
+/* Reads exactly len bytes of the request's bulk data. */
+static int bulk_read(struct call *c, void *dst, uint64_t len)
+{
+	if (len > c->bulk_left)
+		return cudaErrorInvalidValue;
+	uint64_t got = 0;
+	while (got < len) {
+		bool kick;
+		int64_t n = xgpu_stream_read(&c->ch->v.tx, (uint8_t *)dst + got, len - got, &kick);
+		if (n < 0) {
+			chan_kill(c->ch, "corrupt tx index");
+			return cudaErrorInvalidValue;
+		}
+		if (kick)
+			c->ch->ops->kick(c->ch);
+		got += (uint64_t)n;
+		c->bulk_left -= (uint64_t)n;
+		if (got < len && n == 0 && !chan_wait(c, WAIT_TX_DATA, 1))
+			return cudaErrorInvalidValue;
+	}
+	return cudaSuccess;
+}
+
+/* Discards what the handler did not consume, keeping the stream in step. */
+static void bulk_skip(struct call *c)
+{
+	uint8_t sink[4096];
+	while (c->bulk_left && !c->ch->dead) {
+		uint64_t n = c->bulk_left < sizeof sink ? c->bulk_left : sizeof sink;
+		if (bulk_read(c, sink, n))
+			return;
+	}
+}
+
+/* Appends len bytes to the response's bulk data. */
+static int bulk_write(struct call *c, const void *src, uint64_t len)
+{
+	uint64_t put = 0;
+	while (put < len) {
+		bool kick;
+		int64_t n = xgpu_stream_write(&c->ch->v.rx, (const uint8_t *)src + put, len - put, &kick);
+		if (n < 0) {
+			chan_kill(c->ch, "corrupt rx index");
+			return cudaErrorInvalidValue;
+		}
+		if (kick)
+			c->ch->ops->kick(c->ch);
+		put += (uint64_t)n;
+		c->bulk_sent += (uint64_t)n;
+		if (put < len && n == 0) {
+			uint64_t want = len - put;
+			uint32_t quarter = c->ch->v.data_size_rx / 4;
+			if (!chan_wait(c, WAIT_RX_SPACE, want < quarter ? (uint32_t)want : quarter))
+				return cudaErrorInvalidValue;
+		}
+	}
+	return cudaSuccess;
+}
+
+/* A NUL-terminated name streamed as the request's bulk data. */
+static int read_name(struct call *c, char *name)
+{
+	uint64_t len = c->hdr.bulk_len;
+	if (len == 0 || len > XGPU_MAX_NAME_BYTES)
+		return cudaErrorInvalidValue;
+	int r = bulk_read(c, name, len);
+	if (r)
+		return r;
+	if (name[len - 1] != '\0' || strlen(name) != len - 1)
+		return cudaErrorInvalidValue;
+	return cudaSuccess;
+}
+
+/* ---- handle resolution (generated) ----------------------------------------- */
+
+static int bad_handle(struct call *c, const char *field, uint64_t value)
+{
+	xlog_info("domain %s: %s refused: %s=0x%" PRIx64 " is not a handle of this process", c->dom->name, c->what,
+		  field, value);
+	return cudaErrorInvalidResourceHandle;
+}
+
+static bool resolve_stream(struct call *c, xgpu_handle_t h, CUstream *out)
+{
+	if (h == XGPU_STREAM_DEFAULT) {
+		*out = NULL;
+		return true;
+	}
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, h, OBJ_STREAM, c->ch);
+	*out = o ? o->u.stream.s : NULL;
+	return o != NULL;
+}
+
+#define RES_U32(n)
+#define RES_I32(n)
+#define RES_U64(n)
+#define RES_F32(n)
+#define RES_DIM3(n)
+#define RES_DPTR(n)
+#define RES_STREAM(n) CUstream n;
+#define RES_EVENT(n) struct xgpu_obj *n;
+#define RES_MODULE(n) struct xgpu_obj *n;
+#define RES_FUNC(n) struct xgpu_obj *n;
+#define RES_SEG(n) struct xgpu_obj *n;
+#define IN(type, name) RES_##type(name)
+#define OUT(type, name)
+#define XGPU_CALL(name, flags, bulk, fields) \
+	struct res_##name {                  \
+		char none_;                  \
+		fields                       \
+	};
+#include "calls.def"
+#undef XGPU_CALL
+#undef IN
+#undef OUT
+
+#define RSV_OBJ(n, kind)                                                        \
+	if (!(res->n = xgpu_obj_get(&c->dom->objs, req->n, kind, c->ch))) \
+		return bad_handle(c, #n, req->n);
+#define RSV_U32(n)
+#define RSV_I32(n)
+#define RSV_U64(n)
+#define RSV_F32(n)
+#define RSV_DIM3(n)
+#define RSV_DPTR(n)
+#define RSV_STREAM(n)                              \
+	if (!resolve_stream(c, req->n, &res->n)) \
+		return bad_handle(c, #n, req->n);
+#define RSV_EVENT(n) RSV_OBJ(n, OBJ_EVENT)
+#define RSV_MODULE(n) RSV_OBJ(n, OBJ_MODULE)
+#define RSV_FUNC(n) RSV_OBJ(n, OBJ_FUNC)
+#define RSV_SEG(n) RSV_OBJ(n, OBJ_SEG)
+#define IN(type, name) RSV_##type(name)
+#define OUT(type, name)
+#define XGPU_CALL(name, flags, bulk, fields)                                                        \
+	static int resolve_##name(struct call *c, const struct xgpu_req_##name *req, struct res_##name *res) \
+	{                                                                                           \
+		(void)req;                                                                          \
+		(void)res;                                                                          \
+		fields return cudaSuccess;                                                          \
+	}
+#include "calls.def"
+#undef XGPU_CALL
+#undef IN
+#undef OUT
+
+/* ---- checks shared by handlers -------------------------------------------- */
+
+static int check_range(struct call *c, uint64_t dptr, uint64_t size, const char *field)
+{
+	if (xgpu_memmap_find(&c->dom->mem, dptr, size, c->ch))
+		return cudaSuccess;
+	xlog_info("domain %s: %s refused: %s [0x%" PRIx64 ", +%" PRIu64 ") is not inside one of this process's "
+		  "allocations",
+		  c->dom->name, c->what, field, dptr, size);
+	return cudaErrorInvalidValue;
+}
+
+static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t off, uint64_t size)
+{
+	if (off <= seg->u.seg.size && size <= seg->u.seg.size - off)
+		return cudaSuccess;
+	xlog_info("domain %s: %s refused: [%" PRIu64 ", +%" PRIu64 ") lies outside its %" PRIu64 "-byte host segment",
+		  c->dom->name, c->what, off, size, seg->u.seg.size);
+	return cudaErrorInvalidValue;
+}
+
+static int drv(struct call *c, CUresult r)
+{
+	return xgpu_exec_check(c->dom, r, c->what);
+}
+
+/* ---- handlers ------------------------------------------------------------- */
+
+#define HANDLER(name)                                                                                    \
+	static int h_##name(struct call *c, const struct xgpu_req_##name *req, const struct res_##name *res, \
+			    struct xgpu_rsp_##name *rsp)
+
+HANDLER(NOP)
+{
+	return req->flags ? cudaErrorInvalidValue : cudaSuccess;
+}
+
+HANDLER(DEVICE_INFO)
+{
+	struct xgpu_gpu *g = c->dom->gpu;
+	if (req->device != 0)
+		return cudaErrorInvalidDevice;
+	struct xgpu_device_blob b;
+	memset(&b, 0, sizeof b);
+	memcpy(b.name, g->name, sizeof b.name);
+	memcpy(b.uuid, g->uuid, sizeof b.uuid);
+	/* A guest sees its memory limit as the device's size, so programs that
+	 * size buffers from it stay within what they may allocate. */
+	b.total_mem = g->total_mem < c->dom->mem_limit ? g->total_mem : c->dom->mem_limit;
+	rsp->total_mem = b.total_mem;
+	rsp->attr_count = g->nattrs;
+	rsp->driver_version = c->d->driver_version;
+	int r = bulk_write(c, &b, sizeof b);
+	if (!r)
+		r = bulk_write(c, g->attrs, (uint64_t)g->nattrs * sizeof g->attrs[0]);
+	return r;
+}
+
+HANDLER(MEM_GET_INFO)
+{
+	size_t free_b = 0, total = 0;
+	int r = drv(c, c->drv->cuMemGetInfo(&free_b, &total));
+	if (r)
+		return r;
+	uint64_t limit = c->dom->mem_limit, used = atomic_load(&c->dom->stats.mem_bytes);
+	uint64_t left = limit > used ? limit - used : 0;
+	rsp->total = total < limit ? total : limit;
+	rsp->free = free_b < left ? free_b : left;
+	return cudaSuccess;
+}
+
+HANDLER(MEM_ALLOC)
+{
+	struct xgpu_domain *dom = c->dom;
+	uint64_t used = atomic_load(&dom->stats.mem_bytes);
+	if (req->size == 0)
+		return cudaErrorInvalidValue;
+	if (req->size > dom->mem_limit || used > dom->mem_limit - req->size) {
+		char want[32], lim[32], held[32];
+		xgpu_format_size(req->size, want, sizeof want);
+		xgpu_format_size(dom->mem_limit, lim, sizeof lim);
+		xgpu_format_size(used, held, sizeof held);
+		xlog_info("domain %s: cudaMalloc of %s refused: the domain holds %s of its %s limit", dom->name, want,
+			  held, lim);
+		return cudaErrorMemoryAllocation;
+	}
+	CUdeviceptr p;
+	int r = drv(c, c->drv->cuMemAlloc(&p, req->size));
+	if (r)
+		return r;
+	if (xgpu_memmap_add(&dom->mem, p, req->size, c->ch, 0) < 0) {
+		c->drv->cuMemFree(p);
+		return cudaErrorMemoryAllocation;
+	}
+	atomic_fetch_add(&dom->stats.mem_bytes, req->size);
+	rsp->dptr = p;
+	return cudaSuccess;
+}
+
+HANDLER(MEM_FREE)
+{
+	uint64_t size = xgpu_memmap_del(&c->dom->mem, req->dptr, c->ch);
+	if (!size) {
+		xlog_info("domain %s: cudaFree of 0x%" PRIx64 " refused: not an allocation of this process",
+			  c->dom->name, req->dptr);
+		return cudaErrorInvalidValue;
+	}
+	atomic_fetch_sub(&c->dom->stats.mem_bytes, size);
+	return drv(c, c->drv->cuMemFree(req->dptr));
+}
+
+/* Host-to-device through the tx area: each chunk lands in a pinned staging
+ * buffer, whose DMA overlaps the guest filling the next chunk. */
+HANDLER(MEMCPY_HTOD)
+{
+	struct xgpu_domain *dom = c->dom;
+	int r = check_range(c, req->dst, req->size, "dst");
+	if (r)
+		return r;
+	if (c->hdr.bulk_len != req->size)
+		return cudaErrorInvalidValue;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(dom, res->stream, &mark);
+	uint64_t done = 0;
+	unsigned i = 0;
+	while (done < req->size && !r) {
+		uint64_t n = req->size - done < dom->staging_size ? req->size - done : dom->staging_size;
+		r = drv(c, c->drv->cuEventSynchronize(dom->staging_done[i]));
+		if (!r)
+			r = bulk_read(c, dom->staging[i], n);
+		if (!r)
+			r = drv(c, c->drv->cuMemcpyHtoDAsync(req->dst + done, dom->staging[i], n, res->stream));
+		if (!r)
+			r = drv(c, c->drv->cuEventRecord(dom->staging_done[i], res->stream));
+		done += n;
+		i ^= 1;
+	}
+	xgpu_exec_busy_end(dom, res->stream, mark);
+	if (!r)
+		atomic_fetch_add(&dom->stats.h2d_bytes, req->size);
+	/* As with pageable memory in CUDA, the copy may still be in flight:
+	 * the guest's buffer is free to reuse once the data is staged. */
+	return r;
+}
+
+/* Device-to-host through the rx area, two staging buffers in flight. */
+HANDLER(MEMCPY_DTOH)
+{
+	struct xgpu_domain *dom = c->dom;
+	int r = check_range(c, req->src, req->size, "src");
+	if (r)
+		return r;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(dom, res->stream, &mark);
+	uint64_t issued = 0, sent = 0;
+	uint64_t len[2] = {0, 0};
+	unsigned i = 0;
+	while (sent < req->size && !r) {
+		/* Keep one DMA ahead of the chunk being handed to the guest. */
+		while (issued < req->size && issued - sent < 2 * dom->staging_size && !r) {
+			unsigned b = (unsigned)((issued / dom->staging_size) & 1);
+			uint64_t n = req->size - issued < dom->staging_size ? req->size - issued : dom->staging_size;
+			r = drv(c, c->drv->cuMemcpyDtoHAsync(dom->staging[b], req->src + issued, n, res->stream));
+			if (!r)
+				r = drv(c, c->drv->cuEventRecord(dom->staging_done[b], res->stream));
+			len[b] = n;
+			issued += n;
+		}
+		if (r)
+			break;
+		r = drv(c, c->drv->cuEventSynchronize(dom->staging_done[i]));
+		if (!r)
+			r = bulk_write(c, dom->staging[i], len[i]);
+		sent += len[i];
+		i ^= 1;
+	}
+	xgpu_exec_busy_end(dom, res->stream, mark);
+	if (!r)
+		atomic_fetch_add(&dom->stats.d2h_bytes, req->size);
+	return r;
+}
+
+HANDLER(MEMCPY_DTOD)
+{
+	int r = check_range(c, req->dst, req->size, "dst");
+	if (!r)
+		r = check_range(c, req->src, req->size, "src");
+	if (r)
+		return r;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuMemcpyDtoDAsync(req->dst, req->src, req->size, res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r && !(req->flags & XGPU_COPY_ASYNC))
+		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	return r;
+}
+
+HANDLER(MEMCPY_HTOD_SEG)
+{
+	int r = check_range(c, req->dst, req->size, "dst");
+	if (!r)
+		r = check_seg_range(c, res->seg, req->offset, req->size);
+	if (r)
+		return r;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuMemcpyHtoDAsync(req->dst, (uint8_t *)res->seg->u.seg.ptr + req->offset, req->size,
+					     res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r && !(req->flags & XGPU_COPY_ASYNC))
+		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	if (!r)
+		atomic_fetch_add(&c->dom->stats.h2d_bytes, req->size);
+	return r;
+}
+
+HANDLER(MEMCPY_DTOH_SEG)
+{
+	int r = check_range(c, req->src, req->size, "src");
+	if (!r)
+		r = check_seg_range(c, res->seg, req->offset, req->size);
+	if (r)
+		return r;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuMemcpyDtoHAsync((uint8_t *)res->seg->u.seg.ptr + req->offset, req->src, req->size,
+					     res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r && !(req->flags & XGPU_COPY_ASYNC))
+		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	if (!r)
+		atomic_fetch_add(&c->dom->stats.d2h_bytes, req->size);
+	return r;
+}
+
+HANDLER(MEMSET)
+{
+	int r = check_range(c, req->dst, req->size, "dst");
+	if (r)
+		return r;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuMemsetD8Async(req->dst, (unsigned char)req->value, req->size, res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r && !(req->flags & XGPU_COPY_ASYNC))
+		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	return r;
+}
+
+#define MAX_SEGMENTS_PER_DOMAIN 4096u
+
+HANDLER(SEG_REGISTER)
+{
+	struct xgpu_domain *dom = c->dom;
+	if (req->flags || req->size == 0)
+		return cudaErrorInvalidValue;
+	if (dom->objs.live[OBJ_SEG] >= MAX_SEGMENTS_PER_DOMAIN) {
+		xlog_info("domain %s: pinned allocation refused: %u host segments already registered", dom->name,
+			  MAX_SEGMENTS_PER_DOMAIN);
+		return cudaErrorMemoryAllocation;
+	}
+	void *ptr;
+	char err[160];
+	if (c->ch->ops->import_segment(c->ch, req->token, req->size, &ptr, err, sizeof err) < 0) {
+		xlog_info("domain %s: host segment %" PRIu64 " refused: %s", dom->name, req->token, err);
+		return cudaErrorInvalidValue;
+	}
+	struct xgpu_obj *o;
+	xgpu_handle_t h = xgpu_obj_add(&dom->objs, OBJ_SEG, c->ch, &o);
+	if (!h) {
+		c->ch->ops->release_segment(c->ch, ptr, req->size);
+		return cudaErrorMemoryAllocation;
+	}
+	o->u.seg.ptr = ptr;
+	o->u.seg.size = req->size;
+	/* Registered memory lets the driver DMA straight from the guest's
+	 * pages; without it copies still work, through the driver's staging. */
+	CUresult cr = c->drv->cuMemHostRegister(ptr, req->size, CU_MEMHOSTREGISTER_PORTABLE);
+	o->u.seg.registered = cr == CUDA_SUCCESS;
+	if (!o->u.seg.registered)
+		xlog_info("domain %s: host segment of %" PRIu64 " bytes not registered with the driver (%s); copies "
+			  "from it are staged",
+			  dom->name, req->size, xgpu_driver_error_name(c->drv, cr));
+	rsp->seg = h;
+	return cudaSuccess;
+}
+
+static void release_seg(struct xgpu_channel *ch, struct xgpu_obj *o, xgpu_handle_t h)
+{
+	struct xgpu_domain *dom = ch->dom;
+	if (o->u.seg.registered)
+		dom->d->drv.cuMemHostUnregister(o->u.seg.ptr);
+	ch->ops->release_segment(ch, o->u.seg.ptr, o->u.seg.size);
+	xgpu_obj_del(&dom->objs, h);
+}
+
+HANDLER(SEG_UNREGISTER)
+{
+	/* Copies from the segment may still be in flight on any stream. */
+	int r = drv(c, c->drv->cuCtxSynchronize());
+	release_seg(c->ch, res->seg, req->seg);
+	return r;
+}
+
+HANDLER(MODULE_LOAD)
+{
+	uint64_t len = c->hdr.bulk_len;
+	if (req->flags || len == 0)
+		return cudaErrorInvalidValue;
+	uint8_t *image = malloc(len);
+	if (!image)
+		return cudaErrorMemoryAllocation;
+	int r = bulk_read(c, image, len);
+	struct xgpu_fatbin_info info = {0};
+	char why[160];
+	/* The driver takes an image's length from its own headers: only a
+	 * fatbin whose header lies within what the guest sent may reach it. */
+	if (!r && xgpu_fatbin_size(image, len) == 0) {
+		xlog_info("domain %s: module refused: %" PRIu64 " bytes that are not one whole fatbin", c->dom->name,
+			  len);
+		r = cudaErrorInvalidKernelImage;
+	}
+	if (!r && xgpu_fatbin_parse(image, len, &info, why, sizeof why) < 0) {
+		xlog_info("domain %s: module refused: %s", c->dom->name, why);
+		r = cudaErrorInvalidKernelImage;
+	}
+	CUmodule mod = NULL;
+	if (!r)
+		r = drv(c, c->drv->cuModuleLoadData(&mod, image));
+	free(image);
+	struct xgpu_obj *o;
+	xgpu_handle_t h = 0;
+	if (!r && !(h = xgpu_obj_add(&c->dom->objs, OBJ_MODULE, c->ch, &o))) {
+		c->drv->cuModuleUnload(mod);
+		r = cudaErrorMemoryAllocation;
+	}
+	if (r) {
+		xgpu_fatbin_free(&info);
+		return r;
+	}
+	o->u.module.mod = mod;
+	o->u.module.info = info;
+	rsp->module = h;
+	xlog_debug("domain %s: module loaded (%" PRIu64 " bytes, %u kernels)", c->dom->name, len, info.nkernels);
+	return cudaSuccess;
+}
+
+static void unload_module(struct xgpu_channel *ch, struct xgpu_obj *mod, xgpu_handle_t h)
+{
+	struct xgpu_domain *dom = ch->dom;
+	/* Functions die with their module. */
+	uint32_t i = 0;
+	struct xgpu_obj *o;
+	xgpu_handle_t fh;
+	while (xgpu_obj_next(&dom->objs, &i, &o, &fh) >= 0) {
+		if (o->kind == OBJ_FUNC && o->u.func.module == h)
+			xgpu_obj_del(&dom->objs, fh);
+		i++;
+	}
+	xgpu_memmap_drop_module(&dom->mem, h);
+	dom->d->drv.cuModuleUnload(mod->u.module.mod);
+	xgpu_fatbin_free(&mod->u.module.info);
+	xgpu_obj_del(&dom->objs, h);
+}
+
+HANDLER(MODULE_UNLOAD)
+{
+	unload_module(c->ch, res->module, req->module);
+	return cudaSuccess;
+}
+
+/* The driver's own view of the parameter layout, where it offers one, must
+ * agree with what we parsed: a disagreement would mean marshalling wrong
+ * bytes into a kernel. */
+static int cross_check_params(struct call *c, CUfunction fn, const struct xgpu_kernel_info *k)
+{
+	for (uint32_t i = 0; i < k->nparams; i++) {
+		size_t off, size;
+		CUresult cr = c->drv->cuFuncGetParamInfo(fn, i, &off, &size);
+		if (cr == CUDA_ERROR_NOT_SUPPORTED)
+			return cudaSuccess;
+		if (cr != CUDA_SUCCESS || off != k->params[i].offset || size != k->params[i].size) {
+			xlog_err("domain %s: kernel %s parameter %u: fatbin says offset %u size %u, driver says %zu/%zu",
+				 c->dom->name, k->name, i, k->params[i].offset, k->params[i].size,
+				 cr == CUDA_SUCCESS ? off : 0, cr == CUDA_SUCCESS ? size : 0);
+			return cudaErrorInvalidKernelImage;
+		}
+	}
+	return cudaSuccess;
+}
+
+HANDLER(MODULE_GET_FUNCTION)
+{
+	char name[XGPU_MAX_NAME_BYTES];
+	int r = read_name(c, name);
+	if (r)
+		return r;
+	const struct xgpu_kernel_info *k = xgpu_fatbin_find(&res->module->u.module.info, name);
+	if (!k) {
+		xlog_info("domain %s: no kernel %s in the module", c->dom->name, name);
+		return cudaErrorInvalidDeviceFunction;
+	}
+	CUfunction fn;
+	r = drv(c, c->drv->cuModuleGetFunction(&fn, res->module->u.module.mod, name));
+	if (!r)
+		r = cross_check_params(c, fn, k);
+	if (r)
+		return r;
+	struct xgpu_obj *o;
+	xgpu_handle_t h = xgpu_obj_add(&c->dom->objs, OBJ_FUNC, c->ch, &o);
+	if (!h)
+		return cudaErrorMemoryAllocation;
+	o->u.func.fn = fn;
+	o->u.func.module = req->module;
+	o->u.func.kinfo = k;
+	rsp->func = h;
+	rsp->param_bytes = k->param_bytes;
+	rsp->nparams = k->nparams;
+	return cudaSuccess;
+}
+
+HANDLER(MODULE_GET_GLOBAL)
+{
+	char name[XGPU_MAX_NAME_BYTES];
+	int r = read_name(c, name);
+	if (r)
+		return r;
+	CUdeviceptr p;
+	size_t size;
+	r = drv(c, c->drv->cuModuleGetGlobal(&p, &size, res->module->u.module.mod, name));
+	if (r)
+		return r;
+	/* Module globals become ranges this process may copy to and from. */
+	if (!xgpu_memmap_find(&c->dom->mem, p, size, c->ch) &&
+	    xgpu_memmap_add(&c->dom->mem, p, size, c->ch, req->module) < 0)
+		return cudaErrorMemoryAllocation;
+	rsp->dptr = p;
+	rsp->size = size;
+	return cudaSuccess;
+}
+
+HANDLER(FUNC_GET_ATTRIBUTE)
+{
+	int v;
+	int r = drv(c, c->drv->cuFuncGetAttribute(&v, (CUfunction_attribute)req->attr, res->func->u.func.fn));
+	rsp->value = v;
+	return r;
+}
+
+HANDLER(FUNC_SET_ATTRIBUTE)
+{
+	return drv(c, c->drv->cuFuncSetAttribute(res->func->u.func.fn, (CUfunction_attribute)req->attr, req->value));
+}
+
+HANDLER(LAUNCH)
+{
+	const struct xgpu_kernel_info *k = res->func->u.func.kinfo;
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	if (c->hdr.bulk_len != k->param_bytes) {
+		xlog_info("domain %s: launch of %s refused: %" PRIu64 " parameter bytes, the kernel takes %u",
+			  c->dom->name, k->name, c->hdr.bulk_len, k->param_bytes);
+		return cudaErrorInvalidValue;
+	}
+	if (!req->grid.x || !req->grid.y || !req->grid.z || !req->block.x || !req->block.y || !req->block.z)
+		return cudaErrorInvalidConfiguration;
+	int r = bulk_read(c, params, k->param_bytes);
+	if (r)
+		return r;
+	size_t size = k->param_bytes;
+	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+			 CU_LAUNCH_PARAM_END};
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuLaunchKernel(res->func->u.func.fn, req->grid.x, req->grid.y, req->grid.z, req->block.x,
+					  req->block.y, req->block.z, req->shared_bytes, res->stream, NULL,
+					  size ? extra : NULL));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r)
+		atomic_fetch_add(&c->dom->stats.kernels, 1);
+	return r;
+}
+
+HANDLER(OCCUPANCY)
+{
+	int blocks = 0;
+	if (req->flags)
+		return cudaErrorInvalidValue;
+	int r = drv(c, c->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, res->func->u.func.fn,
+									   req->block_size, req->dynamic_smem));
+	rsp->blocks = blocks;
+	return r;
+}
+
+HANDLER(STREAM_CREATE)
+{
+	if (req->flags & ~(uint32_t)CU_STREAM_NON_BLOCKING)
+		return cudaErrorInvalidValue;
+	CUstream s;
+	int r = drv(c, c->drv->cuStreamCreateWithPriority(&s, req->flags, req->priority));
+	if (r)
+		return r;
+	struct xgpu_obj *o;
+	xgpu_handle_t h = xgpu_obj_add(&c->dom->objs, OBJ_STREAM, c->ch, &o);
+	if (!h) {
+		c->drv->cuStreamDestroy(s);
+		return cudaErrorMemoryAllocation;
+	}
+	o->u.stream.s = s;
+	rsp->stream = h;
+	return cudaSuccess;
+}
+
+HANDLER(STREAM_DESTROY)
+{
+	if (req->stream == XGPU_STREAM_DEFAULT)
+		return cudaErrorInvalidResourceHandle;
+	int r = drv(c, c->drv->cuStreamDestroy(res->stream));
+	xgpu_obj_del(&c->dom->objs, req->stream);
+	return r;
+}
+
+HANDLER(STREAM_SYNC)
+{
+	return drv(c, c->drv->cuStreamSynchronize(res->stream));
+}
+
+HANDLER(STREAM_QUERY)
+{
+	CUresult cr = c->drv->cuStreamQuery(res->stream);
+	return cr == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : drv(c, cr);
+}
+
+HANDLER(STREAM_WAIT_EVENT)
+{
+	if (req->flags)
+		return cudaErrorInvalidValue;
+	return drv(c, c->drv->cuStreamWaitEvent(res->stream, res->event->u.event.e, 0));
+}
+
+HANDLER(EVENT_CREATE)
+{
+	const uint32_t allowed = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING;
+	if (req->flags & ~allowed)
+		return req->flags & CU_EVENT_INTERPROCESS ? cudaErrorNotSupported : cudaErrorInvalidValue;
+	CUevent e;
+	int r = drv(c, c->drv->cuEventCreate(&e, req->flags));
+	if (r)
+		return r;
+	struct xgpu_obj *o;
+	xgpu_handle_t h = xgpu_obj_add(&c->dom->objs, OBJ_EVENT, c->ch, &o);
+	if (!h) {
+		c->drv->cuEventDestroy(e);
+		return cudaErrorMemoryAllocation;
+	}
+	o->u.event.e = e;
+	rsp->event = h;
+	return cudaSuccess;
+}
+
+HANDLER(EVENT_DESTROY)
+{
+	int r = drv(c, c->drv->cuEventDestroy(res->event->u.event.e));
+	xgpu_obj_del(&c->dom->objs, req->event);
+	return r;
+}
+
+HANDLER(EVENT_RECORD)
+{
+	return drv(c, c->drv->cuEventRecord(res->event->u.event.e, res->stream));
+}
+
+HANDLER(EVENT_SYNC)
+{
+	return drv(c, c->drv->cuEventSynchronize(res->event->u.event.e));
+}
+
+HANDLER(EVENT_QUERY)
+{
+	CUresult cr = c->drv->cuEventQuery(res->event->u.event.e);
+	return cr == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : drv(c, cr);
+}
+
+HANDLER(EVENT_ELAPSED)
+{
+	float ms = 0;
+	CUresult cr = c->drv->cuEventElapsedTime(&ms, res->start->u.event.e, res->end->u.event.e);
+	rsp->ms = ms;
+	return cr == CUDA_ERROR_NOT_READY ? cudaErrorNotReady : drv(c, cr);
+}
+
+/* Waits for this process's own work: its streams, then the legacy stream. */
+static int sync_channel(struct call *c)
+{
+	uint32_t i = 0;
+	struct xgpu_obj *o;
+	xgpu_handle_t h;
+	int r = cudaSuccess;
+	while (xgpu_obj_next(&c->dom->objs, &i, &o, &h) >= 0) {
+		if (o->kind == OBJ_STREAM && o->owner == c->ch) {
+			int e = drv(c, c->drv->cuStreamSynchronize(o->u.stream.s));
+			r = r ? r : e;
+		}
+		i++;
+	}
+	int e = drv(c, c->drv->cuStreamSynchronize(NULL));
+	return r ? r : e;
+}
+
+HANDLER(DEVICE_SYNC)
+{
+	return req->flags ? cudaErrorInvalidValue : sync_channel(c);
+}
+
+HANDLER(DEVICE_RESET)
+{
+	if (req->flags)
+		return cudaErrorInvalidValue;
+	xlog_info("domain %s: pid %d reset its device state", c->dom->name, (int)c->ch->pid);
+	xgpu_channel_release_objects(c->ch);
+	return cudaSuccess;
+}
+
+HANDLER(LIMIT_GET)
+{
+	size_t v = 0;
+	int r = drv(c, c->drv->cuCtxGetLimit(&v, (CUlimit)req->limit));
+	rsp->value = v;
+	return r;
+}
+
+HANDLER(LIMIT_SET)
+{
+	/* Limits are per context, so per domain: a heap bigger than the domain
+	 * may hold is refused here rather than by the driver. */
+	if (req->limit == CU_LIMIT_MALLOC_HEAP_SIZE && req->value > c->dom->mem_limit)
+		return cudaErrorInvalidValue;
+	return drv(c, c->drv->cuCtxSetLimit((CUlimit)req->limit, req->value));
+}
+
+HANDLER(NOTE_UNSUPPORTED)
+{
+	char name[XGPU_MAX_NAME_BYTES];
+	if (read_name(c, name) == cudaSuccess)
+		xlog_warn("domain %s: pid %d called %s, which xgpu does not support (returned "
+			  "cudaErrorNotSupported)",
+			  c->dom->name, (int)c->ch->pid, name);
+	return cudaSuccess;
+}
+
+/* ---- the dispatcher ---------------------------------------------------------- */
+
+bool xgpu_dispatch_exempt(const uint8_t *slot)
+{
+	struct xgpu_req_hdr h;
+	memcpy(&h, slot, sizeof h);
+	/* Malformed requests are answered without the slot: they run nothing. */
+	return h.call >= XGPU_CALL_COUNT || (xgpu_calls[h.call].flags & XF_EXEMPT);
+}
+
+static void respond(struct call *c, int status, const void *rsp, uint32_t rsp_len)
+{
+	struct xgpu_channel *ch = c->ch;
+	if (ch->dead)
+		return;
+	if (xgpu_q_space(&ch->v.rsp) == 0 && !chan_wait(c, WAIT_RSP_SPACE, 1))
+		return;
+	if (xgpu_q_space(&ch->v.rsp) < 0) {
+		chan_kill(ch, "corrupt response ring index");
+		return;
+	}
+	uint8_t *slot = xgpu_q_unit(&ch->v.rsp, ch->v.rsp.idx);
+	struct xgpu_rsp_hdr h = {.call = c->hdr.call,
+				 .status = status,
+				 .seq = c->hdr.seq,
+				 .bulk_len = c->bulk_sent,
+				 .len = status ? 0 : rsp_len};
+	memcpy(slot, &h, sizeof h);
+	if (!status)
+		memcpy(slot + sizeof h, rsp, rsp_len);
+	if (xgpu_q_publish(&ch->v.rsp, 1))
+		ch->ops->kick(ch);
+}
+
+void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
+{
+	struct xgpu_domain *dom = ch->dom;
+	struct call c = {.ch = ch, .dom = dom, .d = dom->d, .drv = &dom->d->drv};
+	memcpy(&c.hdr, slot, sizeof c.hdr);
+	const uint8_t *args = slot + sizeof c.hdr;
+	uint64_t t0 = xgpu_now_ns();
+	uint8_t rsp[XGPU_SLOT_SIZE];
+	uint32_t rsp_len = 0;
+	int status;
+
+	c.what = xgpu_call_name(c.hdr.call);
+	if (c.hdr.call >= XGPU_CALL_COUNT || c.hdr.len != xgpu_calls[c.hdr.call].req_len ||
+	    c.hdr.bulk_len > xgpu_calls[c.hdr.call].bulk_out_max) {
+		xlog_warn("domain %s: malformed request from pid %d: call %u, %u argument bytes, %" PRIu64
+			  " bulk bytes; closing the channel",
+			  dom->name, (int)ch->pid, c.hdr.call, c.hdr.len, c.hdr.bulk_len);
+		atomic_fetch_add(&dom->stats.errors, 1);
+		/* Its bulk length cannot be trusted, so the data stream cannot be
+		 * resynchronised: answer, then close. */
+		respond(&c, cudaErrorInvalidValue, NULL, 0);
+		chan_kill(ch, "malformed request");
+		return;
+	}
+	c.bulk_left = c.hdr.bulk_len;
+	const struct xgpu_call_desc *desc = &xgpu_calls[c.hdr.call];
+	status = (desc->flags & XF_CONTEXT) ? xgpu_exec_context(dom) : cudaSuccess;
+
+	switch (c.hdr.call) {
+#define IN(type, name)
+#define OUT(type, name)
+#define XGPU_CALL(NAME, flags, bulk, fields)                              \
+	case XGPU_CALL_##NAME: {                                          \
+		struct xgpu_req_##NAME req;                               \
+		struct res_##NAME res;                                    \
+		struct xgpu_rsp_##NAME out;                               \
+		memcpy(&req, args, sizeof req);                           \
+		memset(&res, 0, sizeof res);                              \
+		memset(&out, 0, sizeof out);                              \
+		if (!status)                                              \
+			status = resolve_##NAME(&c, &req, &res);          \
+		if (!status)                                              \
+			status = h_##NAME(&c, &req, &res, &out);          \
+		memcpy(rsp, &out, sizeof out);                            \
+		rsp_len = sizeof out;                                     \
+		if (xgpu_log_enabled(XGPU_LOG_DEBUG)) {                   \
+			char f[256];                                      \
+			xgpu_format_req(c.hdr.call, &req, f, sizeof f);   \
+			xlog_debug("domain %s pid %d: %s %s -> %d", dom->name, (int)ch->pid, #NAME, f, status); \
+		}                                                         \
+		break;                                                    \
+	}
+#include "calls.def"
+#undef XGPU_CALL
+#undef IN
+#undef OUT
+	}
+	bulk_skip(&c);
+	respond(&c, status, rsp, rsp_len);
+
+	uint64_t dt = xgpu_now_ns() - t0;
+	atomic_fetch_add(&dom->stats.calls, 1);
+	atomic_fetch_add(&ch->calls, 1);
+	if (status && status != cudaErrorNotReady)
+		atomic_fetch_add(&dom->stats.errors, 1);
+	/* Without gating nobody holds a slot; the time spent issuing work is
+	 * the domain's share of the GPU. */
+	if (!dom->d->policy->gates && !(desc->flags & XF_EXEMPT))
+		atomic_fetch_add(&dom->stats.gpu_time_ns, dt);
+	xgpu_stats_record_latency(&dom->stats, xgpu_now_ns() - ch->pending_since_ns);
+}

@@ -1,0 +1,155 @@
+/* domain.c - the domain registry: a domain is a guest VM (or, in local mode,
+ * a group of processes named by XGPU_DOMAIN, by default one per user). Each
+ * is bound to one GPU when it is created and gets its own aVCPU poller. */
+#include "log.h"
+#include "scheduler.h"
+#include "util.h"
+#include "xgpud.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static bool valid_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n >= XGPU_DOMAIN_NAME_MAX)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.:-", *s))
+			return false;
+	return true;
+}
+
+/* The least loaded GPU, most memory first among equals (Pegasus's
+ * accelerator queue, with load as the number of bound domains). */
+static struct xgpu_gpu *pick_gpu(struct xgpud *d)
+{
+	struct xgpu_gpu *best = &d->gpus[0];
+	for (int i = 1; i < d->ngpus; i++) {
+		struct xgpu_gpu *g = &d->gpus[i];
+		uint32_t gl = atomic_load(&g->ndomains), bl = atomic_load(&best->ndomains);
+		if (gl < bl || (gl == bl && g->total_mem > best->total_mem))
+			best = g;
+	}
+	return best;
+}
+
+static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen)
+{
+	struct xgpu_domain *dom = calloc(1, sizeof *dom);
+	if (!dom) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	dom->d = d;
+	snprintf(dom->name, sizeof dom->name, "%s", name);
+	dom->domid = ++d->next_domid;
+	dom->owner_uid = uid;
+	dom->gpu = pick_gpu(d);
+	dom->mem_limit = d->o.mem_limit ? d->o.mem_limit : dom->gpu->total_mem;
+	dom->credit = 256;
+	dom->sd.dom = dom;
+	pthread_mutex_init(&dom->incoming_lock, NULL);
+	dom->epfd = epoll_create1(EPOLL_CLOEXEC);
+	dom->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+	if (dom->epfd < 0 || dom->wake_fd < 0 || epoll_ctl(dom->epfd, EPOLL_CTL_ADD, dom->wake_fd, &ev) < 0) {
+		snprintf(err, errlen, "cannot create the domain's poller: %s", strerror(errno));
+		goto fail;
+	}
+	xgpu_sched_add(dom->gpu->sched, &dom->sd);
+	atomic_fetch_add(&dom->gpu->ndomains, 1);
+	if (pthread_create(&dom->thread, NULL, xgpu_poller_main, dom)) {
+		snprintf(err, errlen, "cannot start the domain's poller thread");
+		xgpu_sched_remove(dom->gpu->sched, &dom->sd);
+		atomic_fetch_sub(&dom->gpu->ndomains, 1);
+		goto fail;
+	}
+	dom->thread_started = true;
+	char lim[32];
+	xgpu_format_size(dom->mem_limit, lim, sizeof lim);
+	xlog_info("domain %s (domid %u, uid %u) created on GPU %d (%s), memory limit %s", dom->name, dom->domid,
+		  (unsigned)uid, dom->gpu->index, dom->gpu->name, lim);
+	return dom;
+fail:
+	if (dom->epfd >= 0)
+		close(dom->epfd);
+	if (dom->wake_fd >= 0)
+		close(dom->wake_fd);
+	free(dom);
+	return NULL;
+}
+
+struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen)
+{
+	char dflt[32];
+	if (!name || !*name) {
+		snprintf(dflt, sizeof dflt, "uid-%u", (unsigned)uid);
+		name = dflt;
+	}
+	if (!valid_name(name)) {
+		snprintf(err, errlen, "domain name '%.64s' is not 1-63 characters of letters, digits, '_', '.', ':', '-'",
+			 name);
+		return NULL;
+	}
+	pthread_mutex_lock(&d->domains_lock);
+	struct xgpu_domain *dom = d->domains;
+	while (dom && strcmp(dom->name, name))
+		dom = dom->next;
+	if (dom && uid != dom->owner_uid && uid != 0) {
+		snprintf(err, errlen, "domain %s belongs to uid %u", name, (unsigned)dom->owner_uid);
+		dom = NULL;
+	} else if (!dom && !atomic_load(&d->stopping)) {
+		dom = domain_create(d, name, uid, err, errlen);
+		if (dom) {
+			dom->next = d->domains;
+			d->domains = dom;
+		}
+	}
+	pthread_mutex_unlock(&d->domains_lock);
+	return dom;
+}
+
+void xgpu_domain_wake(struct xgpu_domain *dom)
+{
+	uint64_t one = 1;
+	if (write(dom->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		xlog_err("domain %s: cannot wake its poller: %s", dom->name, strerror(errno));
+}
+
+void xgpu_domain_add_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
+{
+	atomic_fetch_add(&dom->stats.channels, 1);
+	atomic_fetch_add(&dom->stats.channels_total, 1);
+	pthread_mutex_lock(&dom->incoming_lock);
+	ch->next = dom->incoming;
+	dom->incoming = ch;
+	pthread_mutex_unlock(&dom->incoming_lock);
+	xgpu_domain_wake(dom);
+}
+
+void xgpu_domain_stop(struct xgpu_domain *dom)
+{
+	xgpu_domain_wake(dom);
+	if (dom->thread_started)
+		pthread_join(dom->thread, NULL);
+	dom->thread_started = false;
+	xgpu_sched_remove(dom->gpu->sched, &dom->sd);
+	atomic_fetch_sub(&dom->gpu->ndomains, 1);
+}
+
+void xgpu_domain_free(struct xgpu_domain *dom)
+{
+	xgpu_objtab_free(&dom->objs);
+	xgpu_memmap_free(&dom->mem);
+	close(dom->epfd);
+	close(dom->wake_fd);
+	pthread_mutex_destroy(&dom->incoming_lock);
+	free(dom);
+}

@@ -1,0 +1,207 @@
+/* poller.c - a domain's accelerator VCPU: one thread that serves all of the
+ * domain's channels, executing their calls in order while the domain's GPU
+ * scheduler lets it, spinning briefly when work just stopped and otherwise
+ * sleeping in epoll on the channels' kicks, their hang-ups and its own wake fd.
+ */
+#include "log.h"
+#include "scheduler.h"
+#include "util.h"
+#include "xgpud.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* epoll tags: the low bits of the registered pointer say which fd fired. */
+#define TAG_KICK 1u
+#define TAG_EVENT 2u
+#define TAG_MASK 3u
+#define BATCH 16 /* requests served from one channel before looking at the next */
+
+static void take_incoming(struct xgpu_domain *dom)
+{
+	pthread_mutex_lock(&dom->incoming_lock);
+	struct xgpu_channel *list = dom->incoming;
+	dom->incoming = NULL;
+	pthread_mutex_unlock(&dom->incoming_lock);
+	while (list) {
+		struct xgpu_channel *ch = list;
+		list = ch->next;
+		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uintptr_t)ch | TAG_KICK};
+		struct epoll_event hv = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uintptr_t)ch | TAG_EVENT};
+		if (epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->kick_fd(ch), &ev) < 0 ||
+		    epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->event_fd(ch), &hv) < 0) {
+			xlog_err("domain %s: cannot watch channel %u: %s", dom->name, ch->id, strerror(errno));
+			ch->dead = true;
+			ch->dead_reason = "cannot be watched";
+		}
+		ch->next = dom->channels;
+		dom->channels = ch;
+	}
+}
+
+static void reap(struct xgpu_domain *dom)
+{
+	struct xgpu_channel **pp = &dom->channels;
+	bool any = false;
+	while (*pp) {
+		struct xgpu_channel *ch = *pp;
+		if (!ch->dead) {
+			pp = &ch->next;
+			continue;
+		}
+		*pp = ch->next;
+		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, ch->ops->kick_fd(ch), NULL);
+		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, ch->ops->event_fd(ch), NULL);
+		xgpu_channel_teardown(ch);
+		any = true;
+	}
+	/* The last process gone: give the device context back, so an idle
+	 * domain holds nothing on the GPU. */
+	if (any && !dom->channels) {
+		pthread_mutex_lock(&dom->incoming_lock);
+		bool more = dom->incoming != NULL;
+		pthread_mutex_unlock(&dom->incoming_lock);
+		if (!more)
+			xgpu_exec_release(dom);
+	}
+}
+
+/* Serves up to BATCH requests of one channel; returns whether any ran. */
+static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
+{
+	bool did = false;
+	for (int k = 0; k < BATCH && !ch->dead; k++) {
+		if (!ch->have_pending) {
+			int64_t avail = xgpu_q_avail(&ch->v.req);
+			if (avail < 0) {
+				xlog_warn("domain %s: channel %u (pid %d) corrupted its request ring; closing it",
+					  dom->name, ch->id, (int)ch->pid);
+				ch->dead = true;
+				ch->dead_reason = "corrupt request ring";
+				return did;
+			}
+			if (avail == 0)
+				return did;
+			/* One copy out of shared memory: the guest may rewrite
+			 * the slot as soon as we read it. */
+			memcpy(ch->pending, xgpu_q_unit(&ch->v.req, ch->v.req.idx), XGPU_SLOT_SIZE);
+			if (xgpu_q_release(&ch->v.req, 1))
+				ch->ops->kick(ch);
+			ch->have_pending = true;
+			ch->pending_since_ns = xgpu_now_ns();
+		}
+		if (!xgpu_dispatch_exempt(ch->pending) && !xgpu_sched_may_issue(&dom->sd)) {
+			xgpu_sched_request(dom->gpu->sched, &dom->sd);
+			return did;
+		}
+		ch->have_pending = false;
+		xgpu_dispatch(ch, ch->pending);
+		did = true;
+	}
+	return did;
+}
+
+/* Whether a channel has work we could run now. */
+static bool runnable(struct xgpu_domain *dom, bool *waiting_for_slot)
+{
+	bool any = false;
+	*waiting_for_slot = false;
+	for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next) {
+		if (ch->dead)
+			return true; /* to be reaped */
+		if (ch->have_pending) {
+			if (xgpu_dispatch_exempt(ch->pending) || xgpu_sched_may_issue(&dom->sd))
+				any = true;
+			else
+				*waiting_for_slot = true;
+		} else if (xgpu_q_avail(&ch->v.req) != 0) {
+			any = true;
+		}
+	}
+	return any;
+}
+
+static void handle_events(struct xgpu_domain *dom, struct epoll_event *evs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (evs[i].data.u64 == 0) {
+			uint64_t v;
+			if (read(dom->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
+				xlog_err("domain %s: reading wake fd: %s", dom->name, strerror(errno));
+			continue;
+		}
+		struct xgpu_channel *ch = (struct xgpu_channel *)(uintptr_t)(evs[i].data.u64 & ~(uint64_t)TAG_MASK);
+		if ((evs[i].data.u64 & TAG_MASK) == TAG_KICK) {
+			ch->ops->drain(ch);
+		} else if (!ch->dead && !ch->ops->service(ch)) {
+			ch->dead = true;
+			ch->dead_reason = "process exited";
+		}
+	}
+}
+
+void *xgpu_poller_main(void *arg)
+{
+	struct xgpu_domain *dom = arg;
+	struct xgpud *d = dom->d;
+	/* Thread names hold 15 characters: "avcpu:" and the name's start. */
+	char tname[16] = "avcpu:";
+	memcpy(tname + 6, dom->name, sizeof tname - 7);
+	tname[15] = '\0';
+	pthread_setname_np(pthread_self(), tname);
+	uint64_t last_work = xgpu_now_ns();
+
+	while (!atomic_load(&d->stopping)) {
+		take_incoming(dom);
+		bool progress = false;
+		for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
+			if (!ch->dead)
+				progress |= serve_channel(dom, ch);
+		reap(dom);
+		if (dom->marks_count)
+			xgpu_exec_busy_harvest(dom, false);
+		uint64_t now = xgpu_now_ns();
+		if (progress) {
+			last_work = now;
+			continue;
+		}
+		bool waiting_for_slot;
+		if (now - last_work < d->o.spin_ns) {
+			if (!runnable(dom, &waiting_for_slot))
+				xgpu_cpu_relax();
+			continue;
+		}
+		/* About to sleep: ask every channel to kick us, then look once
+		 * more so a request that raced with arming is not missed. */
+		for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
+			if (!ch->dead)
+				xgpu_q_arm_data(&ch->v.req);
+		if (runnable(dom, &waiting_for_slot))
+			continue;
+		if (!waiting_for_slot)
+			xgpu_sched_idle(dom->gpu->sched, &dom->sd);
+		struct epoll_event evs[32];
+		/* Wake now and then to harvest busy-time measurements. */
+		int n = epoll_wait(dom->epfd, evs, 32, dom->marks_count ? 10 : 1000);
+		if (n < 0 && errno != EINTR) {
+			xlog_err("domain %s: epoll_wait: %s", dom->name, strerror(errno));
+			break;
+		}
+		if (n > 0)
+			handle_events(dom, evs, n);
+	}
+
+	take_incoming(dom);
+	for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
+		if (!ch->dead) {
+			ch->dead = true;
+			ch->dead_reason = "daemon stopping";
+		}
+	reap(dom);
+	xgpu_exec_release(dom);
+	return NULL;
+}

@@ -1,0 +1,542 @@
+/* cubin.c - what the simulated driver reads from a module's cubin (ELF)
+ * beyond kernel parameter layouts (which common/fatbin.c provides):
+ *
+ * - device variables (__device__, __constant__): OBJECT symbols in the
+ *   .nv.global* and .nv.constant* sections, with their sizes and, for
+ *   PROGBITS sections (.nv.global.init, .nv.constant3), initial bytes;
+ * - per-kernel figures cuFuncGetAttribute reports: registers (EIATTR_REGCOUNT
+ *   in .nv.info), local memory (EIATTR_FRAME_SIZE), static shared memory (the
+ *   .nv.shared.<kernel> section) and __launch_bounds__ (EIATTR_MAX_THREADS /
+ *   EIATTR_REQNTID in .nv.info.<kernel>).
+ *
+ * Input is untrusted (it comes from a guest): every offset, size, index and
+ * string is checked against the buffer before use.
+ */
+#include "simdrv_int.h"
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ELF_EHDR 64u
+#define ELF_SHDR 64u
+#define ELF_SYM 24u
+#define EM_CUDA 190u
+#define SHT_SYMTAB 2u
+#define SHT_NOBITS 8u
+#define STT_OBJECT 1u
+#define STT_FUNC 2u
+#define STO_CUDA_ENTRY 0x10u
+#define SHN_LORESERVE 0xff00u
+
+#define EIFMT_SVAL 4u
+#define EIATTR_MAX_THREADS 0x05u
+#define EIATTR_REQNTID 0x10u
+#define EIATTR_FRAME_SIZE 0x11u
+#define EIATTR_REGCOUNT 0x2fu
+
+#define FATBIN_KIND_PTX 1u
+#define FATBIN_KIND_ELF 2u
+#define FATBIN_FLAG_LZ4 0x2000u
+#define FATBIN_FLAG_ZSTD 0x8000u
+#define FATBIN_ENTRY_MIN 64u
+
+static uint16_t ld16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+static uint32_t ld32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+static uint64_t ld64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+struct shdr {
+	uint32_t name, type, link, info;
+	uint64_t offset, size;
+};
+
+struct elf {
+	const uint8_t *d;
+	size_t len;
+	struct shdr *sh;
+	uint32_t nsh;
+	uint32_t shstrndx;
+	uint32_t *by_name; /* section indices sorted by name, for lookups */
+};
+
+/* NUL-terminated string at off inside section sec, or NULL. */
+static const char *sec_string(const struct elf *e, uint32_t sec, uint64_t off)
+{
+	if (sec >= e->nsh || e->sh[sec].type == SHT_NOBITS || off >= e->sh[sec].size)
+		return NULL;
+	const char *s = (const char *)e->d + e->sh[sec].offset + off;
+	return memchr(s, 0, (size_t)(e->sh[sec].size - off)) ? s : NULL;
+}
+
+static const char *sec_name(const struct elf *e, uint32_t i)
+{
+	const char *n = sec_string(e, e->shstrndx, e->sh[i].name);
+	return n ? n : "";
+}
+
+/* strcmp(n, prefix + suffix) without building the concatenation. */
+static int cmp_split(const char *n, const char *prefix, const char *suffix)
+{
+	for (; *prefix; n++, prefix++)
+		if (*n != *prefix)
+			return (unsigned char)*n - (unsigned char)*prefix;
+	return strcmp(n, suffix);
+}
+
+static const struct elf *sort_elf; /* qsort has no context argument */
+static int cmp_sections(const void *a, const void *b)
+{
+	return strcmp(sec_name(sort_elf, *(const uint32_t *)a), sec_name(sort_elf, *(const uint32_t *)b));
+}
+
+/* Section named prefix + suffix, or -1 (binary search: a hostile cubin may
+ * have tens of thousands of sections and kernels). */
+static long find_section(const struct elf *e, const char *prefix, const char *suffix)
+{
+	uint32_t lo = 0, hi = e->nsh;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int r = cmp_split(sec_name(e, e->by_name[mid]), prefix, suffix);
+		if (!r)
+			return e->by_name[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+static int load_sections(struct elf *e, const uint8_t *d, size_t len, char *err, size_t errlen)
+{
+	e->d = d;
+	e->len = len;
+	e->sh = NULL;
+	e->by_name = NULL;
+	if (len < ELF_EHDR ||
+	    memcmp(d,
+		   "\x7f"
+		   "ELF",
+		   4) ||
+	    d[4] != 2 || d[5] != 1)
+		return fail(err, errlen, "not a 64-bit little-endian ELF image");
+	if (ld16(d + 18) != EM_CUDA)
+		return fail(err, errlen, "ELF image is not a CUDA cubin (machine %u)", ld16(d + 18));
+	uint64_t shoff = ld64(d + 0x28);
+	uint32_t shentsize = ld16(d + 0x3a), shnum = ld16(d + 0x3c);
+	e->shstrndx = ld16(d + 0x3e);
+	if (shentsize != ELF_SHDR || shnum == 0 || shoff > len || (uint64_t)shnum * ELF_SHDR > len - shoff ||
+	    e->shstrndx >= shnum)
+		return fail(err, errlen, "cubin section table out of bounds");
+	e->sh = calloc(shnum, sizeof *e->sh);
+	if (!e->sh)
+		return fail(err, errlen, "out of memory");
+	e->nsh = shnum;
+	for (uint32_t i = 0; i < shnum; i++) {
+		const uint8_t *h = d + shoff + (uint64_t)i * ELF_SHDR;
+		struct shdr *s = &e->sh[i];
+		s->name = ld32(h);
+		s->type = ld32(h + 4);
+		s->offset = ld64(h + 24);
+		s->size = ld64(h + 32);
+		s->link = ld32(h + 40);
+		s->info = ld32(h + 44);
+		if (s->type != SHT_NOBITS && (s->offset > len || s->size > len - s->offset)) {
+			free(e->sh);
+			e->sh = NULL;
+			return fail(err, errlen, "cubin section %u out of bounds", i);
+		}
+	}
+	e->by_name = malloc(shnum * sizeof *e->by_name);
+	if (!e->by_name) {
+		free(e->sh);
+		e->sh = NULL;
+		return fail(err, errlen, "out of memory");
+	}
+	for (uint32_t i = 0; i < shnum; i++)
+		e->by_name[i] = i;
+	static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&sort_lock);
+	sort_elf = e;
+	qsort(e->by_name, shnum, sizeof *e->by_name, cmp_sections);
+	pthread_mutex_unlock(&sort_lock);
+	return 0;
+}
+
+static void free_sections(struct elf *e)
+{
+	free(e->sh);
+	free(e->by_name);
+	e->sh = NULL;
+	e->by_name = NULL;
+}
+
+size_t sim_elf_size(const uint8_t *d, size_t max)
+{
+	if (!d || max < ELF_EHDR ||
+	    memcmp(d,
+		   "\x7f"
+		   "ELF",
+		   4) ||
+	    d[4] != 2 || d[5] != 1)
+		return 0;
+	uint64_t shoff = ld64(d + 0x28), phoff = ld64(d + 0x20);
+	uint64_t shnum = ld16(d + 0x3c), phnum = ld16(d + 0x38);
+	uint64_t shent = ld16(d + 0x3a), phent = ld16(d + 0x36);
+	if (shent != ELF_SHDR || shoff > max || shnum * ELF_SHDR > max - shoff || phoff > max ||
+	    phnum * phent > max - phoff)
+		return 0;
+	uint64_t end = ELF_EHDR;
+	if (shoff + shnum * ELF_SHDR > end)
+		end = shoff + shnum * ELF_SHDR;
+	if (phoff + phnum * phent > end)
+		end = phoff + phnum * phent;
+	for (uint64_t i = 0; i < shnum; i++) {
+		const uint8_t *h = d + shoff + i * ELF_SHDR;
+		uint64_t off = ld64(h + 24), size = ld64(h + 32);
+		if (ld32(h + 4) == SHT_NOBITS)
+			continue;
+		if (off > max || size > max - off)
+			return 0;
+		if (off + size > end)
+			end = off + size;
+	}
+	return (size_t)end;
+}
+
+/* The kernel whose symbol index is sym; syms is ascending. */
+static struct sim_cubin_func *func_by_sym(struct sim_cubin *c, const uint32_t *syms, uint32_t sym)
+{
+	uint32_t lo = 0, hi = c->nfuncs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (syms[mid] == sym)
+			return &c->funcs[mid];
+		if (syms[mid] < sym)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Calls fn for each record of the .nv.info-style section sec. */
+static void walk_nvinfo(const struct elf *e, uint32_t sec,
+			void (*fn)(uint8_t fmt, uint8_t attr, const uint8_t *val, uint32_t len, void *arg),
+			void *arg)
+{
+	const uint8_t *p = e->d + e->sh[sec].offset;
+	uint64_t n = e->sh[sec].size, off = 0;
+	while (n - off >= 4) {
+		uint8_t fmt = p[off], attr = p[off + 1];
+		uint16_t v = ld16(p + off + 2);
+		off += 4;
+		if (fmt == EIFMT_SVAL) {
+			if (v > n - off)
+				return;
+			fn(fmt, attr, p + off, v, arg);
+			off += v;
+		} else
+			fn(fmt, attr, p + off - 2, 2, arg);
+	}
+}
+
+struct global_info_arg {
+	struct sim_cubin *c;
+	const uint32_t *syms;
+};
+
+static void global_info_rec(uint8_t fmt, uint8_t attr, const uint8_t *val, uint32_t len, void *arg)
+{
+	struct global_info_arg *a = arg;
+	if (fmt != EIFMT_SVAL || len < 8)
+		return;
+	struct sim_cubin_func *f = func_by_sym(a->c, a->syms, ld32(val));
+	if (!f)
+		return;
+	if (attr == EIATTR_REGCOUNT)
+		f->regs = ld32(val + 4);
+	else if (attr == EIATTR_FRAME_SIZE)
+		f->local_bytes = ld32(val + 4);
+}
+
+static void func_info_rec(uint8_t fmt, uint8_t attr, const uint8_t *val, uint32_t len, void *arg)
+{
+	struct sim_cubin_func *f = arg;
+	if (fmt != EIFMT_SVAL || len < 12 || (attr != EIATTR_MAX_THREADS && attr != EIATTR_REQNTID))
+		return;
+	uint64_t t = (uint64_t)ld32(val) * ld32(val + 4) * ld32(val + 8);
+	if (t && t <= SIM_MAX_THREADS_PER_BLOCK && (!f->max_threads || t < f->max_threads))
+		f->max_threads = (uint32_t)t;
+}
+
+static int cmp_funcs(const void *a, const void *b)
+{
+	return strcmp(((const struct sim_cubin_func *)a)->name, ((const struct sim_cubin_func *)b)->name);
+}
+
+static bool is_var_section(const char *n)
+{
+	return !strncmp(n, ".nv.global", 10) || !strncmp(n, ".nv.constant", 12);
+}
+
+int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, char *err, size_t errlen)
+{
+	struct elf e;
+	uint32_t *fsyms = NULL;
+	if (load_sections(&e, d, len, err, errlen) < 0)
+		return -1;
+	long symtab = -1;
+	for (uint32_t i = 1; i < e.nsh; i++)
+		if (e.sh[i].type == SHT_SYMTAB) {
+			symtab = i;
+			break;
+		}
+	long c3 = find_section(&e, ".nv.constant3", "");
+	if (c3 >= 0)
+		out->const_bytes = (uint32_t)(e.sh[c3].size > UINT32_MAX ? UINT32_MAX : e.sh[c3].size);
+	if (symtab < 0 || e.sh[symtab].type == SHT_NOBITS) {
+		free_sections(&e);
+		return 0; /* nothing named: no variables, no kernels */
+	}
+	const struct shdr *st = &e.sh[symtab];
+	uint64_t nsym = st->size / ELF_SYM;
+	if (nsym > (1u << 24)) {
+		free_sections(&e);
+		return fail(err, errlen, "cubin symbol table too large");
+	}
+	const uint8_t *sym0 = d + st->offset;
+	bool reserved = find_section(&e, ".nv.shared.reserved.", "0") >= 0;
+	out->vars = calloc(nsym ? nsym : 1, sizeof *out->vars);
+	out->funcs = calloc(nsym ? nsym : 1, sizeof *out->funcs);
+	fsyms = calloc(nsym ? nsym : 1, sizeof *fsyms);
+	if (!out->vars || !out->funcs || !fsyms)
+		goto oom;
+	for (uint64_t i = 1; i < nsym; i++) {
+		const uint8_t *s = sym0 + i * ELF_SYM;
+		uint32_t name_off = ld32(s);
+		uint8_t info = s[4], other = s[5];
+		uint16_t shndx = ld16(s + 6);
+		uint64_t value = ld64(s + 8), size = ld64(s + 16);
+		if (shndx == 0 || shndx >= SHN_LORESERVE || shndx >= e.nsh)
+			continue;
+		const char *name = sec_string(&e, st->link, name_off);
+		if (!name || !*name)
+			continue;
+		unsigned type = info & 0xf;
+		if (type == STT_OBJECT && is_var_section(sec_name(&e, shndx))) {
+			const struct shdr *vs = &e.sh[shndx];
+			if (value > vs->size || size > vs->size - value)
+				continue; /* a variable outside its section: ignore it */
+			if (out->nvars >= SIM_MAX_MODULE_VARS) {
+				free(fsyms);
+				free_sections(&e);
+				return fail(err, errlen, "more than %u device variables",
+					    SIM_MAX_MODULE_VARS);
+			}
+			struct sim_cubin_var *v = &out->vars[out->nvars];
+			if (!(v->name = strdup(name)))
+				goto oom;
+			v->size = size;
+			v->init = vs->type == SHT_NOBITS ? NULL : d + vs->offset + value;
+			out->nvars++;
+		} else if (type == STT_FUNC && (other & STO_CUDA_ENTRY)) {
+			struct sim_cubin_func *f = &out->funcs[out->nfuncs];
+			if (!(f->name = strdup(name)))
+				goto oom;
+			/* Fallback register count: the top byte of .text's sh_info. */
+			f->regs = e.sh[shndx].info >> 24;
+			long sh = find_section(&e, ".nv.shared.", name);
+			if (sh >= 0) {
+				uint64_t sz = e.sh[sh].size;
+				/* sm_90 cubins place a kernel's shared variables after
+				 * the 1 KiB the system reserves per block (marked by a
+				 * .nv.shared.reserved.N section); what the function
+				 * attribute reports is the user part. */
+				if (reserved && sz >= SIM_SHARED_RESERVED)
+					sz -= SIM_SHARED_RESERVED;
+				f->static_shared = (uint32_t)(sz > UINT32_MAX ? UINT32_MAX : sz);
+			}
+			long fi = find_section(&e, ".nv.info.", name);
+			if (fi >= 0 && e.sh[fi].type != SHT_NOBITS)
+				walk_nvinfo(&e, (uint32_t)fi, func_info_rec, f);
+			fsyms[out->nfuncs++] = (uint32_t)i;
+		}
+	}
+	long gi = find_section(&e, ".nv.info", "");
+	if (gi >= 0 && e.sh[gi].type != SHT_NOBITS) {
+		struct global_info_arg a = {out, fsyms};
+		walk_nvinfo(&e, (uint32_t)gi, global_info_rec, &a);
+	}
+	/* By name from here on, for sim_cubin_func's binary search. */
+	if (out->nfuncs > 1)
+		qsort(out->funcs, out->nfuncs, sizeof *out->funcs, cmp_funcs);
+	free(fsyms);
+	free_sections(&e);
+	return 0;
+oom:
+	free(fsyms);
+	free_sections(&e);
+	return fail(err, errlen, "out of memory");
+}
+
+/* The payload of fatbin entry e, inflated into *owned if compressed. */
+static int entry_payload(const uint8_t *e, uint64_t ehsz, uint64_t psz, const uint8_t **out, size_t *outlen,
+			 uint8_t **owned, char *err, size_t errlen)
+{
+	const uint8_t *pl = e + ehsz;
+	uint64_t flags = ld64(e + 40), csz = ld32(e + 16), usz = ld64(e + 56);
+	*owned = NULL;
+	if (!(flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD))) {
+		*out = pl;
+		*outlen = (size_t)psz;
+		return 0;
+	}
+	if (csz == 0 || csz > psz || csz > INT32_MAX || usz == 0 || usz > XGPU_FATBIN_MAX_UNCOMPRESSED ||
+	    ((flags & FATBIN_FLAG_LZ4) && (flags & FATBIN_FLAG_ZSTD)))
+		return fail(err, errlen, "bad compressed fatbin entry");
+	uint8_t *buf = malloc((size_t)usz);
+	if (!buf)
+		return fail(err, errlen, "out of memory");
+	long got;
+	if (flags & FATBIN_FLAG_ZSTD) {
+		size_t r = ZSTD_decompress(buf, (size_t)usz, pl, (size_t)csz);
+		got = ZSTD_isError(r) ? -1 : (long)r;
+	} else
+		got = LZ4_decompress_safe((const char *)pl, (char *)buf, (int)csz, (int)usz);
+	if (got < 0) {
+		free(buf);
+		return fail(err, errlen, "corrupt compressed cubin");
+	}
+	*out = buf;
+	*outlen = (size_t)got;
+	*owned = buf;
+	return 0;
+}
+
+struct pick {
+	const uint8_t *e;
+	uint32_t arch;
+	uint64_t ehsz, psz;
+};
+
+/* Keeps the entry a GPU of this arch would use: the exact architecture,
+ * else the newest older one (SASS runs on later revisions, PTX is JIT
+ * compiled forward). */
+static void consider(struct pick *p, const uint8_t *e, uint32_t a, uint64_t ehsz, uint64_t psz, uint32_t arch)
+{
+	if (!psz || a > arch || (p->e && (p->arch == arch || a <= p->arch)))
+		return;
+	*p = (struct pick){e, a, ehsz, psz};
+}
+
+int sim_cubin_from_fatbin(const uint8_t *fb, size_t len, uint32_t arch, struct sim_cubin *out, char *err,
+			  size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	size_t total = xgpu_fatbin_size(fb, len);
+	if (!total)
+		return fail(err, errlen, "not a fatbin");
+	struct pick elf_pick = {0}, ptx_pick = {0};
+	for (uint64_t off = ld16(fb + 6); off < total;) {
+		const uint8_t *e = fb + off;
+		if (total - off < FATBIN_ENTRY_MIN)
+			return fail(err, errlen, "truncated fatbin entry");
+		uint64_t ehsz = ld32(e + 4), psz = ld64(e + 8);
+		if (ehsz < FATBIN_ENTRY_MIN || ehsz > total - off || psz > total - off - ehsz)
+			return fail(err, errlen, "fatbin entry overruns its container");
+		uint32_t a = ld32(e + 28);
+		if (ld16(e) == FATBIN_KIND_ELF) {
+			out->has_elf = true;
+			consider(&elf_pick, e, a, ehsz, psz, arch);
+		} else if (ld16(e) == FATBIN_KIND_PTX)
+			consider(&ptx_pick, e, a, ehsz, psz, arch);
+		off += ehsz + psz;
+	}
+	out->has_ptx = ptx_pick.e != NULL;
+	const struct pick *p = elf_pick.e ? &elf_pick : &ptx_pick;
+	if (!p->e)
+		return 0;
+	const uint8_t *pl = NULL;
+	size_t pllen = 0;
+	uint8_t *owned = NULL;
+	if (entry_payload(p->e, p->ehsz, p->psz, &pl, &pllen, &owned, err, errlen) < 0)
+		return -1;
+	if (p == &ptx_pick) {
+		/* Variables own their initial values: the text can go. */
+		sim_ptx_vars((const char *)pl, pllen, out);
+		free(owned);
+		return 0;
+	}
+	out->owned = owned;
+	out->arch = p->arch;
+	bool has_ptx = out->has_ptx, has_elf = out->has_elf;
+	if (sim_cubin_parse_elf(pl, pllen, out, err, errlen) < 0) {
+		sim_cubin_free(out);
+		return -1;
+	}
+	out->has_ptx = has_ptx;
+	out->has_elf = has_elf;
+	return 0;
+}
+
+const struct sim_cubin_func *sim_cubin_func(const struct sim_cubin *c, const char *name)
+{
+	uint32_t lo = 0, hi = c->nfuncs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int r = strcmp(name, c->funcs[mid].name);
+		if (!r)
+			return &c->funcs[mid];
+		if (r < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+void sim_cubin_free(struct sim_cubin *c)
+{
+	for (uint32_t i = 0; c->vars && i < c->nvars; i++) {
+		free(c->vars[i].name);
+		free(c->vars[i].owned_init);
+	}
+	for (uint32_t i = 0; c->funcs && i < c->nfuncs; i++)
+		free(c->funcs[i].name);
+	free(c->vars);
+	free(c->funcs);
+	free(c->owned);
+	memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,703 @@
+/* exec.c - the simulated devices' execution engine: one worker thread per
+ * device running a FIFO of operations, plus the stream, event, host-function
+ * and synchronisation entry points built on it.
+ *
+ * Every operation (kernel, copy, memset, event record, host function) goes
+ * into its device's one FIFO in submission order and gets a device-wide
+ * sequence number. Running them one at a time in that order is stricter than
+ * CUDA requires and satisfies at once per-stream order, the legacy NULL
+ * stream's barrier semantics and cuStreamWaitEvent within a device. A stream,
+ * a context or an event is complete when the device's done_seq has reached
+ * the last sequence number it queued (or captured).
+ *
+ * Each operation occupies the device for a modeled time. The worker does the
+ * operation's real work (copying bytes, running a host kernel
+ * implementation), then sleeps on CLOCK_MONOTONIC until the modeled end; it
+ * never spins, so a simulated busy GPU costs no CPU. Operations are not
+ * preempted. Waiters block on a condition variable.
+ */
+#include "simdrv_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+/* Fixed device-side cost of a copy or memset besides its bytes. */
+#define SIM_COPY_LATENCY_NS 1500u
+#define SIM_MEMSET_LATENCY_NS 1000u
+
+uint64_t sim_scale(uint64_t ns)
+{
+	double s = (double)ns / sim.speed;
+	return s >= 1.8e19 ? UINT64_MAX / 2 : (uint64_t)s;
+}
+
+static void sleep_until(uint64_t t_ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u), .tv_nsec = (long)(t_ns % 1000000000u)};
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+static uint64_t bytes_ns(size_t bytes, uint64_t bytes_per_s)
+{
+	return (uint64_t)((double)bytes * 1e9 / (double)bytes_per_s);
+}
+
+/* ---- operations ------------------------------------------------------------------ */
+
+struct sim_op *sim_op_new(struct CUctx_st *ctx, enum sim_op_kind kind)
+{
+	struct sim_op *op = calloc(1, sizeof *op);
+	if (!op)
+		return NULL;
+	op->kind = kind;
+	op->ctx = ctx;
+	sim_obj_ref(&ctx->obj);
+	return op;
+}
+
+void sim_op_free(struct sim_op *op)
+{
+	if (!op)
+		return;
+	switch (op->kind) {
+	case SIM_OP_COPY:
+		free(op->u.copy.snapshot);
+		break;
+	case SIM_OP_EVENT:
+		if (op->u.event.ev)
+			sim_obj_put(&op->u.event.ev->obj);
+		break;
+	case SIM_OP_KERNEL:
+		if (op->u.kernel.func)
+			sim_obj_put(&op->u.kernel.func->obj);
+		free(op->u.kernel.params);
+		break;
+	default:
+		break;
+	}
+	sim_ctx_put(op->ctx);
+	free(op);
+}
+
+uint64_t sim_submit(struct sim_op *op, struct CUstream_st *s)
+{
+	struct CUctx_st *ctx = op->ctx;
+	struct sim_device *dev = ctx->dev;
+	pthread_mutex_lock(&dev->lock);
+	uint64_t seq = op->seq = ++dev->submit_seq;
+	op->next = NULL;
+	if (dev->tail)
+		dev->tail->next = op;
+	else
+		dev->head = op;
+	dev->tail = op;
+	ctx->last_seq = seq;
+	if (s)
+		s->last_seq = seq;
+	else
+		ctx->null_last_seq = seq;
+	/* An event captures the work queued before it at record time. */
+	if (op->kind == SIM_OP_EVENT)
+		op->u.event.ev->seq = seq;
+	pthread_cond_signal(&dev->work_cv);
+	pthread_mutex_unlock(&dev->lock);
+	return seq;
+}
+
+bool sim_seq_done(struct sim_device *dev, uint64_t seq)
+{
+	pthread_mutex_lock(&dev->lock);
+	bool done = dev->done_seq >= seq;
+	pthread_mutex_unlock(&dev->lock);
+	return done;
+}
+
+void sim_wait_seq(struct sim_device *dev, uint64_t seq)
+{
+	pthread_mutex_lock(&dev->lock);
+	while (dev->done_seq < seq)
+		pthread_cond_wait(&dev->done_cv, &dev->lock);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* Does op's work and occupies the device for its modeled time. Returns the
+ * device clock at which the op started (an event's timestamp). */
+static uint64_t run_op(struct sim_device *dev, struct sim_op *op)
+{
+	uint64_t start = xgpu_now_ns();
+	/* A failed context's queued work is dropped, as on a GPU. */
+	if (atomic_load(&op->ctx->sticky))
+		return start;
+	uint64_t cost = 0;
+	switch (op->kind) {
+	case SIM_OP_COPY:
+		memcpy(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+		cost = SIM_COPY_LATENCY_NS +
+		       bytes_ns(op->u.copy.bytes, op->u.copy.dir == SIM_D2D ? dev->p.dev_bw : dev->p.host_bw);
+		break;
+	case SIM_OP_MEMSET:
+		memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
+		cost = SIM_MEMSET_LATENCY_NS + bytes_ns(op->u.memset.bytes, dev->p.dev_bw);
+		break;
+	case SIM_OP_EVENT:
+		break;
+	case SIM_OP_HOSTFN:
+		op->u.hostfn.fn(op->u.hostfn.arg);
+		break;
+	case SIM_OP_WAIT:
+		/* An event of another device: this device stalls until it is done. */
+		sim_wait_seq(op->u.wait.dev, op->u.wait.seq);
+		break;
+	case SIM_OP_KERNEL: {
+		CUresult r = sim_kernel_run(op, &cost);
+		if (r)
+			sim_ctx_fail(op->ctx, r);
+		break;
+	}
+	}
+	if (cost)
+		sleep_until(start + sim_scale(cost));
+	return start;
+}
+
+static void *worker_main(void *arg)
+{
+	struct sim_device *dev = arg;
+	pthread_mutex_lock(&dev->lock);
+	for (;;) {
+		while (!dev->head && !dev->stop)
+			pthread_cond_wait(&dev->work_cv, &dev->lock);
+		struct sim_op *op = dev->head;
+		if (!op)
+			break; /* stopping, and the queue is drained */
+		dev->head = op->next;
+		if (!dev->head)
+			dev->tail = NULL;
+		pthread_mutex_unlock(&dev->lock);
+
+		uint64_t t = run_op(dev, op);
+
+		pthread_mutex_lock(&dev->lock);
+		if (op->kind == SIM_OP_EVENT)
+			op->u.event.ev->time_ns = t;
+		dev->done_seq = op->seq;
+		pthread_cond_broadcast(&dev->done_cv);
+		pthread_mutex_unlock(&dev->lock);
+		/* Outside the lock: this may drop the last reference to a context. */
+		sim_op_free(op);
+		pthread_mutex_lock(&dev->lock);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return NULL;
+}
+
+int sim_worker_start(struct sim_device *dev)
+{
+	pthread_mutex_init(&dev->lock, NULL);
+	pthread_cond_init(&dev->work_cv, NULL);
+	pthread_cond_init(&dev->done_cv, NULL);
+	if (pthread_create(&dev->thread, NULL, worker_main, dev) != 0)
+		return -1;
+	char name[16];
+	snprintf(name, sizeof name, "xgpu-simgpu%d", dev->ordinal);
+	pthread_setname_np(dev->thread, name);
+	dev->started = true;
+	return 0;
+}
+
+void sim_worker_stop(struct sim_device *dev)
+{
+	if (!dev->started)
+		return;
+	pthread_mutex_lock(&dev->lock);
+	dev->stop = true;
+	pthread_cond_signal(&dev->work_cv);
+	pthread_mutex_unlock(&dev->lock);
+	pthread_join(dev->thread, NULL);
+	pthread_cond_destroy(&dev->work_cv);
+	pthread_cond_destroy(&dev->done_cv);
+	pthread_mutex_destroy(&dev->lock);
+	dev->started = false;
+}
+
+/* ---- streams ----------------------------------------------------------------------- */
+
+static bool is_null_stream(CUstream h)
+{
+	return !h || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD;
+}
+
+CUresult sim_stream_get(CUstream h, struct CUctx_st *ctx, struct CUstream_st **out)
+{
+	*out = NULL;
+	if (is_null_stream(h))
+		return CUDA_SUCCESS;
+	struct CUstream_st *s = sim_obj_get(h, SIM_STREAM);
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (s->ctx != ctx) {
+		sim_obj_put(&s->obj);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	*out = s;
+	return CUDA_SUCCESS;
+}
+
+void sim_stream_put(struct CUstream_st *s)
+{
+	if (s)
+		sim_obj_put(&s->obj);
+}
+
+static void stream_release(struct sim_obj *o)
+{
+	struct CUstream_st *s = (struct CUstream_st *)o;
+	sim_ctx_put(s->ctx);
+	free(s);
+}
+
+/* Stream priorities of the modeled GPU: 0 (least) to -5 (greatest). */
+#define SIM_PRIO_LEAST 0
+#define SIM_PRIO_GREATEST (-5)
+
+/* Internal so that cuStreamCreate never goes through the PLT to an
+ * interposed cuStreamCreateWithPriority. */
+static CUresult stream_create(CUstream *phStream, unsigned int flags, int priority)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct CUstream_st *s = calloc(1, sizeof *s);
+	if (!s) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	s->ctx = c; /* takes over the reference from sim_ctx_enter */
+	s->flags = flags;
+	/* Out-of-range priorities are clamped, as documented. */
+	s->priority = priority > SIM_PRIO_LEAST      ? SIM_PRIO_LEAST
+		      : priority < SIM_PRIO_GREATEST ? SIM_PRIO_GREATEST
+						     : priority;
+	sim_list_init(&s->link);
+	if (sim_obj_register(&s->obj, SIM_STREAM, stream_release) < 0) {
+		stream_release(&s->obj);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&c->lock);
+	bool dead = c->destroyed;
+	if (!dead)
+		sim_list_add(&c->streams, &s->link);
+	pthread_mutex_unlock(&c->lock);
+	if (dead) {
+		if (sim_obj_unregister(&s->obj))
+			sim_obj_put(&s->obj);
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	}
+	*phStream = s;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+	return stream_create(phStream, flags, priority);
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+	return stream_create(phStream, Flags, 0);
+}
+
+/* Unlinks obj (a stream or event of ctx) after the caller unregistered it,
+ * and drops the registry's reference. */
+static void unlink_and_put(struct CUctx_st *ctx, struct sim_link *link, struct sim_obj *obj)
+{
+	pthread_mutex_lock(&ctx->lock);
+	sim_list_del(link);
+	pthread_mutex_unlock(&ctx->lock);
+	sim_obj_put(obj);
+}
+
+CUresult cuStreamDestroy(CUstream hStream)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct CUstream_st *s = is_null_stream(hStream) ? NULL : sim_obj_get(hStream, SIM_STREAM);
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = CUDA_ERROR_INVALID_HANDLE;
+	/* Work already queued in it still runs: operations do not refer to
+	 * the stream once submitted. */
+	if (sim_obj_unregister(&s->obj)) {
+		unlink_and_put(s->ctx, &s->link, &s->obj);
+		r = (CUresult)atomic_load(&s->ctx->sticky);
+	}
+	sim_obj_put(&s->obj);
+	return r;
+}
+
+/* The context and last sequence number of stream h: the current context's
+ * NULL stream, or a stream of any context. */
+static CUresult stream_target(CUstream h, struct CUctx_st **ctx, uint64_t *seq)
+{
+	if (is_null_stream(h)) {
+		CUresult r = sim_ctx_enter(ctx, true);
+		if (r)
+			return r;
+		pthread_mutex_lock(&(*ctx)->dev->lock);
+		*seq = (*ctx)->null_last_seq;
+		pthread_mutex_unlock(&(*ctx)->dev->lock);
+		return CUDA_SUCCESS;
+	}
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct CUstream_st *s = sim_obj_get(h, SIM_STREAM);
+	if (!s)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*ctx = s->ctx;
+	sim_obj_ref(&s->ctx->obj);
+	pthread_mutex_lock(&s->ctx->dev->lock);
+	*seq = s->last_seq;
+	pthread_mutex_unlock(&s->ctx->dev->lock);
+	sim_obj_put(&s->obj);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+	struct CUctx_st *c;
+	uint64_t seq;
+	CUresult r = stream_target(hStream, &c, &seq);
+	if (r)
+		return r;
+	if (!atomic_load(&c->sticky))
+		sim_wait_seq(c->dev, seq);
+	r = (CUresult)atomic_load(&c->sticky);
+	sim_ctx_put(c);
+	return r;
+}
+
+CUresult cuStreamQuery(CUstream hStream)
+{
+	struct CUctx_st *c;
+	uint64_t seq;
+	CUresult r = stream_target(hStream, &c, &seq);
+	if (r)
+		return r;
+	r = (CUresult)atomic_load(&c->sticky);
+	if (!r && !sim_seq_done(c->dev, seq))
+		r = CUDA_ERROR_NOT_READY;
+	sim_ctx_put(c);
+	return r;
+}
+
+/* ---- events -------------------------------------------------------------------------- */
+
+static void event_release(struct sim_obj *o)
+{
+	struct CUevent_st *e = (struct CUevent_st *)o;
+	sim_ctx_put(e->ctx);
+	free(e);
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+	if (!phEvent || (Flags & ~known) ||
+	    ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct CUevent_st *e = calloc(1, sizeof *e);
+	if (!e) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	e->ctx = c;
+	e->flags = Flags;
+	sim_list_init(&e->link);
+	if (sim_obj_register(&e->obj, SIM_EVENT, event_release) < 0) {
+		event_release(&e->obj);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&c->lock);
+	bool dead = c->destroyed;
+	if (!dead)
+		sim_list_add(&c->events, &e->link);
+	pthread_mutex_unlock(&c->lock);
+	if (dead) {
+		if (sim_obj_unregister(&e->obj))
+			sim_obj_put(&e->obj);
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	}
+	*phEvent = e;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent hEvent)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct CUevent_st *e = sim_obj_get(hEvent, SIM_EVENT);
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = CUDA_ERROR_INVALID_HANDLE;
+	/* A pending record keeps its own reference: the event's memory goes
+	 * when that completes, as documented for the real driver. */
+	if (sim_obj_unregister(&e->obj)) {
+		unlink_and_put(e->ctx, &e->link, &e->obj);
+		r = (CUresult)atomic_load(&e->ctx->sticky);
+	}
+	sim_obj_put(&e->obj);
+	return r;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	struct CUevent_st *e = sim_obj_get(hEvent, SIM_EVENT);
+	if (!e || e->ctx != c) {
+		if (e)
+			sim_obj_put(&e->obj);
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	struct CUstream_st *s;
+	r = sim_stream_get(hStream, c, &s);
+	struct sim_op *op = r ? NULL : sim_op_new(c, SIM_OP_EVENT);
+	if (!r && !op)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (op) {
+		op->u.event.ev = e; /* the op takes our reference */
+		e = NULL;
+		pthread_mutex_lock(&c->lock);
+		if (c->destroyed)
+			r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+		else {
+			sim_submit(op, s);
+			op = NULL;
+		}
+		pthread_mutex_unlock(&c->lock);
+		sim_op_free(op);
+	}
+	if (e)
+		sim_obj_put(&e->obj);
+	sim_stream_put(s);
+	sim_ctx_put(c);
+	return r;
+}
+
+/* Looks up an event for a query; fails with the context's sticky error. */
+static CUresult event_get(CUevent h, struct CUevent_st **out)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct CUevent_st *e = sim_obj_get(h, SIM_EVENT);
+	if (!e)
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = (CUresult)atomic_load(&e->ctx->sticky);
+	if (r) {
+		sim_obj_put(&e->obj);
+		return r;
+	}
+	*out = e;
+	return CUDA_SUCCESS;
+}
+
+/* The event's captured sequence number, its timestamp and whether it is done. */
+static bool event_state(struct CUevent_st *e, uint64_t *seq, uint64_t *time_ns)
+{
+	struct sim_device *dev = e->ctx->dev;
+	pthread_mutex_lock(&dev->lock);
+	*seq = e->seq;
+	*time_ns = e->time_ns;
+	bool done = dev->done_seq >= e->seq;
+	pthread_mutex_unlock(&dev->lock);
+	return done;
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+	struct CUevent_st *e;
+	CUresult r = event_get(hEvent, &e);
+	if (r)
+		return r;
+	uint64_t seq, t;
+	/* Never recorded: an empty set of work, which is complete. */
+	r = event_state(e, &seq, &t) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	sim_obj_put(&e->obj);
+	return r;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+	struct CUevent_st *e;
+	CUresult r = event_get(hEvent, &e);
+	if (r)
+		return r;
+	uint64_t seq, t;
+	event_state(e, &seq, &t);
+	sim_wait_seq(e->ctx->dev, seq);
+	r = (CUresult)atomic_load(&e->ctx->sticky);
+	sim_obj_put(&e->obj);
+	return r;
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!pMilliseconds)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUevent_st *a, *b;
+	CUresult r = event_get(hStart, &a);
+	if (r)
+		return r;
+	r = event_get(hEnd, &b);
+	if (r) {
+		sim_obj_put(&a->obj);
+		return r;
+	}
+	uint64_t sa, ta, sb, tb;
+	bool da = event_state(a, &sa, &ta), db = event_state(b, &sb, &tb);
+	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (!sa || !sb)
+		r = CUDA_ERROR_INVALID_HANDLE; /* never recorded */
+	else if (!da || !db)
+		r = CUDA_ERROR_NOT_READY;
+	else
+		*pMilliseconds = (float)(((double)tb - (double)ta) / 1e6);
+	sim_obj_put(&a->obj);
+	sim_obj_put(&b->obj);
+	return r;
+}
+
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	struct CUstream_st *s;
+	r = sim_stream_get(hStream, c, &s);
+	if (r) {
+		sim_ctx_put(c);
+		return r;
+	}
+	struct CUevent_st *e = sim_obj_get(hEvent, SIM_EVENT);
+	if (!e)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else if (Flags != CU_EVENT_WAIT_DEFAULT)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (e->ctx->dev != c->dev) {
+		/* Same device: the FIFO already orders everything queued before
+		 * the record ahead of what follows. Another device: queue a wait
+		 * for the work the event captured now. */
+		uint64_t seq, t;
+		if (!event_state(e, &seq, &t)) {
+			struct sim_op *op = sim_op_new(c, SIM_OP_WAIT);
+			if (!op)
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+			else {
+				op->u.wait.dev = e->ctx->dev;
+				op->u.wait.seq = seq;
+				pthread_mutex_lock(&c->lock);
+				if (c->destroyed)
+					r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+				else {
+					sim_submit(op, s);
+					op = NULL;
+				}
+				pthread_mutex_unlock(&c->lock);
+				sim_op_free(op);
+			}
+		}
+	}
+	if (e)
+		sim_obj_put(&e->obj);
+	sim_stream_put(s);
+	sim_ctx_put(c);
+	return r;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	struct CUstream_st *s;
+	r = sim_stream_get(hStream, c, &s);
+	if (r) {
+		sim_ctx_put(c);
+		return r;
+	}
+	struct sim_op *op = fn ? sim_op_new(c, SIM_OP_HOSTFN) : NULL;
+	if (!fn)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (!op)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	else {
+		op->u.hostfn.fn = fn;
+		op->u.hostfn.arg = userData;
+		pthread_mutex_lock(&c->lock);
+		if (c->destroyed)
+			r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+		else {
+			sim_submit(op, s);
+			op = NULL;
+		}
+		pthread_mutex_unlock(&c->lock);
+		sim_op_free(op);
+	}
+	sim_stream_put(s);
+	sim_ctx_put(c);
+	return r;
+}
+
+/* Drops every stream and event of ctx (being destroyed, its work done). */
+void sim_exec_release_ctx(struct CUctx_st *ctx)
+{
+	struct sim_link *lists[2] = {&ctx->streams, &ctx->events};
+	for (int k = 0; k < 2; k++) {
+		for (;;) {
+			struct sim_obj *victim = NULL;
+			pthread_mutex_lock(&ctx->lock);
+			for (struct sim_link *l = lists[k]->next; l != lists[k]; l = l->next) {
+				struct sim_obj *o = k == 0
+							? &sim_container_of(l, struct CUstream_st, link)->obj
+							: &sim_container_of(l, struct CUevent_st, link)->obj;
+				/* One being destroyed by another thread right now is
+				 * unlinked by that thread. */
+				if (sim_obj_unregister(o)) {
+					sim_list_del(l);
+					victim = o;
+					break;
+				}
+			}
+			bool more = victim != NULL;
+			pthread_mutex_unlock(&ctx->lock);
+			if (!more)
+				break;
+			sim_obj_put(victim);
+		}
+	}
+}

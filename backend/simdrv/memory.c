@@ -1,0 +1,675 @@
+/* memory.c - device memory, pinned host memory and the async copy / memset
+ * entry points of the simulated driver.
+ *
+ * Device memory is host memory (mmap with MAP_NORESERVE for large blocks, so
+ * a big allocation costs nothing until touched) behind fake device addresses
+ * from a range no host pointer can have: above 2^57, non-canonical on x86-64
+ * even with 5-level paging, so dereferencing one by mistake faults at once
+ * instead of corrupting host memory. Addresses are handed out in increasing
+ * order and never reused, so a stale pointer can never alias a newer buffer.
+ *
+ * Every access is checked against the allocations of the context that makes
+ * it: a range must lie entirely inside one live allocation, or the call fails
+ * with CUDA_ERROR_INVALID_VALUE (and a kernel with ILLEGAL_ADDRESS). That is
+ * what isolates guests that share a device.
+ *
+ * Freeing follows one rule so the worker never touches released memory: first
+ * take the range out of the table (nothing new can reach it), then wait for
+ * the work queued before that moment, then release it.
+ */
+#include "simdrv_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define SIM_VA_BASE (1ull << 57)
+#define SIM_VA_ALIGN (64ull << 10) /* every allocation starts 64 KiB aligned */
+#define SIM_VA_GUARD (64ull << 10) /* and unmapped space follows it */
+#define SIM_ACCT_ALIGN 256ull
+#define SIM_MMAP_MIN (256u << 10)
+
+static atomic_uint_least64_t next_va = SIM_VA_BASE;
+
+static inline uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/* ---- device allocations ------------------------------------------------------- */
+
+/* Index of the last allocation with base <= addr, or -1. */
+static long floor_index(const struct sim_alloc_table *t, CUdeviceptr addr)
+{
+	long lo = 0, hi = (long)t->n - 1, best = -1;
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		if (t->v[mid].base <= addr) {
+			best = mid;
+			lo = mid + 1;
+		} else
+			hi = mid - 1;
+	}
+	return best;
+}
+
+static void compact(struct sim_alloc_table *t)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (!t->v[i].dead)
+			t->v[j++] = t->v[i];
+	t->n = j;
+	t->ndead = 0;
+}
+
+static void *host_alloc(size_t bytes, bool *mmapped)
+{
+	if (bytes >= SIM_MMAP_MIN) {
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		*mmapped = true;
+		return p == MAP_FAILED ? NULL : p;
+	}
+	/* Small blocks from malloc: cheaper, and ASan sees overruns in host
+	 * kernel implementations. 256-byte alignment keeps a device address's
+	 * alignment visible in its host view. */
+	void *p = aligned_alloc(SIM_ACCT_ALIGN, round_up(bytes, SIM_ACCT_ALIGN));
+	if (p)
+		memset(p, 0, round_up(bytes, SIM_ACCT_ALIGN));
+	*mmapped = false;
+	return p;
+}
+
+static void host_free(void *p, size_t bytes, bool mmapped)
+{
+	if (mmapped)
+		munmap(p, bytes);
+	else
+		free(p);
+}
+
+CUresult sim_mem_alloc_locked(struct CUctx_st *ctx, size_t size, int kind, CUdeviceptr *dptr, void **host)
+{
+	struct sim_device *dev = ctx->dev;
+	if (ctx->destroyed)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	if (size == 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (size > dev->p.mem_bytes)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	uint64_t acct = round_up(size, SIM_ACCT_ALIGN);
+	uint64_t used = atomic_load(&dev->mem_used);
+	do {
+		if (used + acct > dev->p.mem_bytes)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	} while (!atomic_compare_exchange_weak(&dev->mem_used, &used, used + acct));
+
+	struct sim_alloc_table *t = &ctx->allocs;
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		struct sim_alloc *nv = realloc(t->v, ncap * sizeof *nv);
+		if (!nv) {
+			atomic_fetch_sub(&dev->mem_used, acct);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		t->v = nv;
+		t->cap = ncap;
+	}
+	bool mmapped;
+	void *p = host_alloc(size, &mmapped);
+	if (!p) {
+		atomic_fetch_sub(&dev->mem_used, acct);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	/* Taken under ctx->lock, so this context's bases only grow and the
+	 * append below keeps its table sorted. */
+	CUdeviceptr base = atomic_fetch_add(&next_va, round_up(size, SIM_VA_ALIGN) + SIM_VA_GUARD);
+	t->v[t->n++] = (struct sim_alloc){
+	    .base = base, .size = size, .acct = acct, .host = p, .kind = (uint8_t)kind, .mmapped = mmapped};
+	*dptr = base;
+	if (host)
+		*host = p;
+	return CUDA_SUCCESS;
+}
+
+void *sim_mem_translate_locked(struct CUctx_st *ctx, CUdeviceptr addr, size_t bytes)
+{
+	long i = floor_index(&ctx->allocs, addr);
+	if (i < 0)
+		return NULL;
+	const struct sim_alloc *a = &ctx->allocs.v[i];
+	uint64_t off = addr - a->base;
+	if (a->dead || off > a->size || bytes > a->size - off || (bytes == 0 && off == a->size && a->size))
+		return NULL;
+	return (char *)a->host + off;
+}
+
+bool sim_mem_remove_locked(struct CUctx_st *ctx, CUdeviceptr base, int kind, struct sim_alloc *out)
+{
+	struct sim_alloc_table *t = &ctx->allocs;
+	long i = floor_index(t, base);
+	if (i < 0 || t->v[i].base != base || t->v[i].dead || t->v[i].kind != kind)
+		return false;
+	*out = t->v[i];
+	t->v[i].dead = true;
+	if (++t->ndead * 2 > t->n)
+		compact(t);
+	return true;
+}
+
+void sim_mem_release(struct sim_device *dev, struct sim_alloc *a)
+{
+	host_free(a->host, a->size, a->mmapped);
+	atomic_fetch_sub(&dev->mem_used, a->acct);
+}
+
+void sim_mem_release_all(struct CUctx_st *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	struct sim_alloc_table *t = &ctx->allocs;
+	for (size_t i = 0; i < t->n; i++)
+		if (!t->v[i].dead)
+			sim_mem_release(ctx->dev, &t->v[i]);
+	t->n = t->ndead = 0;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	if (!dptr) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&c->lock);
+	r = sim_mem_alloc_locked(c, bytesize, SIM_ALLOC_USER, dptr, NULL);
+	pthread_mutex_unlock(&c->lock);
+	sim_ctx_put(c);
+	return r;
+}
+
+/* Like every release call, this releases even in a failed context (and then
+ * reports its sticky error), so a caller can clean up before destroying it. */
+CUresult cuMemFree(CUdeviceptr dptr)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, true);
+	if (r)
+		return r;
+	struct sim_alloc a;
+	bool found = false;
+	if (dptr) {
+		pthread_mutex_lock(&c->lock);
+		found = sim_mem_remove_locked(c, dptr, SIM_ALLOC_USER, &a);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (found) {
+		/* A GPU frees only once work queued earlier is done with it. */
+		sim_wait_seq(c->dev, sim_ctx_fence(c));
+		sim_mem_release(c->dev, &a);
+	}
+	r = (CUresult)atomic_load(&c->sticky);
+	if (!r && dptr && !found)
+		r = CUDA_ERROR_INVALID_VALUE;
+	sim_ctx_put(c);
+	return r;
+}
+
+CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	if (!free_bytes || !total)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else {
+		uint64_t used = atomic_load(&c->dev->mem_used);
+		*total = (size_t)c->dev->p.mem_bytes;
+		*free_bytes = (size_t)(used < c->dev->p.mem_bytes ? c->dev->p.mem_bytes - used : 0);
+	}
+	sim_ctx_put(c);
+	return r;
+}
+
+/* ---- pinned host memory --------------------------------------------------------- */
+
+/* Page-locked host ranges (cuMemAllocHost and cuMemHostRegister), sorted by
+ * start and disjoint. Async copies read or write them when they execute,
+ * as DMA would; copies from any other host memory follow the pageable rules. */
+struct sim_pinned {
+	uintptr_t start;
+	size_t len;
+	const struct CUctx_st *owner;
+	bool allocated; /* by cuMemAllocHost: we unmap it */
+};
+
+static pthread_rwlock_t pin_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct sim_pinned *pins;
+static size_t npins, pincap;
+
+static long pin_floor(uintptr_t p)
+{
+	long lo = 0, hi = (long)npins - 1, best = -1;
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		if (pins[mid].start <= p) {
+			best = mid;
+			lo = mid + 1;
+		} else
+			hi = mid - 1;
+	}
+	return best;
+}
+
+/* pin_lock held. */
+static bool pinned_covers(const void *p, size_t n)
+{
+	uintptr_t s = (uintptr_t)p;
+	long i = pin_floor(s);
+	return i >= 0 && s - pins[i].start < pins[i].len && n <= pins[i].len - (s - pins[i].start);
+}
+
+static bool pinned_overlaps(uintptr_t s, size_t n)
+{
+	long i = pin_floor(s + n - 1);
+	return i >= 0 && pins[i].start + pins[i].len > s;
+}
+
+/* pin_lock held for writing. */
+static CUresult pin_insert(uintptr_t s, size_t n, const struct CUctx_st *owner, bool allocated)
+{
+	if (n > UINTPTR_MAX - s)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (pinned_overlaps(s, n))
+		return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	if (npins == pincap) {
+		size_t ncap = pincap ? pincap * 2 : 32;
+		struct sim_pinned *np = realloc(pins, ncap * sizeof *np);
+		if (!np)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		pins = np;
+		pincap = ncap;
+	}
+	size_t at = (size_t)(pin_floor(s) + 1);
+	memmove(&pins[at + 1], &pins[at], (npins - at) * sizeof *pins);
+	pins[at] = (struct sim_pinned){s, n, owner, allocated};
+	npins++;
+	return CUDA_SUCCESS;
+}
+
+/* Waits for everything queued on every device so far: pinned memory is not
+ * tied to one device's work. */
+static void fence_all_devices(void)
+{
+	for (int i = 0; i < sim.ndev; i++) {
+		struct sim_device *d = &sim.devs[i];
+		pthread_mutex_lock(&d->lock);
+		uint64_t s = d->submit_seq;
+		pthread_mutex_unlock(&d->lock);
+		sim_wait_seq(d, s);
+	}
+}
+
+static void unpin_release(const struct sim_pinned *p)
+{
+	if (p->allocated)
+		munmap((void *)p->start, p->len);
+}
+
+/* Removes the range starting at p of that type; false if there is none. */
+static bool pin_remove(const void *p, bool allocated, struct sim_pinned *out)
+{
+	pthread_rwlock_wrlock(&pin_lock);
+	long i = pin_floor((uintptr_t)p);
+	bool ok = i >= 0 && pins[i].start == (uintptr_t)p && pins[i].allocated == allocated;
+	if (ok) {
+		*out = pins[i];
+		memmove(&pins[i], &pins[i + 1], (npins - (size_t)i - 1) * sizeof *pins);
+		npins--;
+	}
+	pthread_rwlock_unlock(&pin_lock);
+	if (ok)
+		fence_all_devices();
+	return ok;
+}
+
+void sim_pinned_release_ctx(struct CUctx_st *ctx)
+{
+	struct sim_pinned *gone = NULL;
+	size_t ngone = 0;
+	pthread_rwlock_wrlock(&pin_lock);
+	size_t j = 0;
+	for (size_t i = 0; i < npins; i++) {
+		if (pins[i].owner != ctx) {
+			pins[j++] = pins[i];
+			continue;
+		}
+		struct sim_pinned *ng = realloc(gone, (ngone + 1) * sizeof *ng);
+		if (!ng) {
+			pins[j++] = pins[i]; /* keep it pinned rather than lose track */
+			continue;
+		}
+		gone = ng;
+		gone[ngone++] = pins[i];
+	}
+	npins = j;
+	pthread_rwlock_unlock(&pin_lock);
+	if (ngone)
+		fence_all_devices();
+	for (size_t i = 0; i < ngone; i++)
+		unpin_release(&gone[i]);
+	free(gone);
+}
+
+void sim_pinned_fini(void)
+{
+	pthread_rwlock_wrlock(&pin_lock);
+	for (size_t i = 0; i < npins; i++)
+		unpin_release(&pins[i]);
+	free(pins);
+	pins = NULL;
+	npins = pincap = 0;
+	pthread_rwlock_unlock(&pin_lock);
+}
+
+CUresult cuMemAllocHost(void **pp, size_t bytesize)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	if (!pp || !bytesize) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	size_t len = round_up(bytesize, (uint64_t)sysconf(_SC_PAGESIZE));
+	void *p = len < bytesize
+		      ? MAP_FAILED
+		      : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (c->destroyed)
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	else {
+		pthread_rwlock_wrlock(&pin_lock);
+		r = pin_insert((uintptr_t)p, len, c, true);
+		pthread_rwlock_unlock(&pin_lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (r) {
+		munmap(p, len);
+		/* A stale registration of memory since unmapped can overlap. */
+		if (r == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	} else
+		*pp = p;
+	sim_ctx_put(c);
+	return r;
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct sim_pinned gone;
+	if (!p || !pin_remove(p, true, &gone))
+		return CUDA_ERROR_INVALID_VALUE;
+	unpin_release(&gone);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	const unsigned known = CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP |
+			       CU_MEMHOSTREGISTER_IOMEMORY | CU_MEMHOSTREGISTER_READ_ONLY;
+	if (!p || !bytesize || (Flags & ~known)) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (c->destroyed)
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	else {
+		pthread_rwlock_wrlock(&pin_lock);
+		r = pin_insert((uintptr_t)p, bytesize, c, false);
+		pthread_rwlock_unlock(&pin_lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	sim_ctx_put(c);
+	return r;
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct sim_pinned gone;
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	return pin_remove(p, false, &gone) ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+/* ---- async copies and memset ------------------------------------------------------ */
+
+/* Common start of the async entry points: the current context (healthy) and
+ * the stream, which must belong to it. */
+static CUresult begin_async(CUstream h, struct CUctx_st **c, struct CUstream_st **s)
+{
+	CUresult r = sim_ctx_enter(c, false);
+	if (r)
+		return r;
+	r = sim_stream_get(h, *c, s);
+	if (r)
+		sim_ctx_put(*c);
+	return r;
+}
+
+static void end_async(struct CUctx_st *c, struct CUstream_st *s)
+{
+	sim_stream_put(s);
+	sim_ctx_put(c);
+}
+
+static bool host_is_pinned(const void *p, size_t n)
+{
+	pthread_rwlock_rdlock(&pin_lock);
+	bool pinned = pinned_covers(p, n);
+	pthread_rwlock_unlock(&pin_lock);
+	return pinned;
+}
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	CUresult r = begin_async(hStream, &c, &s);
+	if (r)
+		return r;
+	if (!srcHost || !ByteCount) {
+		end_async(c, s);
+		return srcHost ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	}
+	struct sim_op *op = sim_op_new(c, SIM_OP_COPY);
+	if (!op) {
+		end_async(c, s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	op->u.copy.dir = SIM_H2D;
+	op->u.copy.bytes = ByteCount;
+	/* Check the destination first: a bad range must not cost a snapshot. */
+	pthread_mutex_lock(&c->lock);
+	bool dst_ok = sim_mem_translate_locked(c, dstDevice, ByteCount) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	if (!dst_ok) {
+		sim_op_free(op);
+		end_async(c, s);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	/* Pageable source: the driver stages it before returning, so later
+	 * writes by the caller do not change what is copied. The snapshot is
+	 * taken before any lock: it may be large. */
+	if (!host_is_pinned(srcHost, ByteCount)) {
+		op->u.copy.snapshot = malloc(ByteCount);
+		if (!op->u.copy.snapshot) {
+			sim_op_free(op);
+			end_async(c, s);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		memcpy(op->u.copy.snapshot, srcHost, ByteCount);
+	}
+	pthread_mutex_lock(&c->lock);
+	void *dst = c->destroyed ? NULL : sim_mem_translate_locked(c, dstDevice, ByteCount);
+	if (!dst)
+		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
+	else {
+		pthread_rwlock_rdlock(&pin_lock);
+		if (!op->u.copy.snapshot && !pinned_covers(srcHost, ByteCount)) {
+			/* Unpinned since the check above (rare): stage it now. */
+			op->u.copy.snapshot = malloc(ByteCount);
+			if (op->u.copy.snapshot)
+				memcpy(op->u.copy.snapshot, srcHost, ByteCount);
+			else
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		if (!r) {
+			op->u.copy.dst = dst;
+			op->u.copy.src = op->u.copy.snapshot ? op->u.copy.snapshot : srcHost;
+			sim_submit(op, s);
+			op = NULL;
+		}
+		pthread_rwlock_unlock(&pin_lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (op)
+		sim_op_free(op);
+	end_async(c, s);
+	return r;
+}
+
+CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	CUresult r = begin_async(hStream, &c, &s);
+	if (r)
+		return r;
+	if (!dstHost || !ByteCount) {
+		end_async(c, s);
+		return dstHost ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	}
+	struct sim_op *op = sim_op_new(c, SIM_OP_COPY);
+	if (!op) {
+		end_async(c, s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	op->u.copy.dir = SIM_D2H;
+	op->u.copy.bytes = ByteCount;
+	op->u.copy.dst = dstHost;
+	bool pinned = false;
+	uint64_t seq = 0;
+	pthread_mutex_lock(&c->lock);
+	const void *src = c->destroyed ? NULL : sim_mem_translate_locked(c, srcDevice, ByteCount);
+	if (!src)
+		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
+	else {
+		op->u.copy.src = src;
+		pthread_rwlock_rdlock(&pin_lock);
+		pinned = pinned_covers(dstHost, ByteCount);
+		seq = sim_submit(op, s);
+		op = NULL;
+		pthread_rwlock_unlock(&pin_lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (op)
+		sim_op_free(op);
+	else if (!pinned) {
+		/* Pageable destination: the call returns once the copy is done. */
+		sim_wait_seq(c->dev, seq);
+		r = (CUresult)atomic_load(&c->sticky);
+	}
+	end_async(c, s);
+	return r;
+}
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	CUresult r = begin_async(hStream, &c, &s);
+	if (r)
+		return r;
+	if (!ByteCount) {
+		end_async(c, s);
+		return CUDA_SUCCESS;
+	}
+	struct sim_op *op = sim_op_new(c, SIM_OP_COPY);
+	if (!op) {
+		end_async(c, s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	op->u.copy.dir = SIM_D2D;
+	op->u.copy.bytes = ByteCount;
+	pthread_mutex_lock(&c->lock);
+	void *dst = c->destroyed ? NULL : sim_mem_translate_locked(c, dstDevice, ByteCount);
+	const void *src = dst ? sim_mem_translate_locked(c, srcDevice, ByteCount) : NULL;
+	if (!src)
+		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
+	else {
+		op->u.copy.dst = dst;
+		op->u.copy.src = src;
+		sim_submit(op, s);
+		op = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (op)
+		sim_op_free(op);
+	end_async(c, s);
+	return r;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	CUresult r = begin_async(hStream, &c, &s);
+	if (r)
+		return r;
+	if (!N) {
+		end_async(c, s);
+		return CUDA_SUCCESS;
+	}
+	struct sim_op *op = sim_op_new(c, SIM_OP_MEMSET);
+	if (!op) {
+		end_async(c, s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	op->u.memset.value = uc;
+	op->u.memset.bytes = N;
+	pthread_mutex_lock(&c->lock);
+	void *dst = c->destroyed ? NULL : sim_mem_translate_locked(c, dstDevice, N);
+	if (!dst)
+		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
+	else {
+		op->u.memset.dst = dst;
+		sim_submit(op, s);
+		op = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (op)
+		sim_op_free(op);
+	end_async(c, s);
+	return r;
+}

@@ -1,0 +1,883 @@
+/* module.c - modules, functions and kernel launches of the simulated driver.
+ *
+ * cuModuleLoadData takes what nvcc embeds (a fatbin container, possibly
+ * behind its __fatBinC_Wrapper_t) and, like the real driver, a bare cubin or
+ * PTX text. The kernels and their parameter layouts come from the fatbin
+ * parser (common/fatbin.c); device variables and per-kernel resource figures
+ * from the cubin (cubin.c). Variables get zeroed (or initialised) device
+ * memory in the loading context at load time, freed at unload.
+ *
+ * A launch is checked against the device's limits, its parameters are
+ * copied into a buffer laid out as the kernel expects, and it is queued.
+ * When it runs, a host implementation from a plugin (plugins.c) computes
+ * the results through map(), which translates device addresses with the
+ * same check every API call gets; a kernel without one only takes its
+ * modeled time.
+ */
+#include "simdrv_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM_IMAGE_MAX ((size_t)1 << 30)
+#define SIM_PTX_MAX ((size_t)64 << 20)
+#define SIM_EXTRA_MAX 64 /* entries of cuLaunchKernel's extra array we read */
+
+/* Default kernel model (H100, 132 SMs): a fixed launch cost on the device,
+ * then threads retired at a rate proportional to the SMs the context runs
+ * on. The bundled workloads' plugins use the same figures. */
+#define SIM_LAUNCH_NS 3000.0
+#define SIM_THREADS_PER_NS_132SM 500.0
+
+/* ---- images ---------------------------------------------------------------------- */
+
+struct image {
+	const uint8_t *fb; /* fatbin container */
+	size_t fblen;
+	uint8_t *owned;     /* a container built around a bare cubin or PTX */
+	const uint8_t *elf; /* the bare cubin, if that was the image */
+	size_t elflen;
+	uint32_t elf_arch;
+};
+
+static void st16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, sizeof v);
+}
+static void st32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, sizeof v);
+}
+static void st64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof v);
+}
+
+/* Wraps payload in a one-entry fatbin container so the fatbin parser reads
+ * every image form the same way (layout as documented in common/fatbin.c). */
+static uint8_t *wrap_entry(uint16_t kind, const void *payload, size_t len, uint32_t arch, uint16_t major,
+			   uint16_t minor, size_t *outlen)
+{
+	size_t padded = (len + 7) & ~(size_t)7;
+	size_t total = 16 + 64 + padded;
+	uint8_t *b = calloc(1, total);
+	if (!b)
+		return NULL;
+	st32(b, XGPU_FATBIN_MAGIC);
+	st16(b + 4, 1);
+	st16(b + 6, 16);
+	st64(b + 8, 64 + padded);
+	uint8_t *e = b + 16;
+	st16(e, kind);
+	st16(e + 2, 0x0101);
+	st32(e + 4, 64);
+	st64(e + 8, padded);
+	st16(e + 24, minor);
+	st16(e + 26, major);
+	st32(e + 28, arch);
+	st64(e + 40, 0x11); /* 64-bit, Linux */
+	memcpy(e + 64, payload, len);
+	*outlen = total;
+	return b;
+}
+
+static bool looks_like_ptx(const char *s, size_t *len)
+{
+	size_t n = strnlen(s, SIM_PTX_MAX);
+	if (n == SIM_PTX_MAX)
+		return false;
+	const char *p = s;
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	if (*p != '.' && *p != '/')
+		return false;
+	*len = n;
+	return strstr(s, ".version") != NULL;
+}
+
+static CUresult resolve_image(const void *image, uint32_t dev_arch, struct image *img)
+{
+	memset(img, 0, sizeof *img);
+	const uint8_t *p = image;
+	uint32_t magic;
+	memcpy(&magic, p, sizeof magic);
+	if (magic == XGPU_FATBIN_WRAPPER_MAGIC) {
+		/* __fatBinC_Wrapper_t: int magic, int version, const void *data, ... */
+		memcpy(&p, (const uint8_t *)image + 8, sizeof p);
+		if (!p)
+			return CUDA_ERROR_INVALID_IMAGE;
+		memcpy(&magic, p, sizeof magic);
+	}
+	if (magic == XGPU_FATBIN_MAGIC) {
+		img->fb = p;
+		img->fblen = xgpu_fatbin_size(p, SIM_IMAGE_MAX);
+		return img->fblen ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
+	}
+	if (!memcmp(p,
+		    "\x7f"
+		    "ELF",
+		    4)) {
+		size_t n = sim_elf_size(p, SIM_IMAGE_MAX);
+		if (!n)
+			return CUDA_ERROR_INVALID_IMAGE;
+		uint32_t flags;
+		memcpy(&flags, p + 0x30, sizeof flags);
+		/* EF_CUDA_SM: the SM version sits in bits 8-15 of e_flags. */
+		uint32_t arch = (flags >> 8) & 0xff;
+		img->elf = p;
+		img->elflen = n;
+		img->elf_arch = arch ? arch : dev_arch;
+		img->owned = wrap_entry(2, p, n, img->elf_arch, 1, 8, &img->fblen);
+		img->fb = img->owned;
+		return img->owned ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	size_t n;
+	if (looks_like_ptx((const char *)p, &n)) {
+		unsigned major = 9, minor = 0, sm = dev_arch;
+		const char *v = strstr((const char *)p, ".version");
+		if (v && sscanf(v, ".version %u.%u", &major, &minor) != 2)
+			major = 9, minor = 0;
+		const char *t = strstr((const char *)p, ".target sm_");
+		if (t && sscanf(t, ".target sm_%u", &sm) != 1)
+			sm = dev_arch;
+		img->owned = wrap_entry(1, p, n + 1, sm, (uint16_t)major, (uint16_t)minor, &img->fblen);
+		img->fb = img->owned;
+		return img->owned ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return CUDA_ERROR_INVALID_IMAGE;
+}
+
+/* ---- modules --------------------------------------------------------------------- */
+
+static void func_release(struct sim_obj *o)
+{
+	struct CUfunc_st *f = (struct CUfunc_st *)o;
+	free(f->layout);
+	sim_obj_put(&f->mod->obj);
+	free(f);
+}
+
+static void module_release(struct sim_obj *o)
+{
+	struct CUmod_st *m = (struct CUmod_st *)o;
+	xgpu_fatbin_free(&m->info);
+	for (uint32_t i = 0; i < m->nglobals; i++)
+		free(m->globals[i].name);
+	free(m->globals);
+	free(m->funcs);
+	sim_ctx_put(m->ctx);
+	free(m);
+}
+
+/* Drops the handles of functions (an array taken out of their module). */
+static void put_funcs(struct CUfunc_st **funcs, uint32_t n)
+{
+	for (uint32_t i = 0; funcs && i < n; i++)
+		if (funcs[i] && sim_obj_unregister(&funcs[i]->obj))
+			sim_obj_put(&funcs[i]->obj);
+	free(funcs);
+}
+
+static struct CUfunc_st *make_func(struct CUmod_st *m, const struct xgpu_kernel_info *ki,
+				   const struct sim_cubin *cb)
+{
+	struct CUfunc_st *f = calloc(1, sizeof *f);
+	if (!f)
+		return NULL;
+	f->ki = ki;
+	if (ki->nparams) {
+		f->layout = calloc(ki->nparams, sizeof *f->layout);
+		if (!f->layout) {
+			free(f);
+			return NULL;
+		}
+		for (uint32_t i = 0; i < ki->nparams; i++)
+			f->layout[i] = (struct xgpu_simk_param){ki->params[i].offset, ki->params[i].size};
+	}
+	f->impl = sim_plugin_find(ki->name);
+	const struct sim_cubin_func *cf = sim_cubin_func(cb, ki->name);
+	f->max_threads = SIM_MAX_THREADS_PER_BLOCK;
+	if (cf) {
+		f->regs = cf->regs;
+		f->static_shared = cf->static_shared;
+		f->local_bytes = cf->local_bytes;
+		if (cf->max_threads)
+			f->max_threads = cf->max_threads;
+	}
+	/* Registers bound the block size: a warp takes regs x 32, allocated in
+	 * units of 256, from the SM's 64 Ki registers. */
+	if (f->regs) {
+		uint32_t per_warp = (f->regs * 32 + 255) / 256 * 256;
+		uint32_t by_regs = SIM_REGS_PER_SM / per_warp * 32;
+		if (by_regs < f->max_threads)
+			f->max_threads = by_regs;
+	}
+	f->const_bytes = cb->const_bytes;
+	int dyn = SIM_SHARED_PER_BLOCK -
+		  (int)(f->static_shared > SIM_SHARED_PER_BLOCK ? SIM_SHARED_PER_BLOCK : f->static_shared);
+	atomic_init(&f->max_dynamic_shared, dyn);
+	atomic_init(&f->carveout, -1);
+	for (int i = 0; i < 3; i++)
+		atomic_init(&f->cluster[i], 0);
+	atomic_init(&f->non_portable_cluster, 0);
+	atomic_init(&f->cluster_policy, 0);
+	f->mod = m;
+	sim_obj_ref(&m->obj);
+	if (sim_obj_register(&f->obj, SIM_FUNC, func_release) < 0) {
+		func_release(&f->obj);
+		return NULL;
+	}
+	return f;
+}
+
+/* Takes globals [0, n) of m out of ctx's table (ctx->lock held); returns
+ * them in out for release once earlier work is done. */
+static size_t remove_globals_locked(struct CUctx_st *ctx, struct CUmod_st *m, uint32_t n,
+				    struct sim_alloc *out)
+{
+	size_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (m->globals[i].addr &&
+		    sim_mem_remove_locked(ctx, m->globals[i].addr, SIM_ALLOC_GLOBAL, &out[k]))
+			k++;
+	return k;
+}
+
+static void release_allocs(struct CUctx_st *ctx, struct sim_alloc *a, size_t n)
+{
+	if (!n)
+		return;
+	sim_wait_seq(ctx->dev, sim_ctx_fence(ctx));
+	for (size_t i = 0; i < n; i++)
+		sim_mem_release(ctx->dev, &a[i]);
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	if (!module || !image) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	uint32_t dev_arch = (uint32_t)(c->dev->p.cc_major * 10 + c->dev->p.cc_minor);
+	struct image img;
+	r = resolve_image(image, dev_arch, &img);
+	if (r) {
+		sim_ctx_put(c);
+		return r;
+	}
+	struct CUmod_st *m = calloc(1, sizeof *m);
+	if (!m) {
+		free(img.owned);
+		sim_ctx_put(c);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->ctx = c;         /* takes over the reference */
+	m->unloaded = true; /* until published below */
+	sim_list_init(&m->link);
+	if (sim_obj_register(&m->obj, SIM_MODULE, module_release) < 0) {
+		free(img.owned);
+		module_release(&m->obj);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	struct sim_cubin cb;
+	memset(&cb, 0, sizeof cb);
+	char err[256];
+	struct sim_alloc *undo = NULL;
+	size_t nundo = 0;
+	if (xgpu_fatbin_parse(img.fb, img.fblen, &m->info, err, sizeof err) < 0 ||
+	    (img.elf ? sim_cubin_parse_elf(img.elf, img.elflen, &cb, err, sizeof err)
+		     : sim_cubin_from_fatbin(img.fb, img.fblen, dev_arch, &cb, err, sizeof err)) < 0) {
+		sim_log("cuModuleLoadData: invalid image: %s", err);
+		r = CUDA_ERROR_INVALID_IMAGE;
+		goto fail;
+	}
+	if (img.elf) {
+		cb.arch = img.elf_arch;
+		if (cb.arch > dev_arch) {
+			r = CUDA_ERROR_NO_BINARY_FOR_GPU;
+			goto fail;
+		}
+	} else if (!cb.arch && !cb.has_ptx) {
+		r = CUDA_ERROR_NO_BINARY_FOR_GPU; /* only code for newer GPUs */
+		goto fail;
+	}
+	m->arch = cb.arch ? cb.arch : dev_arch;
+	m->nfuncs = m->info.nkernels;
+	m->funcs = calloc(m->nfuncs ? m->nfuncs : 1, sizeof *m->funcs);
+	m->globals = calloc(cb.nvars ? cb.nvars : 1, sizeof *m->globals);
+	undo = calloc(cb.nvars ? cb.nvars : 1, sizeof *undo);
+	if (!m->funcs || !m->globals || !undo) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto fail;
+	}
+	for (uint32_t i = 0; i < m->nfuncs; i++)
+		if (!(m->funcs[i] = make_func(m, &m->info.kernels[i], &cb))) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			goto fail;
+		}
+	for (uint32_t i = 0; i < cb.nvars; i++) {
+		if (!(m->globals[i].name = strdup(cb.vars[i].name))) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			goto fail;
+		}
+		m->globals[i].size = (size_t)cb.vars[i].size;
+		m->nglobals = i + 1;
+	}
+	pthread_mutex_lock(&c->lock);
+	for (uint32_t i = 0; !r && i < m->nglobals; i++) {
+		void *host;
+		size_t sz = m->globals[i].size ? m->globals[i].size : 1;
+		r = sim_mem_alloc_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host);
+		if (!r && cb.vars[i].init)
+			memcpy(host, cb.vars[i].init, m->globals[i].size);
+	}
+	if (r)
+		nundo = remove_globals_locked(c, m, m->nglobals, undo);
+	else {
+		m->unloaded = false;
+		sim_list_add(&c->modules, &m->link);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (r)
+		goto fail;
+	sim_cubin_free(&cb);
+	free(img.owned);
+	free(undo);
+	*module = m;
+	return CUDA_SUCCESS;
+fail:
+	release_allocs(c, undo, nundo);
+	free(undo);
+	sim_cubin_free(&cb);
+	free(img.owned);
+	put_funcs(m->funcs, m->nfuncs);
+	m->funcs = NULL;
+	if (sim_obj_unregister(&m->obj))
+		sim_obj_put(&m->obj);
+	return r;
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct CUmod_st *m = sim_obj_get(hmod, SIM_MODULE);
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!sim_obj_unregister(&m->obj)) {
+		sim_obj_put(&m->obj);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	struct CUctx_st *c = m->ctx;
+	struct sim_alloc *gone = calloc(m->nglobals ? m->nglobals : 1, sizeof *gone);
+	size_t ngone = 0;
+	pthread_mutex_lock(&c->lock);
+	struct CUfunc_st **funcs = m->funcs;
+	m->funcs = NULL;
+	m->unloaded = true;
+	sim_list_del(&m->link);
+	/* Without memory for the list, the variables stay until the context
+	 * goes (they are in its table); nothing is lost. */
+	if (gone)
+		ngone = remove_globals_locked(c, m, m->nglobals, gone);
+	pthread_mutex_unlock(&c->lock);
+	release_allocs(c, gone, ngone);
+	free(gone);
+	put_funcs(funcs, m->nfuncs);
+	CUresult r = (CUresult)atomic_load(&c->sticky);
+	sim_obj_put(&m->obj); /* the registry's */
+	sim_obj_put(&m->obj);
+	return r;
+}
+
+void sim_module_release_ctx(struct CUctx_st *ctx)
+{
+	/* The context's memory, variables included, is released by the caller. */
+	for (;;) {
+		struct CUmod_st *victim = NULL;
+		struct CUfunc_st **funcs = NULL;
+		pthread_mutex_lock(&ctx->lock);
+		for (struct sim_link *l = ctx->modules.next; l != &ctx->modules; l = l->next) {
+			struct CUmod_st *m = sim_container_of(l, struct CUmod_st, link);
+			if (sim_obj_unregister(&m->obj)) {
+				sim_list_del(l);
+				m->unloaded = true;
+				funcs = m->funcs;
+				m->funcs = NULL;
+				victim = m;
+				break;
+			}
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		if (!victim)
+			break;
+		put_funcs(funcs, victim->nfuncs);
+		sim_obj_put(&victim->obj);
+	}
+}
+
+/* Looks up a module for a query; fails with its context's sticky error. */
+static CUresult module_get(CUmodule h, struct CUmod_st **out)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct CUmod_st *m = sim_obj_get(h, SIM_MODULE);
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = (CUresult)atomic_load(&m->ctx->sticky);
+	if (r) {
+		sim_obj_put(&m->obj);
+		return r;
+	}
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	struct CUmod_st *m;
+	CUresult r = module_get(hmod, &m);
+	if (r)
+		return r;
+	if (!hfunc || !name) {
+		sim_obj_put(&m->obj);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&m->ctx->lock);
+	if (m->unloaded)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	else {
+		const struct xgpu_kernel_info *ki = xgpu_fatbin_find(&m->info, name);
+		if (ki)
+			*hfunc = m->funcs[ki - m->info.kernels];
+		else
+			r = CUDA_ERROR_NOT_FOUND;
+	}
+	pthread_mutex_unlock(&m->ctx->lock);
+	sim_obj_put(&m->obj);
+	return r;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	struct CUmod_st *m;
+	CUresult r = module_get(hmod, &m);
+	if (r)
+		return r;
+	if (!name) {
+		sim_obj_put(&m->obj);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	r = CUDA_ERROR_NOT_FOUND;
+	pthread_mutex_lock(&m->ctx->lock);
+	for (uint32_t i = 0; !m->unloaded && i < m->nglobals; i++)
+		if (!strcmp(m->globals[i].name, name)) {
+			/* Both outputs are optional. */
+			if (dptr)
+				*dptr = m->globals[i].addr;
+			if (bytes)
+				*bytes = m->globals[i].size;
+			r = CUDA_SUCCESS;
+			break;
+		}
+	if (m->unloaded)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_unlock(&m->ctx->lock);
+	sim_obj_put(&m->obj);
+	return r;
+}
+
+/* ---- functions --------------------------------------------------------------------- */
+
+static CUresult func_get(CUfunction h, struct CUfunc_st **out)
+{
+	if (!atomic_load(&sim.initialized))
+		return CUDA_ERROR_NOT_INITIALIZED;
+	struct CUfunc_st *f = sim_obj_get(h, SIM_FUNC);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = f;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+	struct CUfunc_st *f;
+	CUresult r = func_get(hfunc, &f);
+	if (r)
+		return r;
+	int v = 0;
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+		v = (int)f->max_threads;
+		break;
+	case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+		v = (int)f->static_shared;
+		break;
+	case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+		v = (int)f->const_bytes;
+		break;
+	case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+		v = (int)f->local_bytes;
+		break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS:
+		v = (int)f->regs;
+		break;
+	case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+	case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+		v = (int)f->mod->arch;
+		break;
+	case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+	case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+		v = 0;
+		break;
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+		v = atomic_load(&f->max_dynamic_shared);
+		break;
+	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		v = atomic_load(&f->carveout);
+		break;
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+		v = atomic_load(&f->cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH]);
+		break;
+	case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+		v = atomic_load(&f->non_portable_cluster);
+		break;
+	case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		v = atomic_load(&f->cluster_policy);
+		break;
+	default:
+		r = CUDA_ERROR_INVALID_VALUE;
+		break;
+	}
+	if (!pi)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else if (!r)
+		*pi = v;
+	sim_obj_put(&f->obj);
+	return r;
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+	struct CUfunc_st *f;
+	CUresult r = func_get(hfunc, &f);
+	if (r)
+		return r;
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+		if (value < 0 || (uint64_t)value + f->static_shared > SIM_SHARED_PER_BLOCK_OPTIN)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else
+			atomic_store(&f->max_dynamic_shared, value);
+		break;
+	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		if (value < -1 || value > 100)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else
+			atomic_store(&f->carveout, value);
+		break;
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+	case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+		if (value < 0 || value > 16)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else
+			atomic_store(&f->cluster[attrib - CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH], value);
+		break;
+	case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+		if (value != 0 && value != 1)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else
+			atomic_store(&f->non_portable_cluster, value);
+		break;
+	case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+		if (value < CU_CLUSTER_SCHEDULING_POLICY_DEFAULT ||
+		    value > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+			r = CUDA_ERROR_INVALID_VALUE;
+		else
+			atomic_store(&f->cluster_policy, value);
+		break;
+	default:
+		r = CUDA_ERROR_INVALID_VALUE; /* read-only or unknown */
+		break;
+	}
+	sim_obj_put(&f->obj);
+	return r;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+	struct CUfunc_st *f;
+	CUresult r = func_get(func, &f);
+	if (r)
+		return r;
+	if (!paramOffset || paramIndex >= f->ki->nparams)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else {
+		*paramOffset = f->ki->params[paramIndex].offset;
+		if (paramSize)
+			*paramSize = f->ki->params[paramIndex].size;
+	}
+	sim_obj_put(&f->obj);
+	return r;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+						     size_t dynamicSMemSize)
+{
+	struct CUfunc_st *f;
+	CUresult r = func_get(func, &f);
+	if (r)
+		return r;
+	if (!numBlocks || blockSize <= 0) {
+		sim_obj_put(&f->obj);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	const struct sim_devprops *p = &f->mod->ctx->dev->p;
+	uint64_t warps = ((uint64_t)blockSize + 31) / 32;
+	uint64_t blocks = SIM_MAX_BLOCKS_PER_SM;
+	uint64_t by_threads = (uint64_t)p->threads_per_sm / (warps * 32);
+	if (by_threads < blocks)
+		blocks = by_threads;
+	if (f->regs) {
+		uint64_t per_warp = ((uint64_t)f->regs * 32 + 255) / 256 * 256;
+		uint64_t by_regs = SIM_REGS_PER_SM / per_warp / warps;
+		if (by_regs < blocks)
+			blocks = by_regs;
+	}
+	uint64_t smem = (uint64_t)f->static_shared + dynamicSMemSize;
+	if (smem > SIM_SHARED_PER_BLOCK_OPTIN || (uint64_t)blockSize > f->max_threads)
+		blocks = 0;
+	else if (smem) {
+		uint64_t by_smem = SIM_SHARED_PER_SM / (smem + SIM_SHARED_RESERVED);
+		if (by_smem < blocks)
+			blocks = by_smem;
+	}
+	*numBlocks = (int)blocks;
+	sim_obj_put(&f->obj);
+	return CUDA_SUCCESS;
+}
+
+/* ---- launches ------------------------------------------------------------------------ */
+
+/* Lays the kernel's arguments out in a new buffer of its parameter size. */
+static CUresult build_params(const struct CUfunc_st *f, void **kernelParams, void **extra, uint8_t **out)
+{
+	const struct xgpu_kernel_info *ki = f->ki;
+	uint32_t n = ki->param_bytes;
+	*out = NULL;
+	if (kernelParams && extra)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint8_t *buf = calloc(1, n ? n : 1);
+	if (!buf)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (extra) {
+		const void *ptr = NULL;
+		const size_t *size = NULL;
+		int i = 0;
+		for (; i < SIM_EXTRA_MAX && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+			if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				ptr = extra[i + 1];
+			else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = extra[i + 1];
+			else
+				break;
+		}
+		bool ok = i < SIM_EXTRA_MAX && extra[i] == CU_LAUNCH_PARAM_END;
+		/* The buffer must be exactly the kernel's parameter buffer. */
+		if (ok && n)
+			ok = ptr && size && *size == n;
+		else if (ok && size)
+			ok = *size == 0;
+		if (!ok) {
+			free(buf);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		if (n)
+			memcpy(buf, ptr, n);
+	} else if (ki->nparams) {
+		if (!kernelParams) {
+			free(buf);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		for (uint32_t i = 0; i < ki->nparams; i++) {
+			uint32_t off = ki->params[i].offset, sz = ki->params[i].size;
+			if (!kernelParams[i] || off > n || sz > n - off) {
+				free(buf);
+				return CUDA_ERROR_INVALID_VALUE;
+			}
+			memcpy(buf + off, kernelParams[i], sz);
+		}
+	}
+	*out = buf;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+			unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	struct CUfunc_st *fn = sim_obj_get(f, SIM_FUNC);
+	if (!fn || fn->mod->ctx != c) {
+		if (fn)
+			sim_obj_put(&fn->obj);
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	struct CUstream_st *s = NULL;
+	struct sim_op *op = NULL;
+	uint8_t *params = NULL;
+	uint64_t threads = (uint64_t)blockDimX * blockDimY * blockDimZ;
+	r = sim_stream_get(hStream, c, &s);
+	if (r)
+		goto out;
+	if (!gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY || !blockDimZ ||
+	    gridDimX > 2147483647u || gridDimY > 65535 || gridDimZ > 65535 || blockDimX > 1024 ||
+	    blockDimY > 1024 || blockDimZ > 64 || threads > SIM_MAX_THREADS_PER_BLOCK) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	if (threads > fn->max_threads) {
+		r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* registers or __launch_bounds__ */
+		goto out;
+	}
+	if (sharedMemBytes > (unsigned)atomic_load(&fn->max_dynamic_shared) ||
+	    (uint64_t)sharedMemBytes + fn->static_shared > SIM_SHARED_PER_BLOCK_OPTIN) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	r = build_params(fn, kernelParams, extra, &params);
+	if (r)
+		goto out;
+	op = sim_op_new(c, SIM_OP_KERNEL);
+	if (!op) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out;
+	}
+	op->u.kernel.func = fn; /* the op takes our reference */
+	fn = NULL;
+	op->u.kernel.params = params;
+	params = NULL;
+	op->u.kernel.param_bytes = op->u.kernel.func->ki->param_bytes;
+	op->u.kernel.grid[0] = gridDimX;
+	op->u.kernel.grid[1] = gridDimY;
+	op->u.kernel.grid[2] = gridDimZ;
+	op->u.kernel.block[0] = blockDimX;
+	op->u.kernel.block[1] = blockDimY;
+	op->u.kernel.block[2] = blockDimZ;
+	op->u.kernel.shared = sharedMemBytes;
+	pthread_mutex_lock(&c->lock);
+	if (c->destroyed)
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	else {
+		sim_submit(op, s);
+		op = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+out:
+	sim_op_free(op);
+	free(params);
+	if (fn)
+		sim_obj_put(&fn->obj);
+	sim_stream_put(s);
+	sim_ctx_put(c);
+	return r;
+}
+
+/* ---- running kernels (on the worker) -------------------------------------------------- */
+
+static void *kernel_map(const struct xgpu_simk_launch *l, uint64_t addr, uint64_t bytes)
+{
+	const struct sim_op *op = l->priv;
+	if (bytes > SIZE_MAX)
+		return NULL;
+	pthread_mutex_lock(&op->ctx->lock);
+	void *p = sim_mem_translate_locked(op->ctx, (CUdeviceptr)addr, (size_t)bytes);
+	pthread_mutex_unlock(&op->ctx->lock);
+	return p;
+}
+
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **warned;
+static size_t nwarned;
+
+/* Says once per kernel name that its results are not computed. */
+static void warn_uncomputed(const char *name)
+{
+	pthread_mutex_lock(&warned_lock);
+	bool seen = false;
+	for (size_t i = 0; i < nwarned && !seen; i++)
+		seen = !strcmp(warned[i], name);
+	if (!seen) {
+		char **nw = realloc(warned, (nwarned + 1) * sizeof *nw);
+		char *copy = strdup(name);
+		if (nw && copy) {
+			warned = nw;
+			warned[nwarned++] = copy;
+		} else {
+			if (nw)
+				warned = nw;
+			free(copy);
+		}
+		sim_log(
+		    "kernel %s has no host implementation: it takes its modeled time but computes nothing",
+		    name);
+	}
+	pthread_mutex_unlock(&warned_lock);
+}
+
+void sim_module_fini(void)
+{
+	pthread_mutex_lock(&warned_lock);
+	for (size_t i = 0; i < nwarned; i++)
+		free(warned[i]);
+	free(warned);
+	warned = NULL;
+	nwarned = 0;
+	pthread_mutex_unlock(&warned_lock);
+}
+
+static uint64_t default_cost(const struct sim_op *op)
+{
+	const uint32_t *g = op->u.kernel.grid, *b = op->u.kernel.block;
+	double threads = (double)g[0] * g[1] * g[2] * b[0] * b[1] * b[2];
+	double ns = SIM_LAUNCH_NS + threads / (SIM_THREADS_PER_NS_132SM * op->ctx->sm_count / 132.0);
+	return ns > 1e15 ? (uint64_t)1e15 : (uint64_t)ns;
+}
+
+CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
+{
+	const struct CUfunc_st *f = op->u.kernel.func;
+	struct xgpu_simk_launch l = {
+	    .grid = {op->u.kernel.grid[0], op->u.kernel.grid[1], op->u.kernel.grid[2]},
+	    .block = {op->u.kernel.block[0], op->u.kernel.block[1], op->u.kernel.block[2]},
+	    .shared_bytes = op->u.kernel.shared,
+	    .params = op->u.kernel.params,
+	    .param_bytes = op->u.kernel.param_bytes,
+	    .layout = f->layout,
+	    .nparams = f->ki->nparams,
+	    .map = kernel_map,
+	    .priv = op,
+	};
+	CUresult r = CUDA_SUCCESS;
+	if (f->impl) {
+		int rc = f->impl->run(&l);
+		if (rc)
+			r = sim_error_known((CUresult)rc) ? (CUresult)rc : CUDA_ERROR_LAUNCH_FAILED;
+	} else
+		warn_uncomputed(f->ki->name);
+	*cost_ns = f->impl && f->impl->cost_ns ? f->impl->cost_ns(&l) : default_cost(op);
+	return r;
+}

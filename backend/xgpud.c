@@ -1,0 +1,271 @@
+/* xgpud.c - the xgpu backend daemon: options, start-up, the main loop that
+ * accepts channels and control requests, and an orderly stop on SIGINT or
+ * SIGTERM. */
+#include "log.h"
+#include "policy.h"
+#include "transport_local.h"
+#include "util.h"
+#include "xgpud.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define XGPU_VERSION_STRING "0.1.0"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: xgpud [OPTION]...\n"
+		"Share NVIDIA GPUs between Xen guests or local processes through xgpu's\n"
+		"libcudart.so.13 frontend.\n"
+		"\n"
+		"  --transport local|xen   how guests connect (default: xen in a Xen Dom0, else local)\n"
+		"  --executor cuda|sim     run calls on NVIDIA's driver or the simulated one\n"
+		"                          (default: cuda when a GPU is usable, else sim)\n"
+		"  --policy NAME           GPU scheduling policy: %s (default rr)\n"
+		"  --tick-ms N             scheduler tick, 1-1000 ms (default 10)\n"
+		"  --socket PATH           local transport socket (default $XGPU_SOCKET, else\n"
+		"                          $XDG_RUNTIME_DIR/xgpu.sock, else /run/xgpu/xgpud.sock)\n"
+		"  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
+		"  --config FILE           per-domain settings (not available yet)\n"
+		"  --sim-driver PATH       simulated driver library (default ../lib/libxgpu-simdrv.so\n"
+		"                          beside this binary)\n"
+		"  --cuda-driver PATH      NVIDIA driver library (default libcuda.so.1)\n"
+		"  --spin-us N             pollers spin this long before sleeping (default 50)\n"
+		"  --stall-timeout S       close a channel whose guest stalls a transfer this long\n"
+		"                          (default 60)\n"
+		"  --max-channels N        channels per domain (default 256)\n"
+		"  --log-level LEVEL       error, warn, info or debug (default info)\n"
+		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
+		"  --foreground            stay in the foreground\n"
+		"  --help, --version\n",
+		xgpu_policy_names());
+}
+
+static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
+{
+	enum {
+		O_TRANSPORT = 256, O_EXECUTOR, O_POLICY, O_TICK, O_SOCKET, O_MEMLIMIT, O_CONFIG, O_SIMDRV, O_CUDADRV,
+		O_SPIN, O_STALL, O_MAXCH, O_LOGLEVEL, O_LOGFILE, O_FG, O_HELP, O_VERSION
+	};
+	static const struct option longopts[] = {
+		{"transport", required_argument, 0, O_TRANSPORT}, {"executor", required_argument, 0, O_EXECUTOR},
+		{"policy", required_argument, 0, O_POLICY},       {"tick-ms", required_argument, 0, O_TICK},
+		{"socket", required_argument, 0, O_SOCKET},       {"mem-limit", required_argument, 0, O_MEMLIMIT},
+		{"config", required_argument, 0, O_CONFIG},       {"sim-driver", required_argument, 0, O_SIMDRV},
+		{"cuda-driver", required_argument, 0, O_CUDADRV}, {"spin-us", required_argument, 0, O_SPIN},
+		{"stall-timeout", required_argument, 0, O_STALL}, {"max-channels", required_argument, 0, O_MAXCH},
+		{"log-level", required_argument, 0, O_LOGLEVEL},  {"log-file", required_argument, 0, O_LOGFILE},
+		{"foreground", no_argument, 0, O_FG},             {"help", no_argument, 0, O_HELP},
+		{"version", no_argument, 0, O_VERSION},           {0, 0, 0, 0},
+	};
+	long v;
+	int c;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_TRANSPORT:
+			o->transport = optarg;
+			break;
+		case O_EXECUTOR:
+			o->executor = optarg;
+			break;
+		case O_POLICY:
+			o->policy = optarg;
+			break;
+		case O_TICK:
+			if (xgpu_parse_long(optarg, 1, 1000, &v) < 0) {
+				fprintf(stderr, "xgpud: --tick-ms %s: need a whole number of ms from 1 to 1000\n", optarg);
+				return -1;
+			}
+			o->tick_ms = (unsigned)v;
+			break;
+		case O_SOCKET:
+			o->socket_path = optarg;
+			break;
+		case O_MEMLIMIT:
+			if (xgpu_parse_size(optarg, &o->mem_limit) < 0 || o->mem_limit == 0) {
+				fprintf(stderr, "xgpud: --mem-limit %s: need a size such as 512M or 4G\n", optarg);
+				return -1;
+			}
+			break;
+		case O_CONFIG:
+			o->config_path = optarg;
+			break;
+		case O_SIMDRV:
+			o->sim_driver = optarg;
+			break;
+		case O_CUDADRV:
+			o->cuda_driver = optarg;
+			break;
+		case O_SPIN:
+			if (xgpu_parse_long(optarg, 0, 100000, &v) < 0) {
+				fprintf(stderr, "xgpud: --spin-us %s: need 0 to 100000\n", optarg);
+				return -1;
+			}
+			o->spin_ns = (uint64_t)v * 1000;
+			break;
+		case O_STALL:
+			if (xgpu_parse_long(optarg, 1, 86400, &v) < 0) {
+				fprintf(stderr, "xgpud: --stall-timeout %s: need 1 to 86400 seconds\n", optarg);
+				return -1;
+			}
+			o->stall_timeout_s = (unsigned)v;
+			break;
+		case O_MAXCH:
+			if (xgpu_parse_long(optarg, 1, 65536, &v) < 0) {
+				fprintf(stderr, "xgpud: --max-channels %s: need 1 to 65536\n", optarg);
+				return -1;
+			}
+			o->max_channels_per_domain = (unsigned)v;
+			break;
+		case O_LOGLEVEL:
+			if ((o->log_level = xgpu_log_parse_level(optarg)) < 0) {
+				fprintf(stderr, "xgpud: --log-level %s: need error, warn, info or debug\n", optarg);
+				return -1;
+			}
+			break;
+		case O_LOGFILE:
+			o->log_file = optarg;
+			break;
+		case O_FG:
+			o->foreground = true;
+			break;
+		case O_HELP:
+			usage(stdout);
+			exit(0);
+		case O_VERSION:
+			printf("xgpud %s (xgpu protocol %u)\n", XGPU_VERSION_STRING, XGPU_PROTO_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "xgpud: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+static bool in_xen_dom0(void)
+{
+	FILE *f = fopen("/proc/xen/capabilities", "r");
+	if (!f)
+		return false;
+	char buf[128] = "";
+	bool dom0 = fgets(buf, sizeof buf, f) && strstr(buf, "control_d");
+	fclose(f);
+	return dom0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct xgpud d;
+	d.o = (struct xgpud_opts){
+		.policy = "rr",
+		.tick_ms = 10,
+		.log_level = XGPU_LOG_INFO,
+		.spin_ns = 50000,
+		.stall_timeout_s = 60,
+		.max_channels_per_domain = 256,
+	};
+	if (parse_opts(argc, argv, &d.o) < 0)
+		return 2;
+	/* Block the stop signals before any thread exists, so every thread
+	 * inherits the mask and they arrive only through the signalfd. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (!d.o.transport)
+		d.o.transport = in_xen_dom0() ? "xen" : "local";
+	if (strcmp(d.o.transport, "local")) {
+		fprintf(stderr,
+			"xgpud: transport '%s' is not available in this build; only 'local' is "
+			"(use --transport local)\n",
+			d.o.transport);
+		return 2;
+	}
+	if (d.o.config_path) {
+		fprintf(stderr, "xgpud: --config is not available in this build yet\n");
+		return 2;
+	}
+	if (d.o.log_file && !freopen(d.o.log_file, "a", stderr)) {
+		fprintf(stderr, "xgpud: cannot open log file %s: %s\n", d.o.log_file, strerror(errno));
+		return 1;
+	}
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	xgpu_log_init("xgpud", (enum xgpu_log_level)d.o.log_level, false);
+
+	char pathbuf[256], err[768];
+	const char *path = xgpu_socket_path(d.o.socket_path, pathbuf, sizeof pathbuf);
+	int lfd = xgpu_local_listen(path, err, sizeof err);
+	if (lfd < 0) {
+		xlog_err("%s", err);
+		return 1;
+	}
+	if (!d.o.foreground) {
+		if (daemon(0, d.o.log_file != NULL) < 0) {
+			xlog_err("cannot detach: %s", strerror(errno));
+			return 1;
+		}
+		if (!d.o.log_file)
+			xgpu_log_init("xgpud", (enum xgpu_log_level)d.o.log_level, true);
+	}
+	if (xgpud_init(&d, err, sizeof err) < 0) {
+		xlog_err("%s", err);
+		close(lfd);
+		unlink(path);
+		xgpud_shutdown(&d);
+		return 1;
+	}
+	xlog_info("listening on %s (local transport)", path);
+
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event le = {.events = EPOLLIN, .data.fd = lfd}, se = {.events = EPOLLIN, .data.fd = sfd};
+	if (sfd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &le) < 0 ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &se) < 0) {
+		xlog_err("cannot set up the main loop: %s", strerror(errno));
+		return 1;
+	}
+	for (;;) {
+		struct epoll_event ev[4];
+		int n = epoll_wait(ep, ev, 4, -1);
+		if (n < 0 && errno != EINTR) {
+			xlog_err("epoll_wait: %s", strerror(errno));
+			break;
+		}
+		bool stop = false;
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.fd == lfd) {
+				xgpu_local_accept(&d, lfd);
+			} else {
+				struct signalfd_siginfo si;
+				if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+					xlog_info("signal %u: stopping", si.ssi_signo);
+				stop = true;
+			}
+		}
+		if (stop)
+			break;
+	}
+	close(lfd);
+	unlink(path);
+	xgpud_shutdown(&d);
+	close(ep);
+	close(sfd);
+	xlog_info("stopped");
+	return 0;
+}

@@ -1,0 +1,964 @@
+/* fatbin.c - the fatbin parser (see fatbin.h): walks the container, inflates
+ * compressed entries (zstd or LZ4), reads kernel parameter layouts from the
+ * cubins' .nv.info sections and, for kernels no cubin describes, from PTX.
+ *
+ * Layout facts below were established with nvcc 13.0 by dumping fatbins built
+ * with every -Xfatbin -compress-mode and with several architectures; the
+ * numbers are not documented by NVIDIA.
+ *
+ * Container header (16 bytes): u32 magic, u16 version (1), u16 header size,
+ * u64 size of the entries that follow.
+ *
+ * Entry header (64 bytes or more; all offsets from the entry's start):
+ *   0 u16 kind (1 PTX, 2 ELF cubin)     2 u16 version (0x0101)
+ *   4 u32 header size                   8 u64 payload size (padded to 8)
+ *  16 u32 compressed size (0 if not)   20 u32 offset of the options descriptor
+ *  24 u16 minor, 26 u16 major          28 u32 arch (sm_XY as XY)
+ *  32 u32 name offset, 36 u32 length   40 u64 flags
+ *  48 u64 reserved                     56 u64 uncompressed size (0 if not)
+ * Flags: 0x1 64-bit, 0x2 debug, 0x10 Linux host, 0x2000 LZ4 block,
+ * 0x8000 zstd frame, 0x100000 arch-specific ("sm_90a"), 0x1000000 seen on
+ * sm_100+ cubins. compress-mode=speed gives LZ4, default/size/balance zstd,
+ * none nothing; only the first compressed size bytes of a payload are data.
+ */
+#include "fatbin.h"
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FATBIN_HDR_SIZE 16u
+#define ENTRY_HDR_MIN 64u
+#define KIND_PTX 1u
+#define KIND_ELF 2u
+#define FLAG_LZ4 0x2000u
+#define FLAG_ZSTD 0x8000u
+
+/* Cubin ELF. */
+#define EM_CUDA 190u
+#define SHT_SYMTAB 2u
+#define SHT_NOBITS 8u
+#define STT_FUNC 2u
+#define STO_CUDA_ENTRY 0x10u /* st_other bit of kernel entry symbols */
+#define SHN_XINDEX 0xffffu
+
+/* .nv.info records: u8 format, u8 attribute, then a u16 value (NVAL, BVAL,
+ * HVAL: 4 bytes in all) or a u16 length and that many bytes (SVAL). */
+#define EIFMT_NVAL 1u
+#define EIFMT_BVAL 2u
+#define EIFMT_HVAL 3u
+#define EIFMT_SVAL 4u
+#define EIATTR_PARAM_CBANK 0x0au      /* SVAL: u32 sym, u16 cbank offset, u16 size */
+#define EIATTR_KPARAM_INFO 0x17u      /* SVAL, see nvinfo_kparam() */
+#define EIATTR_CBANK_PARAM_SIZE 0x19u /* HVAL: parameter buffer size */
+#define EIATTR_KPARAM_INFO_V2 0x45u   /* SVAL, kernels with > 16 KiB of parameters */
+
+/* Bounds of our own, beyond fatbin.h's: CUDA caps a parameter buffer at
+ * 32764 bytes; names may be long (templates) but not unboundedly so in sum. */
+#define PARAM_BUF_MAX (1u << 20)
+#define NAME_BYTES_MAX ((size_t)64 << 20)
+
+/* printf arguments for a name that need not be NUL-terminated. */
+#define NAME_ARG(s, len) (int)((len) < 200 ? (len) : 200), (s)
+
+static uint16_t ld16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t ld32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static uint64_t ld64(const uint8_t *p)
+{
+	return (uint64_t)ld32(p) | ((uint64_t)ld32(p + 4) << 32);
+}
+
+/* ---- result table --------------------------------------------------------- */
+
+struct ctx {
+	struct xgpu_kernel_info *k;
+	uint32_t n, cap;
+	uint32_t *hash; /* index + 1 into k, 0 = empty; open addressing */
+	uint32_t hcap;  /* power of two */
+	size_t name_bytes;
+	char *err;
+	size_t errlen;
+};
+
+__attribute__((format(printf, 2, 3))) static int fail(struct ctx *c, const char *fmt, ...)
+{
+	if (c->err && c->errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+static uint32_t name_hash(const char *s, size_t len)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static bool name_eq(const char *a, const char *b, size_t blen)
+{
+	return strncmp(a, b, blen) == 0 && a[blen] == '\0';
+}
+
+static bool ctx_has(const struct ctx *c, const char *name, size_t len)
+{
+	if (!c->hcap)
+		return false;
+	for (uint32_t i = name_hash(name, len) & (c->hcap - 1);; i = (i + 1) & (c->hcap - 1)) {
+		uint32_t v = c->hash[i];
+		if (!v)
+			return false;
+		if (name_eq(c->k[v - 1].name, name, len))
+			return true;
+	}
+}
+
+static int ctx_grow(struct ctx *c)
+{
+	if (c->n == c->cap) {
+		uint32_t ncap = c->cap ? c->cap * 2 : 64;
+		struct xgpu_kernel_info *nk = realloc(c->k, (size_t)ncap * sizeof(*nk));
+		if (!nk)
+			return fail(c, "out of memory");
+		c->k = nk;
+		c->cap = ncap;
+	}
+	if ((c->n + 1) * 2 > c->hcap) {
+		uint32_t nh = c->hcap ? c->hcap * 2 : 128;
+		uint32_t *h = calloc(nh, sizeof(*h));
+		if (!h)
+			return fail(c, "out of memory");
+		for (uint32_t j = 0; j < c->n; j++) {
+			uint32_t i = name_hash(c->k[j].name, strlen(c->k[j].name)) & (nh - 1);
+			while (h[i])
+				i = (i + 1) & (nh - 1);
+			h[i] = j + 1;
+		}
+		free(c->hash);
+		c->hash = h;
+		c->hcap = nh;
+	}
+	return 0;
+}
+
+/* Takes ownership of params. The first description of a name wins, so a
+ * later one is dropped. */
+static int ctx_add(struct ctx *c, const char *name, size_t len, struct xgpu_kparam *params, uint32_t nparams,
+		   uint32_t param_bytes)
+{
+	if (ctx_has(c, name, len)) {
+		free(params);
+		return 0;
+	}
+	int rc = 0;
+	if (c->n >= XGPU_FATBIN_MAX_KERNELS)
+		rc = fail(c, "more than %u kernels", XGPU_FATBIN_MAX_KERNELS);
+	else if (len > NAME_BYTES_MAX - c->name_bytes)
+		rc = fail(c, "kernel names too long in sum");
+	else
+		rc = ctx_grow(c);
+	if (rc < 0) {
+		free(params);
+		return -1;
+	}
+	char *s = malloc(len + 1);
+	if (!s) {
+		free(params);
+		return fail(c, "out of memory");
+	}
+	memcpy(s, name, len);
+	s[len] = '\0';
+	c->name_bytes += len;
+	struct xgpu_kernel_info *k = &c->k[c->n];
+	k->name = s;
+	k->nparams = nparams;
+	k->params = nparams ? params : NULL;
+	if (!nparams)
+		free(params);
+	k->param_bytes = param_bytes;
+	uint32_t i = name_hash(name, len) & (c->hcap - 1);
+	while (c->hash[i])
+		i = (i + 1) & (c->hcap - 1);
+	c->hash[i] = ++c->n;
+	return 0;
+}
+
+/* ---- ELF cubins ------------------------------------------------------------ */
+
+struct elf {
+	const uint8_t *d;
+	size_t len;
+	uint64_t shoff;
+	uint32_t shnum;
+	uint32_t shentsize;
+};
+
+struct shdr {
+	uint32_t name, type;
+	uint64_t offset, size;
+	uint32_t link;
+	uint64_t entsize;
+};
+
+static void elf_shdr(const struct elf *e, uint32_t i, struct shdr *s)
+{
+	const uint8_t *p = e->d + e->shoff + (uint64_t)i * e->shentsize;
+	s->name = ld32(p);
+	s->type = ld32(p + 4);
+	s->offset = ld64(p + 24);
+	s->size = ld64(p + 32);
+	s->link = ld32(p + 40);
+	s->entsize = ld64(p + 56);
+}
+
+/* The section's bytes, or NULL if they are not all inside the image. */
+static const uint8_t *sec_data(const struct elf *e, const struct shdr *s, size_t *len)
+{
+	if (s->type == SHT_NOBITS || s->offset > e->len || s->size > e->len - s->offset)
+		return NULL;
+	*len = (size_t)s->size;
+	return e->d + s->offset;
+}
+
+/* A NUL-terminated string at off inside a string table, or NULL. */
+static const char *str_at(const uint8_t *tab, size_t tablen, uint64_t off, size_t *len)
+{
+	if (!tab || off >= tablen)
+		return NULL;
+	const uint8_t *nul = memchr(tab + off, 0, tablen - off);
+	if (!nul)
+		return NULL;
+	*len = (size_t)(nul - (tab + off));
+	return (const char *)tab + off;
+}
+
+struct ekernel {
+	const char *name;
+	size_t len;
+	const uint8_t *info; /* its .nv.info.<name> section, if any */
+	size_t info_len;
+};
+
+static int ekernel_cmp(const void *a, const void *b)
+{
+	const struct ekernel *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int r = memcmp(x->name, y->name, n);
+	if (r)
+		return r;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* EIATTR_KPARAM_INFO payload (12 bytes): u32 index (0), u16 ordinal,
+ * u16 offset, u32 packed: bits 0-7 and 8-11 flags (bits 8-11 are 5 for
+ * pointers on sm_100+), bits 12-16 cbank (0x1f), bits 18-31 size in bytes.
+ * EIATTR_KPARAM_INFO_V2 (nvcc's choice once the parameters pass 16 KiB, where
+ * 14 bits no longer hold a size) has the same first 8 bytes, then u16 size
+ * in bytes and u16 flags (0x0500 for pointers on sm_100+). */
+static void nvinfo_kparam(uint8_t attr, const uint8_t *pl, uint32_t *ord, uint32_t *off, uint32_t *size)
+{
+	*ord = ld16(pl + 4);
+	*off = ld16(pl + 6);
+	*size = attr == EIATTR_KPARAM_INFO ? ld32(pl + 8) >> 18 : ld16(pl + 8);
+}
+
+struct nvinfo_walk {
+	const uint8_t *p, *end;
+	uint8_t fmt, attr;
+	uint16_t val;      /* NVAL/BVAL/HVAL value, SVAL length */
+	const uint8_t *pl; /* SVAL payload */
+};
+
+/* 1 with the next record in w, 0 at the end, -1 if malformed. */
+static int nvinfo_next(struct nvinfo_walk *w)
+{
+	if (w->p == w->end)
+		return 0;
+	if (w->end - w->p < 4)
+		return -1;
+	w->fmt = w->p[0];
+	w->attr = w->p[1];
+	w->val = ld16(w->p + 2);
+	w->pl = w->p + 4;
+	switch (w->fmt) {
+	case EIFMT_NVAL:
+	case EIFMT_BVAL:
+	case EIFMT_HVAL:
+		w->p += 4;
+		return 1;
+	case EIFMT_SVAL:
+		if (w->end - w->pl < w->val)
+			return -1;
+		w->p = w->pl + w->val;
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/* Parameter layout of one kernel from its .nv.info section. Returns 1 with
+ * the layout, 0 if the section does not describe the parameters (no
+ * KPARAM_INFO although a parameter buffer is declared), -1 if malformed. */
+static int nvinfo_params(struct ctx *c, const struct ekernel *ek, struct xgpu_kparam **pp, uint32_t *np,
+			 uint32_t *pbytes)
+{
+	struct nvinfo_walk w = {ek->info, ek->info + ek->info_len, 0, 0, 0, NULL};
+	uint32_t count = 0;
+	int64_t cbank_size = -1, cbank_param = -1;
+	int r;
+	while ((r = nvinfo_next(&w)) > 0) {
+		if (w.attr == EIATTR_KPARAM_INFO || w.attr == EIATTR_KPARAM_INFO_V2) {
+			if (w.fmt != EIFMT_SVAL || w.val < 12)
+				return fail(c, "%.*s: malformed KPARAM_INFO", NAME_ARG(ek->name, ek->len));
+			if (++count > XGPU_FATBIN_MAX_PARAMS)
+				return fail(c, "%.*s: more than %u parameters", NAME_ARG(ek->name, ek->len),
+					    XGPU_FATBIN_MAX_PARAMS);
+		} else if (w.attr == EIATTR_CBANK_PARAM_SIZE && w.fmt == EIFMT_HVAL) {
+			cbank_size = w.val;
+		} else if (w.attr == EIATTR_PARAM_CBANK && w.fmt == EIFMT_SVAL && w.val >= 8) {
+			cbank_param = ld16(w.pl + 6);
+		}
+	}
+	if (r < 0)
+		return fail(c, "%.*s: malformed .nv.info section", NAME_ARG(ek->name, ek->len));
+	if (!count && (cbank_size > 0 || cbank_param > 0))
+		return 0;
+
+	struct xgpu_kparam *p = NULL;
+	uint8_t *seen = NULL;
+	if (count) {
+		p = calloc(count, sizeof(*p));
+		seen = calloc(count, 1);
+		if (!p || !seen) {
+			free(p);
+			free(seen);
+			return fail(c, "out of memory");
+		}
+	}
+	w.p = ek->info;
+	while (nvinfo_next(&w) > 0) {
+		if (w.attr != EIATTR_KPARAM_INFO && w.attr != EIATTR_KPARAM_INFO_V2)
+			continue;
+		uint32_t ord, off, size;
+		nvinfo_kparam(w.attr, w.pl, &ord, &off, &size);
+		if (ord >= count || seen[ord]) {
+			fail(c, "%.*s: bad or repeated parameter ordinal %u", NAME_ARG(ek->name, ek->len),
+			     ord);
+			goto bad;
+		}
+		seen[ord] = 1;
+		p[ord].offset = off;
+		p[ord].size = size;
+	}
+	/* Every ordinal is present (count records, none repeated, all < count).
+	 * The ABI lays parameters out in order, so anything else is corrupt. */
+	uint32_t end = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		if (p[i].offset < end) {
+			fail(c, "%.*s: parameter %u overlaps its predecessor", NAME_ARG(ek->name, ek->len),
+			     i);
+			goto bad;
+		}
+		end = p[i].offset + p[i].size;
+	}
+	if ((cbank_size >= 0 && cbank_size != end) || (cbank_param >= 0 && cbank_param != end)) {
+		fail(c, "%.*s: parameters end at %u but the cbank holds %lld", NAME_ARG(ek->name, ek->len),
+		     end, (long long)(cbank_size >= 0 ? cbank_size : cbank_param));
+		goto bad;
+	}
+	free(seen);
+	*pp = p;
+	*np = count;
+	*pbytes = end;
+	return 1;
+bad:
+	free(p);
+	free(seen);
+	return -1;
+}
+
+static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
+{
+	if (len < 64 || memcmp(d, "\177ELF", 4) != 0)
+		return fail(c, "ELF entry has no ELF header");
+	if (d[4] != 2 || d[5] != 1 || ld16(d + 18) != EM_CUDA)
+		return fail(c, "ELF entry is not a 64-bit little-endian CUDA cubin");
+	struct elf e = {d, len, ld64(d + 0x28), ld16(d + 0x3c), ld16(d + 0x3a)};
+	uint32_t shstrndx = ld16(d + 0x3e);
+	if (e.shoff == 0 && e.shnum == 0)
+		return 0; /* no sections, no kernels */
+	if (e.shentsize < 64 || e.shoff > len || (len - e.shoff) / e.shentsize < 1)
+		return fail(c, "ELF section headers outside the image");
+	if (e.shnum == 0 || shstrndx == SHN_XINDEX) {
+		/* More than 0xff00 sections: the real numbers live in section 0. */
+		const uint8_t *s0 = d + e.shoff;
+		if (e.shnum == 0)
+			e.shnum = ld64(s0 + 32) > UINT32_MAX ? UINT32_MAX : (uint32_t)ld64(s0 + 32);
+		if (shstrndx == SHN_XINDEX)
+			shstrndx = ld32(s0 + 40);
+	}
+	if (e.shnum > (len - e.shoff) / e.shentsize)
+		return fail(c, "ELF section headers outside the image");
+	if (shstrndx >= e.shnum)
+		return fail(c, "ELF section name table index out of range");
+
+	struct shdr sh;
+	size_t shstr_len = 0, sym_len = 0, str_len = 0;
+	elf_shdr(&e, shstrndx, &sh);
+	const uint8_t *shstr = sec_data(&e, &sh, &shstr_len);
+	if (!shstr)
+		return fail(c, "ELF section name table outside the image");
+
+	const uint8_t *sym = NULL, *str = NULL;
+	uint64_t symentsize = 0;
+	for (uint32_t i = 0; i < e.shnum; i++) {
+		elf_shdr(&e, i, &sh);
+		if (sh.type != SHT_SYMTAB)
+			continue;
+		sym = sec_data(&e, &sh, &sym_len);
+		symentsize = sh.entsize;
+		if (!sym || symentsize < 24 || sh.link >= e.shnum)
+			return fail(c, "ELF symbol table malformed");
+		elf_shdr(&e, sh.link, &sh);
+		str = sec_data(&e, &sh, &str_len);
+		if (!str)
+			return fail(c, "ELF string table outside the image");
+		break;
+	}
+	if (!sym)
+		return 0;
+
+	/* Kernels are the function symbols marked as CUDA entries. */
+	uint64_t nsym = sym_len / symentsize, nk = 0;
+	for (uint64_t i = 0; i < nsym; i++) {
+		const uint8_t *s = sym + i * symentsize;
+		if ((s[4] & 0xf) == STT_FUNC && (s[5] & STO_CUDA_ENTRY) && ld16(s + 6) != 0)
+			nk++;
+	}
+	if (nk > XGPU_FATBIN_MAX_KERNELS)
+		return fail(c, "more than %u kernels", XGPU_FATBIN_MAX_KERNELS);
+	if (!nk)
+		return 0;
+	struct ekernel *ks = calloc(nk, sizeof(*ks));
+	if (!ks)
+		return fail(c, "out of memory");
+	nk = 0;
+	for (uint64_t i = 0; i < nsym; i++) {
+		const uint8_t *s = sym + i * symentsize;
+		if ((s[4] & 0xf) != STT_FUNC || !(s[5] & STO_CUDA_ENTRY) || ld16(s + 6) == 0)
+			continue;
+		ks[nk].name = str_at(str, str_len, ld32(s), &ks[nk].len);
+		if (!ks[nk].name || !ks[nk].len) {
+			free(ks);
+			return fail(c, "ELF kernel symbol has a bad name");
+		}
+		nk++;
+	}
+	qsort(ks, nk, sizeof(*ks), ekernel_cmp);
+
+	/* Match each kernel to its .nv.info.<name> section by name. */
+	static const char pfx[] = ".nv.info.";
+	const size_t plen = sizeof(pfx) - 1;
+	for (uint32_t i = 0; i < e.shnum; i++) {
+		size_t nlen;
+		elf_shdr(&e, i, &sh);
+		const char *sn = str_at(shstr, shstr_len, sh.name, &nlen);
+		if (!sn || nlen <= plen || memcmp(sn, pfx, plen) != 0)
+			continue;
+		struct ekernel key = {sn + plen, nlen - plen, NULL, 0};
+		struct ekernel *k = bsearch(&key, ks, nk, sizeof(*ks), ekernel_cmp);
+		if (!k)
+			continue;
+		while (k > ks && ekernel_cmp(k - 1, k) == 0)
+			k--; /* the one of a repeated name that is kept */
+		if (k->info)
+			continue;
+		size_t dlen;
+		const uint8_t *data = sec_data(&e, &sh, &dlen);
+		if (!data) {
+			free(ks);
+			return fail(c, "ELF section %.200s outside the image", sn);
+		}
+		k->info = data;
+		k->info_len = dlen;
+	}
+
+	int rc = 0;
+	for (uint64_t i = 0; i < nk && rc == 0; i++) {
+		if (i && ekernel_cmp(&ks[i - 1], &ks[i]) == 0)
+			continue;
+		if (ctx_has(c, ks[i].name, ks[i].len))
+			continue;
+		struct xgpu_kparam *p = NULL;
+		uint32_t np = 0, pb = 0;
+		/* Without its .nv.info section a cubin says nothing about a
+		 * kernel's parameters (even one without any has the section). */
+		int r = ks[i].info ? nvinfo_params(c, &ks[i], &p, &np, &pb) : 0;
+		if (r < 0)
+			rc = -1;
+		else if (r > 0)
+			rc = ctx_add(c, ks[i].name, ks[i].len, p, np, pb);
+	}
+	free(ks);
+	return rc;
+}
+
+/* ---- PTX ------------------------------------------------------------------- */
+
+enum tok_kind { TK_EOF, TK_DIR, TK_ID, TK_NUM, TK_STR, TK_PUNCT };
+
+struct tok {
+	enum tok_kind kind;
+	const char *s;
+	size_t len;
+};
+
+struct lex {
+	const char *p, *end;
+};
+
+static bool is_follow(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '_' || ch == '$';
+}
+
+static void lex_next(struct lex *l, struct tok *t)
+{
+	const char *p = l->p, *end = l->end;
+	for (;;) {
+		while (p < end &&
+		       (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v'))
+			p++;
+		if (end - p >= 2 && p[0] == '/' && p[1] == '/') {
+			while (p < end && *p != '\n')
+				p++;
+		} else if (end - p >= 2 && p[0] == '/' && p[1] == '*') {
+			p += 2;
+			while (end - p >= 2 && !(p[0] == '*' && p[1] == '/'))
+				p++;
+			p = end - p >= 2 ? p + 2 : end;
+		} else {
+			break;
+		}
+	}
+	t->s = p;
+	if (p == end) {
+		t->kind = TK_EOF;
+	} else if (*p == '"') {
+		t->kind = TK_STR;
+		for (p++; p < end && *p != '"'; p++)
+			if (*p == '\\' && end - p >= 2)
+				p++;
+		if (p < end)
+			p++;
+	} else if (*p == '.') {
+		t->kind = TK_DIR;
+		for (p++; p < end && is_follow(*p); p++)
+			;
+	} else if (*p >= '0' && *p <= '9') {
+		t->kind = TK_NUM;
+		for (p++; p < end && (is_follow(*p) || *p == '.'); p++)
+			;
+	} else if (is_follow(*p) || *p == '%') {
+		t->kind = TK_ID;
+		for (p++; p < end && is_follow(*p); p++)
+			;
+	} else {
+		t->kind = TK_PUNCT;
+		p++;
+	}
+	t->len = (size_t)(p - t->s);
+	l->p = p;
+}
+
+static bool tok_is(const struct tok *t, const char *s)
+{
+	size_t n = strlen(s);
+	return t->len == n && memcmp(t->s, s, n) == 0;
+}
+
+/* A decimal or 0x hex integer no larger than max, or -1. */
+static int64_t tok_num(const struct tok *t, uint64_t max)
+{
+	if (t->kind != TK_NUM)
+		return -1;
+	const char *p = t->s, *end = t->s + t->len;
+	unsigned base = 10;
+	if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) {
+		base = 16;
+		p += 2;
+	}
+	uint64_t v = 0;
+	for (; p < end; p++) {
+		unsigned dgt;
+		if (*p >= '0' && *p <= '9')
+			dgt = (unsigned)(*p - '0');
+		else if (base == 16 && *p >= 'a' && *p <= 'f')
+			dgt = (unsigned)(*p - 'a' + 10);
+		else if (base == 16 && *p >= 'A' && *p <= 'F')
+			dgt = (unsigned)(*p - 'A' + 10);
+		else
+			return -1;
+		if (dgt >= base)
+			return -1;
+		v = v * base + dgt;
+		if (v > max)
+			return -1;
+	}
+	return (int64_t)v;
+}
+
+static uint32_t ptx_type_size(const struct tok *t)
+{
+	static const struct {
+		const char *name;
+		uint32_t size;
+	} types[] = {
+	    {".b8", 1},    {".u8", 1},     {".s8", 1},         {".b16", 2},     {".u16", 2}, {".s16", 2},
+	    {".f16", 2},   {".bf16", 2},   {".b32", 4},        {".u32", 4},     {".s32", 4}, {".f32", 4},
+	    {".f16x2", 4}, {".bf16x2", 4}, {".b64", 8},        {".u64", 8},     {".s64", 8}, {".f64", 8},
+	    {".b128", 16}, {".texref", 8}, {".samplerref", 8}, {".surfref", 8},
+	};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (tok_is(t, types[i].name))
+			return types[i].size;
+	return 0;
+}
+
+/* One parameter list, the '(' already taken. Returns 0 with the layout in
+ * pp, np and pbytes, -1 with a reason in why if it cannot be read. */
+static int ptx_params(struct lex *l, struct xgpu_kparam **pp, uint32_t *np, uint32_t *pbytes,
+		      const char **why)
+{
+	struct xgpu_kparam *p = NULL;
+	uint32_t n = 0, cap = 0, off = 0;
+	struct tok t;
+	lex_next(l, &t);
+	if (t.kind == TK_PUNCT && tok_is(&t, ")"))
+		goto done;
+	for (;;) {
+		if (!tok_is(&t, ".param")) {
+			*why = "expected .param";
+			goto bad;
+		}
+		uint32_t elem = 0, vec = 1, align = 0;
+		bool ptr = false;
+		for (lex_next(l, &t); t.kind == TK_DIR; lex_next(l, &t)) {
+			uint32_t sz;
+			if (tok_is(&t, ".align")) {
+				lex_next(l, &t);
+				int64_t a = tok_num(&t, 1u << 16);
+				if (a <= 0 || (a & (a - 1))) {
+					*why = "bad .align";
+					goto bad;
+				}
+				if (!ptr) /* after .ptr it is the pointee's alignment */
+					align = (uint32_t)a;
+			} else if (tok_is(&t, ".ptr")) {
+				ptr = true;
+			} else if (ptr && (tok_is(&t, ".global") || tok_is(&t, ".const") ||
+					   tok_is(&t, ".shared") || tok_is(&t, ".local"))) {
+				/* pointee's state space */
+			} else if (tok_is(&t, ".v2") || tok_is(&t, ".v4") || tok_is(&t, ".v8")) {
+				vec = (uint32_t)(t.s[2] - '0');
+			} else if ((sz = ptx_type_size(&t)) != 0 && !elem) {
+				elem = sz;
+			} else {
+				*why = "unknown parameter attribute";
+				goto bad;
+			}
+		}
+		if (!elem || t.kind != TK_ID) {
+			*why = "parameter without type or name";
+			goto bad;
+		}
+		uint64_t size = (uint64_t)elem * vec;
+		if (!align)
+			align = (uint32_t)size;
+		for (lex_next(l, &t); tok_is(&t, "["); lex_next(l, &t)) {
+			lex_next(l, &t);
+			int64_t cnt = tok_num(&t, PARAM_BUF_MAX);
+			lex_next(l, &t);
+			if (cnt < 0 || !tok_is(&t, "]")) {
+				*why = "bad array size";
+				goto bad;
+			}
+			size *= (uint64_t)cnt;
+			if (size > PARAM_BUF_MAX) {
+				*why = "parameter buffer too large";
+				goto bad;
+			}
+		}
+		uint64_t start = ((uint64_t)off + align - 1) & ~(uint64_t)(align - 1);
+		if (start + size > PARAM_BUF_MAX) {
+			*why = "parameter buffer too large";
+			goto bad;
+		}
+		if (n == XGPU_FATBIN_MAX_PARAMS) {
+			*why = "too many parameters";
+			goto bad;
+		}
+		if (n == cap) {
+			uint32_t ncap = cap ? cap * 2 : 8;
+			struct xgpu_kparam *np2 = realloc(p, ncap * sizeof(*p));
+			if (!np2) {
+				*why = "out of memory";
+				goto bad;
+			}
+			p = np2;
+			cap = ncap;
+		}
+		p[n].offset = (uint32_t)start;
+		p[n].size = (uint32_t)size;
+		n++;
+		off = (uint32_t)(start + size);
+		if (tok_is(&t, ")"))
+			break;
+		if (!tok_is(&t, ",")) {
+			*why = "expected ',' or ')'";
+			goto bad;
+		}
+		lex_next(l, &t);
+	}
+done:
+	*pp = p;
+	*np = n;
+	*pbytes = off;
+	return 0;
+bad:
+	free(p);
+	return -1;
+}
+
+static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
+{
+	const uint8_t *nul = memchr(d, 0, len);
+	struct lex l = {(const char *)d, (const char *)(nul ? nul : d + len)};
+	struct tok t;
+	for (lex_next(&l, &t); t.kind != TK_EOF; lex_next(&l, &t)) {
+		if (t.kind != TK_DIR || !tok_is(&t, ".entry"))
+			continue;
+		struct tok name;
+		lex_next(&l, &name);
+		if (name.kind != TK_ID)
+			return fail(c, "PTX .entry without a name");
+		bool known = ctx_has(c, name.s, name.len);
+		struct lex save = l;
+		lex_next(&l, &t);
+		struct xgpu_kparam *p = NULL;
+		uint32_t np = 0, pb = 0;
+		if (!tok_is(&t, "(")) {
+			l = save; /* no parameter list at all */
+		} else {
+			const char *why = NULL;
+			if (ptx_params(&l, &p, &np, &pb, &why) < 0) {
+				if (!known)
+					return fail(c, "PTX .entry %.*s: %s", NAME_ARG(name.s, name.len),
+						    why);
+				/* Already described by a cubin: skip what we cannot read,
+				 * but never past the next kernel. */
+				for (;;) {
+					save = l;
+					lex_next(&l, &t);
+					if (t.kind == TK_EOF || tok_is(&t, ")") || tok_is(&t, "{"))
+						break;
+					if (tok_is(&t, ".entry")) {
+						l = save;
+						break;
+					}
+				}
+				continue;
+			}
+		}
+		if (known) {
+			free(p);
+			continue;
+		}
+		if (ctx_add(c, name.s, name.len, p, np, pb) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- container ------------------------------------------------------------- */
+
+size_t xgpu_fatbin_size(const void *data, size_t max)
+{
+	const uint8_t *d = data;
+	if (!d || max < FATBIN_HDR_SIZE || ld32(d) != XGPU_FATBIN_MAGIC)
+		return 0;
+	uint64_t hsz = ld16(d + 6), fsz = ld64(d + 8);
+	if (hsz < FATBIN_HDR_SIZE || hsz > max || fsz > max - hsz)
+		return 0;
+	return (size_t)(hsz + fsz);
+}
+
+/* The entry's payload, inflated into *owned if compressed. */
+static int entry_payload(struct ctx *c, const uint8_t *e, const uint8_t *pl, uint64_t psz,
+			 const uint8_t **out, size_t *outlen, uint8_t **owned)
+{
+	uint64_t flags = ld64(e + 40);
+	uint64_t csz = ld32(e + 16), usz = ld64(e + 56);
+	*owned = NULL;
+	if (!(flags & (FLAG_LZ4 | FLAG_ZSTD))) {
+		*out = pl;
+		*outlen = (size_t)psz;
+		return 0;
+	}
+	if ((flags & FLAG_LZ4) && (flags & FLAG_ZSTD))
+		return fail(c, "entry claims two codecs");
+	if (csz == 0 || csz > psz || csz > INT32_MAX)
+		return fail(c, "compressed size %llu outside the payload", (unsigned long long)csz);
+	if (usz == 0 || usz > XGPU_FATBIN_MAX_UNCOMPRESSED)
+		return fail(c, "uncompressed size %llu out of range", (unsigned long long)usz);
+	if (flags & FLAG_ZSTD) {
+		unsigned long long fcs = ZSTD_getFrameContentSize(pl, (size_t)csz);
+		if (fcs == ZSTD_CONTENTSIZE_ERROR || (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs > usz))
+			return fail(c, "zstd frame does not match the entry header");
+	}
+	uint8_t *buf = malloc((size_t)usz);
+	if (!buf)
+		return fail(c, "out of memory");
+	size_t got;
+	if (flags & FLAG_ZSTD) {
+		got = ZSTD_decompress(buf, (size_t)usz, pl, (size_t)csz);
+		if (ZSTD_isError(got)) {
+			free(buf);
+			return fail(c, "zstd: %s", ZSTD_getErrorName(got));
+		}
+	} else {
+		int r = LZ4_decompress_safe((const char *)pl, (char *)buf, (int)csz, (int)usz);
+		if (r < 0) {
+			free(buf);
+			return fail(c, "lz4: corrupt block");
+		}
+		got = (size_t)r;
+	}
+	if (got != usz) {
+		free(buf);
+		return fail(c, "entry inflates to %zu bytes, header says %llu", got, (unsigned long long)usz);
+	}
+	*out = buf;
+	*outlen = got;
+	*owned = buf;
+	return 0;
+}
+
+/* Walks the entries, parsing those of the given kind. */
+static int parse_entries(struct ctx *c, const uint8_t *d, uint64_t start, uint64_t end, unsigned kind)
+{
+	uint64_t off = start;
+	while (off < end) {
+		const uint8_t *e = d + off;
+		if (end - off < ENTRY_HDR_MIN)
+			return fail(c, "truncated entry header at %llu", (unsigned long long)off);
+		uint64_t ehsz = ld32(e + 4), psz = ld64(e + 8);
+		if (ehsz < ENTRY_HDR_MIN || ehsz > end - off || psz > end - off - ehsz)
+			return fail(c, "entry at %llu overruns the container", (unsigned long long)off);
+		if (ld16(e) == kind && psz) {
+			const uint8_t *pl = NULL;
+			size_t plen = 0;
+			uint8_t *owned;
+			if (entry_payload(c, e, e + ehsz, psz, &pl, &plen, &owned) < 0)
+				return -1;
+			int r = kind == KIND_ELF ? parse_elf(c, pl, plen) : parse_ptx(c, pl, plen);
+			free(owned);
+			if (r < 0)
+				return -1;
+		}
+		off += ehsz + psz;
+	}
+	return 0;
+}
+
+static int kinfo_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct xgpu_kernel_info *)a)->name, ((const struct xgpu_kernel_info *)b)->name);
+}
+
+int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out, char *err, size_t errlen)
+{
+	struct ctx c = {.err = err, .errlen = errlen};
+	if (err && errlen)
+		err[0] = '\0';
+	if (!out)
+		return fail(&c, "no output");
+	out->kernels = NULL;
+	out->nkernels = 0;
+	const uint8_t *d = data;
+	size_t total = xgpu_fatbin_size(d, len);
+	if (!total)
+		return fail(&c, d && len >= FATBIN_HDR_SIZE && ld32(d) == XGPU_FATBIN_MAGIC
+				    ? "fatbin header claims more than the buffer holds"
+				    : "not a fatbin");
+	uint64_t hsz = ld16(d + 6);
+	/* Cubins first: whichever architecture, they carry the compiler's own
+	 * layout; PTX only fills in kernels that no cubin has. */
+	if (parse_entries(&c, d, hsz, total, KIND_ELF) < 0 ||
+	    parse_entries(&c, d, hsz, total, KIND_PTX) < 0) {
+		struct xgpu_fatbin_info tmp = {c.k, c.n};
+		xgpu_fatbin_free(&tmp);
+		free(c.hash);
+		return -1;
+	}
+	free(c.hash);
+	/* Sorted by name so that xgpu_fatbin_find can search in log time. */
+	if (c.n)
+		qsort(c.k, c.n, sizeof(*c.k), kinfo_cmp);
+	out->kernels = c.k;
+	out->nkernels = c.n;
+	return 0;
+}
+
+const struct xgpu_kernel_info *xgpu_fatbin_find(const struct xgpu_fatbin_info *info, const char *name)
+{
+	if (!info || !name || !info->kernels)
+		return NULL;
+	uint32_t lo = 0, hi = info->nkernels;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		int r = strcmp(name, info->kernels[mid].name);
+		if (!r)
+			return &info->kernels[mid];
+		if (r < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	/* A table not built by xgpu_fatbin_parse need not be sorted. */
+	for (uint32_t i = 0; i < info->nkernels; i++)
+		if (strcmp(name, info->kernels[i].name) == 0)
+			return &info->kernels[i];
+	return NULL;
+}
+
+void xgpu_fatbin_free(struct xgpu_fatbin_info *info)
+{
+	if (!info)
+		return;
+	for (uint32_t i = 0; i < info->nkernels; i++) {
+		free(info->kernels[i].name);
+		free(info->kernels[i].params);
+	}
+	free(info->kernels);
+	info->kernels = NULL;
+	info->nkernels = 0;
+}

@@ -1,0 +1,411 @@
+/* client.c - the frontend's channel to xgpud (see client.h).
+ *
+ * Connection is lazy, like the CUDA runtime's own initialisation: the first
+ * call that needs the device connects, and a failure is sticky and explained
+ * once on stderr. Each exchange holds the channel lock from posting the
+ * request to consuming the response, so requests, their bulk data and the
+ * responses stay in order without per-request framing in the data areas.
+ */
+#include "client.h"
+
+#include "shm.h"
+#include "transport.h"
+#include "util.h"
+
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <search.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct xgpu_client {
+	pthread_mutex_t lock;
+	struct xgpu_fe_chan ch;
+	struct xgpu_shm_view v;
+	struct xgpu_hello_ack ack;
+	uint64_t seq;
+	uint64_t spin_ns;
+	int dead_error; /* non-zero once the channel is unusable */
+};
+
+enum client_state { CLIENT_NEW, CLIENT_UP, CLIENT_FAILED };
+
+/* The process's channel, used by the runtime API. */
+static struct xgpu_client client = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static enum client_state state = CLIENT_NEW;
+static int init_error;
+unsigned xgpu_fork_generation;
+
+static bool quiet(void)
+{
+	const char *l = getenv("XGPU_LOG");
+	return l && !strcmp(l, "error");
+}
+
+void xgpu_fe_warn_once(const char *key, const char *fmt, ...)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static void *seen;
+	if (quiet())
+		return;
+	pthread_mutex_lock(&lock);
+	bool fresh = false;
+	if (!tfind(key, &seen, (int (*)(const void *, const void *))strcmp)) {
+		char *copy = strdup(key);
+		fresh = copy && tsearch(copy, &seen, (int (*)(const void *, const void *))strcmp);
+	}
+	pthread_mutex_unlock(&lock);
+	if (!fresh)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("xgpu: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void child_after_fork(void)
+{
+	/* The parent keeps its channel; the child gets its own on first use. */
+	pthread_mutex_init(&client.lock, NULL);
+	pthread_mutex_init(&init_lock, NULL);
+	if (state == CLIENT_UP)
+		client.ch.ops->abandon(&client.ch);
+	state = CLIENT_NEW;
+	init_error = 0;
+	client.dead_error = 0;
+	xgpu_fork_generation++;
+}
+
+__attribute__((constructor)) static void client_setup(void)
+{
+	pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+static int layout_region(void *region, size_t size, void *arg)
+{
+	return xgpu_shm_init(region, size, arg);
+}
+
+static uint64_t env_size(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+	if (!s || !*s)
+		return dflt;
+	if (xgpu_parse_size(s, &v) < 0) {
+		xgpu_fe_warn_once(name, "ignoring %s=%s: not a size", name, s);
+		return dflt;
+	}
+	return v;
+}
+
+static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, bool loud)
+{
+	struct xgpu_shm_params p = {.nr_slots = 64, .data_size = (uint32_t)(4u << 20)};
+	uint64_t data = env_size("XGPU_DATA_SIZE", p.data_size);
+	if (data >= XGPU_SHM_MIN_DATA && data <= XGPU_SHM_MAX_DATA && !(data & (data - 1)))
+		p.data_size = (uint32_t)data;
+	else
+		xgpu_fe_warn_once("XGPU_DATA_SIZE", "ignoring XGPU_DATA_SIZE: need a power of two in [64K, 256M]");
+	size_t region = xgpu_shm_region_size(&p);
+
+	struct xgpu_hello hello = {
+		.magic = XGPU_PROTO_MAGIC,
+		.version = XGPU_PROTO_VERSION,
+		.kind = XGPU_CONN_CHANNEL,
+		.runtime_version = CUDART_VERSION,
+		.task = task,
+	};
+	if (dom && strlen(dom) >= sizeof hello.domain) {
+		if (loud)
+			fprintf(stderr, "xgpu: XGPU_DOMAIN is longer than %zu characters\n", sizeof hello.domain - 1);
+		return cudaErrorInvalidValue;
+	}
+	if (dom)
+		xgpu_strlcpy(hello.domain, dom, sizeof hello.domain);
+	c->spin_ns = env_size("XGPU_SPIN_US", 50) * 1000;
+	c->ch.ops = &xgpu_fe_transport_local;
+	char err[320];
+	int r = c->ch.ops->open(&c->ch, region, layout_region, &p, &hello, &c->ack, err, sizeof err);
+	if (r) {
+		if (loud && !quiet())
+			fprintf(stderr, "xgpu: %s\n", err);
+		return r;
+	}
+	xgpu_shm_view_frontend(c->ch.region, &c->v);
+	c->seq = 0;
+	c->dead_error = 0;
+	return cudaSuccess;
+}
+
+static int connect_client(void)
+{
+	uint32_t task = (uint32_t)getpid();
+	const char *t = getenv("XGPU_TASK");
+	long v;
+	if (t && xgpu_parse_long(t, 0, UINT32_MAX, &v) == 0)
+		task = (uint32_t)v;
+	return connect_to(&client, getenv("XGPU_DOMAIN"), task, true);
+}
+
+int xgpu_client_open(const char *domain, uint32_t task, struct xgpu_client **out)
+{
+	struct xgpu_client *c = calloc(1, sizeof *c);
+	if (!c)
+		return cudaErrorMemoryAllocation;
+	pthread_mutex_init(&c->lock, NULL);
+	int r = connect_to(c, domain, task, false);
+	if (r) {
+		pthread_mutex_destroy(&c->lock);
+		free(c);
+		return r;
+	}
+	*out = c;
+	return cudaSuccess;
+}
+
+void xgpu_client_close(struct xgpu_client *c)
+{
+	c->ch.ops->close(&c->ch);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+struct xgpu_shm_view *xgpu_client_view(struct xgpu_client *c)
+{
+	return &c->v;
+}
+
+void xgpu_client_kick(struct xgpu_client *c)
+{
+	c->ch.ops->kick(&c->ch);
+}
+
+bool xgpu_client_wait_closed(struct xgpu_client *c, int timeout_ms)
+{
+	uint64_t until = xgpu_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	while (xgpu_now_ns() < until)
+		if (c->ch.ops->wait(&c->ch, 100) == XGPU_WAIT_PEER_GONE)
+			return true;
+	return false;
+}
+
+int xgpu_client_get(struct xgpu_client **c)
+{
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) == CLIENT_UP) {
+		*c = &client;
+		return cudaSuccess;
+	}
+	pthread_mutex_lock(&init_lock);
+	if (state == CLIENT_NEW) {
+		init_error = connect_client();
+		__atomic_store_n(&state, init_error ? CLIENT_FAILED : CLIENT_UP, __ATOMIC_RELEASE);
+	}
+	int r = init_error;
+	pthread_mutex_unlock(&init_lock);
+	*c = r ? NULL : &client;
+	return r;
+}
+
+const struct xgpu_hello_ack *xgpu_client_ack(struct xgpu_client *c)
+{
+	return &c->ack;
+}
+
+enum wait_for { WAIT_REQ_SLOT, WAIT_TX_SPACE, WAIT_RESPONSE };
+
+static bool ready(struct xgpu_client *c, enum wait_for w, uint32_t need)
+{
+	switch (w) {
+	case WAIT_REQ_SLOT:
+		return xgpu_q_space(&c->v.req) != 0;
+	case WAIT_TX_SPACE:
+		return xgpu_q_space(&c->v.tx) < 0 || xgpu_q_space(&c->v.tx) >= need;
+	case WAIT_RESPONSE: /* need: whether we also take rx data */
+		return xgpu_q_avail(&c->v.rsp) != 0 || (need && xgpu_q_avail(&c->v.rx) != 0);
+	}
+	return true;
+}
+
+static void arm(struct xgpu_client *c, enum wait_for w, uint32_t need)
+{
+	switch (w) {
+	case WAIT_REQ_SLOT:
+		xgpu_q_arm_space(&c->v.req, 1);
+		break;
+	case WAIT_TX_SPACE:
+		xgpu_q_arm_space(&c->v.tx, need);
+		break;
+	case WAIT_RESPONSE:
+		xgpu_q_arm_data(&c->v.rsp);
+		if (need)
+			xgpu_q_arm_data(&c->v.rx);
+		break;
+	}
+}
+
+/* Spin briefly (the backend usually answers within microseconds), then
+ * sleep until kicked. Returns 0, or cudaErrorDevicesUnavailable when the
+ * daemon went away. */
+static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
+{
+	uint64_t start = xgpu_now_ns();
+	do {
+		for (int i = 0; i < 64; i++) {
+			if (ready(c, w, need))
+				return 0;
+			xgpu_cpu_relax();
+		}
+	} while (xgpu_now_ns() - start < c->spin_ns);
+	for (;;) {
+		arm(c, w, need);
+		if (ready(c, w, need))
+			return 0;
+		/* The timeout only bounds how long a lost kick could hurt. */
+		if (c->ch.ops->wait(&c->ch, 1000) == XGPU_WAIT_PEER_GONE)
+			return cudaErrorDevicesUnavailable;
+	}
+}
+
+static int channel_dead(struct xgpu_client *c, int err, const char *why)
+{
+	c->dead_error = err;
+	xgpu_fe_warn_once("channel-dead", "the channel to xgpud is unusable: %s", why);
+	return err;
+}
+
+static int post_request(struct xgpu_client *c, const struct xgpu_rpc *r, uint64_t seq)
+{
+	int e = wait_until(c, WAIT_REQ_SLOT, 1);
+	if (e)
+		return channel_dead(c, e, "xgpud went away");
+	if (xgpu_q_space(&c->v.req) < 0)
+		return channel_dead(c, cudaErrorUnknown, "corrupt request ring index");
+	uint8_t *slot = xgpu_q_unit(&c->v.req, c->v.req.idx);
+	struct xgpu_req_hdr h = {.call = r->call, .len = r->req_len, .seq = seq, .bulk_len = r->out_len};
+	memcpy(slot, &h, sizeof h);
+	memcpy(slot + sizeof h, r->req, r->req_len);
+	if (xgpu_q_publish(&c->v.req, 1))
+		c->ch.ops->kick(&c->ch);
+	return 0;
+}
+
+static int stream_out(struct xgpu_client *c, const uint8_t *data, uint64_t len)
+{
+	uint64_t sent = 0;
+	while (sent < len) {
+		bool kick;
+		int64_t n = xgpu_stream_write(&c->v.tx, data + sent, len - sent, &kick);
+		if (n < 0)
+			return channel_dead(c, cudaErrorUnknown, "corrupt tx index");
+		if (kick)
+			c->ch.ops->kick(&c->ch);
+		sent += (uint64_t)n;
+		if (sent < len && n == 0) {
+			/* Wake when a quarter of the area is free: enough to
+			 * keep both sides copying in parallel. */
+			uint64_t want = len - sent;
+			uint32_t need = want < c->v.data_size_tx / 4 ? (uint32_t)want : c->v.data_size_tx / 4;
+			int e = wait_until(c, WAIT_TX_SPACE, need);
+			if (e)
+				return channel_dead(c, e, "xgpud went away during a transfer");
+		}
+	}
+	return 0;
+}
+
+/* Moves whatever rx bytes are there into the caller's buffer. */
+static int drain_in(struct xgpu_client *c, struct xgpu_rpc *r)
+{
+	if (!r->in || r->in_len >= r->in_max)
+		return 0;
+	bool kick;
+	int64_t n = xgpu_stream_read(&c->v.rx, (uint8_t *)r->in + r->in_len, r->in_max - r->in_len, &kick);
+	if (n < 0)
+		return channel_dead(c, cudaErrorUnknown, "corrupt rx index");
+	if (kick)
+		c->ch.ops->kick(&c->ch);
+	r->in_len += (uint64_t)n;
+	return 0;
+}
+
+static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t seq)
+{
+	uint8_t slot[XGPU_SLOT_SIZE];
+	for (;;) {
+		int e = drain_in(c, r);
+		if (e)
+			return e;
+		int64_t avail = xgpu_q_avail(&c->v.rsp);
+		if (avail < 0)
+			return channel_dead(c, cudaErrorUnknown, "corrupt response ring index");
+		if (avail > 0)
+			break;
+		e = wait_until(c, WAIT_RESPONSE, r->in && r->in_len < r->in_max);
+		if (e)
+			return channel_dead(c, e, "xgpud went away");
+	}
+	memcpy(slot, xgpu_q_unit(&c->v.rsp, c->v.rsp.idx), sizeof slot);
+	if (xgpu_q_release(&c->v.rsp, 1))
+		c->ch.ops->kick(&c->ch);
+	struct xgpu_rsp_hdr h;
+	memcpy(&h, slot, sizeof h);
+	if (h.seq != seq || h.call != r->call)
+		return channel_dead(c, cudaErrorUnknown, "response out of sequence");
+	if (h.bulk_len > (r->in ? r->in_max : 0))
+		return channel_dead(c, cudaErrorUnknown, "response carries more data than asked for");
+	/* The backend publishes its data before the response. */
+	while (r->in_len < h.bulk_len) {
+		uint64_t before = r->in_len;
+		int e = drain_in(c, r);
+		if (e)
+			return e;
+		if (r->in_len == before)
+			return channel_dead(c, cudaErrorUnknown, "response data missing");
+	}
+	if (r->in_len != h.bulk_len)
+		return channel_dead(c, cudaErrorUnknown, "response data longer than announced");
+	if (h.status == 0) {
+		if (h.len != r->rsp_len)
+			return channel_dead(c, cudaErrorUnknown, "response of the wrong size");
+		memcpy(r->rsp, slot + sizeof h, r->rsp_len);
+	}
+	return h.status;
+}
+
+int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
+{
+	pthread_mutex_lock(&c->lock);
+	int status = c->dead_error;
+	if (status)
+		goto out;
+	uint64_t seq = ++c->seq;
+	r->in_len = 0;
+	status = post_request(c, r, seq);
+	if (!status)
+		status = stream_out(c, r->out, r->out_len);
+	if (!status)
+		status = await_response(c, r, seq);
+out:
+	pthread_mutex_unlock(&c->lock);
+	return status;
+}
+
+int xgpu_client_share(struct xgpu_client *c, size_t size, void **ptr, uint64_t *token)
+{
+	pthread_mutex_lock(&c->lock);
+	int r = c->dead_error ? c->dead_error : c->ch.ops->share_segment(&c->ch, size, ptr, token);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+void xgpu_client_unshare(struct xgpu_client *c, void *ptr, size_t size)
+{
+	c->ch.ops->unshare_segment(&c->ch, ptr, size);
+}

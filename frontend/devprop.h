@@ -1,0 +1,27 @@
+/* devprop.h - cudaGetDeviceProperties and cudaDeviceGetAttribute answers
+ * built from what the daemon's DEVICE_INFO reply carries: the device blob
+ * (name, uuid, total memory) and the driver's attribute values indexed by
+ * CUdevice_attribute number.
+ */
+#ifndef XGPU_FRONTEND_DEVPROP_H
+#define XGPU_FRONTEND_DEVPROP_H
+
+#include <stdint.h>
+
+#include <driver_types.h>
+
+#include "proto.h"
+
+/* Fills every field of *p. attrs[i] is the value of CUdevice_attribute i;
+ * attributes at or beyond nattrs read as 0 (attrs may be NULL when nattrs is
+ * 0). */
+void xgpu_devprop_fill(struct cudaDeviceProp *p, const struct xgpu_device_blob *b, const int32_t *attrs,
+		       uint32_t nattrs);
+
+/* cudaDeviceGetAttribute for a cudaDeviceAttr (equal to its
+ * CUdevice_attribute number). Returns cudaSuccess and sets *value, or
+ * cudaErrorInvalidValue for a number that names no attribute or a NULL value.
+ * An attribute the daemon did not report (>= nattrs) reads as 0. */
+int xgpu_devattr_lookup(int cuda_device_attr, const int32_t *attrs, uint32_t nattrs, int *value);
+
+#endif

@@ -1,0 +1,382 @@
+/* rt_state.c - the frontend's shared runtime state (see runtime.h): last
+ * errors, the remote-handle epoch, the device description cache, the
+ * shadow tables of device allocations and pinned segments, and reporting of
+ * unsupported calls. */
+#include "runtime.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local cudaError_t last_error = cudaSuccess;
+
+cudaError_t xgpu_rt_ret(cudaError_t err)
+{
+	if (err != cudaSuccess && err != cudaErrorNotReady)
+		last_error = err;
+	return err;
+}
+
+XGPU_EXPORT cudaError_t cudaGetLastError(void)
+{
+	cudaError_t e = last_error;
+	last_error = cudaSuccess;
+	return e;
+}
+
+XGPU_EXPORT cudaError_t cudaPeekAtLastError(void)
+{
+	return last_error;
+}
+
+cudaError_t xgpu_rt_client(struct xgpu_client **c)
+{
+	return xgpu_rt_ret(xgpu_client_get(c));
+}
+
+static unsigned epoch_reset;
+
+unsigned xgpu_rt_epoch(void)
+{
+	/* A fork bumps xgpu_fork_generation in the child; a reset bumps ours. */
+	return __atomic_load_n(&epoch_reset, __ATOMIC_ACQUIRE) * 65536u + xgpu_fork_generation;
+}
+
+void xgpu_rt_new_epoch(void)
+{
+	__atomic_add_fetch(&epoch_reset, 1, __ATOMIC_ACQ_REL);
+}
+
+/* ---- device description ---------------------------------------------------- */
+
+static pthread_mutex_t devinfo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xgpu_devinfo devinfo;
+static unsigned devinfo_epoch;
+static bool devinfo_ok;
+
+cudaError_t xgpu_rt_devinfo(const struct xgpu_devinfo **out)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	pthread_mutex_lock(&devinfo_lock);
+	if (!devinfo_ok || devinfo_epoch != xgpu_fork_generation) {
+		struct {
+			struct xgpu_device_blob blob;
+			int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
+		} in;
+		struct xgpu_req_DEVICE_INFO req = {.device = 0};
+		struct xgpu_rsp_DEVICE_INFO rsp;
+		struct xgpu_rpc r = xgpu_rpc_DEVICE_INFO(&req, &rsp);
+		r.in = &in;
+		r.in_max = sizeof in;
+		e = xgpu_rpc(c, &r);
+		if (!e && (rsp.attr_count > XGPU_MAX_DEVICE_ATTRS ||
+			   r.in_len != sizeof in.blob + rsp.attr_count * sizeof(int32_t)))
+			e = cudaErrorUnknown;
+		if (!e) {
+			memset(&devinfo, 0, sizeof devinfo);
+			devinfo.blob = in.blob;
+			devinfo.blob.name[sizeof devinfo.blob.name - 1] = '\0';
+			memcpy(devinfo.attrs, in.attrs, rsp.attr_count * sizeof(int32_t));
+			devinfo.nattrs = rsp.attr_count;
+			devinfo.driver_version = rsp.driver_version;
+			devinfo_ok = true;
+			devinfo_epoch = xgpu_fork_generation;
+		}
+	}
+	pthread_mutex_unlock(&devinfo_lock);
+	if (e)
+		return xgpu_rt_ret(e);
+	*out = &devinfo;
+	return cudaSuccess;
+}
+
+/* ---- shadow tables ------------------------------------------------------- */
+
+/* A sorted array of ranges, for both tables. */
+struct range {
+	uint64_t base, size;
+	struct xgpu_rt_seg seg; /* segments only */
+};
+struct ranges {
+	pthread_mutex_t lock;
+	struct range *v;
+	size_t n, cap;
+};
+
+static struct ranges devmem = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static struct ranges segs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static ptrdiff_t floor_of(const struct ranges *t, uint64_t addr)
+{
+	ptrdiff_t lo = 0, hi = (ptrdiff_t)t->n - 1, found = -1;
+	while (lo <= hi) {
+		ptrdiff_t mid = lo + (hi - lo) / 2;
+		if (t->v[mid].base <= addr) {
+			found = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return found;
+}
+
+static void ranges_add(struct ranges *t, const struct range *r)
+{
+	pthread_mutex_lock(&t->lock);
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct range *v = realloc(t->v, cap * sizeof *v);
+		if (!v) {
+			/* The shadow is an optimisation for cudaMemcpyDefault;
+			 * losing an entry only loses that inference. */
+			pthread_mutex_unlock(&t->lock);
+			return;
+		}
+		t->v = v;
+		t->cap = cap;
+	}
+	ptrdiff_t at = floor_of(t, r->base) + 1;
+	memmove(&t->v[at + 1], &t->v[at], (t->n - (size_t)at) * sizeof *t->v);
+	t->v[at] = *r;
+	t->n++;
+	pthread_mutex_unlock(&t->lock);
+}
+
+static bool ranges_del(struct ranges *t, uint64_t base, struct range *out)
+{
+	pthread_mutex_lock(&t->lock);
+	ptrdiff_t i = floor_of(t, base);
+	bool found = i >= 0 && t->v[i].base == base;
+	if (found) {
+		if (out)
+			*out = t->v[i];
+		memmove(&t->v[i], &t->v[i + 1], (t->n - (size_t)i - 1) * sizeof *t->v);
+		t->n--;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+static bool ranges_find(struct ranges *t, uint64_t addr, uint64_t len, struct range *out)
+{
+	pthread_mutex_lock(&t->lock);
+	ptrdiff_t i = floor_of(t, addr);
+	bool found = false;
+	if (i >= 0) {
+		uint64_t off = addr - t->v[i].base;
+		found = off < t->v[i].size && len <= t->v[i].size - off;
+		if (found)
+			*out = t->v[i];
+	}
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+void xgpu_rt_devmem_add(uint64_t base, uint64_t size)
+{
+	struct range r = {.base = base, .size = size};
+	ranges_add(&devmem, &r);
+}
+
+void xgpu_rt_devmem_del(uint64_t base)
+{
+	ranges_del(&devmem, base, NULL);
+}
+
+bool xgpu_rt_devmem_find(uint64_t addr, uint64_t *base, uint64_t *size)
+{
+	struct range r;
+	if (!ranges_find(&devmem, addr, 0, &r))
+		return false;
+	if (base)
+		*base = r.base;
+	if (size)
+		*size = r.size;
+	return true;
+}
+
+void xgpu_rt_devmem_clear(void)
+{
+	pthread_mutex_lock(&devmem.lock);
+	devmem.n = 0;
+	pthread_mutex_unlock(&devmem.lock);
+}
+
+bool xgpu_rt_seg_find(const void *p, uint64_t len, struct xgpu_rt_seg *out)
+{
+	struct range r;
+	if (!ranges_find(&segs, (uintptr_t)p, len, &r) || r.seg.epoch != xgpu_rt_epoch() || !r.seg.handle)
+		return false;
+	*out = r.seg;
+	return true;
+}
+
+static bool seg_lookup_any(const void *p, struct xgpu_rt_seg *out)
+{
+	struct range r;
+	if (!ranges_find(&segs, (uintptr_t)p, 0, &r))
+		return false;
+	*out = r.seg;
+	return true;
+}
+
+/* ---- pinned host memory ---------------------------------------------------- */
+
+XGPU_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
+{
+	const unsigned known = cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
+	if (!ptr || (flags & ~known))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	*ptr = NULL;
+	if (size == 0)
+		return cudaSuccess;
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	size_t mapped = (size + 4095) & ~(size_t)4095;
+	if (mapped < size)
+		return xgpu_rt_ret(cudaErrorMemoryAllocation);
+	void *p;
+	uint64_t token;
+	e = xgpu_client_share(c, mapped, &p, &token);
+	if (e)
+		return xgpu_rt_ret(e);
+	struct xgpu_req_SEG_REGISTER req = {.token = token, .size = mapped};
+	struct xgpu_rsp_SEG_REGISTER rsp;
+	e = xgpu_call_SEG_REGISTER(c, &req, &rsp);
+	if (e) {
+		xgpu_client_unshare(c, p, mapped);
+		return xgpu_rt_ret(e == cudaErrorInvalidValue ? cudaErrorMemoryAllocation : e);
+	}
+	struct range r = {.base = (uintptr_t)p,
+			  .size = mapped,
+			  .seg = {.ptr = p, .size = mapped, .handle = rsp.seg, .epoch = xgpu_rt_epoch(), .flags = flags}};
+	ranges_add(&segs, &r);
+	*ptr = p;
+	return cudaSuccess;
+}
+
+XGPU_EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+	return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
+}
+
+XGPU_EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+	if (!ptr)
+		return cudaSuccess;
+	struct range r;
+	if (!ranges_del(&segs, (uintptr_t)ptr, &r))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	if (r.seg.handle && r.seg.epoch == xgpu_rt_epoch()) {
+		struct xgpu_req_SEG_UNREGISTER req = {.seg = r.seg.handle};
+		struct xgpu_rsp_SEG_UNREGISTER rsp;
+		e = xgpu_call_SEG_UNREGISTER(c, &req, &rsp);
+	}
+	xgpu_client_unshare(c, r.seg.ptr, r.seg.size);
+	return xgpu_rt_ret(e);
+}
+
+XGPU_EXPORT cudaError_t cudaHostGetFlags(unsigned int *flags, void *ptr)
+{
+	struct xgpu_rt_seg s;
+	if (!flags || !seg_lookup_any(ptr, &s))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	*flags = s.flags;
+	return cudaSuccess;
+}
+
+XGPU_EXPORT cudaError_t cudaHostGetDevicePointer(void **pdev, void *host, unsigned int flags)
+{
+	/* A guest pointer cannot name Dom0's mapping of the same pages, so
+	 * mapped (zero-copy) host memory is not offered. */
+	return xgpu_unsupported("cudaHostGetDevicePointer");
+}
+
+/* cudaHostRegister cannot share memory the program already owns with the
+ * backend; the range stays pageable and its copies go through the data
+ * areas, which is correct, only not zero-copy. Ranges are remembered so
+ * cudaHostUnregister keeps CUDA's semantics. */
+static struct ranges registered = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+XGPU_EXPORT cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+	if (!ptr || !size)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	if (flags & cudaHostRegisterMapped)
+		xgpu_fe_warn_once("cudaHostRegisterMapped",
+				  "cudaHostRegister: mapped registrations are treated as plain host memory");
+	struct range r;
+	if (ranges_find(&registered, (uintptr_t)ptr, size, &r))
+		return xgpu_rt_ret(cudaErrorHostMemoryAlreadyRegistered);
+	r = (struct range){.base = (uintptr_t)ptr, .size = size};
+	ranges_add(&registered, &r);
+	return cudaSuccess;
+}
+
+XGPU_EXPORT cudaError_t cudaHostUnregister(void *ptr)
+{
+	if (!ranges_del(&registered, (uintptr_t)ptr, NULL))
+		return xgpu_rt_ret(cudaErrorHostMemoryNotRegistered);
+	return cudaSuccess;
+}
+
+XGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
+{
+	if (!attr)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	memset(attr, 0, sizeof *attr);
+	struct xgpu_rt_seg s;
+	if (xgpu_rt_devmem_find((uintptr_t)ptr, NULL, NULL)) {
+		attr->type = cudaMemoryTypeDevice;
+		attr->device = 0;
+		attr->devicePointer = (void *)ptr;
+	} else if (seg_lookup_any(ptr, &s)) {
+		attr->type = cudaMemoryTypeHost;
+		attr->device = 0;
+		attr->hostPointer = (void *)ptr;
+	} else {
+		attr->type = cudaMemoryTypeUnregistered;
+		attr->device = -2;
+	}
+	return cudaSuccess;
+}
+
+/* After cudaDeviceReset the backend forgot our segments; the memory stays
+ * mapped for the program, as plain host memory. */
+void xgpu_rt_segs_forget(void);
+void xgpu_rt_segs_forget(void)
+{
+	pthread_mutex_lock(&segs.lock);
+	for (size_t i = 0; i < segs.n; i++)
+		segs.v[i].seg.handle = 0;
+	pthread_mutex_unlock(&segs.lock);
+}
+
+/* ---- unsupported calls ----------------------------------------------------- */
+
+cudaError_t xgpu_unsupported(const char *name)
+{
+	xgpu_fe_warn_once(name, "%s is not supported by xgpu; it returns cudaErrorNotSupported", name);
+	struct xgpu_client *c;
+	if (xgpu_client_get(&c) == cudaSuccess) {
+		struct xgpu_req_NOTE_UNSUPPORTED req = {0};
+		struct xgpu_rsp_NOTE_UNSUPPORTED rsp;
+		struct xgpu_rpc r = xgpu_rpc_NOTE_UNSUPPORTED(&req, &rsp);
+		size_t len = strlen(name) + 1;
+		r.out = name;
+		r.out_len = len <= XGPU_MAX_NAME_BYTES ? len : 0;
+		if (r.out_len)
+			xgpu_rpc(c, &r);
+	}
+	return xgpu_rt_ret(cudaErrorNotSupported);
+}

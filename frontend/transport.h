@@ -1,0 +1,46 @@
+/* transport.h - how the frontend reaches the backend: the operations a
+ * transport (local: memfd + eventfd over a UNIX socket; Xen: grant pages +
+ * event channel via xenstore) provides to the channel client. The ring code
+ * above it is the same for every transport. */
+#ifndef XGPU_FE_TRANSPORT_H
+#define XGPU_FE_TRANSPORT_H
+
+#include "proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct xgpu_fe_chan {
+	const struct xgpu_fe_transport_ops *ops;
+	void *region; /* shared with the backend, region_size bytes */
+	size_t region_size;
+	void *priv;   /* the transport's */
+};
+
+enum xgpu_wait_result { XGPU_WAIT_KICKED = 0, XGPU_WAIT_TIMEOUT = 1, XGPU_WAIT_PEER_GONE = -1 };
+
+struct xgpu_fe_transport_ops {
+	const char *name;
+	/* Shares a zeroed region of region_size bytes, lets init() lay it out,
+	 * then connects and handshakes. On failure returns a cudaError_t and a
+	 * message for the user in err. */
+	int (*open)(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *region, size_t size, void *arg),
+		    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack, char *err,
+		    size_t errlen);
+	/* Signals the backend. */
+	void (*kick)(struct xgpu_fe_chan *ch);
+	/* Sleeps until the backend kicks, timeout_ms passes (-1: forever) or the
+	 * backend is gone. */
+	enum xgpu_wait_result (*wait)(struct xgpu_fe_chan *ch, int timeout_ms);
+	/* Allocates size bytes shared with the backend (pinned host memory) and
+	 * sends the share out of band; *token names it in SEG_REGISTER. */
+	int (*share_segment)(struct xgpu_fe_chan *ch, size_t size, void **ptr, uint64_t *token);
+	void (*unshare_segment)(struct xgpu_fe_chan *ch, void *ptr, size_t size);
+	void (*close)(struct xgpu_fe_chan *ch);
+	/* In a forked child: drop the parent's channel without telling anyone. */
+	void (*abandon)(struct xgpu_fe_chan *ch);
+};
+
+extern const struct xgpu_fe_transport_ops xgpu_fe_transport_local;
+
+#endif

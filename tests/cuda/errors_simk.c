@@ -1,0 +1,40 @@
+/* errors_simk.c - host implementations of tests/cuda/errors.cu's kernels. */
+#include "simdrv/simkernel.h"
+
+static int fill(const struct xgpu_simk_launch *l)
+{
+	uint64_t out;
+	int32_t n, value;
+	if (xgpu_simk_param(l, 0, &out, 8) || xgpu_simk_param(l, 1, &n, 4) || xgpu_simk_param(l, 2, &value, 4))
+		return XGPU_SIMK_ERR_INVALID_VALUE;
+	uint64_t threads = xgpu_simk_threads(l), count = n > 0 ? (uint64_t)n : 0;
+	if (count > threads)
+		count = threads;
+	if (!count)
+		return XGPU_SIMK_OK;
+	int32_t *p = l->map(l, out, count * sizeof *p);
+	if (!p)
+		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
+	for (uint64_t i = 0; i < count; i++)
+		p[i] = value;
+	return XGPU_SIMK_OK;
+}
+
+static int poke(const struct xgpu_simk_launch *l)
+{
+	uint64_t out;
+	int32_t where;
+	if (xgpu_simk_param(l, 0, &out, 8) || xgpu_simk_param(l, 1, &where, 4))
+		return XGPU_SIMK_ERR_INVALID_VALUE;
+	int32_t *p = l->map(l, out + (uint64_t)(int64_t)where * 4, 4);
+	if (!p)
+		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
+	*p = 1;
+	return XGPU_SIMK_OK;
+}
+
+static const struct xgpu_simk_kernel kernels[] = {
+	{"_Z4fillPiii", fill, NULL},
+	{"_Z4pokePii", poke, NULL},
+};
+XGPU_SIMK_EXPORT(kernels);

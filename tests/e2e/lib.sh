@@ -1,0 +1,114 @@
+# lib.sh - shared by the end-to-end tests: a private xgpud per test on its own
+# socket (sim executor), CUDA programs run through the built frontend, and
+# checks that neither the daemon nor a program tripped a sanitizer.
+#
+# Tests source this, call start_xgpud, and exit non-zero on failure; the
+# trap stops the daemon and prints its log when something went wrong.
+
+set -euo pipefail
+B=${XGPU_BUILD:?run through tests/run.sh}
+SRC=${XGPU_SRC:?}
+T=${XGPU_TMP:?}
+export XGPU_SOCKET=$T/xgpud.sock
+export XGPU_SIM_KERNELS=$B/lib/simkernels:$B/tests/simkernels
+XGPUD_PID=
+XGPUD_LOG=$T/xgpud.log
+
+# A sanitized frontend must have the ASan runtime loaded first.
+CUDA_PRELOAD=
+if ldd "$B/lib/libcudart.so.13" 2>/dev/null | grep -q libasan; then
+	CUDA_PRELOAD=$(gcc -print-file-name=libasan.so)
+fi
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+note() {
+	echo "-- $*"
+}
+
+# start_xgpud [xgpud options...]
+start_xgpud() {
+	"$B/bin/xgpud" --foreground --executor sim --socket "$XGPU_SOCKET" --log-level info "$@" \
+		>"$XGPUD_LOG" 2>&1 &
+	XGPUD_PID=$!
+	for _ in $(seq 100); do
+		if "$B/bin/xl-gpu" list >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$XGPUD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	cat "$XGPUD_LOG" >&2
+	fail "xgpud did not come up"
+}
+
+# Stops the daemon with SIGTERM and checks it exited cleanly.
+stop_xgpud() {
+	[ -n "$XGPUD_PID" ] || return 0
+	kill -TERM "$XGPUD_PID" 2>/dev/null || true
+	local rc=0
+	wait "$XGPUD_PID" || rc=$?
+	XGPUD_PID=
+	check_clean "$XGPUD_LOG" xgpud
+	[ "$rc" -eq 0 ] || fail "xgpud exited with status $rc"
+}
+
+# check_clean LOG WHAT: no sanitizer report in LOG.
+check_clean() {
+	if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$1"; then
+		grep -nE -A30 "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$1" | head -80 >&2
+		fail "$2: sanitizer report in $1"
+	fi
+}
+
+# run_cuda [VAR=value...] PROGRAM [ARGS...]: runs a CUDA program through the
+# frontend; its output goes to stdout.
+run_cuda() {
+	env LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$@"
+}
+
+stats() {
+	"$B/bin/xl-gpu" stats --json
+}
+
+# dom_stat DOMAIN KEY: one number from xl-gpu stats --json.
+dom_stat() {
+	stats | jq -e --arg d "$1" ".domains[] | select(.name == \$d) | .$2"
+}
+
+# dom_eq / dom_gt DOMAIN KEY N: compare a statistic (evaluated each call, so
+# they work with wait_for).
+dom_eq() {
+	[ "$(dom_stat "$1" "$2")" -eq "$3" ]
+}
+dom_gt() {
+	[ "$(dom_stat "$1" "$2")" -gt "$3" ]
+}
+
+# wait_for SECONDS COMMAND...: retries COMMAND until it succeeds.
+wait_for() {
+	local limit=$1
+	shift
+	for _ in $(seq $((limit * 10))); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+cleanup() {
+	local rc=$?
+	if [ -n "$XGPUD_PID" ]; then
+		kill -TERM "$XGPUD_PID" 2>/dev/null || true
+		wait "$XGPUD_PID" 2>/dev/null || true
+	fi
+	if [ "$rc" -ne 0 ] && [ -f "$XGPUD_LOG" ]; then
+		echo "---- xgpud log (last 60 lines) ----" >&2
+		tail -n 60 "$XGPUD_LOG" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT

@@ -1,0 +1,396 @@
+/* rawclient.c - a guest that speaks xgpu's protocol directly, to test how the
+ * daemon treats clients that misbehave: wrong protocol versions, malformed
+ * packets, corrupt ring indexes, handles from another domain, memory limits,
+ * a client killed mid-transfer, random packets. Each mode prints what it saw
+ * and exits 0 only if the daemon behaved.
+ *
+ *   rawclient version | fake-daemon PATH | malformed | corrupt-ring |
+ *             cross-domain | memlimit BYTES | stream DOMAIN | fuzz SEED COUNT
+ */
+#include "client.h"
+#include "fdpass.h"
+#include "proto.h"
+#include "shm.h"
+#include "util.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                   \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "rawclient: FAILED %s: ", #cond);  \
+			fprintf(stderr, __VA_ARGS__);                      \
+			fputc('\n', stderr);                               \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+static struct xgpu_client *open_or_die(const char *domain)
+{
+	struct xgpu_client *c;
+	int r = xgpu_client_open(domain, (uint32_t)getpid(), &c);
+	if (r) {
+		fprintf(stderr, "rawclient: cannot open a channel into %s: error %d\n", domain ? domain : "default", r);
+		exit(2);
+	}
+	return c;
+}
+
+static int unix_connect(void)
+{
+	char buf[256];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", xgpu_socket_path(NULL, buf, sizeof buf));
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		perror("rawclient: connect");
+		exit(2);
+	}
+	return fd;
+}
+
+/* Posts a raw request slot and waits (bounded) for a response or hang-up.
+ * Returns the response status, or INT32_MIN if the daemon closed the channel. */
+static int raw_request(struct xgpu_client *c, const void *slot, size_t len)
+{
+	struct xgpu_shm_view *v = xgpu_client_view(c);
+	uint8_t buf[XGPU_SLOT_SIZE] = {0};
+	memcpy(buf, slot, len < sizeof buf ? len : sizeof buf);
+	memcpy(xgpu_q_unit(&v->req, v->req.idx), buf, sizeof buf);
+	xgpu_q_publish(&v->req, 1);
+	xgpu_client_kick(c);
+	uint64_t until = xgpu_now_ns() + 5000000000ull;
+	while (xgpu_now_ns() < until) {
+		if (xgpu_q_avail(&v->rsp) > 0) {
+			struct xgpu_rsp_hdr h;
+			memcpy(&h, xgpu_q_unit(&v->rsp, v->rsp.idx), sizeof h);
+			xgpu_q_release(&v->rsp, 1);
+			return h.status;
+		}
+		usleep(1000);
+	}
+	return INT32_MIN;
+}
+
+/* Whether the daemon hung up on this channel within a few seconds. */
+static bool channel_closed(struct xgpu_client *c)
+{
+	return xgpu_client_wait_closed(c, 5000);
+}
+
+static int mode_version(void)
+{
+	int fd = unix_connect();
+	struct xgpu_hello h = {.magic = XGPU_PROTO_MAGIC, .version = 99, .kind = XGPU_CONN_CHANNEL};
+	send(fd, &h, sizeof h, 0);
+	struct xgpu_hello_ack ack = {0};
+	ssize_t n = recv(fd, &ack, sizeof ack, 0);
+	ack.message[sizeof ack.message - 1] = '\0';
+	printf("daemon said: %s\n", ack.message);
+	CHECK(n == (ssize_t)sizeof ack, "ack of %zd bytes", n);
+	CHECK(ack.status == cudaErrorInsufficientDriver, "status %d", ack.status);
+	CHECK(strstr(ack.message, "protocol version mismatch") && strstr(ack.message, "99"), "message '%s'",
+	      ack.message);
+	close(fd);
+	return failures;
+}
+
+/* A daemon from the future: answers every handshake with protocol 99. */
+static int mode_fake_daemon(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	unlink(path);
+	int l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l, 4) < 0) {
+		perror("rawclient: fake daemon");
+		return 2;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	for (int served = 0; served < 4; served++) {
+		int conn = accept(l, NULL, NULL);
+		if (conn < 0)
+			break;
+		struct xgpu_hello h;
+		int fds[4], nfds;
+		xgpu_recv_fds(conn, &h, sizeof h, fds, &nfds, 4, 0);
+		xgpu_close_fds(fds, nfds);
+		struct xgpu_hello_ack ack = {.magic = XGPU_PROTO_MAGIC, .version = 99};
+		send(conn, &ack, sizeof ack, 0);
+		close(conn);
+	}
+	close(l);
+	return 0;
+}
+
+static int mode_malformed(void)
+{
+	struct xgpu_client *c = open_or_die("raw-malformed");
+	/* An unknown call: answered with an error, then the channel closes
+	 * (its bulk length cannot be trusted). */
+	struct xgpu_req_hdr h = {.call = 9999, .len = 8, .seq = 1};
+	int st = raw_request(c, &h, sizeof h);
+	printf("unknown call -> status %d\n", st);
+	CHECK(st == cudaErrorInvalidValue, "status %d", st);
+	CHECK(channel_closed(c), "channel still open after an unknown call");
+	xgpu_client_close(c);
+
+	/* A known call with the wrong argument length. */
+	c = open_or_die("raw-malformed");
+	struct xgpu_req_hdr h2 = {.call = XGPU_CALL_MEM_ALLOC, .len = 3, .seq = 1};
+	st = raw_request(c, &h2, sizeof h2);
+	printf("short MEM_ALLOC -> status %d\n", st);
+	CHECK(st == cudaErrorInvalidValue, "status %d", st);
+	CHECK(channel_closed(c), "channel still open after a malformed request");
+	xgpu_client_close(c);
+
+	/* A bulk length beyond the call's maximum. */
+	c = open_or_die("raw-malformed");
+	struct {
+		struct xgpu_req_hdr h;
+		struct xgpu_req_LAUNCH a;
+	} l = {{.call = XGPU_CALL_LAUNCH, .len = sizeof l.a, .seq = 1, .bulk_len = 1ull << 40}, {0}};
+	st = raw_request(c, &l, sizeof l);
+	printf("oversized launch -> status %d\n", st);
+	CHECK(st == cudaErrorInvalidValue, "status %d", st);
+	xgpu_client_close(c);
+
+	/* Well-formed but wrong: a launch of a function that does not exist
+	 * is an ordinary error and the channel stays usable. */
+	c = open_or_die("raw-malformed");
+	struct {
+		struct xgpu_req_hdr h;
+		struct xgpu_req_LAUNCH a;
+	} l2 = {{.call = XGPU_CALL_LAUNCH, .len = sizeof l2.a, .seq = 1}, {.func = 0x100000005ull}};
+	st = raw_request(c, &l2, sizeof l2);
+	printf("launch of a forged function -> status %d\n", st);
+	CHECK(st == cudaErrorInvalidResourceHandle, "status %d", st);
+	struct xgpu_req_NOP nreq = {0};
+	struct xgpu_rsp_NOP nrsp;
+	/* The raw request did not advance the client's own sequence; skip its
+	 * view of the slot we used. */
+	st = xgpu_call_NOP(c, &nreq, &nrsp);
+	CHECK(st == cudaSuccess, "NOP after an ordinary error: %d", st);
+	xgpu_client_close(c);
+	return failures;
+}
+
+static int mode_corrupt_ring(void)
+{
+	struct xgpu_client *c = open_or_die("raw-corrupt");
+	struct xgpu_shm_view *v = xgpu_client_view(c);
+	atomic_store(&v->req.q->prod, v->req.idx + 5000);
+	xgpu_client_kick(c);
+	CHECK(channel_closed(c), "channel open after a corrupt request index");
+	xgpu_client_close(c);
+
+	c = open_or_die("raw-corrupt");
+	v = xgpu_client_view(c);
+	/* Claims to have consumed responses never produced; the daemon finds
+	 * out when it next answers. */
+	atomic_store(&v->rsp.q->cons, 123456);
+	struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .len = sizeof(struct xgpu_req_NOP), .seq = 1};
+	raw_request(c, &h, sizeof h);
+	CHECK(channel_closed(c), "channel open after a corrupt response index");
+	xgpu_client_close(c);
+	return failures;
+}
+
+static int mode_cross_domain(void)
+{
+	struct xgpu_client *a = open_or_die("raw-a"), *b = open_or_die("raw-b");
+	struct xgpu_req_MEM_ALLOC ar = {.size = 4096};
+	struct xgpu_rsp_MEM_ALLOC arsp;
+	CHECK(xgpu_call_MEM_ALLOC(a, &ar, &arsp) == cudaSuccess, "alloc in A");
+	struct xgpu_req_STREAM_CREATE sr = {0};
+	struct xgpu_rsp_STREAM_CREATE srsp;
+	CHECK(xgpu_call_STREAM_CREATE(a, &sr, &srsp) == cudaSuccess, "stream in A");
+	printf("A holds memory 0x%llx and stream 0x%llx\n", (unsigned long long)arsp.dptr,
+	       (unsigned long long)srsp.stream);
+
+	uint8_t buf[64];
+	struct xgpu_req_MEMCPY_DTOH cr = {.src = arsp.dptr, .size = sizeof buf};
+	struct xgpu_rsp_MEMCPY_DTOH crsp;
+	struct xgpu_rpc r = xgpu_rpc_MEMCPY_DTOH(&cr, &crsp);
+	r.in = buf;
+	r.in_max = sizeof buf;
+	int st = xgpu_rpc(b, &r);
+	printf("B reads A's memory -> %d\n", st);
+	CHECK(st == cudaErrorInvalidValue, "B read A's memory: %d", st);
+
+	struct xgpu_req_MEMSET ms = {.dst = arsp.dptr, .value = 1, .size = 16};
+	struct xgpu_rsp_MEMSET msr;
+	st = xgpu_call_MEMSET(b, &ms, &msr);
+	CHECK(st == cudaErrorInvalidValue, "B wrote A's memory: %d", st);
+
+	struct xgpu_req_MEM_FREE fr = {.dptr = arsp.dptr};
+	struct xgpu_rsp_MEM_FREE frsp;
+	st = xgpu_call_MEM_FREE(b, &fr, &frsp);
+	CHECK(st == cudaErrorInvalidValue, "B freed A's memory: %d", st);
+
+	struct xgpu_req_STREAM_SYNC ss = {.stream = srsp.stream};
+	struct xgpu_rsp_STREAM_SYNC ssr;
+	st = xgpu_call_STREAM_SYNC(b, &ss, &ssr);
+	printf("B syncs A's stream -> %d\n", st);
+	CHECK(st == cudaErrorInvalidResourceHandle, "B used A's stream: %d", st);
+
+	/* A stale generation of A's own handle is refused too. */
+	struct xgpu_req_STREAM_DESTROY sd = {.stream = srsp.stream};
+	struct xgpu_rsp_STREAM_DESTROY sdr;
+	CHECK(xgpu_call_STREAM_DESTROY(a, &sd, &sdr) == cudaSuccess, "A destroys its stream");
+	st = xgpu_call_STREAM_SYNC(a, &ss, &ssr);
+	CHECK(st == cudaErrorInvalidResourceHandle, "stale handle accepted: %d", st);
+
+	/* An interior range is fine for the owner, overruns are not. */
+	struct xgpu_req_MEMSET ok = {.dst = arsp.dptr + 100, .value = 7, .size = 100};
+	CHECK(xgpu_call_MEMSET(a, &ok, &msr) == cudaSuccess, "A memsets inside its allocation");
+	struct xgpu_req_MEMSET over = {.dst = arsp.dptr + 4000, .value = 7, .size = 200};
+	CHECK(xgpu_call_MEMSET(a, &over, &msr) == cudaErrorInvalidValue, "A overruns its allocation");
+	struct xgpu_req_MEMSET wrap = {.dst = arsp.dptr + 8, .value = 7, .size = UINT64_MAX - 4};
+	CHECK(xgpu_call_MEMSET(a, &wrap, &msr) == cudaErrorInvalidValue, "A wraps the address space");
+
+	CHECK(xgpu_call_MEM_FREE(a, &fr, &frsp) == cudaSuccess, "A frees its memory");
+	xgpu_client_close(a);
+	xgpu_client_close(b);
+	return failures;
+}
+
+static int mode_memlimit(uint64_t limit)
+{
+	struct xgpu_client *c = open_or_die("raw-limit");
+	struct xgpu_req_MEM_ALLOC big = {.size = limit + 1};
+	struct xgpu_rsp_MEM_ALLOC rsp;
+	int st = xgpu_call_MEM_ALLOC(c, &big, &rsp);
+	printf("allocating limit+1 -> %d\n", st);
+	CHECK(st == cudaErrorMemoryAllocation, "over-limit allocation: %d", st);
+	struct xgpu_req_MEM_ALLOC half = {.size = limit / 2};
+	uint64_t p1, p2;
+	CHECK(xgpu_call_MEM_ALLOC(c, &half, &rsp) == cudaSuccess, "first half");
+	p1 = rsp.dptr;
+	CHECK(xgpu_call_MEM_ALLOC(c, &half, &rsp) == cudaSuccess, "second half");
+	p2 = rsp.dptr;
+	struct xgpu_req_MEM_ALLOC one = {.size = 4096};
+	st = xgpu_call_MEM_ALLOC(c, &one, &rsp);
+	CHECK(st == cudaErrorMemoryAllocation, "allocation past the limit: %d", st);
+	struct xgpu_req_MEM_GET_INFO mi = {0};
+	struct xgpu_rsp_MEM_GET_INFO mir;
+	CHECK(xgpu_call_MEM_GET_INFO(c, &mi, &mir) == cudaSuccess, "mem info");
+	CHECK(mir.total == limit, "total %llu", (unsigned long long)mir.total);
+	CHECK(mir.free < 4096, "free %llu", (unsigned long long)mir.free);
+	struct xgpu_req_MEM_FREE f = {.dptr = p1};
+	struct xgpu_rsp_MEM_FREE fr;
+	CHECK(xgpu_call_MEM_FREE(c, &f, &fr) == cudaSuccess, "free");
+	CHECK(xgpu_call_MEM_ALLOC(c, &one, &rsp) == cudaSuccess, "allocation after a free");
+	(void)p2;
+	xgpu_client_close(c);
+	return failures;
+}
+
+/* Copies 64 MiB to the device over and over until killed. */
+static int mode_stream(const char *domain)
+{
+	struct xgpu_client *c = open_or_die(domain);
+	const uint64_t size = 64u << 20;
+	struct xgpu_req_MEM_ALLOC ar = {.size = size};
+	struct xgpu_rsp_MEM_ALLOC arsp;
+	if (xgpu_call_MEM_ALLOC(c, &ar, &arsp))
+		return 2;
+	uint8_t *buf = malloc(size);
+	memset(buf, 0x5a, size);
+	printf("streaming\n");
+	fflush(stdout);
+	for (;;) {
+		struct xgpu_req_MEMCPY_HTOD req = {.dst = arsp.dptr, .size = size};
+		struct xgpu_rsp_MEMCPY_HTOD rsp;
+		struct xgpu_rpc r = xgpu_rpc_MEMCPY_HTOD(&req, &rsp);
+		r.out = buf;
+		r.out_len = size;
+		if (xgpu_rpc(c, &r))
+			return 2;
+	}
+}
+
+/* Random requests: valid and invalid call ids, lengths, handles and small
+ * bulk lengths. The daemon may refuse or close; it must never crash. */
+static int mode_fuzz(unsigned seed, unsigned count)
+{
+	struct xgpu_client *c = open_or_die("raw-fuzz");
+	uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+	unsigned reopened = 0, answered = 0;
+	for (unsigned i = 0; i < count; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint8_t slot[XGPU_SLOT_SIZE];
+		for (size_t k = 0; k < sizeof slot; k += 8) {
+			uint64_t y = x * (k + 1) * 0xD6E8FEB86659FD93ull;
+			memcpy(slot + k, &y, 8);
+		}
+		struct xgpu_req_hdr h;
+		memcpy(&h, slot, sizeof h);
+		h.call = (uint32_t)(x % (XGPU_CALL_COUNT + 2));
+		if (h.call < XGPU_CALL_COUNT && x % 3)
+			h.len = xgpu_calls[h.call].req_len;
+		/* Bulk data is never sent: keep it to zero so requests do not
+		 * stall their channel until the timeout. */
+		h.bulk_len = 0;
+		h.seq = i;
+		if (h.call == XGPU_CALL_DEVICE_RESET || h.call == XGPU_CALL_STREAM_SYNC ||
+		    h.call == XGPU_CALL_EVENT_SYNC || h.call == XGPU_CALL_DEVICE_SYNC)
+			h.call = XGPU_CALL_NOP;
+		memcpy(slot, &h, sizeof h);
+		int st = raw_request(c, slot, sizeof slot);
+		if (st == INT32_MIN || (h.call >= XGPU_CALL_COUNT || h.len != xgpu_calls[h.call].req_len)) {
+			xgpu_client_close(c);
+			c = open_or_die("raw-fuzz");
+			reopened++;
+		} else {
+			answered++;
+		}
+	}
+	printf("fuzz: %u requests, %u answered, %u channels closed by the daemon\n", count, answered, reopened);
+	xgpu_client_close(c);
+	return failures;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		goto usage;
+	const char *m = argv[1];
+	if (!strcmp(m, "version"))
+		return mode_version();
+	if (!strcmp(m, "fake-daemon") && argc == 3)
+		return mode_fake_daemon(argv[2]);
+	if (!strcmp(m, "malformed"))
+		return mode_malformed();
+	if (!strcmp(m, "corrupt-ring"))
+		return mode_corrupt_ring();
+	if (!strcmp(m, "cross-domain"))
+		return mode_cross_domain();
+	if (!strcmp(m, "memlimit") && argc == 3) {
+		uint64_t lim;
+		if (xgpu_parse_size(argv[2], &lim) < 0)
+			goto usage;
+		return mode_memlimit(lim);
+	}
+	if (!strcmp(m, "stream") && argc == 3)
+		return mode_stream(argv[2]);
+	if (!strcmp(m, "fuzz") && argc == 4)
+		return mode_fuzz((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+usage:
+	fprintf(stderr, "usage: rawclient version | fake-daemon PATH | malformed | corrupt-ring | cross-domain |\n"
+			"                 memlimit BYTES | stream DOMAIN | fuzz SEED COUNT\n");
+	return 2;
+}

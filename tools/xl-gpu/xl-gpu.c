@@ -1,0 +1,228 @@
+/* xl-gpu.c - the xgpu command-line tool, in the style of xl: asks the local
+ * xgpud (over its socket, found as the daemon and the frontend find it) for
+ * its domains and statistics. */
+#include "proto.h"
+#include "util.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static const char *socket_opt;
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: xl-gpu [--socket PATH] COMMAND [ARGS]\n"
+		   "Inspect xgpu's GPU sharing daemon (xgpud).\n"
+		   "\n"
+		   "Commands:\n"
+		   "  list              domains: GPU, processes, calls, memory\n"
+		   "  stats [--json]    per-domain statistics; --json prints the daemon's JSON object\n"
+		   "  help              this text\n"
+		   "\n"
+		   "The socket is --socket, else $XGPU_SOCKET, else $XDG_RUNTIME_DIR/xgpu.sock,\n"
+		   "else /run/xgpu/xgpud.sock.\n");
+}
+
+/* Sends one control request and returns the daemon's whole reply. */
+static char *request(const char *cmd)
+{
+	char pathbuf[256];
+	const char *path = xgpu_socket_path(socket_opt, pathbuf, sizeof pathbuf);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof sa.sun_path) {
+		fprintf(stderr, "xl-gpu: socket path %s is too long\n", path);
+		return NULL;
+	}
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		fprintf(stderr, "xl-gpu: cannot reach xgpud at %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	struct xgpu_hello h = {.magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CONTROL};
+	char req[128];
+	snprintf(req, sizeof req, "{\"cmd\":\"%s\"}", cmd);
+	if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h ||
+	    send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
+		fprintf(stderr, "xl-gpu: cannot send to xgpud: %s\n", strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	size_t len = 0, cap = 65536;
+	char *buf = malloc(cap + 1);
+	for (;;) {
+		if (!buf) {
+			fprintf(stderr, "xl-gpu: out of memory\n");
+			close(fd);
+			return NULL;
+		}
+		if (cap - len < 32768) {
+			char *nb = realloc(buf, cap * 2 + 1);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				continue;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = recv(fd, buf + len, cap - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "xl-gpu: reading from xgpud: %s\n", strerror(errno));
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+static json_t *fetch(const char *cmd)
+{
+	char *text = request(cmd);
+	if (!text)
+		return NULL;
+	json_error_t err;
+	json_t *root = json_loads(text, 0, &err);
+	if (!root) {
+		/* A refused handshake answers with a binary ack, not JSON. */
+		const struct xgpu_hello_ack *ack = (const void *)text;
+		if (strlen(text) >= 8 && ack->magic == XGPU_PROTO_MAGIC && ack->version != XGPU_PROTO_VERSION)
+			fprintf(stderr, "xl-gpu: xgpud speaks protocol %u, xl-gpu speaks %u\n", ack->version,
+				XGPU_PROTO_VERSION);
+		else
+			fprintf(stderr, "xl-gpu: xgpud sent an unreadable reply: %s\n", err.text);
+		free(text);
+		return NULL;
+	}
+	free(text);
+	const char *e = json_string_value(json_object_get(root, "error"));
+	if (e) {
+		fprintf(stderr, "xl-gpu: xgpud: %s\n", e);
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+static long long num(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	return json_is_integer(v) ? (long long)json_integer_value(v) : (long long)json_number_value(v);
+}
+
+static double real(json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+static int cmd_list(void)
+{
+	json_t *root = fetch("list");
+	if (!root)
+		return 1;
+	printf("%-20s %5s %4s %6s %7s %10s %10s\n", "Name", "ID", "GPU", "Procs", "Credit", "Calls", "Mem(MiB)");
+	size_t i;
+	json_t *d;
+	json_array_foreach(json_object_get(root, "domains"), i, d)
+	{
+		printf("%-20s %5lld %4lld %6lld %7lld %10lld %10.1f\n", json_string_value(json_object_get(d, "name")),
+		       num(d, "domid"), num(d, "gpu"), num(d, "channels"), num(d, "credit"), num(d, "calls"),
+		       (double)num(d, "mem_bytes") / 1048576.0);
+	}
+	json_decref(root);
+	return 0;
+}
+
+static int cmd_stats(bool as_json)
+{
+	json_t *root = fetch("stats");
+	if (!root)
+		return 1;
+	if (as_json) {
+		char *text = json_dumps(root, JSON_COMPACT);
+		puts(text);
+		free(text);
+		json_decref(root);
+		return 0;
+	}
+	printf("policy %s, tick %lld ms\n", json_string_value(json_object_get(root, "policy")), num(root, "tick_ms"));
+	size_t i;
+	json_t *g;
+	json_array_foreach(json_object_get(root, "gpus"), i, g)
+	{
+		printf("GPU %lld: %s (%s)\n", num(g, "id"), json_string_value(json_object_get(g, "name")),
+		       json_string_value(json_object_get(g, "executor")));
+	}
+	double total = 0;
+	json_t *d;
+	json_array_foreach(json_object_get(root, "domains"), i, d) total += (double)num(d, "gpu_time_ns");
+	printf("%-20s %10s %10s %7s %10s %10s %9s %9s %7s %9s %9s\n", "Domain", "Calls", "Errors", "Share",
+	       "GPU(s)", "Busy(s)", "H2D(MiB)", "D2H(MiB)", "Mem(MiB)", "p50(us)", "p99(us)");
+	json_array_foreach(json_object_get(root, "domains"), i, d)
+	{
+		double gt = (double)num(d, "gpu_time_ns");
+		printf("%-20s %10lld %10lld %6.1f%% %10.3f %10.3f %9.1f %9.1f %7.1f %9.1f %9.1f\n",
+		       json_string_value(json_object_get(d, "name")), num(d, "calls"), num(d, "errors"),
+		       total > 0 ? 100.0 * gt / total : 0.0, gt / 1e9, (double)num(d, "busy_ns") / 1e9,
+		       (double)num(d, "h2d_bytes") / 1048576.0, (double)num(d, "d2h_bytes") / 1048576.0,
+		       (double)num(d, "mem_bytes") / 1048576.0, real(d, "lat_p50_us"), real(d, "lat_p99_us"));
+	}
+	json_decref(root);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {{"socket", required_argument, 0, 's'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	int c;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 's')
+			socket_opt = optarg;
+		else if (c == 'h') {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[optind];
+	int rest = argc - optind - 1;
+	char **args = argv + optind + 1;
+	if (!strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "list") && rest == 0)
+		return cmd_list();
+	if (!strcmp(cmd, "stats") && (rest == 0 || (rest == 1 && !strcmp(args[0], "--json"))))
+		return cmd_stats(rest == 1);
+	if (!strcmp(cmd, "list") || !strcmp(cmd, "stats"))
+		fprintf(stderr, "xl-gpu: %s: unexpected argument '%s'\n", cmd, args[rest == 1 ? 0 : 1]);
+	else
+		fprintf(stderr, "xl-gpu: unknown command '%s' (try 'xl-gpu help')\n", cmd);
+	return 2;
+}
