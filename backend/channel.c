@@ -101,8 +101,8 @@ void xgpu_channel_teardown(struct xgpu_channel *ch)
 	atomic_fetch_sub(&dom->stats.mem_bytes, r.bytes < held ? r.bytes : held);
 	xlog_info("domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
 		  " bytes), %u modules, %u streams, %u events, %u host segments",
-		  dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs, r.bytes,
-		  r.modules, r.streams, r.events, r.segments);
+		  dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs,
+		  r.bytes, r.modules, r.streams, r.events, r.segments);
 	ch->ops->close(ch);
 	atomic_fetch_sub(&dom->stats.channels, 1);
 	free(ch);

@@ -61,7 +61,8 @@ static int describe_gpu(struct xgpud *d, struct xgpu_gpu *g, int index)
 	g->total_mem = total;
 	/* Every attribute the driver knows, so the frontend answers device
 	 * queries from its cache, field by field. */
-	g->nattrs = CU_DEVICE_ATTRIBUTE_MAX < XGPU_MAX_DEVICE_ATTRS ? CU_DEVICE_ATTRIBUTE_MAX : XGPU_MAX_DEVICE_ATTRS;
+	g->nattrs =
+	    CU_DEVICE_ATTRIBUTE_MAX < XGPU_MAX_DEVICE_ATTRS ? CU_DEVICE_ATTRIBUTE_MAX : XGPU_MAX_DEVICE_ATTRS;
 	for (uint32_t a = 1; a < g->nattrs; a++) {
 		int v = 0;
 		if (drv->cuDeviceGetAttribute(&v, (CUdevice_attribute)a, g->dev) != CUDA_SUCCESS)
@@ -114,10 +115,12 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 	d->drv.cuDriverGetVersion(&d->driver_version);
 	if (!strcmp(d->executor_name, "sim"))
 		xlog_info("executor sim: simulated CUDA driver %s (%s)", d->drv.path,
-			  d->o.executor ? "as asked" : why[0] ? why : "no GPU found");
+			  d->o.executor ? "as asked"
+			  : why[0]      ? why
+					: "no GPU found");
 	else
-		xlog_info("executor cuda: NVIDIA driver %s, version %d.%d", d->drv.path, d->driver_version / 1000,
-			  d->driver_version % 1000 / 10);
+		xlog_info("executor cuda: NVIDIA driver %s, version %d.%d", d->drv.path,
+			  d->driver_version / 1000, d->driver_version % 1000 / 10);
 
 	d->gpus = calloc((size_t)count, sizeof *d->gpus);
 	if (!d->gpus) {

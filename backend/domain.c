@@ -40,7 +40,8 @@ static struct xgpu_gpu *pick_gpu(struct xgpud *d)
 	return best;
 }
 
-static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen)
+static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, char *err,
+					 size_t errlen)
 {
 	struct xgpu_domain *dom = calloc(1, sizeof *dom);
 	if (!dom) {
@@ -74,8 +75,8 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	dom->thread_started = true;
 	char lim[32];
 	xgpu_format_size(dom->mem_limit, lim, sizeof lim);
-	xlog_info("domain %s (domid %u, uid %u) created on GPU %d (%s), memory limit %s", dom->name, dom->domid,
-		  (unsigned)uid, dom->gpu->index, dom->gpu->name, lim);
+	xlog_info("domain %s (domid %u, uid %u) created on GPU %d (%s), memory limit %s", dom->name,
+		  dom->domid, (unsigned)uid, dom->gpu->index, dom->gpu->name, lim);
 	return dom;
 fail:
 	if (dom->epfd >= 0)
@@ -94,7 +95,8 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 		name = dflt;
 	}
 	if (!valid_name(name)) {
-		snprintf(err, errlen, "domain name '%.64s' is not 1-63 characters of letters, digits, '_', '.', ':', '-'",
+		snprintf(err, errlen,
+			 "domain name '%.64s' is not 1-63 characters of letters, digits, '_', '.', ':', '-'",
 			 name);
 		return NULL;
 	}

@@ -19,13 +19,13 @@ int xgpu_driver_load(struct xgpu_driver *drv, const char *path, char *err, size_
 		return -1;
 	}
 	snprintf(drv->path, sizeof drv->path, "%s", path);
-#define XGPU_DRIVER_RESOLVE(fn)                                                                      \
-	*(void **)&drv->fn = dlsym(drv->dl, XGPU_STR(fn));                                           \
-	if (!drv->fn) {                                                                              \
+#define XGPU_DRIVER_RESOLVE(fn)                                                                              \
+	*(void **)&drv->fn = dlsym(drv->dl, XGPU_STR(fn));                                                   \
+	if (!drv->fn) {                                                                                      \
 		snprintf(err, errlen, "CUDA driver %s lacks %s (too old for CUDA 13?)", path, XGPU_STR(fn)); \
-		dlclose(drv->dl);                                                                    \
-		drv->dl = NULL;                                                                      \
-		return -1;                                                                           \
+		dlclose(drv->dl);                                                                            \
+		drv->dl = NULL;                                                                              \
+		return -1;                                                                                   \
 	}
 	XGPU_DRIVER_FUNCS(XGPU_DRIVER_RESOLVE)
 #undef XGPU_DRIVER_RESOLVE

@@ -31,10 +31,12 @@ static void take_incoming(struct xgpu_domain *dom)
 		struct xgpu_channel *ch = list;
 		list = ch->next;
 		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uintptr_t)ch | TAG_KICK};
-		struct epoll_event hv = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uintptr_t)ch | TAG_EVENT};
+		struct epoll_event hv = {.events = EPOLLIN | EPOLLRDHUP,
+					 .data.u64 = (uintptr_t)ch | TAG_EVENT};
 		if (epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->kick_fd(ch), &ev) < 0 ||
 		    epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->event_fd(ch), &hv) < 0) {
-			xlog_err("domain %s: cannot watch channel %u: %s", dom->name, ch->id, strerror(errno));
+			xlog_err("domain %s: cannot watch channel %u: %s", dom->name, ch->id,
+				 strerror(errno));
 			ch->dead = true;
 			ch->dead_reason = "cannot be watched";
 		}
@@ -78,8 +80,9 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		if (!ch->have_pending) {
 			int64_t avail = xgpu_q_avail(&ch->v.req);
 			if (avail < 0) {
-				xlog_warn("domain %s: channel %u (pid %d) corrupted its request ring; closing it",
-					  dom->name, ch->id, (int)ch->pid);
+				xlog_warn(
+				    "domain %s: channel %u (pid %d) corrupted its request ring; closing it",
+				    dom->name, ch->id, (int)ch->pid);
 				ch->dead = true;
 				ch->dead_reason = "corrupt request ring";
 				return did;
@@ -88,7 +91,15 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 				return did;
 			/* One copy out of shared memory: the guest may rewrite
 			 * the slot as soon as we read it. */
-			memcpy(ch->pending, xgpu_q_unit(&ch->v.req, ch->v.req.idx), XGPU_SLOT_SIZE);
+			const uint8_t *shared = xgpu_q_unit(&ch->v.req, ch->v.req.idx);
+			struct xgpu_req_hdr h;
+			memcpy(&h, shared, sizeof h);
+			/* Only the bytes the request uses (usually one cache
+			 * line); the length is checked again in the copy. */
+			uint32_t len = h.len <= XGPU_SLOT_ARGS ? h.len : XGPU_SLOT_ARGS;
+			memcpy(ch->pending, &h, sizeof h);
+			memcpy(ch->pending + sizeof h, shared + sizeof h, len);
+			memset(ch->pending + sizeof h + len, 0, XGPU_SLOT_ARGS - len);
 			if (xgpu_q_release(&ch->v.req, 1))
 				ch->ops->kick(ch);
 			ch->have_pending = true;
@@ -134,7 +145,8 @@ static void handle_events(struct xgpu_domain *dom, struct epoll_event *evs, int 
 				xlog_err("domain %s: reading wake fd: %s", dom->name, strerror(errno));
 			continue;
 		}
-		struct xgpu_channel *ch = (struct xgpu_channel *)(uintptr_t)(evs[i].data.u64 & ~(uint64_t)TAG_MASK);
+		struct xgpu_channel *ch =
+		    (struct xgpu_channel *)(uintptr_t)(evs[i].data.u64 & ~(uint64_t)TAG_MASK);
 		if ((evs[i].data.u64 & TAG_MASK) == TAG_KICK) {
 			ch->ops->drain(ch);
 		} else if (!ch->dead && !ch->ops->service(ch)) {
@@ -182,11 +194,17 @@ void *xgpu_poller_main(void *arg)
 				xgpu_q_arm_data(&ch->v.req);
 		if (runnable(dom, &waiting_for_slot))
 			continue;
-		if (!waiting_for_slot)
+		/* A slot covers the device running the holder's work, not just
+		 * the moment it was issued: the holder is idle once nothing is
+		 * queued and nothing it issued is still on the device. */
+		bool in_flight = dom->marks_count > 0;
+		if (!waiting_for_slot && !in_flight)
 			xgpu_sched_idle(dom->gpu->sched, &dom->sd);
 		struct epoll_event evs[32];
-		/* Wake now and then to harvest busy-time measurements. */
-		int n = epoll_wait(dom->epfd, evs, 32, dom->marks_count ? 10 : 1000);
+		/* With work on the device, look again soon: as holder, to give the
+		 * slot back when it drains; otherwise to harvest busy time. */
+		int timeout = !in_flight ? 1000 : xgpu_sched_may_issue(&dom->sd) ? 1 : 10;
+		int n = epoll_wait(dom->epfd, evs, 32, timeout);
 		if (n < 0 && errno != EINTR) {
 			xlog_err("domain %s: epoll_wait: %s", dom->name, strerror(errno));
 			break;

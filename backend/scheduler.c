@@ -108,8 +108,8 @@ static void *sched_main(void *arg)
 	return NULL;
 }
 
-int xgpu_sched_start(struct xgpud *d, struct xgpu_gpu *gpu, const struct xgpu_policy_ops *ops, uint64_t tick_ns,
-		     struct xgpu_sched **out)
+int xgpu_sched_start(struct xgpud *d, struct xgpu_gpu *gpu, const struct xgpu_policy_ops *ops,
+		     uint64_t tick_ns, struct xgpu_sched **out)
 {
 	struct xgpu_sched *s = calloc(1, sizeof *s);
 	if (!s)

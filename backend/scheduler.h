@@ -24,8 +24,8 @@ struct xgpu_sched {
 	struct xgpu_sched_dom *rq_head, *rq_tail;
 };
 
-int xgpu_sched_start(struct xgpud *d, struct xgpu_gpu *gpu, const struct xgpu_policy_ops *ops, uint64_t tick_ns,
-		     struct xgpu_sched **out);
+int xgpu_sched_start(struct xgpud *d, struct xgpu_gpu *gpu, const struct xgpu_policy_ops *ops,
+		     uint64_t tick_ns, struct xgpu_sched **out);
 void xgpu_sched_stop(struct xgpu_sched *s);
 void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 void xgpu_sched_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd);

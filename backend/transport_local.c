@@ -50,7 +50,8 @@ static void be_kick(struct xgpu_channel *ch)
 {
 	uint64_t one = 1;
 	if (write(lb(ch)->kick_peer, &one, sizeof one) < 0 && errno != EAGAIN)
-		xlog_debug("domain %s: kick of channel %u failed: %s", ch->dom->name, ch->id, strerror(errno));
+		xlog_debug("domain %s: kick of channel %u failed: %s", ch->dom->name, ch->id,
+			   strerror(errno));
 }
 
 static void be_drain(struct xgpu_channel *ch)
@@ -162,15 +163,15 @@ static void be_close(struct xgpu_channel *ch)
 }
 
 static const struct xgpu_be_transport_ops local_ops = {
-	.name = "local",
-	.kick = be_kick,
-	.drain = be_drain,
-	.kick_fd = be_kick_fd,
-	.event_fd = be_event_fd,
-	.service = be_service,
-	.import_segment = be_import_segment,
-	.release_segment = be_release_segment,
-	.close = be_close,
+    .name = "local",
+    .kick = be_kick,
+    .drain = be_drain,
+    .kick_fd = be_kick_fd,
+    .event_fd = be_event_fd,
+    .service = be_service,
+    .import_segment = be_import_segment,
+    .release_segment = be_release_segment,
+    .close = be_close,
 };
 
 /* ---- listening and the handshake ---------------------------------------------- */
@@ -223,7 +224,8 @@ static void refuse(int conn, int status, const char *fmt, ...) __attribute__((fo
 
 static void refuse(int conn, int status, const char *fmt, ...)
 {
-	struct xgpu_hello_ack ack = {.magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .status = status};
+	struct xgpu_hello_ack ack = {
+	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .status = status};
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(ack.message, sizeof ack.message, fmt, ap);
@@ -356,18 +358,20 @@ void xgpu_local_accept(struct xgpud *d, int lfd)
 			refuse(conn, cudaErrorInvalidValue, "pid %d sent no xgpu handshake", (int)cred.pid);
 		} else if (h.version != XGPU_PROTO_VERSION) {
 			refuse(conn, cudaErrorInsufficientDriver,
-			       "protocol version mismatch: client (pid %d) speaks xgpu protocol %u, xgpud speaks %u",
+			       "protocol version mismatch: client (pid %d) speaks xgpu protocol %u, xgpud "
+			       "speaks %u",
 			       (int)cred.pid, h.version, XGPU_PROTO_VERSION);
 		} else if (n != (ssize_t)sizeof h) {
-			refuse(conn, cudaErrorInvalidValue, "pid %d sent a malformed handshake", (int)cred.pid);
+			refuse(conn, cudaErrorInvalidValue, "pid %d sent a malformed handshake",
+			       (int)cred.pid);
 		} else if (h.kind == XGPU_CONN_CONTROL && nfds == 0) {
 			xgpu_control_serve(d, conn, cred.uid);
 			continue; /* it closed conn */
 		} else if (h.kind == XGPU_CONN_CHANNEL) {
 			kept = accept_channel(d, conn, &h, fds, nfds, &cred);
 		} else {
-			refuse(conn, cudaErrorInvalidValue, "pid %d asked for connection kind %u", (int)cred.pid,
-			       h.kind);
+			refuse(conn, cudaErrorInvalidValue, "pid %d asked for connection kind %u",
+			       (int)cred.pid, h.kind);
 		}
 		if (!kept) {
 			xgpu_close_fds(fds, nfds);

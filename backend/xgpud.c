@@ -53,19 +53,43 @@ static void usage(FILE *f)
 static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 {
 	enum {
-		O_TRANSPORT = 256, O_EXECUTOR, O_POLICY, O_TICK, O_SOCKET, O_MEMLIMIT, O_CONFIG, O_SIMDRV, O_CUDADRV,
-		O_SPIN, O_STALL, O_MAXCH, O_LOGLEVEL, O_LOGFILE, O_FG, O_HELP, O_VERSION
+		O_TRANSPORT = 256,
+		O_EXECUTOR,
+		O_POLICY,
+		O_TICK,
+		O_SOCKET,
+		O_MEMLIMIT,
+		O_CONFIG,
+		O_SIMDRV,
+		O_CUDADRV,
+		O_SPIN,
+		O_STALL,
+		O_MAXCH,
+		O_LOGLEVEL,
+		O_LOGFILE,
+		O_FG,
+		O_HELP,
+		O_VERSION
 	};
 	static const struct option longopts[] = {
-		{"transport", required_argument, 0, O_TRANSPORT}, {"executor", required_argument, 0, O_EXECUTOR},
-		{"policy", required_argument, 0, O_POLICY},       {"tick-ms", required_argument, 0, O_TICK},
-		{"socket", required_argument, 0, O_SOCKET},       {"mem-limit", required_argument, 0, O_MEMLIMIT},
-		{"config", required_argument, 0, O_CONFIG},       {"sim-driver", required_argument, 0, O_SIMDRV},
-		{"cuda-driver", required_argument, 0, O_CUDADRV}, {"spin-us", required_argument, 0, O_SPIN},
-		{"stall-timeout", required_argument, 0, O_STALL}, {"max-channels", required_argument, 0, O_MAXCH},
-		{"log-level", required_argument, 0, O_LOGLEVEL},  {"log-file", required_argument, 0, O_LOGFILE},
-		{"foreground", no_argument, 0, O_FG},             {"help", no_argument, 0, O_HELP},
-		{"version", no_argument, 0, O_VERSION},           {0, 0, 0, 0},
+	    {"transport", required_argument, 0, O_TRANSPORT},
+	    {"executor", required_argument, 0, O_EXECUTOR},
+	    {"policy", required_argument, 0, O_POLICY},
+	    {"tick-ms", required_argument, 0, O_TICK},
+	    {"socket", required_argument, 0, O_SOCKET},
+	    {"mem-limit", required_argument, 0, O_MEMLIMIT},
+	    {"config", required_argument, 0, O_CONFIG},
+	    {"sim-driver", required_argument, 0, O_SIMDRV},
+	    {"cuda-driver", required_argument, 0, O_CUDADRV},
+	    {"spin-us", required_argument, 0, O_SPIN},
+	    {"stall-timeout", required_argument, 0, O_STALL},
+	    {"max-channels", required_argument, 0, O_MAXCH},
+	    {"log-level", required_argument, 0, O_LOGLEVEL},
+	    {"log-file", required_argument, 0, O_LOGFILE},
+	    {"foreground", no_argument, 0, O_FG},
+	    {"help", no_argument, 0, O_HELP},
+	    {"version", no_argument, 0, O_VERSION},
+	    {0, 0, 0, 0},
 	};
 	long v;
 	int c;
@@ -82,7 +106,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_TICK:
 			if (xgpu_parse_long(optarg, 1, 1000, &v) < 0) {
-				fprintf(stderr, "xgpud: --tick-ms %s: need a whole number of ms from 1 to 1000\n", optarg);
+				fprintf(stderr,
+					"xgpud: --tick-ms %s: need a whole number of ms from 1 to 1000\n",
+					optarg);
 				return -1;
 			}
 			o->tick_ms = (unsigned)v;
@@ -92,7 +118,8 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_MEMLIMIT:
 			if (xgpu_parse_size(optarg, &o->mem_limit) < 0 || o->mem_limit == 0) {
-				fprintf(stderr, "xgpud: --mem-limit %s: need a size such as 512M or 4G\n", optarg);
+				fprintf(stderr, "xgpud: --mem-limit %s: need a size such as 512M or 4G\n",
+					optarg);
 				return -1;
 			}
 			break;
@@ -114,7 +141,8 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_STALL:
 			if (xgpu_parse_long(optarg, 1, 86400, &v) < 0) {
-				fprintf(stderr, "xgpud: --stall-timeout %s: need 1 to 86400 seconds\n", optarg);
+				fprintf(stderr, "xgpud: --stall-timeout %s: need 1 to 86400 seconds\n",
+					optarg);
 				return -1;
 			}
 			o->stall_timeout_s = (unsigned)v;
@@ -128,7 +156,8 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_LOGLEVEL:
 			if ((o->log_level = xgpu_log_parse_level(optarg)) < 0) {
-				fprintf(stderr, "xgpud: --log-level %s: need error, warn, info or debug\n", optarg);
+				fprintf(stderr, "xgpud: --log-level %s: need error, warn, info or debug\n",
+					optarg);
 				return -1;
 			}
 			break;
@@ -171,12 +200,12 @@ int main(int argc, char **argv)
 {
 	static struct xgpud d;
 	d.o = (struct xgpud_opts){
-		.policy = "rr",
-		.tick_ms = 10,
-		.log_level = XGPU_LOG_INFO,
-		.spin_ns = 50000,
-		.stall_timeout_s = 60,
-		.max_channels_per_domain = 256,
+	    .policy = "rr",
+	    .tick_ms = 10,
+	    .log_level = XGPU_LOG_INFO,
+	    .spin_ns = 50000,
+	    .stall_timeout_s = 60,
+	    .max_channels_per_domain = 256,
 	};
 	if (parse_opts(argc, argv, &d.o) < 0)
 		return 2;

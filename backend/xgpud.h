@@ -29,9 +29,9 @@ struct xgpu_sched;
 
 /* ---- options ------------------------------------------------------------ */
 struct xgpud_opts {
-	const char *transport;   /* "local" (default) or "xen" */
-	const char *executor;    /* "cuda", "sim", or NULL: cuda when usable, else sim */
-	const char *policy;      /* scheduling policy name */
+	const char *transport; /* "local" (default) or "xen" */
+	const char *executor;  /* "cuda", "sim", or NULL: cuda when usable, else sim */
+	const char *policy;    /* scheduling policy name */
 	unsigned tick_ms;
 	const char *socket_path; /* local transport */
 	const char *config_path;
@@ -40,8 +40,8 @@ struct xgpud_opts {
 	const char *cuda_driver; /* default libcuda.so.1 */
 	bool foreground;
 	int log_level;
-	uint64_t mem_limit;      /* per domain, bytes; 0 = the GPU's memory */
-	uint64_t spin_ns;        /* pollers spin this long before sleeping */
+	uint64_t mem_limit; /* per domain, bytes; 0 = the GPU's memory */
+	uint64_t spin_ns;   /* pollers spin this long before sleeping */
 	unsigned stall_timeout_s;
 	unsigned max_channels_per_domain;
 };
@@ -150,10 +150,10 @@ double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct);
 /* ---- scheduling --------------------------------------------------------- */
 struct xgpu_sched_dom {
 	struct xgpu_domain *dom;
-	_Atomic bool may_issue;   /* holds the slot (or the policy does not gate) */
-	_Atomic bool wants_slot;  /* has gated work waiting */
-	bool queued;              /* in the policy's ready queue (scheduler lock) */
-	uint64_t slot_start_ns;   /* scheduler lock */
+	_Atomic bool may_issue;  /* holds the slot (or the policy does not gate) */
+	_Atomic bool wants_slot; /* has gated work waiting */
+	bool queued;             /* in the policy's ready queue (scheduler lock) */
+	uint64_t slot_start_ns;  /* scheduler lock */
 	struct xgpu_sched_dom *next_ready;
 	void *policy_data;
 };

@@ -28,7 +28,7 @@ struct xgpu_kparam {
 };
 
 struct xgpu_kernel_info {
-	char *name;                 /* mangled entry name, e.g. _Z9vectorAddPKfS0_Pfi */
+	char *name; /* mangled entry name, e.g. _Z9vectorAddPKfS0_Pfi */
 	uint32_t nparams;
 	struct xgpu_kparam *params; /* by ordinal */
 	uint32_t param_bytes;       /* size of the whole parameter buffer */

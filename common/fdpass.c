@@ -53,7 +53,8 @@ ssize_t xgpu_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int 
 		char buf[CMSG_SPACE(sizeof(int) * 64)];
 		struct cmsghdr align;
 	} ctl;
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
 	*nfds = 0;
 	ssize_t n;
 	do

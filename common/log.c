@@ -64,6 +64,7 @@ void xgpu_log(enum xgpu_log_level level, const char *fmt, ...)
 	char when[32];
 	strftime(when, sizeof when, "%H:%M:%S", &tm);
 	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "%s.%03ld %s %s: %s\n", when, ts.tv_nsec / 1000000, log_ident, level_names[level], msg);
+	fprintf(stderr, "%s.%03ld %s %s: %s\n", when, ts.tv_nsec / 1000000, log_ident, level_names[level],
+		msg);
 	pthread_mutex_unlock(&log_lock);
 }

@@ -21,10 +21,10 @@ void xgpu_log(enum xgpu_log_level level, const char *fmt, ...) __attribute__((fo
 #define xlog_err(...) xgpu_log(XGPU_LOG_ERROR, __VA_ARGS__)
 #define xlog_warn(...) xgpu_log(XGPU_LOG_WARN, __VA_ARGS__)
 #define xlog_info(...) xgpu_log(XGPU_LOG_INFO, __VA_ARGS__)
-#define xlog_debug(...)                                          \
-	do {                                                     \
-		if (xgpu_log_enabled(XGPU_LOG_DEBUG))            \
-			xgpu_log(XGPU_LOG_DEBUG, __VA_ARGS__);   \
+#define xlog_debug(...)                                                                                      \
+	do {                                                                                                 \
+		if (xgpu_log_enabled(XGPU_LOG_DEBUG))                                                        \
+			xgpu_log(XGPU_LOG_DEBUG, __VA_ARGS__);                                               \
 	} while (0)
 
 #endif

@@ -6,8 +6,8 @@
 #include <string.h>
 
 const struct xgpu_call_desc xgpu_calls[XGPU_CALL_COUNT] = {
-#define XGPU_CALL(name, flags, bulk, fields)                                       \
-	[XGPU_CALL_##name] = {#name, (flags), sizeof(struct xgpu_req_##name), \
+#define XGPU_CALL(name, flags, bulk, fields)                                                                 \
+	[XGPU_CALL_##name] = {#name, (flags), sizeof(struct xgpu_req_##name),                                \
 			      sizeof(struct xgpu_rsp_##name), (bulk)},
 #include "calls.def"
 #undef XGPU_CALL
@@ -58,13 +58,13 @@ void xgpu_format_req(uint32_t call, const void *req, char *buf, size_t buflen)
 	switch (call) {
 #define IN(type, name) FMT_##type(r, name)
 #define OUT(type, name)
-#define XGPU_CALL(name, flags, bulk, fields)                    \
-	case XGPU_CALL_##name: {                                \
-		struct xgpu_req_##name rcopy;                   \
-		memcpy(&rcopy, req, sizeof rcopy);              \
-		const struct xgpu_req_##name *r = &rcopy;       \
-		(void)r;                                        \
-		fields break;                                   \
+#define XGPU_CALL(name, flags, bulk, fields)                                                                 \
+	case XGPU_CALL_##name: {                                                                             \
+		struct xgpu_req_##name rcopy;                                                                \
+		memcpy(&rcopy, req, sizeof rcopy);                                                           \
+		const struct xgpu_req_##name *r = &rcopy;                                                    \
+		(void)r;                                                                                     \
+		fields break;                                                                                \
 	}
 #include "calls.def"
 #undef XGPU_CALL
@@ -81,9 +81,9 @@ void xgpu_format_req(uint32_t call, const void *req, char *buf, size_t buflen)
 /* Every request and response must fit a slot with its header. */
 #define IN(type, name)
 #define OUT(type, name)
-#define XGPU_CALL(name, flags, bulk, fields)                                       \
-	_Static_assert(sizeof(struct xgpu_req_##name) <= XGPU_SLOT_ARGS, #name " request too big"); \
-	_Static_assert(sizeof(struct xgpu_rsp_##name) <= XGPU_SLOT_SIZE - sizeof(struct xgpu_rsp_hdr), \
+#define XGPU_CALL(name, flags, bulk, fields)                                                                 \
+	_Static_assert(sizeof(struct xgpu_req_##name) <= XGPU_SLOT_ARGS, #name " request too big");          \
+	_Static_assert(sizeof(struct xgpu_rsp_##name) <= XGPU_SLOT_SIZE - sizeof(struct xgpu_rsp_hdr),       \
 		       #name " response too big");
 #include "calls.def"
 #undef XGPU_CALL

@@ -25,9 +25,9 @@
 #define XGPU_DOMAIN_NAME_MAX 64u
 
 /* Call flags (calls.def). */
-#define XF_EXEMPT 0x1u   /* may run while the domain does not hold the GPU slot */
-#define XF_CONTEXT 0x2u  /* needs the domain's device context */
-#define XF_BULK_IN 0x4u  /* the response may stream data through the rx area */
+#define XF_EXEMPT 0x1u  /* may run while the domain does not hold the GPU slot */
+#define XF_CONTEXT 0x2u /* needs the domain's device context */
+#define XF_BULK_IN 0x4u /* the response may stream data through the rx area */
 
 /* Copy flags. */
 #define XGPU_COPY_ASYNC 0x1u
@@ -63,9 +63,9 @@ enum xgpu_call_id {
 /* Request and response structs: struct xgpu_req_NAME, struct xgpu_rsp_NAME. */
 #define IN(type, name) XGPU_WT_##type name;
 #define OUT(type, name)
-#define XGPU_CALL(name, flags, bulk, fields) \
-	struct xgpu_req_##name {             \
-		fields                       \
+#define XGPU_CALL(name, flags, bulk, fields)                                                                 \
+	struct xgpu_req_##name {                                                                             \
+		fields                                                                                       \
 	};
 #include "calls.def"
 #undef XGPU_CALL
@@ -74,9 +74,9 @@ enum xgpu_call_id {
 
 #define IN(type, name)
 #define OUT(type, name) XGPU_WT_##type name;
-#define XGPU_CALL(name, flags, bulk, fields) \
-	struct xgpu_rsp_##name {             \
-		fields                       \
+#define XGPU_CALL(name, flags, bulk, fields)                                                                 \
+	struct xgpu_rsp_##name {                                                                             \
+		fields                                                                                       \
 	};
 #include "calls.def"
 #undef XGPU_CALL
@@ -94,7 +94,7 @@ struct xgpu_req_hdr {
 
 struct xgpu_rsp_hdr {
 	uint32_t call;
-	int32_t status;    /* cudaError_t */
+	int32_t status; /* cudaError_t */
 	uint64_t seq;
 	uint64_t bulk_len; /* bytes streamed through the rx area before this response */
 	uint32_t len;      /* sizeof(struct xgpu_rsp_NAME), or 0 when status != 0 */
@@ -130,30 +130,31 @@ struct xgpu_device_blob {
 
 /* Local transport: messages on the daemon's AF_UNIX SOCK_SEQPACKET socket. */
 enum xgpu_conn_kind {
-	XGPU_CONN_CHANNEL = 1, /* a CUDA process: fds = { region memfd, kick-backend eventfd, kick-frontend eventfd } */
+	XGPU_CONN_CHANNEL =
+	    1, /* a CUDA process: fds = { region memfd, kick-backend eventfd, kick-frontend eventfd } */
 	XGPU_CONN_CONTROL = 2, /* xl-gpu: a JSON request follows, JSON reply chunks until EOF */
 };
 
 struct xgpu_hello {
-	uint32_t magic;    /* XGPU_PROTO_MAGIC */
-	uint32_t version;  /* XGPU_PROTO_VERSION */
-	uint32_t kind;     /* enum xgpu_conn_kind */
+	uint32_t magic;   /* XGPU_PROTO_MAGIC */
+	uint32_t version; /* XGPU_PROTO_VERSION */
+	uint32_t kind;    /* enum xgpu_conn_kind */
 	int32_t runtime_version;
-	uint32_t task;     /* hint for fairness between tasks inside a domain (pid) */
+	uint32_t task; /* hint for fairness between tasks inside a domain (pid) */
 	uint32_t reserved;
 	char domain[XGPU_DOMAIN_NAME_MAX]; /* "" = the daemon's default for this uid */
 };
 
 struct xgpu_hello_ack {
 	uint32_t magic;
-	uint32_t version;      /* the daemon's protocol version */
-	int32_t status;        /* 0, or a cudaError_t explaining the refusal */
+	uint32_t version; /* the daemon's protocol version */
+	int32_t status;   /* 0, or a cudaError_t explaining the refusal */
 	int32_t driver_version;
 	uint32_t domid;
 	uint32_t channel_id;
 	uint32_t device_count;
 	uint32_t reserved;
-	char message[192];     /* why it was refused, for the user */
+	char message[192]; /* why it was refused, for the user */
 };
 
 /* Local transport: a host segment's memfd travels with this message just

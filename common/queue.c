@@ -11,14 +11,19 @@ void xgpu_qend_init(struct xgpu_qend *e, struct xgpu_queue *q, void *buf, uint32
 	e->size = size;
 	e->unit = unit;
 	e->idx = start_idx;
+	e->peer = start_idx;
 }
 
-int64_t xgpu_q_space(const struct xgpu_qend *p)
+int64_t xgpu_q_space_for(struct xgpu_qend *p, uint32_t want)
 {
+	uint32_t used = p->idx - p->peer;
+	if (used <= p->size && p->size - used >= want)
+		return (int64_t)(p->size - used);
 	uint32_t cons = atomic_load_explicit(&p->q->cons, memory_order_acquire);
-	uint32_t used = p->idx - cons;
+	used = p->idx - cons;
 	if (used > p->size)
 		return -1;
+	p->peer = cons;
 	return (int64_t)(p->size - used);
 }
 
@@ -76,7 +81,7 @@ void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need)
 
 int64_t xgpu_stream_write(struct xgpu_qend *p, const void *src, size_t len, bool *kick)
 {
-	int64_t space = xgpu_q_space(p);
+	int64_t space = xgpu_q_space_for(p, len < p->size ? (uint32_t)len : p->size);
 	*kick = false;
 	if (space < 0)
 		return -1;

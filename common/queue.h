@@ -21,13 +21,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Lives in shared memory. Producer-written and consumer-written fields are on
- * separate cache lines. */
+/* Lives in shared memory. Each field has a cache line of its own: the
+ * indexes move on every packet, while a threshold changes only when its side
+ * is about to sleep, so reading the peer's threshold after each publish costs
+ * no cache-line transfer while the peer is busy. */
 struct xgpu_queue {
 	_Alignas(64) _Atomic uint32_t prod;
-	_Atomic uint32_t cons_event; /* producer waiting for space: kick when cons passes this */
 	_Alignas(64) _Atomic uint32_t cons;
-	_Atomic uint32_t prod_event; /* consumer waiting for data: kick when prod passes this */
+	_Alignas(64) _Atomic uint32_t prod_event; /* consumer waiting for data: kick when prod passes this */
+	_Alignas(64) _Atomic uint32_t cons_event; /* producer waiting for space: kick when cons passes this */
 };
 
 /* One side's private view of one queue. */
@@ -37,13 +39,21 @@ struct xgpu_qend {
 	uint32_t size; /* units; power of two */
 	uint32_t unit; /* bytes per unit */
 	uint32_t idx;  /* our own index: prod for a producer, cons for a consumer */
+	uint32_t peer; /* producer: the consumer's index as last read */
 };
 
 void xgpu_qend_init(struct xgpu_qend *e, struct xgpu_queue *q, void *buf, uint32_t size, uint32_t unit,
 		    uint32_t start_idx);
 
-/* Producer: units free to write, or -1 if the consumer's index is corrupt. */
-int64_t xgpu_q_space(const struct xgpu_qend *p);
+/* Producer: units free to write, or -1 if the consumer's index is corrupt.
+ * The consumer's index is reread only when the last value read leaves less
+ * than `want` units free, so a producer that is not short of space does not
+ * pull the consumer's cache line. */
+int64_t xgpu_q_space_for(struct xgpu_qend *p, uint32_t want);
+static inline int64_t xgpu_q_space(struct xgpu_qend *p)
+{
+	return xgpu_q_space_for(p, p->size);
+}
 /* Consumer: units ready to read, or -1 if the producer's index is corrupt. */
 int64_t xgpu_q_avail(const struct xgpu_qend *c);
 
@@ -63,6 +73,10 @@ static inline void *xgpu_q_unit(const struct xgpu_qend *e, uint32_t i)
 {
 	return e->buf + (size_t)(i & (e->size - 1)) * e->unit;
 }
+
+/* Bulk copies publish in slices of at most this many bytes, so the peer
+ * starts copying out while the rest is still being copied in. */
+#define XGPU_STREAM_SLICE (256u << 10)
 
 /* Byte streams (unit == 1). Copy up to len bytes in or out, wrapping as
  * needed; return how many were copied (bounded by space/avail) and set *kick

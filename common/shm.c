@@ -92,7 +92,8 @@ int xgpu_shm_attach(void *base, size_t size, struct xgpu_shm_view *v, char *err,
 		return -1;
 	}
 	if (h.version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen, "region speaks protocol %u, daemon speaks %u", h.version, XGPU_PROTO_VERSION);
+		snprintf(err, errlen, "region speaks protocol %u, daemon speaks %u", h.version,
+			 XGPU_PROTO_VERSION);
 		return -1;
 	}
 	if (h.slot_size != XGPU_SLOT_SIZE) {
@@ -105,15 +106,16 @@ int xgpu_shm_attach(void *base, size_t size, struct xgpu_shm_view *v, char *err,
 		return -1;
 	}
 	if (h.region_size != size) {
-		snprintf(err, errlen, "header says %llu bytes, region has %zu", (unsigned long long)h.region_size,
-			 size);
+		snprintf(err, errlen, "header says %llu bytes, region has %zu",
+			 (unsigned long long)h.region_size, size);
 		return -1;
 	}
 	for (int i = 0; i < 2; i++) {
 		uint64_t ds = i ? h.rx_size : h.tx_size;
 		if (!pow2(ds) || ds < XGPU_SHM_MIN_DATA || ds > XGPU_SHM_MAX_DATA) {
 			snprintf(err, errlen, "%s area of %llu bytes is not a power of two in [%u, %u]",
-				 i ? "rx" : "tx", (unsigned long long)ds, XGPU_SHM_MIN_DATA, XGPU_SHM_MAX_DATA);
+				 i ? "rx" : "tx", (unsigned long long)ds, XGPU_SHM_MIN_DATA,
+				 XGPU_SHM_MAX_DATA);
 			return -1;
 		}
 	}
@@ -123,8 +125,8 @@ int xgpu_shm_attach(void *base, size_t size, struct xgpu_shm_view *v, char *err,
 	static const char *const what[4] = {"request ring", "response ring", "tx area", "rx area"};
 	for (int i = 0; i < 4; i++) {
 		if (!span_ok(off[i], len[i], XGPU_SHM_HEADER_SIZE, size) || off[i] % 64) {
-			snprintf(err, errlen, "%s [%llu, +%llu) lies outside the region or is misaligned", what[i],
-				 (unsigned long long)off[i], (unsigned long long)len[i]);
+			snprintf(err, errlen, "%s [%llu, +%llu) lies outside the region or is misaligned",
+				 what[i], (unsigned long long)off[i], (unsigned long long)len[i]);
 			return -1;
 		}
 		for (int j = 0; j < i; j++)

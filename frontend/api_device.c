@@ -72,8 +72,8 @@ XGPU_EXPORT cudaError_t cudaChooseDevice(int *device, const struct cudaDevicePro
 
 XGPU_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags)
 {
-	const unsigned known = cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax |
-			       cudaDeviceSyncMemops;
+	const unsigned known =
+	    cudaDeviceScheduleMask | cudaDeviceMapHost | cudaDeviceLmemResizeToMax | cudaDeviceSyncMemops;
 	if (flags & ~known)
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	/* Scheduling hints concern how the host thread waits; ours spins,
@@ -224,7 +224,7 @@ XGPU_EXPORT cudaError_t cudaDeviceGetCacheConfig(enum cudaFuncCache *config)
 }
 
 XGPU_EXPORT struct cudaChannelFormatDesc cudaCreateChannelDesc(int x, int y, int z, int w,
-							      enum cudaChannelFormatKind f)
+							       enum cudaChannelFormatKind f)
 {
 	struct cudaChannelFormatDesc d = {.x = x, .y = y, .z = z, .w = w, .f = f};
 	return d;

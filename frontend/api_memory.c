@@ -116,7 +116,8 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 			struct xgpu_rsp_MEMCPY_HTOD_SEG rs;
 			return xgpu_rt_ret(xgpu_call_MEMCPY_HTOD_SEG(c, &rq, &rs));
 		} else {
-			struct xgpu_req_MEMCPY_HTOD rq = {.dst = (uintptr_t)dst, .size = count, .stream = s, .flags = flags};
+			struct xgpu_req_MEMCPY_HTOD rq = {
+			    .dst = (uintptr_t)dst, .size = count, .stream = s, .flags = flags};
 			struct xgpu_rsp_MEMCPY_HTOD rs;
 			struct xgpu_rpc r = xgpu_rpc_MEMCPY_HTOD(&rq, &rs);
 			r.out = src;
@@ -145,7 +146,7 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 		}
 	case cudaMemcpyDeviceToDevice: {
 		struct xgpu_req_MEMCPY_DTOD rq = {
-			.dst = (uintptr_t)dst, .src = (uintptr_t)src, .size = count, .stream = s, .flags = flags};
+		    .dst = (uintptr_t)dst, .src = (uintptr_t)src, .size = count, .stream = s, .flags = flags};
 		struct xgpu_rsp_MEMCPY_DTOD rs;
 		return xgpu_rt_ret(xgpu_call_MEMCPY_DTOD(c, &rq, &rs));
 	}
@@ -170,8 +171,8 @@ XGPU_EXPORT cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count
 	return cudaMemcpy(dst, src, count, kind);
 }
 
-XGPU_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-					     cudaStream_t stream)
+XGPU_EXPORT cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+					     enum cudaMemcpyKind kind, cudaStream_t stream)
 {
 	return cudaMemcpyAsync(dst, src, count, kind, stream);
 }

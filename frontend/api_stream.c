@@ -94,13 +94,13 @@ XGPU_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 	return xgpu_rt_ret(e);
 }
 
-#define STREAM_CALL(NAME, h)                                    \
-	struct xgpu_client *c;                                  \
-	cudaError_t e = xgpu_rt_client(&c);                     \
-	if (e)                                                  \
-		return e;                                       \
-	struct xgpu_req_##NAME req = {.stream = (h)};           \
-	struct xgpu_rsp_##NAME rsp;                             \
+#define STREAM_CALL(NAME, h)                                                                                 \
+	struct xgpu_client *c;                                                                               \
+	cudaError_t e = xgpu_rt_client(&c);                                                                  \
+	if (e)                                                                                               \
+		return e;                                                                                    \
+	struct xgpu_req_##NAME req = {.stream = (h)};                                                        \
+	struct xgpu_rsp_##NAME rsp;                                                                          \
 	return xgpu_rt_ret(xgpu_call_##NAME(c, &req, &rsp))
 
 XGPU_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
@@ -217,13 +217,13 @@ XGPU_EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
 	return cudaEventCreateWithFlags(event, cudaEventDefault);
 }
 
-#define EVENT_CALL(NAME, ev)                                    \
-	struct xgpu_client *c;                                  \
-	cudaError_t e = xgpu_rt_client(&c);                     \
-	if (e)                                                  \
-		return e;                                       \
-	struct xgpu_req_##NAME req = {.event = (uintptr_t)(ev)}; \
-	struct xgpu_rsp_##NAME rsp;                             \
+#define EVENT_CALL(NAME, ev)                                                                                 \
+	struct xgpu_client *c;                                                                               \
+	cudaError_t e = xgpu_rt_client(&c);                                                                  \
+	if (e)                                                                                               \
+		return e;                                                                                    \
+	struct xgpu_req_##NAME req = {.event = (uintptr_t)(ev)};                                             \
+	struct xgpu_rsp_##NAME rsp;                                                                          \
 	return xgpu_rt_ret(xgpu_call_##NAME(c, &req, &rsp))
 
 XGPU_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
@@ -265,7 +265,8 @@ XGPU_EXPORT cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t str
 	return cudaEventRecord(event, stream);
 }
 
-XGPU_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
+XGPU_EXPORT cudaError_t cudaEventRecordWithFlags_ptsz(cudaEvent_t event, cudaStream_t stream,
+						      unsigned int flags)
 {
 	return cudaEventRecordWithFlags(event, stream, flags);
 }

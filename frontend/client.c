@@ -112,19 +112,21 @@ static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, boo
 	if (data >= XGPU_SHM_MIN_DATA && data <= XGPU_SHM_MAX_DATA && !(data & (data - 1)))
 		p.data_size = (uint32_t)data;
 	else
-		xgpu_fe_warn_once("XGPU_DATA_SIZE", "ignoring XGPU_DATA_SIZE: need a power of two in [64K, 256M]");
+		xgpu_fe_warn_once("XGPU_DATA_SIZE",
+				  "ignoring XGPU_DATA_SIZE: need a power of two in [64K, 256M]");
 	size_t region = xgpu_shm_region_size(&p);
 
 	struct xgpu_hello hello = {
-		.magic = XGPU_PROTO_MAGIC,
-		.version = XGPU_PROTO_VERSION,
-		.kind = XGPU_CONN_CHANNEL,
-		.runtime_version = CUDART_VERSION,
-		.task = task,
+	    .magic = XGPU_PROTO_MAGIC,
+	    .version = XGPU_PROTO_VERSION,
+	    .kind = XGPU_CONN_CHANNEL,
+	    .runtime_version = CUDART_VERSION,
+	    .task = task,
 	};
 	if (dom && strlen(dom) >= sizeof hello.domain) {
 		if (loud)
-			fprintf(stderr, "xgpu: XGPU_DOMAIN is longer than %zu characters\n", sizeof hello.domain - 1);
+			fprintf(stderr, "xgpu: XGPU_DOMAIN is longer than %zu characters\n",
+				sizeof hello.domain - 1);
 		return cudaErrorInvalidValue;
 	}
 	if (dom)
@@ -224,9 +226,11 @@ static bool ready(struct xgpu_client *c, enum wait_for w, uint32_t need)
 {
 	switch (w) {
 	case WAIT_REQ_SLOT:
-		return xgpu_q_space(&c->v.req) != 0;
-	case WAIT_TX_SPACE:
-		return xgpu_q_space(&c->v.tx) < 0 || xgpu_q_space(&c->v.tx) >= need;
+		return xgpu_q_space_for(&c->v.req, 1) != 0;
+	case WAIT_TX_SPACE: {
+		int64_t n = xgpu_q_space_for(&c->v.tx, need);
+		return n < 0 || n >= need;
+	}
 	case WAIT_RESPONSE: /* need: whether we also take rx data */
 		return xgpu_q_avail(&c->v.rsp) != 0 || (need && xgpu_q_avail(&c->v.rx) != 0);
 	}
@@ -285,7 +289,7 @@ static int post_request(struct xgpu_client *c, const struct xgpu_rpc *r, uint64_
 	int e = wait_until(c, WAIT_REQ_SLOT, 1);
 	if (e)
 		return channel_dead(c, e, "xgpud went away");
-	if (xgpu_q_space(&c->v.req) < 0)
+	if (xgpu_q_space_for(&c->v.req, 1) < 0)
 		return channel_dead(c, cudaErrorUnknown, "corrupt request ring index");
 	uint8_t *slot = xgpu_q_unit(&c->v.req, c->v.req.idx);
 	struct xgpu_req_hdr h = {.call = r->call, .len = r->req_len, .seq = seq, .bulk_len = r->out_len};
@@ -301,7 +305,8 @@ static int stream_out(struct xgpu_client *c, const uint8_t *data, uint64_t len)
 	uint64_t sent = 0;
 	while (sent < len) {
 		bool kick;
-		int64_t n = xgpu_stream_write(&c->v.tx, data + sent, len - sent, &kick);
+		uint64_t want = len - sent < XGPU_STREAM_SLICE ? len - sent : XGPU_STREAM_SLICE;
+		int64_t n = xgpu_stream_write(&c->v.tx, data + sent, want, &kick);
 		if (n < 0)
 			return channel_dead(c, cudaErrorUnknown, "corrupt tx index");
 		if (kick)
@@ -325,14 +330,19 @@ static int drain_in(struct xgpu_client *c, struct xgpu_rpc *r)
 {
 	if (!r->in || r->in_len >= r->in_max)
 		return 0;
-	bool kick;
-	int64_t n = xgpu_stream_read(&c->v.rx, (uint8_t *)r->in + r->in_len, r->in_max - r->in_len, &kick);
-	if (n < 0)
-		return channel_dead(c, cudaErrorUnknown, "corrupt rx index");
-	if (kick)
-		c->ch.ops->kick(&c->ch);
-	r->in_len += (uint64_t)n;
-	return 0;
+	for (;;) {
+		bool kick;
+		uint64_t want =
+		    r->in_max - r->in_len < XGPU_STREAM_SLICE ? r->in_max - r->in_len : XGPU_STREAM_SLICE;
+		int64_t n = xgpu_stream_read(&c->v.rx, (uint8_t *)r->in + r->in_len, want, &kick);
+		if (n < 0)
+			return channel_dead(c, cudaErrorUnknown, "corrupt rx index");
+		if (kick)
+			c->ch.ops->kick(&c->ch);
+		r->in_len += (uint64_t)n;
+		if (n == 0 || r->in_len == r->in_max)
+			return 0;
+	}
 }
 
 static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t seq)
@@ -351,11 +361,14 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 		if (e)
 			return channel_dead(c, e, "xgpud went away");
 	}
-	memcpy(slot, xgpu_q_unit(&c->v.rsp, c->v.rsp.idx), sizeof slot);
+	/* Copy only what the response uses: usually one cache line. */
+	const uint8_t *shared = xgpu_q_unit(&c->v.rsp, c->v.rsp.idx);
+	struct xgpu_rsp_hdr h;
+	memcpy(&h, shared, sizeof h);
+	if (h.status == 0 && h.len == r->rsp_len)
+		memcpy(slot + sizeof h, shared + sizeof h, r->rsp_len);
 	if (xgpu_q_release(&c->v.rsp, 1))
 		c->ch.ops->kick(&c->ch);
-	struct xgpu_rsp_hdr h;
-	memcpy(&h, slot, sizeof h);
 	if (h.seq != seq || h.call != r->call)
 		return channel_dead(c, cudaErrorUnknown, "response out of sequence");
 	if (h.bulk_len > (r->in ? r->in_max : 0))

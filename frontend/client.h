@@ -21,7 +21,7 @@ struct xgpu_rpc {
 	uint32_t rsp_len;
 	const void *out; /* streamed to the backend after the request */
 	uint64_t out_len;
-	void *in;        /* filled from the backend's stream before the response */
+	void *in; /* filled from the backend's stream before the response */
 	uint64_t in_max;
 	uint64_t in_len; /* set: bytes received */
 };
@@ -38,22 +38,22 @@ int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r);
  * xgpu_call_NAME(c, &req, &rsp): the exchange without bulk data. */
 #define IN(type, name)
 #define OUT(type, name)
-#define XGPU_CALL(name, flags, bulk, fields)                                                               \
-	static inline struct xgpu_rpc xgpu_rpc_##name(const struct xgpu_req_##name *req,                   \
-						      struct xgpu_rsp_##name *rsp)                         \
-	{                                                                                                  \
-		struct xgpu_rpc r = {.call = XGPU_CALL_##name,                                             \
-				     .req = req,                                                           \
-				     .req_len = sizeof *req,                                               \
-				     .rsp = rsp,                                                           \
-				     .rsp_len = sizeof *rsp};                                              \
-		return r;                                                                                  \
-	}                                                                                                  \
-	static inline int xgpu_call_##name(struct xgpu_client *c, const struct xgpu_req_##name *req,       \
-					   struct xgpu_rsp_##name *rsp)                                    \
-	{                                                                                                  \
-		struct xgpu_rpc r = xgpu_rpc_##name(req, rsp);                                             \
-		return xgpu_rpc(c, &r);                                                                    \
+#define XGPU_CALL(name, flags, bulk, fields)                                                                 \
+	static inline struct xgpu_rpc xgpu_rpc_##name(const struct xgpu_req_##name *req,                     \
+						      struct xgpu_rsp_##name *rsp)                           \
+	{                                                                                                    \
+		struct xgpu_rpc r = {.call = XGPU_CALL_##name,                                               \
+				     .req = req,                                                             \
+				     .req_len = sizeof *req,                                                 \
+				     .rsp = rsp,                                                             \
+				     .rsp_len = sizeof *rsp};                                                \
+		return r;                                                                                    \
+	}                                                                                                    \
+	static inline int xgpu_call_##name(struct xgpu_client *c, const struct xgpu_req_##name *req,         \
+					   struct xgpu_rsp_##name *rsp)                                      \
+	{                                                                                                    \
+		struct xgpu_rpc r = xgpu_rpc_##name(req, rsp);                                               \
+		return xgpu_rpc(c, &r);                                                                      \
 	}
 #include "calls.def"
 #undef XGPU_CALL

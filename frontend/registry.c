@@ -84,7 +84,8 @@ XGPU_EXPORT void **__cudaRegisterFatBinary(void *fat_cubin)
 		m->size = xgpu_fatbin_size(wrapper.data, XGPU_MAX_MODULE_BYTES);
 	}
 	if (!m->size)
-		xgpu_fe_warn_once("fatbin-wrapper", "a registered fatbin is not in a form xgpu reads (wrapper version "
+		xgpu_fe_warn_once("fatbin-wrapper",
+				  "a registered fatbin is not in a form xgpu reads (wrapper version "
 				  "%d); its kernels cannot be launched",
 				  wrapper.version);
 	pthread_mutex_lock(&reg_lock);
@@ -118,8 +119,8 @@ XGPU_EXPORT void __cudaRegisterFunction(void **handle, const char *host_fun, cha
 	pthread_mutex_unlock(&reg_lock);
 }
 
-XGPU_EXPORT void __cudaRegisterVar(void **handle, char *host_var, char *device_address, const char *device_name,
-				   int ext, size_t size, int constant, int global)
+XGPU_EXPORT void __cudaRegisterVar(void **handle, char *host_var, char *device_address,
+				   const char *device_name, int ext, size_t size, int constant, int global)
 {
 	struct fe_var *v = calloc(1, sizeof *v);
 	if (!v)
@@ -139,7 +140,8 @@ XGPU_EXPORT void __cudaRegisterVar(void **handle, char *host_var, char *device_a
 }
 
 XGPU_EXPORT void __cudaRegisterManagedVar(void **handle, void **host_var_ptr, char *device_address,
-					  const char *device_name, int ext, size_t size, int constant, int global)
+					  const char *device_name, int ext, size_t size, int constant,
+					  int global)
 {
 	xgpu_fe_warn_once("managed-var", "__managed__ variable %s: managed memory is not supported by xgpu",
 			  device_name);
@@ -351,7 +353,8 @@ struct launch_config {
 static _Thread_local struct launch_config config_stack[MAX_CONFIG_DEPTH];
 static _Thread_local unsigned config_depth;
 
-XGPU_EXPORT unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared, struct CUstream_st *stream)
+XGPU_EXPORT unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shared,
+						 struct CUstream_st *stream)
 {
 	if (config_depth == MAX_CONFIG_DEPTH)
 		return 1;
@@ -423,8 +426,8 @@ XGPU_EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
 	return f ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidDeviceFunction);
 }
 
-XGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t shared,
-					   cudaStream_t stream)
+XGPU_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 grid, dim3 block, void **args,
+					   size_t shared, cudaStream_t stream)
 {
 	struct fe_func *f = (struct fe_func *)kernel;
 	if (!f)
@@ -505,7 +508,8 @@ XGPU_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCa
 }
 
 XGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, const void *func,
-									       int block_size, size_t dyn_smem,
+									       int block_size,
+									       size_t dyn_smem,
 									       unsigned int flags)
 {
 	if (!blocks || flags > cudaOccupancyDisableCachingOverride)
@@ -515,7 +519,8 @@ XGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(i
 	cudaError_t e = resolve_func(func, &c, &f);
 	if (e)
 		return e;
-	struct xgpu_req_OCCUPANCY req = {.func = f->remote, .block_size = block_size, .dynamic_smem = dyn_smem};
+	struct xgpu_req_OCCUPANCY req = {
+	    .func = f->remote, .block_size = block_size, .dynamic_smem = dyn_smem};
 	struct xgpu_rsp_OCCUPANCY rsp;
 	e = xgpu_call_OCCUPANCY(c, &req, &rsp);
 	if (!e)
@@ -594,8 +599,8 @@ XGPU_EXPORT cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size
 	return symbol_copy(symbol, count, offset, dst, false, kind, NULL, false);
 }
 
-XGPU_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
-						enum cudaMemcpyKind kind, cudaStream_t stream)
+XGPU_EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count,
+						size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
 	return symbol_copy(symbol, count, offset, (void *)src, true, kind, stream, true);
 }

@@ -253,9 +253,10 @@ XGPU_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flag
 		xgpu_client_unshare(c, p, mapped);
 		return xgpu_rt_ret(e == cudaErrorInvalidValue ? cudaErrorMemoryAllocation : e);
 	}
-	struct range r = {.base = (uintptr_t)p,
-			  .size = mapped,
-			  .seg = {.ptr = p, .size = mapped, .handle = rsp.seg, .epoch = xgpu_rt_epoch(), .flags = flags}};
+	struct range r = {
+	    .base = (uintptr_t)p,
+	    .size = mapped,
+	    .seg = {.ptr = p, .size = mapped, .handle = rsp.seg, .epoch = xgpu_rt_epoch(), .flags = flags}};
 	ranges_add(&segs, &r);
 	*ptr = p;
 	return cudaSuccess;

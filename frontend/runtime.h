@@ -58,7 +58,7 @@ struct xgpu_rt_seg {
 	uint64_t size;
 	xgpu_handle_t handle; /* 0 when not registered in the current epoch */
 	unsigned epoch;
-	unsigned flags;       /* cudaHostAlloc flags */
+	unsigned flags; /* cudaHostAlloc flags */
 };
 /* The segment wholly containing [p, p + len) with a live registration, copied
  * into *out; false if none. */

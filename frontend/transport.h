@@ -14,7 +14,7 @@ struct xgpu_fe_chan {
 	const struct xgpu_fe_transport_ops *ops;
 	void *region; /* shared with the backend, region_size bytes */
 	size_t region_size;
-	void *priv;   /* the transport's */
+	void *priv; /* the transport's */
 };
 
 enum xgpu_wait_result { XGPU_WAIT_KICKED = 0, XGPU_WAIT_TIMEOUT = 1, XGPU_WAIT_PEER_GONE = -1 };
@@ -24,9 +24,9 @@ struct xgpu_fe_transport_ops {
 	/* Shares a zeroed region of region_size bytes, lets init() lay it out,
 	 * then connects and handshakes. On failure returns a cudaError_t and a
 	 * message for the user in err. */
-	int (*open)(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *region, size_t size, void *arg),
-		    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack, char *err,
-		    size_t errlen);
+	int (*open)(struct xgpu_fe_chan *ch, size_t region_size,
+		    int (*init)(void *region, size_t size, void *arg), void *init_arg,
+		    const struct xgpu_hello *hello, struct xgpu_hello_ack *ack, char *err, size_t errlen);
 	/* Signals the backend. */
 	void (*kick)(struct xgpu_fe_chan *ch);
 	/* Sleeps until the backend kicks, timeout_ms passes (-1: forever) or the

@@ -93,7 +93,8 @@ static int local_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(v
 	strcpy(sa.sun_path, path);
 	lc->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (lc->sock < 0 || connect(lc->sock, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		snprintf(err, errlen, "cannot reach xgpud at %s: %s (is xgpud running? XGPU_SOCKET names its socket)",
+		snprintf(err, errlen,
+			 "cannot reach xgpud at %s: %s (is xgpud running? XGPU_SOCKET names its socket)",
 			 path, strerror(errno));
 		goto fail;
 	}
@@ -127,7 +128,8 @@ static int local_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(v
 	}
 	if (ack->version != XGPU_PROTO_VERSION) {
 		snprintf(err, errlen,
-			 "protocol version mismatch: this libcudart.so.13 speaks xgpu protocol %u, xgpud speaks %u; "
+			 "protocol version mismatch: this libcudart.so.13 speaks xgpu protocol %u, xgpud "
+			 "speaks %u; "
 			 "install matching versions",
 			 XGPU_PROTO_VERSION, ack->version);
 		status = cudaErrorInsufficientDriver;
@@ -230,12 +232,12 @@ static void local_abandon(struct xgpu_fe_chan *ch)
 }
 
 const struct xgpu_fe_transport_ops xgpu_fe_transport_local = {
-	.name = "local",
-	.open = local_open,
-	.kick = local_kick,
-	.wait = local_wait,
-	.share_segment = local_share_segment,
-	.unshare_segment = local_unshare_segment,
-	.close = local_close,
-	.abandon = local_abandon,
+    .name = "local",
+    .open = local_open,
+    .kick = local_kick,
+    .wait = local_wait,
+    .share_segment = local_share_segment,
+    .unshare_segment = local_unshare_segment,
+    .close = local_close,
+    .abandon = local_abandon,
 };

@@ -14,9 +14,9 @@ static struct xgpu_sched_dom *none_pick(struct xgpu_sched *s, unsigned *ticks)
 }
 
 const struct xgpu_policy_ops xgpu_policy_none = {
-	.name = "none",
-	.description = "no gating: all domains issue work at once; the driver interleaves (baseline)",
-	.gates = false,
-	.domain_ready = none_ready,
-	.pick_next = none_pick,
+    .name = "none",
+    .description = "no gating: all domains issue work at once; the driver interleaves (baseline)",
+    .gates = false,
+    .domain_ready = none_ready,
+    .pick_next = none_pick,
 };

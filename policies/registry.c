@@ -5,8 +5,8 @@
 #include <string.h>
 
 static const struct xgpu_policy_ops *const policies[] = {
-	&xgpu_policy_none,
-	&xgpu_policy_rr,
+    &xgpu_policy_none,
+    &xgpu_policy_rr,
 };
 
 const struct xgpu_policy_ops *xgpu_policy_find(const char *name)

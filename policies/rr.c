@@ -15,9 +15,9 @@ static struct xgpu_sched_dom *rr_pick(struct xgpu_sched *s, unsigned *ticks)
 }
 
 const struct xgpu_policy_ops xgpu_policy_rr = {
-	.name = "rr",
-	.description = "round robin: equal one-tick slots in turn among domains with work",
-	.gates = true,
-	.domain_ready = rr_ready,
-	.pick_next = rr_pick,
+    .name = "rr",
+    .description = "round robin: equal one-tick slots in turn among domains with work",
+    .gates = true,
+    .domain_ready = rr_ready,
+    .pick_next = rr_pick,
 };

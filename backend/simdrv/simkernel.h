@@ -67,9 +67,9 @@ struct xgpu_simk_table {
 	const struct xgpu_simk_kernel *kernels;
 };
 
-#define XGPU_SIMK_EXPORT(array)                                                                    \
-	__attribute__((visibility("default"))) const struct xgpu_simk_table xgpu_simk_table = { \
-		XGPU_SIMK_ABI_VERSION, (uint32_t)(sizeof(array) / sizeof((array)[0])), (array)}
+#define XGPU_SIMK_EXPORT(array)                                                                              \
+	__attribute__((visibility("default"))) const struct xgpu_simk_table xgpu_simk_table = {              \
+	    XGPU_SIMK_ABI_VERSION, (uint32_t)(sizeof(array) / sizeof((array)[0])), (array)}
 
 /* Copies parameter i (exactly size bytes) out of the parameter buffer.
  * Returns 0, or -1 if the kernel has no such parameter or its size differs. */

@@ -5,7 +5,8 @@ static int fill(const struct xgpu_simk_launch *l)
 {
 	uint64_t out;
 	int32_t n, value;
-	if (xgpu_simk_param(l, 0, &out, 8) || xgpu_simk_param(l, 1, &n, 4) || xgpu_simk_param(l, 2, &value, 4))
+	if (xgpu_simk_param(l, 0, &out, 8) || xgpu_simk_param(l, 1, &n, 4) ||
+	    xgpu_simk_param(l, 2, &value, 4))
 		return XGPU_SIMK_ERR_INVALID_VALUE;
 	uint64_t threads = xgpu_simk_threads(l), count = n > 0 ? (uint64_t)n : 0;
 	if (count > threads)
@@ -34,7 +35,7 @@ static int poke(const struct xgpu_simk_launch *l)
 }
 
 static const struct xgpu_simk_kernel kernels[] = {
-	{"_Z4fillPiii", fill, NULL},
-	{"_Z4pokePii", poke, NULL},
+    {"_Z4fillPiii", fill, NULL},
+    {"_Z4pokePii", poke, NULL},
 };
 XGPU_SIMK_EXPORT(kernels);

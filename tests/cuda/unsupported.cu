@@ -5,29 +5,29 @@
 
 int main()
 {
-    int failures = 0;
-    cudaGraph_t graph;
-    cudaError_t e = cudaGraphCreate(&graph, 0);
-    if (e != cudaErrorNotSupported) {
-        printf("FAIL: cudaGraphCreate returned %s\n", cudaGetErrorName(e));
-        failures++;
-    }
-    if (cudaGetLastError() != cudaErrorNotSupported) {
-        printf("FAIL: the error was not recorded\n");
-        failures++;
-    }
-    void *managed = nullptr;
-    e = cudaMallocManaged(&managed, 4096);
-    if (e != cudaErrorNotSupported || managed != nullptr) {
-        printf("FAIL: cudaMallocManaged returned %s\n", cudaGetErrorName(e));
-        failures++;
-    }
-    cudaGetLastError();
-    void *d = nullptr;
-    if (cudaMalloc(&d, 256) != cudaSuccess || cudaFree(d) != cudaSuccess) {
-        printf("FAIL: ordinary calls failed after unsupported ones\n");
-        failures++;
-    }
-    printf("RESULT workload=unsupported verified=%s\n", failures ? "no" : "yes");
-    return failures ? 1 : 0;
+	int failures = 0;
+	cudaGraph_t graph;
+	cudaError_t e = cudaGraphCreate(&graph, 0);
+	if (e != cudaErrorNotSupported) {
+		printf("FAIL: cudaGraphCreate returned %s\n", cudaGetErrorName(e));
+		failures++;
+	}
+	if (cudaGetLastError() != cudaErrorNotSupported) {
+		printf("FAIL: the error was not recorded\n");
+		failures++;
+	}
+	void *managed = nullptr;
+	e = cudaMallocManaged(&managed, 4096);
+	if (e != cudaErrorNotSupported || managed != nullptr) {
+		printf("FAIL: cudaMallocManaged returned %s\n", cudaGetErrorName(e));
+		failures++;
+	}
+	cudaGetLastError();
+	void *d = nullptr;
+	if (cudaMalloc(&d, 256) != cudaSuccess || cudaFree(d) != cudaSuccess) {
+		printf("FAIL: ordinary calls failed after unsupported ones\n");
+		failures++;
+	}
+	printf("RESULT workload=unsupported verified=%s\n", failures ? "no" : "yes");
+	return failures ? 1 : 0;
 }

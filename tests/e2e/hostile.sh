@@ -14,6 +14,7 @@ grep -q "protocol version mismatch: client .* speaks xgpu protocol 99, xgpud spe
 grep -q "domain raw-malformed: malformed request" "$XGPUD_LOG" || fail "malformed request not logged by domain"
 "$R" corrupt-ring || fail "corrupt ring indexes"
 grep -q "corrupted its request ring" "$XGPUD_LOG" || fail "corrupt ring not logged"
+grep -q "closed (corrupt tx index)" "$XGPUD_LOG" || fail "corrupt data-area index not logged"
 "$R" cross-domain || fail "cross-domain access"
 grep -q "is not inside one of this process's allocations" "$XGPUD_LOG" || fail "cross-domain refusal not logged"
 "$R" fuzz 1 3000 || fail "fuzzing"

@@ -25,14 +25,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "rawclient: FAILED %s: ", #cond);  \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fputc('\n', stderr);                               \
-			failures++;                                        \
-		}                                                          \
+#define CHECK(cond, ...)                                                                                     \
+	do {                                                                                                 \
+		if (!(cond)) {                                                                               \
+			fprintf(stderr, "rawclient: FAILED %s: ", #cond);                                    \
+			fprintf(stderr, __VA_ARGS__);                                                        \
+			fputc('\n', stderr);                                                                 \
+			failures++;                                                                          \
+		}                                                                                            \
 	} while (0)
 
 static struct xgpu_client *open_or_die(const char *domain)
@@ -40,7 +40,8 @@ static struct xgpu_client *open_or_die(const char *domain)
 	struct xgpu_client *c;
 	int r = xgpu_client_open(domain, (uint32_t)getpid(), &c);
 	if (r) {
-		fprintf(stderr, "rawclient: cannot open a channel into %s: error %d\n", domain ? domain : "default", r);
+		fprintf(stderr, "rawclient: cannot open a channel into %s: error %d\n",
+			domain ? domain : "default", r);
 		exit(2);
 	}
 	return c;
@@ -195,14 +196,21 @@ static int mode_corrupt_ring(void)
 	CHECK(channel_closed(c), "channel open after a corrupt request index");
 	xgpu_client_close(c);
 
+	/* A bulk transfer whose data-area index runs far ahead of the area:
+	 * the daemon reads it while consuming the data and must not follow it. */
 	c = open_or_die("raw-corrupt");
 	v = xgpu_client_view(c);
-	/* Claims to have consumed responses never produced; the daemon finds
-	 * out when it next answers. */
-	atomic_store(&v->rsp.q->cons, 123456);
-	struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .len = sizeof(struct xgpu_req_NOP), .seq = 1};
-	raw_request(c, &h, sizeof h);
-	CHECK(channel_closed(c), "channel open after a corrupt response index");
+	struct xgpu_req_MEM_ALLOC ar = {.size = 4096};
+	struct xgpu_rsp_MEM_ALLOC arsp;
+	CHECK(xgpu_call_MEM_ALLOC(c, &ar, &arsp) == cudaSuccess, "alloc");
+	atomic_store(&v->tx.q->prod, v->tx.idx + (1u << 30));
+	struct {
+		struct xgpu_req_hdr h;
+		struct xgpu_req_MEMCPY_HTOD a;
+	} m = {{.call = XGPU_CALL_MEMCPY_HTOD, .len = sizeof m.a, .seq = 2, .bulk_len = 4096},
+	       {.dst = arsp.dptr, .size = 4096}};
+	raw_request(c, &m, sizeof m);
+	CHECK(channel_closed(c), "channel open after a corrupt data-area index");
 	xgpu_client_close(c);
 	return failures;
 }
@@ -359,7 +367,8 @@ static int mode_fuzz(unsigned seed, unsigned count)
 			answered++;
 		}
 	}
-	printf("fuzz: %u requests, %u answered, %u channels closed by the daemon\n", count, answered, reopened);
+	printf("fuzz: %u requests, %u answered, %u channels closed by the daemon\n", count, answered,
+	       reopened);
 	xgpu_client_close(c);
 	return failures;
 }
@@ -390,7 +399,8 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "fuzz") && argc == 4)
 		return mode_fuzz((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
 usage:
-	fprintf(stderr, "usage: rawclient version | fake-daemon PATH | malformed | corrupt-ring | cross-domain |\n"
-			"                 memlimit BYTES | stream DOMAIN | fuzz SEED COUNT\n");
+	fprintf(stderr,
+		"usage: rawclient version | fake-daemon PATH | malformed | corrupt-ring | cross-domain |\n"
+		"                 memlimit BYTES | stream DOMAIN | fuzz SEED COUNT\n");
 	return 2;
 }

@@ -86,14 +86,16 @@ static void corrupt_indexes_are_reported(void **state)
 	/* Behind the consumer is corrupt too. */
 	atomic_store(&pr.q.prod, 99);
 	assert_int_equal(xgpu_q_avail(&pr.c), -1);
-	/* A consumer index beyond what was produced. */
+	/* A consumer index beyond what was produced, seen once the producer
+	 * needs space (before that it has no reason to read it). */
 	atomic_store(&pr.q.prod, 100);
-	atomic_store(&pr.q.cons, 101);
-	assert_int_equal(xgpu_q_space(&pr.p), -1);
+	uint8_t b[16] = {0};
 	bool kick;
-	uint8_t b[4] = {0};
-	assert_int_equal(xgpu_stream_write(&pr.p, b, sizeof b, &kick), -1);
-	atomic_store(&pr.q.prod, 200);
+	assert_int_equal(xgpu_stream_write(&pr.p, b, sizeof b, &kick), 16);
+	atomic_store(&pr.q.cons, 117);
+	assert_int_equal(xgpu_q_space(&pr.p), -1);
+	assert_int_equal(xgpu_stream_write(&pr.p, b, 4, &kick), -1);
+	atomic_store(&pr.q.prod, 300);
 	assert_int_equal(xgpu_stream_read(&pr.c, b, sizeof b, &kick), -1);
 	free(pr.buf);
 }
@@ -304,7 +306,8 @@ static void region_round_trip(void **state)
 	free(r);
 }
 
-static void region_rejects(void **state, void (*spoil)(struct xgpu_shm_header *, size_t *), const char *expect)
+static void region_rejects(void **state, void (*spoil)(struct xgpu_shm_header *, size_t *),
+			   const char *expect)
 {
 	struct xgpu_shm_params p = {.nr_slots = 16, .data_size = 64 << 10};
 	size_t size;
@@ -385,15 +388,15 @@ static void call_table_is_consistent(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(slot_ring_wraps_around),
-		cmocka_unit_test(full_ring_has_no_space),
-		cmocka_unit_test(corrupt_indexes_are_reported),
-		cmocka_unit_test(kicks_only_when_peer_armed),
-		cmocka_unit_test(byte_stream_round_trips_across_wrap),
-		cmocka_unit_test(one_gib_streams_through_small_area),
-		cmocka_unit_test(region_round_trip),
-		cmocka_unit_test(region_validation),
-		cmocka_unit_test(call_table_is_consistent),
+	    cmocka_unit_test(slot_ring_wraps_around),
+	    cmocka_unit_test(full_ring_has_no_space),
+	    cmocka_unit_test(corrupt_indexes_are_reported),
+	    cmocka_unit_test(kicks_only_when_peer_armed),
+	    cmocka_unit_test(byte_stream_round_trips_across_wrap),
+	    cmocka_unit_test(one_gib_streams_through_small_area),
+	    cmocka_unit_test(region_round_trip),
+	    cmocka_unit_test(region_validation),
+	    cmocka_unit_test(call_table_is_consistent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

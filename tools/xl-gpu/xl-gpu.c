@@ -48,7 +48,8 @@ static char *request(const char *cmd)
 			close(fd);
 		return NULL;
 	}
-	struct xgpu_hello h = {.magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CONTROL};
+	struct xgpu_hello h = {
+	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CONTROL};
 	char req[128];
 	snprintf(req, sizeof req, "{\"cmd\":\"%s\"}", cmd);
 	if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h ||
@@ -137,13 +138,15 @@ static int cmd_list(void)
 	json_t *root = fetch("list");
 	if (!root)
 		return 1;
-	printf("%-20s %5s %4s %6s %7s %10s %10s\n", "Name", "ID", "GPU", "Procs", "Credit", "Calls", "Mem(MiB)");
+	printf("%-20s %5s %4s %6s %7s %10s %10s\n", "Name", "ID", "GPU", "Procs", "Credit", "Calls",
+	       "Mem(MiB)");
 	size_t i;
 	json_t *d;
 	json_array_foreach(json_object_get(root, "domains"), i, d)
 	{
-		printf("%-20s %5lld %4lld %6lld %7lld %10lld %10.1f\n", json_string_value(json_object_get(d, "name")),
-		       num(d, "domid"), num(d, "gpu"), num(d, "channels"), num(d, "credit"), num(d, "calls"),
+		printf("%-20s %5lld %4lld %6lld %7lld %10lld %10.1f\n",
+		       json_string_value(json_object_get(d, "name")), num(d, "domid"), num(d, "gpu"),
+		       num(d, "channels"), num(d, "credit"), num(d, "calls"),
 		       (double)num(d, "mem_bytes") / 1048576.0);
 	}
 	json_decref(root);
@@ -162,7 +165,8 @@ static int cmd_stats(bool as_json)
 		json_decref(root);
 		return 0;
 	}
-	printf("policy %s, tick %lld ms\n", json_string_value(json_object_get(root, "policy")), num(root, "tick_ms"));
+	printf("policy %s, tick %lld ms\n", json_string_value(json_object_get(root, "policy")),
+	       num(root, "tick_ms"));
 	size_t i;
 	json_t *g;
 	json_array_foreach(json_object_get(root, "gpus"), i, g)
@@ -190,9 +194,8 @@ static int cmd_stats(bool as_json)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {{"socket", required_argument, 0, 's'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
+	static const struct option opts[] = {
+	    {"socket", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 's')

@@ -1,0 +1,404 @@
+/* xgpu-bench.c - the measurements behind `make bench`, each reported next to
+ * a floor measured in the same run on the same machine, since absolute
+ * figures from a shared VM mean little:
+ *
+ *   floors          two-thread cache-line ping-pong and eventfd ping-pong
+ *   rtt MODE        null-call (NOP) round trips through a running xgpud
+ *   ring            bulk bytes through a channel's data area between two
+ *                   threads, and single-thread memcpy of the same sizes
+ *   copy            cudaMemcpy-sized transfers through xgpud (pageable and
+ *                   pinned), against memcpy
+ *
+ * Output is "key value" lines for tools/bench/run.sh to tabulate.
+ */
+#include "client.h"
+#include "queue.h"
+#include "shm.h"
+#include "util.h"
+
+#include <cuda_runtime_api.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void report_samples(const char *key, uint64_t *ns, size_t n)
+{
+	qsort(ns, n, sizeof *ns, cmp_u64);
+	double sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += (double)ns[i];
+	printf("%s_mean_us %.3f\n%s_p50_us %.3f\n%s_p99_us %.3f\n", key, sum / (double)n / 1e3, key,
+	       (double)ns[n / 2] / 1e3, key, (double)ns[n * 99 / 100] / 1e3);
+}
+
+/* ---- floors ------------------------------------------------------------- */
+
+static _Alignas(64) _Atomic uint64_t ball;
+static const unsigned pingpong_iters = 200000;
+
+static void *spin_partner(void *arg)
+{
+	for (uint64_t i = 1; i <= pingpong_iters; i++) {
+		while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i - 1)
+			xgpu_cpu_relax();
+		atomic_store_explicit(&ball, 2 * i, memory_order_release);
+	}
+	return NULL;
+}
+
+static int efd_ping, efd_pong;
+static const unsigned eventfd_iters = 50000;
+
+static void *eventfd_partner(void *arg)
+{
+	uint64_t v;
+	for (unsigned i = 0; i < eventfd_iters; i++) {
+		if (read(efd_ping, &v, sizeof v) != sizeof v || write(efd_pong, &v, sizeof v) != sizeof v)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void floors(void)
+{
+	pthread_t t;
+	pthread_create(&t, NULL, spin_partner, NULL);
+	uint64_t t0 = xgpu_now_ns();
+	for (uint64_t i = 1; i <= pingpong_iters; i++) {
+		atomic_store_explicit(&ball, 2 * i - 1, memory_order_release);
+		while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i)
+			xgpu_cpu_relax();
+	}
+	uint64_t dt = xgpu_now_ns() - t0;
+	pthread_join(t, NULL);
+	printf("floor_spin_us %.3f\n", (double)dt / pingpong_iters / 1e3);
+
+	efd_ping = eventfd(0, 0);
+	efd_pong = eventfd(0, 0);
+	pthread_create(&t, NULL, eventfd_partner, NULL);
+	t0 = xgpu_now_ns();
+	uint64_t one = 1, v;
+	for (unsigned i = 0; i < eventfd_iters; i++) {
+		if (write(efd_ping, &one, sizeof one) != sizeof one ||
+		    read(efd_pong, &v, sizeof v) != sizeof v)
+			break;
+	}
+	dt = xgpu_now_ns() - t0;
+	pthread_join(t, NULL);
+	close(efd_ping);
+	close(efd_pong);
+	printf("floor_eventfd_us %.3f\n", (double)dt / eventfd_iters / 1e3);
+}
+
+/* ---- null-call round trips ---------------------------------------------------- */
+
+static int rtt(const char *mode, unsigned iters)
+{
+	struct xgpu_client *c;
+	int r = xgpu_client_open("bench", (uint32_t)getpid(), &c);
+	if (r) {
+		fprintf(stderr, "xgpu-bench: cannot open a channel (error %d); is xgpud running?\n", r);
+		return 1;
+	}
+	uint64_t *ns = malloc(iters * sizeof *ns);
+	struct xgpu_req_NOP req = {0};
+	struct xgpu_rsp_NOP rsp;
+	for (unsigned i = 0; i < 2000; i++)
+		xgpu_call_NOP(c, &req, &rsp);
+	for (unsigned i = 0; i < iters; i++) {
+		uint64_t t0 = xgpu_now_ns();
+		if (xgpu_call_NOP(c, &req, &rsp)) {
+			fprintf(stderr, "xgpu-bench: NOP failed\n");
+			return 1;
+		}
+		ns[i] = xgpu_now_ns() - t0;
+	}
+	char key[32];
+	snprintf(key, sizeof key, "rtt_%s", mode);
+	report_samples(key, ns, iters);
+	free(ns);
+	xgpu_client_close(c);
+	return 0;
+}
+
+/* ---- bulk bandwidth ------------------------------------------------------------ */
+
+static uint8_t *fresh(size_t n)
+{
+	uint8_t *p = malloc(n);
+	if (!p) {
+		fprintf(stderr, "xgpu-bench: cannot allocate %zu bytes\n", n);
+		exit(1);
+	}
+	/* Touch every page so no test pays for first faults. */
+	for (size_t i = 0; i < n; i += 4096)
+		p[i] = (uint8_t)i;
+	return p;
+}
+
+static double gbps(uint64_t bytes, uint64_t ns)
+{
+	return (double)bytes / (double)ns;
+}
+
+static double memcpy_gbps(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	double best = 0;
+	for (int rep = 0; rep < 3; rep++) {
+		uint64_t t0 = xgpu_now_ns();
+		memcpy(dst, src, n);
+		double g = gbps(n, xgpu_now_ns() - t0);
+		best = g > best ? g : best;
+	}
+	return best;
+}
+
+struct ring_run {
+	struct xgpu_queue q;
+	struct xgpu_qend p, c;
+	const uint8_t *src;
+	uint8_t *dst;
+	size_t n;
+	int wake_p, wake_c;
+};
+
+static void nap(int fd)
+{
+	struct pollfd pfd = {fd, POLLIN, 0};
+	uint64_t v;
+	poll(&pfd, 1, 100);
+	if (read(fd, &v, sizeof v) < 0) {
+		/* spurious: recheck */
+	}
+}
+
+static void poke(int fd)
+{
+	uint64_t one = 1;
+	if (write(fd, &one, sizeof one) < 0) {
+		/* saturated: a wake-up is pending */
+	}
+}
+
+/* The same loop shape as the frontend (producer) and the daemon (consumer):
+ * copy what fits, publish, spin briefly when there is nothing to do, and
+ * only then sleep. Copies go in slices so the peer can start early. */
+#define SLICE (256u << 10)
+#define SPIN_NS 50000u
+
+static bool spin_until(bool (*ready)(struct ring_run *), struct ring_run *r)
+{
+	uint64_t t0 = xgpu_now_ns();
+	while (xgpu_now_ns() - t0 < SPIN_NS)
+		if (ready(r))
+			return true;
+		else
+			xgpu_cpu_relax();
+	return false;
+}
+
+static bool has_space(struct ring_run *r)
+{
+	return xgpu_q_space(&r->p) >= (int64_t)SLICE;
+}
+
+static bool has_data(struct ring_run *r)
+{
+	return xgpu_q_avail(&r->c) > 0;
+}
+
+static void *ring_producer(void *arg)
+{
+	struct ring_run *r = arg;
+	size_t sent = 0;
+	while (sent < r->n) {
+		bool kick;
+		size_t want = r->n - sent < SLICE ? r->n - sent : SLICE;
+		int64_t w = xgpu_stream_write(&r->p, r->src + sent, want, &kick);
+		if (kick)
+			poke(r->wake_c);
+		sent += (size_t)w;
+		if (w == 0 && !spin_until(has_space, r)) {
+			xgpu_q_arm_space(&r->p, SLICE);
+			if (!has_space(r))
+				nap(r->wake_p);
+		}
+	}
+	return NULL;
+}
+
+static void *ring_consumer(void *arg)
+{
+	struct ring_run *r = arg;
+	size_t got = 0;
+	while (got < r->n) {
+		bool kick;
+		size_t want = r->n - got < SLICE ? r->n - got : SLICE;
+		int64_t n = xgpu_stream_read(&r->c, r->dst + got, want, &kick);
+		if (kick)
+			poke(r->wake_p);
+		got += (size_t)n;
+		if (n == 0 && !spin_until(has_data, r)) {
+			xgpu_q_arm_data(&r->c);
+			if (!has_data(r))
+				nap(r->wake_c);
+		}
+	}
+	return NULL;
+}
+
+static void ring(void)
+{
+	const size_t sizes[] = {64u << 20, 1u << 30};
+	const uint32_t area = 4u << 20; /* the frontend's default data area */
+	uint8_t *buf = fresh(area);
+	for (int s = 0; s < 2; s++) {
+		size_t n = sizes[s];
+		uint8_t *src = fresh(n), *dst = fresh(n);
+		double base = memcpy_gbps(dst, src, n), best = 0;
+		for (int rep = 0; rep < 3; rep++) {
+			struct ring_run r = {.src = src, .dst = dst, .n = n};
+			xgpu_qend_init(&r.p, &r.q, buf, area, 1, 0);
+			xgpu_qend_init(&r.c, &r.q, buf, area, 1, 0);
+			r.wake_p = eventfd(0, EFD_NONBLOCK);
+			r.wake_c = eventfd(0, EFD_NONBLOCK);
+			pthread_t tp, tc;
+			uint64_t t0 = xgpu_now_ns();
+			pthread_create(&tp, NULL, ring_producer, &r);
+			pthread_create(&tc, NULL, ring_consumer, &r);
+			pthread_join(tp, NULL);
+			pthread_join(tc, NULL);
+			double g = gbps(n, xgpu_now_ns() - t0);
+			best = g > best ? g : best;
+			close(r.wake_p);
+			close(r.wake_c);
+			if (memcmp(src + n - 4096, dst + n - 4096, 4096)) {
+				fprintf(stderr, "xgpu-bench: ring corrupted data\n");
+				exit(1);
+			}
+		}
+		printf("ring_%zuMiB_gbps %.3f\nmemcpy_%zuMiB_gbps %.3f\n", n >> 20, best, n >> 20, base);
+		free(src);
+		free(dst);
+	}
+	free(buf);
+}
+
+/* ---- copies through xgpud --------------------------------------------------- */
+
+static int copy(void)
+{
+	const size_t sizes[] = {64u << 20, 1u << 30};
+	struct xgpu_client *c;
+	if (xgpu_client_open("bench", (uint32_t)getpid(), &c)) {
+		fprintf(stderr, "xgpu-bench: cannot open a channel; is xgpud running?\n");
+		return 1;
+	}
+	for (int s = 0; s < 2; s++) {
+		size_t n = sizes[s];
+		uint8_t *src = fresh(n), *dst = fresh(n);
+		double base = memcpy_gbps(dst, src, n);
+		struct xgpu_req_MEM_ALLOC ar = {.size = n};
+		struct xgpu_rsp_MEM_ALLOC arsp;
+		if (xgpu_call_MEM_ALLOC(c, &ar, &arsp)) {
+			fprintf(stderr, "xgpu-bench: cannot allocate %zu device bytes\n", n);
+			return 1;
+		}
+		double h2d = 0, d2h = 0, h2d_pinned = 0;
+		for (int rep = 0; rep < 3; rep++) {
+			struct xgpu_req_MEMCPY_HTOD hr = {.dst = arsp.dptr, .size = n};
+			struct xgpu_rsp_MEMCPY_HTOD hrsp;
+			struct xgpu_rpc r = xgpu_rpc_MEMCPY_HTOD(&hr, &hrsp);
+			r.out = src;
+			r.out_len = n;
+			uint64_t t0 = xgpu_now_ns();
+			/* The copy returns once staged (pageable semantics): sync
+			 * so the figure includes landing on the device. */
+			struct xgpu_req_DEVICE_SYNC sr = {0};
+			struct xgpu_rsp_DEVICE_SYNC srsp;
+			if (xgpu_rpc(c, &r) || xgpu_call_DEVICE_SYNC(c, &sr, &srsp))
+				return 1;
+			double g = gbps(n, xgpu_now_ns() - t0);
+			h2d = g > h2d ? g : h2d;
+
+			struct xgpu_req_MEMCPY_DTOH dr = {.src = arsp.dptr, .size = n};
+			struct xgpu_rsp_MEMCPY_DTOH drsp;
+			r = xgpu_rpc_MEMCPY_DTOH(&dr, &drsp);
+			r.in = dst;
+			r.in_max = n;
+			t0 = xgpu_now_ns();
+			if (xgpu_rpc(c, &r))
+				return 1;
+			g = gbps(n, xgpu_now_ns() - t0);
+			d2h = g > d2h ? g : d2h;
+		}
+		if (memcmp(src, dst, 4096) || memcmp(src + n - 4096, dst + n - 4096, 4096)) {
+			fprintf(stderr, "xgpu-bench: data corrupted through xgpud\n");
+			return 1;
+		}
+		/* Pinned memory: shared with the daemon, nothing crosses the ring. */
+		void *pinned;
+		uint64_t token;
+		if (xgpu_client_share(c, n, &pinned, &token) == 0) {
+			struct xgpu_req_SEG_REGISTER sr = {.token = token, .size = n};
+			struct xgpu_rsp_SEG_REGISTER srsp;
+			if (xgpu_call_SEG_REGISTER(c, &sr, &srsp) == 0) {
+				memcpy(pinned, src, n);
+				for (int rep = 0; rep < 3; rep++) {
+					struct xgpu_req_MEMCPY_HTOD_SEG hr = {
+					    .dst = arsp.dptr, .seg = srsp.seg, .size = n};
+					struct xgpu_rsp_MEMCPY_HTOD_SEG hrsp;
+					uint64_t t0 = xgpu_now_ns();
+					if (xgpu_call_MEMCPY_HTOD_SEG(c, &hr, &hrsp))
+						return 1;
+					double g = gbps(n, xgpu_now_ns() - t0);
+					h2d_pinned = g > h2d_pinned ? g : h2d_pinned;
+				}
+				struct xgpu_req_SEG_UNREGISTER ur = {.seg = srsp.seg};
+				struct xgpu_rsp_SEG_UNREGISTER ursp;
+				xgpu_call_SEG_UNREGISTER(c, &ur, &ursp);
+			}
+			xgpu_client_unshare(c, pinned, n);
+		}
+		struct xgpu_req_MEM_FREE fr = {.dptr = arsp.dptr};
+		struct xgpu_rsp_MEM_FREE frsp;
+		xgpu_call_MEM_FREE(c, &fr, &frsp);
+		printf("copy_%zuMiB_memcpy_gbps %.3f\ncopy_%zuMiB_h2d_gbps %.3f\ncopy_%zuMiB_d2h_gbps %.3f\n"
+		       "copy_%zuMiB_h2d_pinned_gbps %.3f\n",
+		       n >> 20, base, n >> 20, h2d, n >> 20, d2h, n >> 20, h2d_pinned);
+		free(src);
+		free(dst);
+	}
+	xgpu_client_close(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "floors")) {
+		floors();
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "rtt"))
+		return rtt(argv[2], !strcmp(argv[2], "spin") ? 100000 : 30000);
+	if (argc == 2 && !strcmp(argv[1], "ring")) {
+		ring();
+		return 0;
+	}
+	if (argc == 2 && !strcmp(argv[1], "copy"))
+		return copy();
+	fprintf(stderr, "usage: xgpu-bench floors | rtt spin|block | ring | copy\n"
+			"  (rtt and copy need a running xgpud; see tools/bench/run.sh)\n");
+	return 2;
+}
