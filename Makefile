@@ -7,6 +7,8 @@
 #
 # Set CUDA_HOME if the CUDA toolkit is not in /usr/local/cuda.
 
+.DEFAULT_GOAL := all
+
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= $(CUDA_HOME)/bin/nvcc
 CC ?= gcc
@@ -33,6 +35,15 @@ endif
 CFLAGS ?=
 ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CFLAGS)
 LDFLAGS_ALL := -pthread $(LDSAN) $(LDFLAGS)
+
+# Quiet by default; `make V=1` shows every command.
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2)
+endif
 
 OBJ := $(BUILD)/obj
 BIN := $(BUILD)/bin
@@ -85,25 +96,32 @@ TEST_DATA += $(TST)/data/simdrv_kernels.fatbin $(TST)/data/simdrv_kernels_zstd.f
 	$(TST)/data/simdrv_kernels.ptx $(TST)/data/simk/simdrv_kernels.so
 $(TST)/data/simdrv_kernels.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
 $(TST)/data/simdrv_kernels_zstd.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -Xfatbin -compress-all -Xfatbin -compress-mode=size -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -Xfatbin -compress-all -Xfatbin -compress-mode=size -o $@ $<
 $(TST)/data/simdrv_kernels_lz4.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -Xfatbin -compress-all -Xfatbin -compress-mode=speed -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -Xfatbin -compress-all -Xfatbin -compress-mode=speed -o $@ $<
 $(TST)/data/simdrv_kernels_ptx.fatbin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -fatbin -gencode arch=compute_90,code=compute_90 -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin -gencode arch=compute_90,code=compute_90 -o $@ $<
 $(TST)/data/simdrv_kernels.cubin: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -cubin -arch=sm_90 -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
 $(TST)/data/simdrv_kernels.ptx: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -ptx -arch=compute_90 -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
 $(TST)/data/simk/simdrv_kernels.so: tests/data/simdrv_kernels_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL)
 
 # test_fatbin's inputs: one source built the ways nvcc 13 packs device code
 # (every -compress-mode: none, zstd on all entries at the default, size and
@@ -123,7 +141,8 @@ FATBIN_FLAGS_sm100 := -gencode arch=compute_100,code=sm_100 -gencode arch=comput
 TEST_DATA += $(patsubst %,$(TST)/data/fatbin_%.fatbin,$(FATBIN_VARIANTS))
 $(TST)/data/fatbin_%.fatbin: tests/data/fatbin_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) -fatbin $(FATBIN_FLAGS_$*) -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(FATBIN_FLAGS_$*) -o $@ $<
 
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
@@ -143,7 +162,8 @@ deps $(DEPS_STAMP): tools/install-deps.sh
 # ---- compile -------------------------------------------------------------
 $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
@@ -153,7 +173,8 @@ $(BACKEND_A): $(call obj,$(BACKEND_SRC))
 $(SIMDRV_A): $(call obj,$(SIMDRV_SRC))
 $(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A):
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 # ---- products ------------------------------------------------------------
 # Every function NVIDIA's libcudart.so.13 exports and the frontend does not
@@ -162,49 +183,58 @@ $(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A):
 UNSUPPORTED_C := $(OBJ)/gen/unsupported.c
 $(UNSUPPORTED_C): frontend/cudart13.symbols frontend/cudart13.nonerror tools/gen-unsupported.sh $(FRONTEND_A)
 	@mkdir -p $(dir $@)
-	tools/gen-unsupported.sh $@ frontend/cudart13.symbols $(FRONTEND_A)
+	$(call say,GEN,$@)
+	$(Q)tools/gen-unsupported.sh $@ frontend/cudart13.symbols $(FRONTEND_A)
 
 $(OBJ)/gen/unsupported.o: $(UNSUPPORTED_C)
-	$(CC) $(ALL_CFLAGS) -Ifrontend -c $< -o $@
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend -c $< -o $@
 
 $(CUDART): $(FRONTEND_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/libcudart.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/libcudart.map \
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/libcudart.map \
 		-Wl,--whole-archive $(FRONTEND_A) -Wl,--no-whole-archive $(OBJ)/gen/unsupported.o $(COMMON_A) \
 		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 	ln -sf libcudart.so.13 $(LIB)/libcudart.so
 
 $(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libxgpu-simdrv.so -Wl,--version-script=backend/simdrv/simdrv.map \
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libxgpu-simdrv.so -Wl,--version-script=backend/simdrv/simdrv.map \
 		-Wl,--whole-archive $(SIMDRV_A) -Wl,--no-whole-archive $(COMMON_A) \
 		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
 $(XGPUD): $(call obj,backend/xgpud.c) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+	$(call say,LD,$@)
+	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 $(XLGPU): $(call obj,$(XLGPU_SRC)) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+	$(call say,LD,$@)
+	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 $(LIB)/simkernels/%.so: tools/workloads/%/simkernels.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
 
 # nvcc needs no GPU to compile; the binaries link against libcudart.so.13 by
 # SONAME, so LD_LIBRARY_PATH=build/lib makes them run through xgpu.
 define workload_rule
 $(BIN)/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workloads/$(1)/*.h) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
-	$$(NVCC) $$(NVCCFLAGS) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
+	$$(call say,NVCC,$$@)
+	$$(Q)$$(NVCC) $$(NVCCFLAGS) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
 endef
 $(foreach w,$(WORKLOADS),$(eval $(call workload_rule,$(w))))
 
 define bench_rule
 $(BIN)/$(1): tools/bench/$(1).c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_CFLAGS) -Ifrontend $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
+	$$(call say,LD,$$@)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) -Ifrontend $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
 endef
 $(foreach b,$(patsubst tools/bench/%.c,%,$(BENCH_SRC)),$(eval $(call bench_rule,$(b))))
 
@@ -219,28 +249,33 @@ TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ALL_CFLAGS) -Itests/unit $$< $$(TEST_LIBS_$(1)) $(COMMON_A) \
+	$$(call say,LD,$$@)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) -Itests/unit $$< $$(TEST_LIBS_$(1)) $(COMMON_A) \
 		-o $$@ $$(LDFLAGS_ALL) -lcmocka $$(LIBS_DAEMON) -lm
 endef
 $(foreach t,$(patsubst tests/unit/%.c,%,$(UNIT_SRC)),$(eval $(call unit_rule,$(t))))
 
 $(TST)/cuda/%: tests/cuda/%.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<
 
 # The same programs with every fatbin entry compressed, so the frontend's
 # parameter layouts are also read from compressed cubins.
 $(TST)/cuda/%-compressed: tests/cuda/%.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -Xfatbin -compress-all -o $@ $<
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -Xfatbin -compress-all -o $@ $<
 
 $(TST)/simkernels/%.so: tests/cuda/%_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
 
 $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
 

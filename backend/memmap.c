@@ -1,7 +1,10 @@
 /* memmap.c - a domain's device allocations, sorted by address, so every
  * device pointer a guest names is checked to lie inside one of its own
  * channel's allocations before the driver sees it. */
+#include "util.h"
 #include "xgpud.h"
+
+#include <stddef.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -9,17 +12,7 @@
 /* Index of the last allocation with base <= addr, or -1. */
 static int64_t floor_index(const struct xgpu_memmap *m, uint64_t addr)
 {
-	int64_t lo = 0, hi = (int64_t)m->n - 1, found = -1;
-	while (lo <= hi) {
-		int64_t mid = lo + (hi - lo) / 2;
-		if (m->v[mid].base <= addr) {
-			found = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return found;
+	return xgpu_floor_search(m->v, m->n, sizeof *m->v, offsetof(struct xgpu_alloc, base), addr);
 }
 
 int xgpu_memmap_add(struct xgpu_memmap *m, uint64_t base, uint64_t size, struct xgpu_channel *owner,

@@ -90,6 +90,23 @@ int xgpu_parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+ptrdiff_t xgpu_floor_search(const void *v, size_t n, size_t stride, size_t key_off, uint64_t key)
+{
+	ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, found = -1;
+	while (lo <= hi) {
+		ptrdiff_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+		memcpy(&k, (const char *)v + (size_t)mid * stride + key_off, sizeof k);
+		if (k <= key) {
+			found = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return found;
+}
+
 size_t xgpu_strlcpy(char *dst, const char *src, size_t size)
 {
 	size_t n = strlen(src);

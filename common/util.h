@@ -27,6 +27,12 @@ void xgpu_format_size(uint64_t bytes, char *buf, size_t len);
 /* Parses a decimal integer in [min, max]; -1 if not. */
 int xgpu_parse_long(const char *s, long min, long max, long *out);
 
+/* In an array of n elements of `stride` bytes sorted by a uint64_t key at
+ * byte `key_off` of each element: the index of the last element whose key is
+ * <= key, or -1. (Range tables use it to find the range that may hold an
+ * address.) */
+ptrdiff_t xgpu_floor_search(const void *v, size_t n, size_t stride, size_t key_off, uint64_t key);
+
 /* Copies with truncation, always terminating; returns strlen(src). */
 size_t xgpu_strlcpy(char *dst, const char *src, size_t size);
 

@@ -3,8 +3,10 @@
  * shadow tables of device allocations and pinned segments, and reporting of
  * unsupported calls. */
 #include "runtime.h"
+#include "util.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,17 +113,7 @@ static struct ranges segs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static ptrdiff_t floor_of(const struct ranges *t, uint64_t addr)
 {
-	ptrdiff_t lo = 0, hi = (ptrdiff_t)t->n - 1, found = -1;
-	while (lo <= hi) {
-		ptrdiff_t mid = lo + (hi - lo) / 2;
-		if (t->v[mid].base <= addr) {
-			found = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return found;
+	return xgpu_floor_search(t->v, t->n, sizeof *t->v, offsetof(struct range, base), addr);
 }
 
 static void ranges_add(struct ranges *t, const struct range *r)

@@ -18,8 +18,10 @@
  * the work queued before that moment, then release it.
  */
 #include "simdrv_int.h"
+#include "util.h"
 
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -42,16 +44,8 @@ static inline uint64_t round_up(uint64_t x, uint64_t a)
 /* Index of the last allocation with base <= addr, or -1. */
 static long floor_index(const struct sim_alloc_table *t, CUdeviceptr addr)
 {
-	long lo = 0, hi = (long)t->n - 1, best = -1;
-	while (lo <= hi) {
-		long mid = lo + (hi - lo) / 2;
-		if (t->v[mid].base <= addr) {
-			best = mid;
-			lo = mid + 1;
-		} else
-			hi = mid - 1;
-	}
-	return best;
+	_Static_assert(sizeof(CUdeviceptr) == sizeof(uint64_t), "keys are 64-bit");
+	return (long)xgpu_floor_search(t->v, t->n, sizeof *t->v, offsetof(struct sim_alloc, base), addr);
 }
 
 static void compact(struct sim_alloc_table *t)

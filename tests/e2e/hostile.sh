@@ -3,7 +3,7 @@
 # packets, corrupt ring indexes, another domain's handles and pointers, a
 # burst of random packets. The daemon refuses or closes the offender's
 # channel, logs it by domain, and keeps serving everyone else.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 R=$B/tests/tools/rawclient
 start_xgpud --stall-timeout 5
 

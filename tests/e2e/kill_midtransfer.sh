@@ -2,7 +2,7 @@
 # A client killed with SIGKILL in the middle of a 64 MiB transfer: its
 # channel is torn down and everything it held released (the stats show it),
 # while a program in another domain runs on unaffected.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 start_xgpud
 
 "$B/tests/tools/rawclient" stream victim >"$T/victim.out" 2>&1 &

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The per-domain device memory limit: refused past the limit, reported as
 # the device's size to the guest, and usable again after frees.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 start_xgpud --mem-limit 64M
 
 "$B/tests/tools/rawclient" memlimit 64M || fail "limit not enforced at the protocol level"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Three domains (XGPU_DOMAIN) run workloads at the same time; each verifies
 # its results and the daemon accounts each domain separately.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 start_xgpud --policy rr
 
 pids=()

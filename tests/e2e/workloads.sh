@@ -3,7 +3,7 @@
 # `nvcc -cudart shared`, run unchanged through the frontend against a real
 # daemon (sim executor) and verify their results; afterwards the daemon's
 # statistics show the calls and that nothing is left allocated.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 start_xgpud
 
 run_ok() {
@@ -21,6 +21,7 @@ run_ok "$B/tests/cuda/userapp-compressed" -n 4096
 run_ok "$B/tests/cuda/errors"
 run_ok "$B/tests/cuda/errors-compressed"
 run_ok "$B/tests/cuda/unsupported"
+run_ok "$B/tests/cuda/threads"
 
 dom=uid-$(id -u)
 calls=$(dom_stat "$dom" calls)
