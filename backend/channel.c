@@ -99,7 +99,8 @@ void xgpu_channel_teardown(struct xgpu_channel *ch)
 	release(ch, &r);
 	uint64_t held = atomic_load(&dom->stats.mem_bytes);
 	atomic_fetch_sub(&dom->stats.mem_bytes, r.bytes < held ? r.bytes : held);
-	xlog_info("domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
+	dlog_info(dom,
+		  "domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
 		  " bytes), %u modules, %u streams, %u events, %u host segments",
 		  dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs,
 		  r.bytes, r.modules, r.streams, r.events, r.segments);

@@ -99,7 +99,8 @@ static bool chan_wait(struct call *c, enum chan_wait w, uint32_t need)
 			return false;
 		}
 		if (xgpu_now_ns() - start > stall_ns) {
-			xlog_warn(
+			dlog_warn(
+			    c->dom,
 			    "domain %s: channel %u (pid %d) made no progress for %u s in %s; closing it",
 			    c->dom->name, ch->id, (int)ch->pid, c->d->o.stall_timeout_s, c->what);
 			chan_kill(ch, "stalled");
@@ -202,8 +203,8 @@ static int read_name(struct call *c, char *name)
 
 static int bad_handle(struct call *c, const char *field, uint64_t value)
 {
-	xlog_info("domain %s: %s refused: %s=0x%" PRIx64 " is not a handle of this process", c->dom->name,
-		  c->what, field, value);
+	dlog_info(c->dom, "domain %s: %s refused: %s=0x%" PRIx64 " is not a handle of this process",
+		  c->dom->name, c->what, field, value);
 	return cudaErrorInvalidResourceHandle;
 }
 
@@ -277,7 +278,8 @@ static int check_range(struct call *c, uint64_t dptr, uint64_t size, const char 
 {
 	if (xgpu_memmap_find(&c->dom->mem, dptr, size, c->ch))
 		return cudaSuccess;
-	xlog_info("domain %s: %s refused: %s [0x%" PRIx64 ", +%" PRIu64
+	dlog_info(c->dom,
+		  "domain %s: %s refused: %s [0x%" PRIx64 ", +%" PRIu64
 		  ") is not inside one of this process's "
 		  "allocations",
 		  c->dom->name, c->what, field, dptr, size);
@@ -288,7 +290,8 @@ static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t 
 {
 	if (off <= seg->u.seg.size && size <= seg->u.seg.size - off)
 		return cudaSuccess;
-	xlog_info("domain %s: %s refused: [%" PRIu64 ", +%" PRIu64 ") lies outside its %" PRIu64
+	dlog_info(c->dom,
+		  "domain %s: %s refused: [%" PRIu64 ", +%" PRIu64 ") lies outside its %" PRIu64
 		  "-byte host segment",
 		  c->dom->name, c->what, off, size, seg->u.seg.size);
 	return cudaErrorInvalidValue;
@@ -355,7 +358,7 @@ HANDLER(MEM_ALLOC)
 		xgpu_format_size(req->size, want, sizeof want);
 		xgpu_format_size(dom->mem_limit, lim, sizeof lim);
 		xgpu_format_size(used, held, sizeof held);
-		xlog_info("domain %s: cudaMalloc of %s refused: the domain holds %s of its %s limit",
+		dlog_info(dom, "domain %s: cudaMalloc of %s refused: the domain holds %s of its %s limit",
 			  dom->name, want, held, lim);
 		return cudaErrorMemoryAllocation;
 	}
@@ -376,7 +379,8 @@ HANDLER(MEM_FREE)
 {
 	uint64_t size = xgpu_memmap_del(&c->dom->mem, req->dptr, c->ch);
 	if (!size) {
-		xlog_info("domain %s: cudaFree of 0x%" PRIx64 " refused: not an allocation of this process",
+		dlog_info(c->dom,
+			  "domain %s: cudaFree of 0x%" PRIx64 " refused: not an allocation of this process",
 			  c->dom->name, req->dptr);
 		return cudaErrorInvalidValue;
 	}
@@ -534,14 +538,14 @@ HANDLER(SEG_REGISTER)
 	if (req->flags || req->size == 0)
 		return cudaErrorInvalidValue;
 	if (dom->objs.live[OBJ_SEG] >= MAX_SEGMENTS_PER_DOMAIN) {
-		xlog_info("domain %s: pinned allocation refused: %u host segments already registered",
+		dlog_info(dom, "domain %s: pinned allocation refused: %u host segments already registered",
 			  dom->name, MAX_SEGMENTS_PER_DOMAIN);
 		return cudaErrorMemoryAllocation;
 	}
 	void *ptr;
 	char err[160];
 	if (c->ch->ops->import_segment(c->ch, req->token, req->size, &ptr, err, sizeof err) < 0) {
-		xlog_info("domain %s: host segment %" PRIu64 " refused: %s", dom->name, req->token, err);
+		dlog_info(dom, "domain %s: host segment %" PRIu64 " refused: %s", dom->name, req->token, err);
 		return cudaErrorInvalidValue;
 	}
 	struct xgpu_obj *o;
@@ -557,7 +561,8 @@ HANDLER(SEG_REGISTER)
 	CUresult cr = c->drv->cuMemHostRegister(ptr, req->size, CU_MEMHOSTREGISTER_PORTABLE);
 	o->u.seg.registered = cr == CUDA_SUCCESS;
 	if (!o->u.seg.registered)
-		xlog_info("domain %s: host segment of %" PRIu64
+		dlog_info(dom,
+			  "domain %s: host segment of %" PRIu64
 			  " bytes not registered with the driver (%s); copies "
 			  "from it are staged",
 			  dom->name, req->size, xgpu_driver_error_name(c->drv, cr));
@@ -596,12 +601,13 @@ HANDLER(MODULE_LOAD)
 	/* The driver takes an image's length from its own headers: only a
 	 * fatbin whose header lies within what the guest sent may reach it. */
 	if (!r && xgpu_fatbin_size(image, len) == 0) {
-		xlog_info("domain %s: module refused: %" PRIu64 " bytes that are not one whole fatbin",
+		dlog_info(c->dom,
+			  "domain %s: module refused: %" PRIu64 " bytes that are not one whole fatbin",
 			  c->dom->name, len);
 		r = cudaErrorInvalidKernelImage;
 	}
 	if (!r && xgpu_fatbin_parse(image, len, &info, why, sizeof why) < 0) {
-		xlog_info("domain %s: module refused: %s", c->dom->name, why);
+		dlog_info(c->dom, "domain %s: module refused: %s", c->dom->name, why);
 		r = cudaErrorInvalidKernelImage;
 	}
 	CUmodule mod = NULL;
@@ -661,7 +667,8 @@ static int cross_check_params(struct call *c, CUfunction fn, const struct xgpu_k
 		if (cr == CUDA_ERROR_NOT_SUPPORTED)
 			return cudaSuccess;
 		if (cr != CUDA_SUCCESS || off != k->params[i].offset || size != k->params[i].size) {
-			xlog_err("domain %s: kernel %s parameter %u: fatbin says offset %u size %u, driver "
+			dlog_err(c->dom,
+				 "domain %s: kernel %s parameter %u: fatbin says offset %u size %u, driver "
 				 "says %zu/%zu",
 				 c->dom->name, k->name, i, k->params[i].offset, k->params[i].size,
 				 cr == CUDA_SUCCESS ? off : 0, cr == CUDA_SUCCESS ? size : 0);
@@ -679,7 +686,7 @@ HANDLER(MODULE_GET_FUNCTION)
 		return r;
 	const struct xgpu_kernel_info *k = xgpu_fatbin_find(&res->module->u.module.info, name);
 	if (!k) {
-		xlog_info("domain %s: no kernel %s in the module", c->dom->name, name);
+		dlog_info(c->dom, "domain %s: no kernel %s in the module", c->dom->name, name);
 		return cudaErrorInvalidDeviceFunction;
 	}
 	CUfunction fn;
@@ -740,7 +747,8 @@ HANDLER(LAUNCH)
 	const struct xgpu_kernel_info *k = res->func->u.func.kinfo;
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
 	if (c->hdr.bulk_len != k->param_bytes) {
-		xlog_info("domain %s: launch of %s refused: %" PRIu64 " parameter bytes, the kernel takes %u",
+		dlog_info(c->dom,
+			  "domain %s: launch of %s refused: %" PRIu64 " parameter bytes, the kernel takes %u",
 			  c->dom->name, k->name, c->hdr.bulk_len, k->param_bytes);
 		return cudaErrorInvalidValue;
 	}
@@ -898,7 +906,7 @@ HANDLER(DEVICE_RESET)
 {
 	if (req->flags)
 		return cudaErrorInvalidValue;
-	xlog_info("domain %s: pid %d reset its device state", c->dom->name, (int)c->ch->pid);
+	dlog_info(c->dom, "domain %s: pid %d reset its device state", c->dom->name, (int)c->ch->pid);
 	xgpu_channel_release_objects(c->ch);
 	return cudaSuccess;
 }
@@ -924,7 +932,8 @@ HANDLER(NOTE_UNSUPPORTED)
 {
 	char name[XGPU_MAX_NAME_BYTES];
 	if (read_name(c, name) == cudaSuccess)
-		xlog_warn("domain %s: pid %d called %s, which xgpu does not support (returned "
+		dlog_warn(c->dom,
+			  "domain %s: pid %d called %s, which xgpu does not support (returned "
 			  "cudaErrorNotSupported)",
 			  c->dom->name, (int)c->ch->pid, name);
 	return cudaSuccess;
@@ -977,7 +986,8 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 	c.what = xgpu_call_name(c.hdr.call);
 	if (c.hdr.call >= XGPU_CALL_COUNT || c.hdr.len != xgpu_calls[c.hdr.call].req_len ||
 	    c.hdr.bulk_len > xgpu_calls[c.hdr.call].bulk_out_max) {
-		xlog_warn("domain %s: malformed request from pid %d: call %u, %u argument bytes, %" PRIu64
+		dlog_warn(dom,
+			  "domain %s: malformed request from pid %d: call %u, %u argument bytes, %" PRIu64
 			  " bulk bytes; closing the channel",
 			  dom->name, (int)ch->pid, c.hdr.call, c.hdr.len, c.hdr.bulk_len);
 		atomic_fetch_add(&dom->stats.errors, 1);

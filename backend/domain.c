@@ -56,6 +56,7 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	dom->mem_limit = d->o.mem_limit ? d->o.mem_limit : dom->gpu->total_mem;
 	dom->credit = 256;
 	dom->sd.dom = dom;
+	xgpu_ratelimit_init(&dom->log_rl, 50, 10000);
 	pthread_mutex_init(&dom->incoming_lock, NULL);
 	dom->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dom->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -153,5 +154,6 @@ void xgpu_domain_free(struct xgpu_domain *dom)
 	close(dom->epfd);
 	close(dom->wake_fd);
 	pthread_mutex_destroy(&dom->incoming_lock);
+	pthread_mutex_destroy(&dom->log_rl.lock);
 	free(dom);
 }

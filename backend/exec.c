@@ -43,7 +43,8 @@ int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what)
 	int err = xgpu_cuerr_to_rt(r);
 	if (sticky(r) && !dom->sticky_error) {
 		dom->sticky_error = err;
-		xlog_warn("domain %s: device context is broken by %s in %s; its calls fail until all its "
+		dlog_warn(dom,
+			  "domain %s: device context is broken by %s in %s; its calls fail until all its "
 			  "processes exit",
 			  dom->name, xgpu_driver_error_name(&dom->d->drv, r), what);
 	}
@@ -83,7 +84,8 @@ int xgpu_exec_context(struct xgpu_domain *dom)
 	}
 	dom->marks_cap = BUSY_MARKS;
 	dom->marks_head = dom->marks_count = 0;
-	xlog_info("domain %s: context created on GPU %d (%s)", dom->name, dom->gpu->index, dom->gpu->name);
+	dlog_info(dom, "domain %s: context created on GPU %d (%s)", dom->name, dom->gpu->index,
+		  dom->gpu->name);
 	return cudaSuccess;
 }
 
@@ -114,7 +116,7 @@ void xgpu_exec_release(struct xgpu_domain *dom)
 	drv->cuCtxSetCurrent(NULL);
 	dom->ctx = NULL;
 	dom->sticky_error = 0;
-	xlog_info("domain %s: context released", dom->name);
+	dlog_info(dom, "domain %s: context released", dom->name);
 }
 
 void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark **mark)

@@ -80,7 +80,8 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		if (!ch->have_pending) {
 			int64_t avail = xgpu_q_avail(&ch->v.req);
 			if (avail < 0) {
-				xlog_warn(
+				dlog_warn(
+				    dom,
 				    "domain %s: channel %u (pid %d) corrupted its request ring; closing it",
 				    dom->name, ch->id, (int)ch->pid);
 				ch->dead = true;

@@ -104,7 +104,8 @@ static bool be_service(struct xgpu_channel *ch)
 		if (n != (ssize_t)sizeof msg || nfds != 1 || msg.magic != XGPU_PROTO_MAGIC ||
 		    b->npending == MAX_UNCLAIMED_SEGMENTS) {
 			xgpu_close_fds(fds, nfds);
-			xlog_warn("domain %s: channel %u sent an invalid out-of-band message; closing it",
+			dlog_warn(ch->dom,
+				  "domain %s: channel %u sent an invalid out-of-band message; closing it",
 				  ch->dom->name, ch->id);
 			return false;
 		}
@@ -231,7 +232,9 @@ static void refuse(int conn, int status, const char *fmt, ...)
 	vsnprintf(ack.message, sizeof ack.message, fmt, ap);
 	va_end(ap);
 	send(conn, &ack, sizeof ack, MSG_NOSIGNAL | MSG_DONTWAIT);
-	xlog_warn("refused a client: %s", ack.message);
+	/* Before a domain is known the budget is shared by all clients. */
+	static struct xgpu_ratelimit rl = XGPU_RATELIMIT_INIT(50, 10000);
+	xgpu_log_limited(&rl, XGPU_LOG_WARN, "refused a client: %s", ack.message);
 }
 
 static bool is_eventfd(int fd)
@@ -313,13 +316,13 @@ static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h
 				     .channel_id = ch->id,
 				     .device_count = 1};
 	if (send(conn, &ack, sizeof ack, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof ack) {
-		xlog_warn("domain %s: pid %d left during the handshake", dom->name, (int)cred->pid);
+		dlog_warn(dom, "domain %s: pid %d left during the handshake", dom->name, (int)cred->pid);
 		be_close(ch);
 		free(ch);
 		return true;
 	}
-	xlog_info("domain %s: channel %u opened by pid %d (uid %u, task %u, runtime %d)", dom->name, ch->id,
-		  (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
+	dlog_info(dom, "domain %s: channel %u opened by pid %d (uid %u, task %u, runtime %d)", dom->name,
+		  ch->id, (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
 	xgpu_domain_add_channel(dom, ch);
 	return true;
 fail:
@@ -339,8 +342,8 @@ void xgpu_local_accept(struct xgpud *d, int lfd)
 			return;
 		}
 		/* A client that connects and says nothing must not hold up the
-		 * main thread for long. */
-		struct timeval tv = {2, 0};
+		 * main thread for long; honest clients send their hello at once. */
+		struct timeval tv = {0, 500000};
 		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		struct ucred cred;
 		socklen_t cl = sizeof cred;

@@ -13,6 +13,7 @@
 
 #include "driver.h"
 #include "fatbin.h"
+#include "log.h"
 #include "proto.h"
 #include "shm.h"
 
@@ -235,8 +236,14 @@ struct xgpu_domain {
 
 	struct xgpu_sched_dom sd;
 	struct xgpu_dom_stats stats;
+	struct xgpu_ratelimit log_rl; /* lines this domain's guest can provoke */
 	struct xgpu_domain *next;
 };
+
+/* Log lines a guest can provoke, against its domain's budget. */
+#define dlog_err(dom, ...) xgpu_log_limited(&(dom)->log_rl, XGPU_LOG_ERROR, __VA_ARGS__)
+#define dlog_warn(dom, ...) xgpu_log_limited(&(dom)->log_rl, XGPU_LOG_WARN, __VA_ARGS__)
+#define dlog_info(dom, ...) xgpu_log_limited(&(dom)->log_rl, XGPU_LOG_INFO, __VA_ARGS__)
 
 /* ---- the daemon -------------------------------------------------------- */
 struct xgpud {

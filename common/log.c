@@ -43,6 +43,8 @@ int xgpu_log_parse_level(const char *s)
 	return -1;
 }
 
+static void emit(enum xgpu_log_level level, const char *msg);
+
 void xgpu_log(enum xgpu_log_level level, const char *fmt, ...)
 {
 	if (!xgpu_log_enabled(level))
@@ -52,6 +54,62 @@ void xgpu_log(enum xgpu_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	emit(level, msg);
+}
+
+void xgpu_ratelimit_init(struct xgpu_ratelimit *rl, uint32_t burst, uint32_t window_ms)
+{
+	pthread_mutex_init(&rl->lock, NULL);
+	rl->window_ns = (uint64_t)window_ms * 1000000u;
+	rl->burst = burst;
+	rl->used = 0;
+	rl->start_ns = 0;
+	rl->suppressed = 0;
+}
+
+bool xgpu_ratelimit_ok(struct xgpu_ratelimit *rl, uint64_t *suppressed_before)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	pthread_mutex_lock(&rl->lock);
+	*suppressed_before = 0;
+	if (!rl->start_ns || now - rl->start_ns >= rl->window_ns) {
+		*suppressed_before = rl->suppressed;
+		rl->suppressed = 0;
+		rl->used = 0;
+		rl->start_ns = now;
+	}
+	bool ok = rl->used < rl->burst;
+	if (ok)
+		rl->used++;
+	else
+		rl->suppressed++;
+	pthread_mutex_unlock(&rl->lock);
+	return ok;
+}
+
+void xgpu_log_limited(struct xgpu_ratelimit *rl, enum xgpu_log_level level, const char *fmt, ...)
+{
+	if (!xgpu_log_enabled(level))
+		return;
+	uint64_t dropped;
+	if (!xgpu_ratelimit_ok(rl, &dropped))
+		return;
+	char msg[1024];
+	if (dropped) {
+		snprintf(msg, sizeof msg, "(%llu similar messages suppressed)", (unsigned long long)dropped);
+		emit(level, msg);
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	emit(level, msg);
+}
+
+static void emit(enum xgpu_log_level level, const char *msg)
+{
 	if (log_syslog) {
 		static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 		syslog(prio[level], "%s", msg);
