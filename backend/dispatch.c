@@ -297,8 +297,12 @@ static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t 
 	return cudaErrorInvalidValue;
 }
 
+/* A driver result as the guest's error; a failure is logged with the call. */
 static int drv(struct call *c, CUresult r)
 {
+	if (r != CUDA_SUCCESS)
+		dlog_info(c->dom, "domain %s: pid %d: %s failed in the driver: %s", c->dom->name, (int)c->ch->pid,
+			  c->what, xgpu_driver_error_name(c->drv, r));
 	return xgpu_exec_check(c->dom, r, c->what);
 }
 

@@ -398,7 +398,8 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "copy"))
 		return copy();
-	fprintf(stderr, "usage: xgpu-bench floors | rtt spin|block | ring | copy\n"
+	bool help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
+	fprintf(help ? stdout : stderr, "usage: xgpu-bench floors | rtt spin|block | ring | copy\n"
 			"  (rtt and copy need a running xgpud; see tools/bench/run.sh)\n");
-	return 2;
+	return help ? 0 : 2;
 }
