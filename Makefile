@@ -143,6 +143,20 @@ $(TST)/data/fatbin_%.fatbin: tests/data/fatbin_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -fatbin $(FATBIN_FLAGS_$*) -o $@ $<
+# ... and its device variables: tests/data/fatbin_globals.cu as sm_90 SASS
+# plus PTX, PTX only, sm_100 SASS (whose cubins add .nv.merc copies) and,
+# with a 4 GiB array beyond ptxas's 32-bit section sizes, as SASS and PTX.
+GLOBALS_VARIANTS := sm90 ptx sm100 huge hugeptx
+GLOBALS_FLAGS_sm90 := -arch=sm_90
+GLOBALS_FLAGS_ptx := -gencode arch=compute_90,code=compute_90
+GLOBALS_FLAGS_sm100 := -gencode arch=compute_100,code=sm_100
+GLOBALS_FLAGS_huge := -DXGPU_HUGE -gencode arch=compute_90,code=sm_90
+GLOBALS_FLAGS_hugeptx := -DXGPU_HUGE -gencode arch=compute_90,code=compute_90
+TEST_DATA += $(patsubst %,$(TST)/data/globals_%.fatbin,$(GLOBALS_VARIANTS))
+$(TST)/data/globals_%.fatbin: tests/data/fatbin_globals.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(GLOBALS_FLAGS_$*) -o $@ $<
 
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)

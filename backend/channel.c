@@ -47,6 +47,7 @@ static void release(struct xgpu_channel *ch, struct released *out)
 			if (o->u.seg.registered)
 				drv->cuMemHostUnregister(o->u.seg.ptr);
 			ch->ops->release_segment(ch, o->u.seg.ptr, o->u.seg.size);
+			dom->pinned_bytes -= o->u.seg.size;
 			out->segments++;
 			break;
 		default:
@@ -60,6 +61,7 @@ static void release(struct xgpu_channel *ch, struct released *out)
 	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++)
 		if (o->owner == ch && o->kind == OBJ_MODULE) {
 			xgpu_memmap_drop_module(&dom->mem, h);
+			out->bytes += o->u.module.charge;
 			drv->cuModuleUnload(o->u.module.mod);
 			xgpu_fatbin_free(&o->u.module.info);
 			xgpu_obj_del(&dom->objs, h);

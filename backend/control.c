@@ -1,16 +1,23 @@
 /* control.c - xgpud's control requests from xl-gpu: a JSON request on a
  * control connection, answered with JSON (BRIEF section 4's stats object)
- * streamed in packets until the daemon closes the connection. */
+ * streamed in packets until the daemon closes the connection.
+ *
+ * Each request is served on a short-lived thread of its own, with send and
+ * receive timeouts, so a client that never reads its answer cannot stall the
+ * main loop; a user sees only the domains it owns (root and the daemon's own
+ * user see all). */
 #include "log.h"
 #include "policy.h"
 #include "util.h"
 #include "xgpud.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define CHUNK 32768
@@ -45,8 +52,9 @@ static json_t *domain_json(const struct xgpu_domain *dom)
 	return o;
 }
 
-char *xgpu_control_stats_json(struct xgpud *d)
+char *xgpu_control_stats_json(struct xgpud *d, uid_t viewer)
 {
+	bool all = viewer == 0 || viewer == geteuid();
 	json_t *root = json_object();
 	json_object_set_new(root, "policy", json_string(d->policy->name));
 	json_object_set_new(root, "tick_ms", json_integer(d->o.tick_ms));
@@ -66,7 +74,8 @@ char *xgpu_control_stats_json(struct xgpud *d)
 	json_t *doms = json_array();
 	pthread_mutex_lock(&d->domains_lock);
 	for (struct xgpu_domain *dom = d->domains; dom; dom = dom->next)
-		json_array_append_new(doms, domain_json(dom));
+		if (all || dom->owner_uid == viewer)
+			json_array_append_new(doms, domain_json(dom));
 	pthread_mutex_unlock(&d->domains_lock);
 	json_object_set_new(root, "domains", doms);
 	char *text = json_dumps(root, JSON_COMPACT);
@@ -94,14 +103,12 @@ static void reply_error(int conn, const char *msg)
 	json_decref(o);
 }
 
-void xgpu_control_serve(struct xgpud *d, int conn, uid_t uid)
+static void serve(struct xgpud *d, int conn, uid_t uid)
 {
 	char buf[4096];
 	ssize_t n = recv(conn, buf, sizeof buf - 1, 0);
-	if (n <= 0) {
-		close(conn);
+	if (n <= 0)
 		return;
-	}
 	buf[n] = '\0';
 	json_error_t jerr;
 	json_t *req = json_loads(buf, 0, &jerr);
@@ -109,7 +116,7 @@ void xgpu_control_serve(struct xgpud *d, int conn, uid_t uid)
 	if (!cmd) {
 		reply_error(conn, "request is not a JSON object with a \"cmd\" string");
 	} else if (!strcmp(cmd, "stats") || !strcmp(cmd, "list")) {
-		char *text = xgpu_control_stats_json(d);
+		char *text = xgpu_control_stats_json(d, uid);
 		if (text)
 			reply(conn, text);
 		else
@@ -121,6 +128,72 @@ void xgpu_control_serve(struct xgpud *d, int conn, uid_t uid)
 		reply_error(conn, msg);
 	}
 	json_decref(req);
-	(void)uid;
+}
+
+#define MAX_CONTROL_THREADS 8
+
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t active_cv = PTHREAD_COND_INITIALIZER;
+static unsigned active;
+
+struct control_job {
+	struct xgpud *d;
+	int conn;
+	uid_t uid;
+};
+
+static void *control_thread(void *arg)
+{
+	struct control_job *job = arg;
+	serve(job->d, job->conn, job->uid);
+	close(job->conn);
+	free(job);
+	pthread_mutex_lock(&active_lock);
+	active--;
+	pthread_cond_broadcast(&active_cv);
+	pthread_mutex_unlock(&active_lock);
+	return NULL;
+}
+
+void xgpu_control_spawn(struct xgpud *d, int conn, uid_t uid)
+{
+	/* Bounded waits: a request arrives at once, and a client that stops
+	 * reading its answer loses it. */
+	struct timeval rcv = {1, 0}, snd = {5, 0};
+	int blocking = fcntl(conn, F_GETFL);
+	if (blocking >= 0)
+		fcntl(conn, F_SETFL, blocking & ~O_NONBLOCK);
+	setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv);
+	setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
+	struct control_job *job = malloc(sizeof *job);
+	pthread_mutex_lock(&active_lock);
+	bool room = job && active < MAX_CONTROL_THREADS && !atomic_load(&d->stopping);
+	if (room)
+		active++;
+	pthread_mutex_unlock(&active_lock);
+	pthread_t t;
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (room) {
+		*job = (struct control_job){d, conn, uid};
+		if (pthread_create(&t, &attr, control_thread, job) == 0) {
+			pthread_attr_destroy(&attr);
+			return;
+		}
+		pthread_mutex_lock(&active_lock);
+		active--;
+		pthread_mutex_unlock(&active_lock);
+	}
+	pthread_attr_destroy(&attr);
+	free(job);
 	close(conn);
+}
+
+void xgpu_control_drain(void)
+{
+	pthread_mutex_lock(&active_lock);
+	while (active)
+		pthread_cond_wait(&active_cv, &active_lock);
+	pthread_mutex_unlock(&active_lock);
 }

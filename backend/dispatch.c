@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct call {
 	struct xgpu_channel *ch;
@@ -106,16 +107,13 @@ static bool chan_wait(struct call *c, enum chan_wait w, uint32_t need)
 			chan_kill(ch, "stalled");
 			return false;
 		}
-		struct pollfd pfd[2] = {{ch->ops->kick_fd(ch), POLLIN, 0},
-					{ch->ops->event_fd(ch), POLLIN, 0}};
-		int r = poll(pfd, 2, 100);
+		struct pollfd pfd = {ch->ops->wait_fd(ch), POLLIN, 0};
+		int r = poll(&pfd, 1, 100);
 		if (r < 0 && errno != EINTR) {
 			chan_kill(ch, "poll failed");
 			return false;
 		}
-		if (pfd[0].revents)
-			ch->ops->drain(ch);
-		if (pfd[1].revents && !ch->ops->service(ch)) {
+		if (pfd.revents && !ch->ops->service(ch)) {
 			chan_kill(ch, "guest disconnected");
 			return false;
 		}
@@ -196,6 +194,11 @@ static int read_name(struct call *c, char *name)
 		return r;
 	if (name[len - 1] != '\0' || strlen(name) != len - 1)
 		return cudaErrorInvalidValue;
+	/* Kernel and symbol names are printable ASCII; anything else would
+	 * only end up forging lines in Dom0's log. */
+	for (uint64_t i = 0; i + 1 < len; i++)
+		if (name[i] < 0x20 || name[i] > 0x7e)
+			return cudaErrorInvalidValue;
 	return cudaSuccess;
 }
 
@@ -298,11 +301,25 @@ static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t 
 }
 
 /* A driver result as the guest's error; a failure is logged with the call. */
+/* Bounds on what one domain may hold, beyond its device memory. */
+static const uint32_t max_objects[] = {
+    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536, [OBJ_STREAM] = 4096, [OBJ_EVENT] = 65536, [OBJ_SEG] = 4096,
+};
+
+static int room_for(struct call *c, enum xgpu_obj_kind kind)
+{
+	if (c->dom->objs.live[kind] < max_objects[kind])
+		return cudaSuccess;
+	dlog_info(c->dom, "domain %s: %s refused: the domain already holds %u such objects", c->dom->name,
+		  c->what, max_objects[kind]);
+	return cudaErrorMemoryAllocation;
+}
+
 static int drv(struct call *c, CUresult r)
 {
 	if (r != CUDA_SUCCESS)
-		dlog_info(c->dom, "domain %s: pid %d: %s failed in the driver: %s", c->dom->name, (int)c->ch->pid,
-			  c->what, xgpu_driver_error_name(c->drv, r));
+		dlog_info(c->dom, "domain %s: pid %d: %s failed in the driver: %s", c->dom->name,
+			  (int)c->ch->pid, c->what, xgpu_driver_error_name(c->drv, r));
 	return xgpu_exec_check(c->dom, r, c->what);
 }
 
@@ -392,6 +409,26 @@ HANDLER(MEM_FREE)
 	return drv(c, c->drv->cuMemFree(req->dptr));
 }
 
+/* Between chunks of a long copy the domain may lose the GPU slot; it waits
+ * for it again rather than run on past its share. */
+static bool keep_slot(struct call *c)
+{
+	struct xgpu_domain *dom = c->dom;
+	while (!xgpu_sched_may_issue(&dom->sd)) {
+		if (atomic_load(&c->d->stopping) || c->ch->dead)
+			return false;
+		xgpu_sched_request(dom->gpu->sched, &dom->sd);
+		struct pollfd pfd = {dom->wake_fd, POLLIN, 0};
+		if (poll(&pfd, 1, 100) > 0) {
+			uint64_t v;
+			if (read(dom->wake_fd, &v, sizeof v) < 0) {
+				/* EAGAIN: another reader took it; look again */
+			}
+		}
+	}
+	return true;
+}
+
 /* Host-to-device through the tx area: each chunk lands in a pinned staging
  * buffer, whose DMA overlaps the guest filling the next chunk. */
 HANDLER(MEMCPY_HTOD)
@@ -404,20 +441,24 @@ HANDLER(MEMCPY_HTOD)
 		return cudaErrorInvalidValue;
 	struct xgpu_busy_mark *mark;
 	xgpu_exec_busy_begin(dom, res->stream, &mark);
-	uint64_t done = 0;
-	unsigned i = 0;
-	while (done < req->size && !r) {
+	for (uint64_t done = 0; done < req->size && !r;) {
 		uint64_t n = req->size - done < dom->staging_size ? req->size - done : dom->staging_size;
-		r = drv(c, c->drv->cuEventSynchronize(dom->staging_done[i]));
+		unsigned b;
+		if (!keep_slot(c))
+			r = cudaErrorDevicesUnavailable;
+		else
+			r = xgpu_exec_staging_get(dom, &b);
+		if (r)
+			break;
+		r = bulk_read(c, dom->staging[b].buf, n);
+		bool queued = false;
 		if (!r)
-			r = bulk_read(c, dom->staging[i], n);
-		if (!r)
-			r = drv(c,
-				c->drv->cuMemcpyHtoDAsync(req->dst + done, dom->staging[i], n, res->stream));
-		if (!r)
-			r = drv(c, c->drv->cuEventRecord(dom->staging_done[i], res->stream));
+			r = drv(c, c->drv->cuMemcpyHtoDAsync(req->dst + done, dom->staging[b].buf, n,
+							     res->stream));
+		queued = !r;
+		int e = xgpu_exec_staging_put(dom, b, res->stream, queued);
+		r = r ? r : e;
 		done += n;
-		i ^= 1;
 	}
 	xgpu_exec_busy_end(dom, res->stream, mark);
 	if (!r)
@@ -427,39 +468,58 @@ HANDLER(MEMCPY_HTOD)
 	return r;
 }
 
-/* Device-to-host through the rx area, two staging buffers in flight. */
+/* Device-to-host through the rx area: one DMA runs ahead of the chunk being
+ * handed to the guest. */
 HANDLER(MEMCPY_DTOH)
 {
 	struct xgpu_domain *dom = c->dom;
 	int r = check_range(c, req->src, req->size, "src");
 	if (r)
 		return r;
+	struct inflight {
+		unsigned buf;
+		uint64_t len;
+	} q[2];
+	unsigned nq = 0;
+	uint64_t issued = 0, sent = 0;
 	struct xgpu_busy_mark *mark;
 	xgpu_exec_busy_begin(dom, res->stream, &mark);
-	uint64_t issued = 0, sent = 0;
-	uint64_t len[2] = {0, 0};
-	unsigned i = 0;
 	while (sent < req->size && !r) {
-		/* Keep one DMA ahead of the chunk being handed to the guest. */
-		while (issued < req->size && issued - sent < 2 * dom->staging_size && !r) {
-			unsigned b = (unsigned)((issued / dom->staging_size) & 1);
+		while (issued < req->size && nq < 2 && !r) {
 			uint64_t n =
 			    req->size - issued < dom->staging_size ? req->size - issued : dom->staging_size;
-			r = drv(
-			    c, c->drv->cuMemcpyDtoHAsync(dom->staging[b], req->src + issued, n, res->stream));
+			unsigned b;
+			if (!keep_slot(c))
+				r = cudaErrorDevicesUnavailable;
+			else
+				r = xgpu_exec_staging_get(dom, &b);
+			if (r)
+				break;
+			r = drv(c, c->drv->cuMemcpyDtoHAsync(dom->staging[b].buf, req->src + issued, n,
+							     res->stream));
 			if (!r)
-				r = drv(c, c->drv->cuEventRecord(dom->staging_done[b], res->stream));
-			len[b] = n;
+				r = drv(c, c->drv->cuEventRecord(dom->staging[b].done, res->stream));
+			if (r) {
+				xgpu_exec_staging_put(dom, b, res->stream, false);
+				break;
+			}
+			q[nq++] = (struct inflight){b, n};
 			issued += n;
 		}
-		if (r)
+		if (r || !nq)
 			break;
-		r = drv(c, c->drv->cuEventSynchronize(dom->staging_done[i]));
+		r = drv(c, c->drv->cuEventSynchronize(dom->staging[q[0].buf].done));
 		if (!r)
-			r = bulk_write(c, dom->staging[i], len[i]);
-		sent += len[i];
-		i ^= 1;
+			r = bulk_write(c, dom->staging[q[0].buf].buf, q[0].len);
+		xgpu_exec_staging_put(dom, q[0].buf, NULL, false);
+		sent += q[0].len;
+		q[0] = q[1];
+		nq--;
 	}
+	/* On failure a DMA may still be headed for a buffer: keep the buffer
+	 * busy until it lands. */
+	for (unsigned i = 0; i < nq; i++)
+		xgpu_exec_staging_put(dom, q[i].buf, NULL, false);
 	xgpu_exec_busy_end(dom, res->stream, mark);
 	if (!r)
 		atomic_fetch_add(&dom->stats.d2h_bytes, req->size);
@@ -534,16 +594,24 @@ HANDLER(MEMSET)
 	return r;
 }
 
-#define MAX_SEGMENTS_PER_DOMAIN 4096u
-
 HANDLER(SEG_REGISTER)
 {
 	struct xgpu_domain *dom = c->dom;
 	if (req->flags || req->size == 0)
 		return cudaErrorInvalidValue;
-	if (dom->objs.live[OBJ_SEG] >= MAX_SEGMENTS_PER_DOMAIN) {
-		dlog_info(dom, "domain %s: pinned allocation refused: %u host segments already registered",
-			  dom->name, MAX_SEGMENTS_PER_DOMAIN);
+	int r = room_for(c, OBJ_SEG);
+	if (r)
+		return r;
+	/* The daemon maps (and the driver pins) these pages: a budget per
+	 * domain keeps a guest from pinning Dom0's memory without bound. */
+	if (req->size > c->d->o.pinned_limit || dom->pinned_bytes > c->d->o.pinned_limit - req->size) {
+		char want[32], lim[32];
+		xgpu_format_size(req->size, want, sizeof want);
+		xgpu_format_size(c->d->o.pinned_limit, lim, sizeof lim);
+		dlog_info(
+		    dom,
+		    "domain %s: pinned allocation of %s refused: beyond the domain's %s of pinned memory",
+		    dom->name, want, lim);
 		return cudaErrorMemoryAllocation;
 	}
 	void *ptr;
@@ -560,6 +628,7 @@ HANDLER(SEG_REGISTER)
 	}
 	o->u.seg.ptr = ptr;
 	o->u.seg.size = req->size;
+	dom->pinned_bytes += req->size;
 	/* Registered memory lets the driver DMA straight from the guest's
 	 * pages; without it copies still work, through the driver's staging. */
 	CUresult cr = c->drv->cuMemHostRegister(ptr, req->size, CU_MEMHOSTREGISTER_PORTABLE);
@@ -580,6 +649,7 @@ static void release_seg(struct xgpu_channel *ch, struct xgpu_obj *o, xgpu_handle
 	if (o->u.seg.registered)
 		dom->d->drv.cuMemHostUnregister(o->u.seg.ptr);
 	ch->ops->release_segment(ch, o->u.seg.ptr, o->u.seg.size);
+	dom->pinned_bytes -= o->u.seg.size;
 	xgpu_obj_del(&dom->objs, h);
 }
 
@@ -596,6 +666,8 @@ HANDLER(MODULE_LOAD)
 	uint64_t len = c->hdr.bulk_len;
 	if (req->flags || len == 0)
 		return cudaErrorInvalidValue;
+	if (room_for(c, OBJ_MODULE))
+		return cudaErrorMemoryAllocation;
 	uint8_t *image = malloc(len);
 	if (!image)
 		return cudaErrorMemoryAllocation;
@@ -614,6 +686,17 @@ HANDLER(MODULE_LOAD)
 		dlog_info(c->dom, "domain %s: module refused: %s", c->dom->name, why);
 		r = cudaErrorInvalidKernelImage;
 	}
+	/* A module's __device__ and __constant__ variables are device memory
+	 * too (a few bytes of image can declare gigabytes): charged like
+	 * cudaMalloc, before the driver allocates them. */
+	uint64_t charge = info.global_bytes, held = atomic_load(&c->dom->stats.mem_bytes);
+	if (!r && (charge > c->dom->mem_limit || held > c->dom->mem_limit - charge)) {
+		dlog_info(c->dom,
+			  "domain %s: module refused: its variables need %" PRIu64
+			  " bytes of device memory beyond the domain's limit",
+			  c->dom->name, charge);
+		r = cudaErrorMemoryAllocation;
+	}
 	CUmodule mod = NULL;
 	if (!r)
 		r = drv(c, c->drv->cuModuleLoadData(&mod, image));
@@ -630,6 +713,8 @@ HANDLER(MODULE_LOAD)
 	}
 	o->u.module.mod = mod;
 	o->u.module.info = info;
+	o->u.module.charge = charge;
+	atomic_fetch_add(&c->dom->stats.mem_bytes, charge);
 	rsp->module = h;
 	xlog_debug("domain %s: module loaded (%" PRIu64 " bytes, %u kernels)", c->dom->name, len,
 		   info.nkernels);
@@ -649,6 +734,7 @@ static void unload_module(struct xgpu_channel *ch, struct xgpu_obj *mod, xgpu_ha
 		i++;
 	}
 	xgpu_memmap_drop_module(&dom->mem, h);
+	atomic_fetch_sub(&dom->stats.mem_bytes, mod->u.module.charge);
 	dom->d->drv.cuModuleUnload(mod->u.module.mod);
 	xgpu_fatbin_free(&mod->u.module.info);
 	xgpu_obj_del(&dom->objs, h);
@@ -688,6 +774,8 @@ HANDLER(MODULE_GET_FUNCTION)
 	int r = read_name(c, name);
 	if (r)
 		return r;
+	if (room_for(c, OBJ_FUNC))
+		return cudaErrorMemoryAllocation;
 	const struct xgpu_kernel_info *k = xgpu_fatbin_find(&res->module->u.module.info, name);
 	if (!k) {
 		dlog_info(c->dom, "domain %s: no kernel %s in the module", c->dom->name, name);
@@ -790,6 +878,8 @@ HANDLER(STREAM_CREATE)
 {
 	if (req->flags & ~(uint32_t)CU_STREAM_NON_BLOCKING)
 		return cudaErrorInvalidValue;
+	if (room_for(c, OBJ_STREAM))
+		return cudaErrorMemoryAllocation;
 	CUstream s;
 	int r = drv(c, c->drv->cuStreamCreateWithPriority(&s, req->flags, req->priority));
 	if (r)
@@ -837,6 +927,8 @@ HANDLER(EVENT_CREATE)
 	const uint32_t allowed = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING;
 	if (req->flags & ~allowed)
 		return req->flags & CU_EVENT_INTERPROCESS ? cudaErrorNotSupported : cudaErrorInvalidValue;
+	if (room_for(c, OBJ_EVENT))
+		return cudaErrorMemoryAllocation;
 	CUevent e;
 	int r = drv(c, c->drv->cuEventCreate(&e, req->flags));
 	if (r)
@@ -923,13 +1015,58 @@ HANDLER(LIMIT_GET)
 	return r;
 }
 
+/* Limits that make the driver reserve device memory, and how much: it is
+ * charged to the domain like its allocations. */
+static bool limit_charge(const struct xgpu_gpu *g, uint32_t limit, uint64_t value, unsigned *slot,
+			 uint64_t *charge)
+{
+	uint64_t threads = (uint64_t)g->attrs[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR] *
+			   (uint64_t)g->attrs[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+	switch (limit) {
+	case CU_LIMIT_MALLOC_HEAP_SIZE:
+		*slot = 0;
+		*charge = value;
+		return true;
+	case CU_LIMIT_PRINTF_FIFO_SIZE:
+		*slot = 1;
+		*charge = value;
+		return true;
+	case CU_LIMIT_STACK_SIZE:
+		/* Every thread that can be resident gets a stack. */
+		*slot = 2;
+		*charge = threads && value > UINT64_MAX / threads ? UINT64_MAX : value * threads;
+		return true;
+	case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT:
+		/* A conservative 4 KiB of launch state each. */
+		*slot = 3;
+		*charge = value > (UINT64_MAX >> 12) ? UINT64_MAX : value << 12;
+		return true;
+	default:
+		return false;
+	}
+}
+
 HANDLER(LIMIT_SET)
 {
-	/* Limits are per context, so per domain: a heap bigger than the domain
-	 * may hold is refused here rather than by the driver. */
-	if (req->limit == CU_LIMIT_MALLOC_HEAP_SIZE && req->value > c->dom->mem_limit)
-		return cudaErrorInvalidValue;
-	return drv(c, c->drv->cuCtxSetLimit((CUlimit)req->limit, req->value));
+	struct xgpu_domain *dom = c->dom;
+	unsigned slot;
+	uint64_t charge;
+	if (!limit_charge(dom->gpu, req->limit, req->value, &slot, &charge))
+		return drv(c, c->drv->cuCtxSetLimit((CUlimit)req->limit, req->value));
+	uint64_t held = atomic_load(&dom->stats.mem_bytes) - dom->limit_charge[slot];
+	if (charge > dom->mem_limit || held > dom->mem_limit - charge) {
+		dlog_info(dom,
+			  "domain %s: cudaDeviceSetLimit(%u, %" PRIu64 ") refused: it would take %" PRIu64
+			  " bytes of device memory beyond the domain's limit",
+			  dom->name, req->limit, req->value, charge);
+		return cudaErrorMemoryAllocation;
+	}
+	int r = drv(c, c->drv->cuCtxSetLimit((CUlimit)req->limit, req->value));
+	if (!r) {
+		atomic_fetch_add(&dom->stats.mem_bytes, charge - dom->limit_charge[slot]);
+		dom->limit_charge[slot] = charge;
+	}
+	return r;
 }
 
 HANDLER(NOTE_UNSUPPORTED)
@@ -1036,6 +1173,13 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 #undef OUT
 	}
 	bulk_skip(&c);
+	/* A refused registration must not leave the guest's shared segment
+	 * behind, whatever refused it. */
+	if (status && c.hdr.call == XGPU_CALL_SEG_REGISTER) {
+		struct xgpu_req_SEG_REGISTER sr;
+		memcpy(&sr, args, sizeof sr);
+		ch->ops->drop_segment(ch, sr.token);
+	}
 	respond(&c, status, rsp, rsp_len);
 
 	/* One clock read per call: it closes both the service time (since the

@@ -60,32 +60,42 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	pthread_mutex_init(&dom->incoming_lock, NULL);
 	dom->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dom->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 0};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
 	if (dom->epfd < 0 || dom->wake_fd < 0 || epoll_ctl(dom->epfd, EPOLL_CTL_ADD, dom->wake_fd, &ev) < 0) {
 		snprintf(err, errlen, "cannot create the domain's poller: %s", strerror(errno));
-		goto fail;
+		if (dom->epfd >= 0)
+			close(dom->epfd);
+		if (dom->wake_fd >= 0)
+			close(dom->wake_fd);
+		pthread_mutex_destroy(&dom->incoming_lock);
+		pthread_mutex_destroy(&dom->log_rl.lock);
+		free(dom);
+		return NULL;
 	}
 	xgpu_sched_add(dom->gpu->sched, &dom->sd);
 	atomic_fetch_add(&dom->gpu->ndomains, 1);
-	if (pthread_create(&dom->thread, NULL, xgpu_poller_main, dom)) {
-		snprintf(err, errlen, "cannot start the domain's poller thread");
-		xgpu_sched_remove(dom->gpu->sched, &dom->sd);
-		atomic_fetch_sub(&dom->gpu->ndomains, 1);
-		goto fail;
-	}
-	dom->thread_started = true;
 	char lim[32];
 	xgpu_format_size(dom->mem_limit, lim, sizeof lim);
 	xlog_info("domain %s (domid %u, uid %u) created on GPU %d (%s), memory limit %s", dom->name,
 		  dom->domid, (unsigned)uid, dom->gpu->index, dom->gpu->name, lim);
 	return dom;
-fail:
-	if (dom->epfd >= 0)
-		close(dom->epfd);
-	if (dom->wake_fd >= 0)
-		close(dom->wake_fd);
-	free(dom);
-	return NULL;
+}
+
+/* The uid N of a name "uid-N", or -1 for other names. */
+static long reserved_uid(const char *name)
+{
+	long n;
+	if (strncmp(name, "uid-", 4) || xgpu_parse_long(name + 4, 0, UINT32_MAX, &n) < 0)
+		return -1;
+	return n;
+}
+
+static uint32_t domains_of(struct xgpud *d, uid_t uid)
+{
+	uint32_t n = 0;
+	for (struct xgpu_domain *dom = d->domains; dom; dom = dom->next)
+		n += dom->owner_uid == uid;
+	return n;
 }
 
 struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen)
@@ -101,6 +111,13 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 			 name);
 		return NULL;
 	}
+	/* uid-N is N's default domain: nobody else may create it first and
+	 * have N's processes land in a context shared with theirs. */
+	long owner = reserved_uid(name);
+	if (owner >= 0 && (uid_t)owner != uid && uid != 0) {
+		snprintf(err, errlen, "domain %s is reserved for uid %ld", name, owner);
+		return NULL;
+	}
 	pthread_mutex_lock(&d->domains_lock);
 	struct xgpu_domain *dom = d->domains;
 	while (dom && strcmp(dom->name, name))
@@ -108,11 +125,19 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 	if (dom && uid != dom->owner_uid && uid != 0) {
 		snprintf(err, errlen, "domain %s belongs to uid %u", name, (unsigned)dom->owner_uid);
 		dom = NULL;
-	} else if (!dom && !atomic_load(&d->stopping)) {
-		dom = domain_create(d, name, uid, err, errlen);
+	} else if (!dom && atomic_load(&d->stopping)) {
+		snprintf(err, errlen, "xgpud is stopping");
+	} else if (!dom && d->ndomains >= d->o.max_domains) {
+		snprintf(err, errlen, "xgpud already serves %u domains", d->o.max_domains);
+	} else if (!dom && uid != 0 && domains_of(d, uid) >= d->o.max_domains_per_uid) {
+		snprintf(err, errlen, "uid %u already owns %u domains", (unsigned)uid,
+			 d->o.max_domains_per_uid);
+	} else if (!dom) {
+		dom = domain_create(d, name, owner >= 0 ? (uid_t)owner : uid, err, errlen);
 		if (dom) {
 			dom->next = d->domains;
 			d->domains = dom;
+			d->ndomains++;
 		}
 	}
 	pthread_mutex_unlock(&d->domains_lock);
@@ -126,23 +151,45 @@ void xgpu_domain_wake(struct xgpu_domain *dom)
 		xlog_err("domain %s: cannot wake its poller: %s", dom->name, strerror(errno));
 }
 
-void xgpu_domain_add_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
+int xgpu_domain_add_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 {
-	atomic_fetch_add(&dom->stats.channels, 1);
-	atomic_fetch_add(&dom->stats.channels_total, 1);
+	int r = 0;
 	pthread_mutex_lock(&dom->incoming_lock);
-	ch->next = dom->incoming;
-	dom->incoming = ch;
+	if (!dom->thread_running) {
+		/* The previous poller found the domain empty and ended; it took
+		 * no lock after saying so, so joining it here is quick. */
+		if (dom->thread_started)
+			pthread_join(dom->thread, NULL);
+		dom->thread_started = false;
+		if (atomic_load(&dom->d->stopping) ||
+		    pthread_create(&dom->thread, NULL, xgpu_poller_main, dom)) {
+			r = -1;
+		} else {
+			dom->thread_started = true;
+			dom->thread_running = true;
+		}
+	}
+	if (!r) {
+		ch->next = dom->incoming;
+		dom->incoming = ch;
+		atomic_fetch_add(&dom->stats.channels, 1);
+		atomic_fetch_add(&dom->stats.channels_total, 1);
+	}
 	pthread_mutex_unlock(&dom->incoming_lock);
-	xgpu_domain_wake(dom);
+	if (!r)
+		xgpu_domain_wake(dom);
+	return r;
 }
 
 void xgpu_domain_stop(struct xgpu_domain *dom)
 {
 	xgpu_domain_wake(dom);
-	if (dom->thread_started)
-		pthread_join(dom->thread, NULL);
+	pthread_mutex_lock(&dom->incoming_lock);
+	bool joinable = dom->thread_started;
 	dom->thread_started = false;
+	pthread_mutex_unlock(&dom->incoming_lock);
+	if (joinable)
+		pthread_join(dom->thread, NULL);
 	xgpu_sched_remove(dom->gpu->sched, &dom->sd);
 	atomic_fetch_sub(&dom->gpu->ndomains, 1);
 }

@@ -8,6 +8,7 @@
  */
 #include "cuerr.h"
 #include "log.h"
+#include "util.h"
 #include "xgpud.h"
 
 #include <cuda_runtime_api.h>
@@ -69,14 +70,7 @@ int xgpu_exec_context(struct xgpu_domain *dom)
 	dom->ctx = ctx;
 	dom->sticky_error = 0;
 	dom->staging_size = STAGING_BYTES;
-	for (int i = 0; i < 2; i++) {
-		if (drv->cuMemAllocHost(&dom->staging[i], dom->staging_size) != CUDA_SUCCESS ||
-		    drv->cuEventCreate(&dom->staging_done[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-			xlog_err("domain %s: cannot allocate pinned staging buffers", dom->name);
-			xgpu_exec_release(dom);
-			return cudaErrorMemoryAllocation;
-		}
-	}
+	dom->nstaging = dom->staging_next = 0;
 	dom->marks = calloc(BUSY_MARKS, sizeof *dom->marks);
 	if (!dom->marks) {
 		xgpu_exec_release(dom);
@@ -104,19 +98,83 @@ void xgpu_exec_release(struct xgpu_domain *dom)
 	free(dom->marks);
 	dom->marks = NULL;
 	dom->marks_cap = dom->marks_count = dom->marks_head = 0;
-	for (int i = 0; i < 2; i++) {
-		if (dom->staging_done[i])
-			drv->cuEventDestroy(dom->staging_done[i]);
-		if (dom->staging[i])
-			drv->cuMemFreeHost(dom->staging[i]);
-		dom->staging_done[i] = NULL;
-		dom->staging[i] = NULL;
+	for (unsigned i = 0; i < dom->nstaging; i++) {
+		drv->cuEventDestroy(dom->staging[i].done);
+		drv->cuMemFreeHost(dom->staging[i].buf);
+		dom->staging[i] = (struct xgpu_staging){NULL, NULL, false};
+	}
+	dom->nstaging = 0;
+	/* Limits die with the context, and so does what they were charged. */
+	for (unsigned i = 0; i < XGPU_ARRAY_SIZE(dom->limit_charge); i++) {
+		atomic_fetch_sub(&dom->stats.mem_bytes, dom->limit_charge[i]);
+		dom->limit_charge[i] = 0;
 	}
 	drv->cuCtxDestroy(dom->ctx);
 	drv->cuCtxSetCurrent(NULL);
 	dom->ctx = NULL;
 	dom->sticky_error = 0;
 	dlog_info(dom, "domain %s: context released", dom->name);
+}
+
+/* A buffer of the pool no queued copy uses and nobody holds, or -1. */
+static int free_staging(struct xgpu_domain *dom)
+{
+	for (unsigned k = 0; k < dom->nstaging; k++) {
+		unsigned i = (dom->staging_next + k) % dom->nstaging;
+		if (!dom->staging[i].held && dom->d->drv.cuEventQuery(dom->staging[i].done) == CUDA_SUCCESS)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* Adds a buffer to the pool; its index, or -1. */
+static int grow_staging(struct xgpu_domain *dom)
+{
+	struct xgpu_driver *drv = &dom->d->drv;
+	if (dom->nstaging == XGPU_STAGING_MAX)
+		return -1;
+	struct xgpu_staging *st = &dom->staging[dom->nstaging];
+	if (drv->cuMemAllocHost(&st->buf, dom->staging_size) != CUDA_SUCCESS)
+		return -1;
+	if (drv->cuEventCreate(&st->done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+		drv->cuMemFreeHost(st->buf);
+		st->buf = NULL;
+		return -1;
+	}
+	return (int)dom->nstaging++;
+}
+
+int xgpu_exec_staging_get(struct xgpu_domain *dom, unsigned *idx)
+{
+	int i = free_staging(dom);
+	/* All busy (copies queued behind other work): another buffer, so a
+	 * copy on one stream does not wait for a different stream's kernels. */
+	if (i < 0)
+		i = grow_staging(dom);
+	/* The pool is full: wait for the oldest buffer nobody holds. */
+	for (unsigned k = 0; i < 0 && k < dom->nstaging; k++) {
+		unsigned j = (dom->staging_next + k) % dom->nstaging;
+		if (dom->staging[j].held)
+			continue;
+		CUresult r = dom->d->drv.cuEventSynchronize(dom->staging[j].done);
+		if (r != CUDA_SUCCESS)
+			return xgpu_exec_check(dom, r, "staging");
+		i = (int)j;
+	}
+	if (i < 0)
+		return cudaErrorMemoryAllocation;
+	dom->staging[i].held = true;
+	dom->staging_next = ((unsigned)i + 1) % dom->nstaging;
+	*idx = (unsigned)i;
+	return cudaSuccess;
+}
+
+int xgpu_exec_staging_put(struct xgpu_domain *dom, unsigned idx, CUstream s, bool queued)
+{
+	dom->staging[idx].held = false;
+	if (!queued)
+		return cudaSuccess;
+	return xgpu_exec_check(dom, dom->d->drv.cuEventRecord(dom->staging[idx].done, s), "staging");
 }
 
 void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark **mark)

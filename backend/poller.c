@@ -1,7 +1,12 @@
 /* poller.c - a domain's accelerator VCPU: one thread that serves all of the
  * domain's channels, executing their calls in order while the domain's GPU
  * scheduler lets it, spinning briefly when work just stopped and otherwise
- * sleeping in epoll on the channels' kicks, their hang-ups and its own wake fd.
+ * sleeping in epoll on the channels' wait fds and its own wake fd.
+ *
+ * The thread exists only while the domain has processes: when the last one
+ * is gone it releases the device context and exits, and the next channel
+ * starts a new one (domain.c), so idle domains hold no thread and no GPU
+ * state, only their statistics.
  */
 #include "log.h"
 #include "scheduler.h"
@@ -15,10 +20,6 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-/* epoll tags: the low bits of the registered pointer say which fd fired. */
-#define TAG_KICK 1u
-#define TAG_EVENT 2u
-#define TAG_MASK 3u
 #define BATCH 16 /* requests served from one channel before looking at the next */
 
 static void take_incoming(struct xgpu_domain *dom)
@@ -30,11 +31,8 @@ static void take_incoming(struct xgpu_domain *dom)
 	while (list) {
 		struct xgpu_channel *ch = list;
 		list = ch->next;
-		struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uintptr_t)ch | TAG_KICK};
-		struct epoll_event hv = {.events = EPOLLIN | EPOLLRDHUP,
-					 .data.u64 = (uintptr_t)ch | TAG_EVENT};
-		if (epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->kick_fd(ch), &ev) < 0 ||
-		    epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->event_fd(ch), &hv) < 0) {
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = ch};
+		if (epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->wait_fd(ch), &ev) < 0) {
 			xlog_err("domain %s: cannot watch channel %u: %s", dom->name, ch->id,
 				 strerror(errno));
 			ch->dead = true;
@@ -56,20 +54,14 @@ static void reap(struct xgpu_domain *dom)
 			continue;
 		}
 		*pp = ch->next;
-		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, ch->ops->kick_fd(ch), NULL);
-		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, ch->ops->event_fd(ch), NULL);
+		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, ch->ops->wait_fd(ch), NULL);
 		xgpu_channel_teardown(ch);
 		any = true;
 	}
 	/* The last process gone: give the device context back, so an idle
 	 * domain holds nothing on the GPU. */
-	if (any && !dom->channels) {
-		pthread_mutex_lock(&dom->incoming_lock);
-		bool more = dom->incoming != NULL;
-		pthread_mutex_unlock(&dom->incoming_lock);
-		if (!more)
-			xgpu_exec_release(dom);
-	}
+	if (any && !dom->channels)
+		xgpu_exec_release(dom);
 }
 
 /* Serves up to BATCH requests of one channel; returns whether any ran. */
@@ -90,13 +82,13 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 			}
 			if (avail == 0)
 				return did;
-			/* One copy out of shared memory: the guest may rewrite
-			 * the slot as soon as we read it. */
 			const uint8_t *shared = xgpu_q_unit(&ch->v.req, ch->v.req.idx);
 			struct xgpu_req_hdr h;
 			memcpy(&h, shared, sizeof h);
-			/* Only the bytes the request uses (usually one cache
-			 * line); the length is checked again in the copy. */
+			/* One copy out of shared memory, of only the bytes the
+			 * request uses (usually one cache line): the guest may
+			 * rewrite the slot as soon as we read it. The length
+			 * is checked against the call table in dispatch. */
 			uint32_t len = h.len <= XGPU_SLOT_ARGS ? h.len : XGPU_SLOT_ARGS;
 			memcpy(ch->pending, &h, sizeof h);
 			memcpy(ch->pending + sizeof h, shared + sizeof h, len);
@@ -140,21 +132,32 @@ static bool runnable(struct xgpu_domain *dom, bool *waiting_for_slot)
 static void handle_events(struct xgpu_domain *dom, struct epoll_event *evs, int n)
 {
 	for (int i = 0; i < n; i++) {
-		if (evs[i].data.u64 == 0) {
+		struct xgpu_channel *ch = evs[i].data.ptr;
+		if (!ch) {
 			uint64_t v;
 			if (read(dom->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
 				xlog_err("domain %s: reading wake fd: %s", dom->name, strerror(errno));
-			continue;
-		}
-		struct xgpu_channel *ch =
-		    (struct xgpu_channel *)(uintptr_t)(evs[i].data.u64 & ~(uint64_t)TAG_MASK);
-		if ((evs[i].data.u64 & TAG_MASK) == TAG_KICK) {
-			ch->ops->drain(ch);
 		} else if (!ch->dead && !ch->ops->service(ch)) {
 			ch->dead = true;
 			ch->dead_reason = "process exited";
 		}
 	}
+}
+
+/* With no channel left and none arriving, the thread ends; domain.c starts
+ * another for the next channel. Returns true when this thread must exit. */
+static bool park(struct xgpu_domain *dom)
+{
+	if (dom->channels)
+		return false;
+	pthread_mutex_lock(&dom->incoming_lock);
+	bool idle = !dom->incoming;
+	if (idle)
+		dom->thread_running = false;
+	pthread_mutex_unlock(&dom->incoming_lock);
+	if (idle)
+		xgpu_sched_idle(dom->gpu->sched, &dom->sd);
+	return idle;
 }
 
 void *xgpu_poller_main(void *arg)
@@ -175,6 +178,8 @@ void *xgpu_poller_main(void *arg)
 			if (!ch->dead)
 				progress |= serve_channel(dom, ch);
 		reap(dom);
+		if (park(dom))
+			return NULL;
 		if (dom->marks_count)
 			xgpu_exec_busy_harvest(dom, false);
 		uint64_t now = xgpu_now_ns();
@@ -222,5 +227,8 @@ void *xgpu_poller_main(void *arg)
 		}
 	reap(dom);
 	xgpu_exec_release(dom);
+	pthread_mutex_lock(&dom->incoming_lock);
+	dom->thread_running = false;
+	pthread_mutex_unlock(&dom->incoming_lock);
 	return NULL;
 }

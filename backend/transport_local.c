@@ -1,11 +1,16 @@
 /* transport_local.c - xgpud's local transport: the listening AF_UNIX
- * SOCK_SEQPACKET socket, the channel handshake, and the per-channel
- * operations over memfd regions, eventfds and the channel socket.
+ * SOCK_SEQPACKET socket, the handshake, and the per-channel operations over
+ * a memfd region and the channel's socket.
  *
  * Everything a client sends is checked before use: the region must be a
  * sealed memfd (so it cannot shrink under our mapping and fault the daemon),
- * the signals must be eventfds, sizes must match, and the client's identity
- * comes from SO_PEERCRED, not from anything it says.
+ * sizes must match, and the client's identity comes from SO_PEERCRED, not
+ * from anything it says. Signals in both directions are one-byte messages on
+ * the channel's socket, sent and received with MSG_DONTWAIT: no file flag a
+ * client can change on a shared descriptor can make the daemon block. New
+ * connections wait in a bounded table, read only when epoll says they are
+ * readable and dropped after a second of silence, so a client that connects
+ * and says nothing holds up nobody.
  */
 #include "transport_local.h"
 
@@ -20,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -27,6 +33,11 @@
 #include <unistd.h>
 
 #define MAX_UNCLAIMED_SEGMENTS 16
+#define MAX_PENDING_CONNECTIONS 256
+#define HELLO_TIMEOUT_NS 1000000000ull
+/* Messages handled per wake-up: a guest that floods its socket costs only
+ * its own poller's time, in bounded slices. */
+#define SERVICE_BUDGET 256
 
 struct seg_pending {
 	uint64_t token, size;
@@ -35,8 +46,6 @@ struct seg_pending {
 
 struct local_be {
 	int sock;
-	int kick_us;   /* the frontend writes, we wait */
-	int kick_peer; /* we write */
 	struct seg_pending pending[MAX_UNCLAIMED_SEGMENTS];
 	int npending;
 };
@@ -48,25 +57,12 @@ static struct local_be *lb(struct xgpu_channel *ch)
 
 static void be_kick(struct xgpu_channel *ch)
 {
-	uint64_t one = 1;
-	if (write(lb(ch)->kick_peer, &one, sizeof one) < 0 && errno != EAGAIN)
-		xlog_debug("domain %s: kick of channel %u failed: %s", ch->dom->name, ch->id,
-			   strerror(errno));
+	static const char kick = 'k';
+	/* A full socket buffer means kicks are already pending. */
+	send(lb(ch)->sock, &kick, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-static void be_drain(struct xgpu_channel *ch)
-{
-	uint64_t v;
-	while (read(lb(ch)->kick_us, &v, sizeof v) > 0)
-		;
-}
-
-static int be_kick_fd(struct xgpu_channel *ch)
-{
-	return lb(ch)->kick_us;
-}
-
-static int be_event_fd(struct xgpu_channel *ch)
+static int be_wait_fd(struct xgpu_channel *ch)
 {
 	return lb(ch)->sock;
 }
@@ -93,14 +89,16 @@ static int check_memfd(int fd, uint64_t size, char *err, size_t errlen)
 static bool be_service(struct xgpu_channel *ch)
 {
 	struct local_be *b = lb(ch);
-	for (;;) {
+	for (int budget = SERVICE_BUDGET; budget > 0; budget--) {
 		struct xgpu_seg_msg msg;
 		int fds[1], nfds = 0;
 		ssize_t n = xgpu_recv_fds(b->sock, &msg, sizeof msg, fds, &nfds, 1, MSG_DONTWAIT);
 		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK;
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 		if (n == 0)
 			return false; /* the process is gone */
+		if (n == 1 && nfds == 0)
+			continue; /* a kick: the caller looks at the rings next */
 		if (n != (ssize_t)sizeof msg || nfds != 1 || msg.magic != XGPU_PROTO_MAGIC ||
 		    b->npending == MAX_UNCLAIMED_SEGMENTS) {
 			xgpu_close_fds(fds, nfds);
@@ -111,38 +109,56 @@ static bool be_service(struct xgpu_channel *ch)
 		}
 		b->pending[b->npending++] = (struct seg_pending){msg.token, msg.size, fds[0]};
 	}
+	return true;
+}
+
+/* Takes the pending segment named token out of the table; -1 if none. */
+static int claim(struct local_be *b, uint64_t token, struct seg_pending *out)
+{
+	for (int i = 0; i < b->npending; i++)
+		if (b->pending[i].token == token) {
+			*out = b->pending[i];
+			b->pending[i] = b->pending[--b->npending];
+			return 0;
+		}
+	return -1;
 }
 
 static int be_import_segment(struct xgpu_channel *ch, uint64_t token, uint64_t size, void **ptr, char *err,
 			     size_t errlen)
 {
 	struct local_be *b = lb(ch);
+	struct seg_pending p;
 	/* The frontend sends the fd before the request that names it, so it
 	 * is in the socket already if we have not read it yet. */
-	be_service(ch);
-	for (int i = 0; i < b->npending; i++) {
-		if (b->pending[i].token != token)
-			continue;
-		struct seg_pending p = b->pending[i];
-		b->pending[i] = b->pending[--b->npending];
-		int r = -1;
-		if (p.size != size)
-			snprintf(err, errlen, "segment announced %llu bytes, request says %llu",
-				 (unsigned long long)p.size, (unsigned long long)size);
-		else if (check_memfd(p.fd, size, err, errlen) == 0) {
-			void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p.fd, 0);
-			if (m == MAP_FAILED)
-				snprintf(err, errlen, "cannot map it: %s", strerror(errno));
-			else {
-				*ptr = m;
-				r = 0;
-			}
-		}
-		close(p.fd);
-		return r;
+	if (claim(b, token, &p) < 0 && (!be_service(ch) || claim(b, token, &p) < 0)) {
+		snprintf(err, errlen, "no segment with that token was shared");
+		return -1;
 	}
-	snprintf(err, errlen, "no segment with that token was shared");
-	return -1;
+	int r = -1;
+	if (p.size != size) {
+		snprintf(err, errlen, "segment announced %llu bytes, request says %llu",
+			 (unsigned long long)p.size, (unsigned long long)size);
+	} else if (check_memfd(p.fd, size, err, errlen) == 0) {
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p.fd, 0);
+		if (m == MAP_FAILED) {
+			snprintf(err, errlen, "cannot map it: %s", strerror(errno));
+		} else {
+			*ptr = m;
+			r = 0;
+		}
+	}
+	close(p.fd);
+	return r;
+}
+
+static void be_drop_segment(struct xgpu_channel *ch, uint64_t token)
+{
+	struct local_be *b = lb(ch);
+	struct seg_pending p;
+	be_service(ch);
+	if (claim(b, token, &p) == 0)
+		close(p.fd);
 }
 
 static void be_release_segment(struct xgpu_channel *ch, void *ptr, uint64_t size)
@@ -155,8 +171,7 @@ static void be_close(struct xgpu_channel *ch)
 	struct local_be *b = lb(ch);
 	for (int i = 0; i < b->npending; i++)
 		close(b->pending[i].fd);
-	int fds[3] = {b->sock, b->kick_us, b->kick_peer};
-	xgpu_close_fds(fds, 3);
+	close(b->sock);
 	if (ch->region)
 		munmap(ch->region, ch->region_size);
 	free(b);
@@ -166,60 +181,15 @@ static void be_close(struct xgpu_channel *ch)
 static const struct xgpu_be_transport_ops local_ops = {
     .name = "local",
     .kick = be_kick,
-    .drain = be_drain,
-    .kick_fd = be_kick_fd,
-    .event_fd = be_event_fd,
+    .wait_fd = be_wait_fd,
     .service = be_service,
     .import_segment = be_import_segment,
+    .drop_segment = be_drop_segment,
     .release_segment = be_release_segment,
     .close = be_close,
 };
 
-/* ---- listening and the handshake ---------------------------------------------- */
-
-int xgpu_local_listen(const char *path, char *err, size_t errlen)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof sa.sun_path) {
-		snprintf(err, errlen, "socket path %s is too long", path);
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	/* A socket file nobody answers on is left from a crash: replace it.
-	 * One somebody answers on belongs to a running xgpud. */
-	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
-		close(probe);
-		close(fd);
-		snprintf(err, errlen, "another xgpud is already listening on %s", path);
-		return -1;
-	}
-	if (probe >= 0)
-		close(probe);
-	unlink(path);
-	/* /run/xgpu may need creating when running as root with defaults. */
-	char dir[sizeof sa.sun_path];
-	snprintf(dir, sizeof dir, "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		mkdir(dir, 0755);
-	}
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 128) < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	/* Any local user may connect: each lands in a domain of its own uid
-	 * unless it names one it owns. */
-	chmod(path, 0666);
-	return fd;
-}
+/* ---- the handshake --------------------------------------------------------- */
 
 static void refuse(int conn, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -237,36 +207,24 @@ static void refuse(int conn, int status, const char *fmt, ...)
 	xgpu_log_limited(&rl, XGPU_LOG_WARN, "refused a client: %s", ack.message);
 }
 
-static bool is_eventfd(int fd)
-{
-	char link[64], target[64];
-	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-	ssize_t n = readlink(link, target, sizeof target - 1);
-	if (n <= 0)
-		return false;
-	target[n] = '\0';
-	return !strcmp(target, "anon_inode:[eventfd]");
-}
-
-/* Returns true when the channel took conn and fds, false when the caller
- * must close them. */
-static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h, int *fds, int nfds,
+/* Returns true when the channel took conn and the region fd, false when the
+ * caller must close them. */
+static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h, int memfd,
 			   const struct ucred *cred)
 {
 	char err[192];
-	if (nfds != 3 || !is_eventfd(fds[1]) || !is_eventfd(fds[2])) {
-		refuse(conn, cudaErrorInvalidValue, "a channel needs a memfd and two eventfds");
+	struct stat st;
+	if (fstat(memfd, &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > XGPU_SHM_MAX_REGION) {
+		refuse(conn, cudaErrorInvalidValue, "channel region refused: %s",
+		       st.st_size > 0 ? "larger than a region may be" : "empty");
 		return false;
 	}
-	struct stat st;
-	if (fstat(fds[0], &st) < 0 || st.st_size <= 0 || (uint64_t)st.st_size > XGPU_SHM_MAX_REGION ||
-	    check_memfd(fds[0], (uint64_t)st.st_size, err, sizeof err) < 0) {
-		refuse(conn, cudaErrorInvalidValue, "channel region refused: %s",
-		       st.st_size > 0 && (uint64_t)st.st_size > XGPU_SHM_MAX_REGION ? "too large" : err);
+	if (check_memfd(memfd, (uint64_t)st.st_size, err, sizeof err) < 0) {
+		refuse(conn, cudaErrorInvalidValue, "channel region refused: %s", err);
 		return false;
 	}
 	size_t size = (size_t)st.st_size;
-	void *region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	void *region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (region == MAP_FAILED) {
 		refuse(conn, cudaErrorMemoryAllocation, "cannot map the channel region: %s", strerror(errno));
 		return false;
@@ -295,11 +253,6 @@ static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h
 		goto fail;
 	}
 	b->sock = conn;
-	b->kick_us = fds[1];
-	b->kick_peer = fds[2];
-	fcntl(b->kick_us, F_SETFL, O_NONBLOCK);
-	fcntl(b->kick_peer, F_SETFL, O_NONBLOCK);
-	close(fds[0]);
 	ch->dom = dom;
 	ch->id = atomic_fetch_add(&d->next_channel_id, 1) + 1;
 	ch->task = h->task;
@@ -317,13 +270,15 @@ static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h
 				     .device_count = 1};
 	if (send(conn, &ack, sizeof ack, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof ack) {
 		dlog_warn(dom, "domain %s: pid %d left during the handshake", dom->name, (int)cred->pid);
-		be_close(ch);
-		free(ch);
-		return true;
+		goto fail;
 	}
+	if (xgpu_domain_add_channel(dom, ch) < 0) {
+		dlog_warn(dom, "domain %s: no poller thread for pid %d's channel", dom->name, (int)cred->pid);
+		goto fail;
+	}
+	close(memfd);
 	dlog_info(dom, "domain %s: channel %u opened by pid %d (uid %u, task %u, runtime %d)", dom->name,
 		  ch->id, (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
-	xgpu_domain_add_channel(dom, ch);
 	return true;
 fail:
 	munmap(region, size);
@@ -332,53 +287,188 @@ fail:
 	return false;
 }
 
-void xgpu_local_accept(struct xgpud *d, int lfd)
+/* A connection that sent its hello: a channel, a control request, or junk. */
+static void handshake(struct xgpud *d, int conn)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof cred;
+	struct xgpu_hello h;
+	int fds[XGPU_MAX_PASSED_FDS], nfds = 0;
+	memset(&h, 0, sizeof h);
+	ssize_t n = xgpu_recv_fds(conn, &h, sizeof h, fds, &nfds, 1, MSG_DONTWAIT);
+	if (n < 0 || getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+		xgpu_close_fds(fds, nfds);
+		close(conn);
+		return;
+	}
+	bool kept = false;
+	if (n < 8 || h.magic != XGPU_PROTO_MAGIC) {
+		refuse(conn, cudaErrorInvalidValue, "pid %d sent no xgpu handshake", (int)cred.pid);
+	} else if (h.version != XGPU_PROTO_VERSION) {
+		refuse(conn, cudaErrorInsufficientDriver,
+		       "protocol version mismatch: client (pid %d) speaks xgpu protocol %u, xgpud speaks %u",
+		       (int)cred.pid, h.version, XGPU_PROTO_VERSION);
+	} else if (n != (ssize_t)sizeof h) {
+		refuse(conn, cudaErrorInvalidValue, "pid %d sent a malformed handshake", (int)cred.pid);
+	} else if (h.kind == XGPU_CONN_CONTROL && nfds == 0) {
+		xgpu_control_spawn(d, conn, cred.uid);
+		kept = true;
+	} else if (h.kind == XGPU_CONN_CHANNEL && nfds == 1) {
+		kept = accept_channel(d, conn, &h, fds[0], &cred);
+		if (kept)
+			nfds = 0; /* accept_channel closed the region fd */
+	} else {
+		refuse(conn, cudaErrorInvalidValue, "pid %d asked for connection kind %u with %d descriptors",
+		       (int)cred.pid, h.kind, nfds);
+	}
+	xgpu_close_fds(fds, nfds);
+	if (!kept)
+		close(conn);
+}
+
+/* ---- listening --------------------------------------------------------------- */
+
+struct pending_conn {
+	int fd; /* -1: free */
+	uint64_t deadline_ns;
+};
+
+struct xgpu_local_listener {
+	int fd;
+	int epfd;
+	struct pending_conn pending[MAX_PENDING_CONNECTIONS];
+	struct xgpu_ratelimit full_rl;
+};
+
+struct xgpu_local_listener *xgpu_local_listen(const char *path, int epfd, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof sa.sun_path) {
+		snprintf(err, errlen, "socket path %s is too long", path);
+		return NULL;
+	}
+	strcpy(sa.sun_path, path);
+	/* A socket file nobody answers on is left from a crash: replace it.
+	 * One somebody answers on belongs to a running xgpud. */
+	int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
+		close(probe);
+		snprintf(err, errlen, "another xgpud is already listening on %s", path);
+		return NULL;
+	}
+	if (probe >= 0)
+		close(probe);
+	struct xgpu_local_listener *l = calloc(1, sizeof *l);
+	if (!l) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	for (int i = 0; i < MAX_PENDING_CONNECTIONS; i++)
+		l->pending[i].fd = -1;
+	xgpu_ratelimit_init(&l->full_rl, 10, 10000);
+	l->epfd = epfd;
+	l->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	unlink(path);
+	/* /run/xgpu may need creating when running as root with defaults. */
+	char dir[sizeof sa.sun_path];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+	}
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = l};
+	if (l->fd < 0 || bind(l->fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(l->fd, 128) < 0 ||
+	    epoll_ctl(epfd, EPOLL_CTL_ADD, l->fd, &ev) < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		if (l->fd >= 0)
+			close(l->fd);
+		pthread_mutex_destroy(&l->full_rl.lock);
+		free(l);
+		return NULL;
+	}
+	/* Any local user may connect: each lands in a domain of its own uid
+	 * unless it names one it may join. */
+	chmod(path, 0666);
+	return l;
+}
+
+bool xgpu_local_owns(const struct xgpu_local_listener *l, const void *ptr)
+{
+	const char *p = ptr;
+	return ptr == l ||
+	       (p >= (const char *)l->pending && p < (const char *)(l->pending + MAX_PENDING_CONNECTIONS));
+}
+
+static void forget(struct xgpu_local_listener *l, struct pending_conn *pc)
+{
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, pc->fd, NULL);
+	pc->fd = -1;
+}
+
+static void accept_all(struct xgpu_local_listener *l)
 {
 	for (;;) {
-		int conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		int conn = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (conn < 0) {
 			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 				xlog_err("accept: %s", strerror(errno));
 			return;
 		}
-		/* A client that connects and says nothing must not hold up the
-		 * main thread for long; honest clients send their hello at once. */
-		struct timeval tv = {0, 500000};
-		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-		struct ucred cred;
-		socklen_t cl = sizeof cred;
-		struct xgpu_hello h;
-		int fds[XGPU_MAX_PASSED_FDS], nfds = 0;
-		memset(&h, 0, sizeof h);
-		ssize_t n = xgpu_recv_fds(conn, &h, sizeof h, fds, &nfds, 3, 0);
-		if (n < 0 || getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-			xgpu_close_fds(fds, nfds);
+		struct pending_conn *free_slot = NULL;
+		for (int i = 0; i < MAX_PENDING_CONNECTIONS && !free_slot; i++)
+			if (l->pending[i].fd < 0)
+				free_slot = &l->pending[i];
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = free_slot};
+		if (!free_slot || epoll_ctl(l->epfd, EPOLL_CTL_ADD, conn, &ev) < 0) {
+			xgpu_log_limited(&l->full_rl, XGPU_LOG_WARN,
+					 "%d connections are waiting to say hello; refusing more",
+					 MAX_PENDING_CONNECTIONS);
 			close(conn);
 			continue;
 		}
-		bool kept = false;
-		if (n < 8 || h.magic != XGPU_PROTO_MAGIC) {
-			refuse(conn, cudaErrorInvalidValue, "pid %d sent no xgpu handshake", (int)cred.pid);
-		} else if (h.version != XGPU_PROTO_VERSION) {
-			refuse(conn, cudaErrorInsufficientDriver,
-			       "protocol version mismatch: client (pid %d) speaks xgpu protocol %u, xgpud "
-			       "speaks %u",
-			       (int)cred.pid, h.version, XGPU_PROTO_VERSION);
-		} else if (n != (ssize_t)sizeof h) {
-			refuse(conn, cudaErrorInvalidValue, "pid %d sent a malformed handshake",
-			       (int)cred.pid);
-		} else if (h.kind == XGPU_CONN_CONTROL && nfds == 0) {
-			xgpu_control_serve(d, conn, cred.uid);
-			continue; /* it closed conn */
-		} else if (h.kind == XGPU_CONN_CHANNEL) {
-			kept = accept_channel(d, conn, &h, fds, nfds, &cred);
-		} else {
-			refuse(conn, cudaErrorInvalidValue, "pid %d asked for connection kind %u",
-			       (int)cred.pid, h.kind);
-		}
-		if (!kept) {
-			xgpu_close_fds(fds, nfds);
-			close(conn);
+		free_slot->fd = conn;
+		free_slot->deadline_ns = xgpu_now_ns() + HELLO_TIMEOUT_NS;
+	}
+}
+
+void xgpu_local_event(struct xgpud *d, struct xgpu_local_listener *l, void *ptr)
+{
+	if (ptr == l) {
+		accept_all(l);
+		return;
+	}
+	struct pending_conn *pc = ptr;
+	if (pc->fd < 0)
+		return;
+	int conn = pc->fd;
+	forget(l, pc);
+	handshake(d, conn);
+}
+
+void xgpu_local_expire(struct xgpu_local_listener *l)
+{
+	uint64_t now = xgpu_now_ns();
+	for (int i = 0; i < MAX_PENDING_CONNECTIONS; i++) {
+		struct pending_conn *pc = &l->pending[i];
+		if (pc->fd >= 0 && now > pc->deadline_ns) {
+			int fd = pc->fd;
+			forget(l, pc);
+			close(fd);
 		}
 	}
+}
+
+void xgpu_local_close(struct xgpu_local_listener *l)
+{
+	for (int i = 0; i < MAX_PENDING_CONNECTIONS; i++)
+		if (l->pending[i].fd >= 0) {
+			int fd = l->pending[i].fd;
+			forget(l, &l->pending[i]);
+			close(fd);
+		}
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, l->fd, NULL);
+	close(l->fd);
+	pthread_mutex_destroy(&l->full_rl.lock);
+	free(l);
 }

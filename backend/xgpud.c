@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -42,7 +43,10 @@ static void usage(FILE *f)
 		"  --spin-us N             pollers spin this long before sleeping (default 50)\n"
 		"  --stall-timeout S       close a channel whose guest stalls a transfer this long\n"
 		"                          (default 60)\n"
-		"  --max-channels N        channels per domain (default 256)\n"
+		"  --max-channels N        channels (processes) per domain (default 256)\n"
+		"  --max-domains N         domains in all (default 1024)\n"
+		"  --max-domains-per-user N  domains one user other than root may own (default 16)\n"
+		"  --pinned-limit SIZE     pinned host memory (cudaMallocHost) per domain (default 16G)\n"
 		"  --log-level LEVEL       error, warn, info or debug (default info)\n"
 		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
 		"  --foreground            stay in the foreground\n"
@@ -65,6 +69,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_SPIN,
 		O_STALL,
 		O_MAXCH,
+		O_MAXDOM,
+		O_MAXDOMUID,
+		O_PINNED,
 		O_LOGLEVEL,
 		O_LOGFILE,
 		O_FG,
@@ -84,6 +91,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"spin-us", required_argument, 0, O_SPIN},
 	    {"stall-timeout", required_argument, 0, O_STALL},
 	    {"max-channels", required_argument, 0, O_MAXCH},
+	    {"max-domains", required_argument, 0, O_MAXDOM},
+	    {"max-domains-per-user", required_argument, 0, O_MAXDOMUID},
+	    {"pinned-limit", required_argument, 0, O_PINNED},
 	    {"log-level", required_argument, 0, O_LOGLEVEL},
 	    {"log-file", required_argument, 0, O_LOGFILE},
 	    {"foreground", no_argument, 0, O_FG},
@@ -154,6 +164,27 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			}
 			o->max_channels_per_domain = (unsigned)v;
 			break;
+		case O_MAXDOM:
+			if (xgpu_parse_long(optarg, 1, 65536, &v) < 0) {
+				fprintf(stderr, "xgpud: --max-domains %s: need 1 to 65536\n", optarg);
+				return -1;
+			}
+			o->max_domains = (unsigned)v;
+			break;
+		case O_MAXDOMUID:
+			if (xgpu_parse_long(optarg, 1, 65536, &v) < 0) {
+				fprintf(stderr, "xgpud: --max-domains-per-user %s: need 1 to 65536\n",
+					optarg);
+				return -1;
+			}
+			o->max_domains_per_uid = (unsigned)v;
+			break;
+		case O_PINNED:
+			if (xgpu_parse_size(optarg, &o->pinned_limit) < 0 || o->pinned_limit == 0) {
+				fprintf(stderr, "xgpud: --pinned-limit %s: need a size such as 4G\n", optarg);
+				return -1;
+			}
+			break;
 		case O_LOGLEVEL:
 			if ((o->log_level = xgpu_log_parse_level(optarg)) < 0) {
 				fprintf(stderr, "xgpud: --log-level %s: need error, warn, info or debug\n",
@@ -185,6 +216,18 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	return 0;
 }
 
+/* Each channel holds a socket and each domain an epoll and an eventfd; the
+ * common soft limit of 1024 descriptors would cap a busy host long before the
+ * configured limits do. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static bool in_xen_dom0(void)
 {
 	FILE *f = fopen("/proc/xen/capabilities", "r");
@@ -206,6 +249,9 @@ int main(int argc, char **argv)
 	    .spin_ns = 50000,
 	    .stall_timeout_s = 60,
 	    .max_channels_per_domain = 256,
+	    .max_domains_per_uid = 16,
+	    .max_domains = 1024,
+	    .pinned_limit = 16ull << 30,
 	};
 	if (parse_opts(argc, argv, &d.o) < 0)
 		return 2;
@@ -238,10 +284,12 @@ int main(int argc, char **argv)
 	xgpu_log_init("xgpud", (enum xgpu_log_level)d.o.log_level, false);
 
 	char pathbuf[256], err[768];
+	raise_fd_limit();
+	int ep = epoll_create1(EPOLL_CLOEXEC);
 	const char *path = xgpu_socket_path(d.o.socket_path, pathbuf, sizeof pathbuf);
-	int lfd = xgpu_local_listen(path, err, sizeof err);
-	if (lfd < 0) {
-		xlog_err("%s", err);
+	struct xgpu_local_listener *listener = ep >= 0 ? xgpu_local_listen(path, ep, err, sizeof err) : NULL;
+	if (!listener) {
+		xlog_err("%s", ep >= 0 ? err : "cannot create the main loop's epoll");
 		return 1;
 	}
 	if (!d.o.foreground) {
@@ -254,7 +302,7 @@ int main(int argc, char **argv)
 	}
 	if (xgpud_init(&d, err, sizeof err) < 0) {
 		xlog_err("%s", err);
-		close(lfd);
+		xgpu_local_close(listener);
 		unlink(path);
 		xgpud_shutdown(&d);
 		return 1;
@@ -262,36 +310,36 @@ int main(int argc, char **argv)
 	xlog_info("listening on %s (local transport)", path);
 
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	int ep = epoll_create1(EPOLL_CLOEXEC);
-	struct epoll_event le = {.events = EPOLLIN, .data.fd = lfd}, se = {.events = EPOLLIN, .data.fd = sfd};
-	if (sfd < 0 || ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &le) < 0 ||
-	    epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &se) < 0) {
+	struct epoll_event se = {.events = EPOLLIN, .data.ptr = &sfd};
+	if (sfd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &se) < 0) {
 		xlog_err("cannot set up the main loop: %s", strerror(errno));
 		return 1;
 	}
-	for (;;) {
-		struct epoll_event ev[4];
-		int n = epoll_wait(ep, ev, 4, -1);
+	for (bool stop = false; !stop;) {
+		struct epoll_event ev[16];
+		/* Wake at least every 250 ms to drop connections that never
+		 * said hello. */
+		int n = epoll_wait(ep, ev, 16, 250);
 		if (n < 0 && errno != EINTR) {
 			xlog_err("epoll_wait: %s", strerror(errno));
 			break;
 		}
-		bool stop = false;
 		for (int i = 0; i < n; i++) {
-			if (ev[i].data.fd == lfd) {
-				xgpu_local_accept(&d, lfd);
-			} else {
+			if (ev[i].data.ptr == &sfd) {
 				struct signalfd_siginfo si;
 				if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
 					xlog_info("signal %u: stopping", si.ssi_signo);
 				stop = true;
+			} else if (xgpu_local_owns(listener, ev[i].data.ptr)) {
+				xgpu_local_event(&d, listener, ev[i].data.ptr);
 			}
 		}
-		if (stop)
-			break;
+		xgpu_local_expire(listener);
 	}
-	close(lfd);
+	xgpu_local_close(listener);
 	unlink(path);
+	atomic_store(&d.stopping, true);
+	xgpu_control_drain();
 	xgpud_shutdown(&d);
 	close(ep);
 	close(sfd);

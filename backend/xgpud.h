@@ -45,6 +45,9 @@ struct xgpud_opts {
 	uint64_t spin_ns;   /* pollers spin this long before sleeping */
 	unsigned stall_timeout_s;
 	unsigned max_channels_per_domain;
+	unsigned max_domains_per_uid; /* for users other than root */
+	unsigned max_domains;
+	uint64_t pinned_limit; /* host segments per domain, bytes */
 };
 
 /* ---- GPUs ------------------------------------------------------------- */
@@ -72,6 +75,7 @@ struct xgpu_obj {
 		struct {
 			CUmodule mod;
 			struct xgpu_fatbin_info info;
+			uint64_t charge; /* its variables' device memory, in mem_bytes */
 		} module;
 		struct {
 			CUfunction fn;
@@ -163,18 +167,20 @@ struct xgpu_sched_dom {
 struct xgpu_channel;
 struct xgpu_be_transport_ops {
 	const char *name;
-	void (*kick)(struct xgpu_channel *ch);  /* signal the frontend */
-	void (*drain)(struct xgpu_channel *ch); /* consume kicks we received */
-	/* The fds that wake the poller for this channel: kicks, and hang-up or
-	 * out-of-band messages. */
-	int (*kick_fd)(struct xgpu_channel *ch);
-	int (*event_fd)(struct xgpu_channel *ch);
-	/* event_fd fired: read out-of-band messages; false once the guest's end
-	 * is gone. */
+	void (*kick)(struct xgpu_channel *ch); /* signal the frontend; never blocks */
+	/* The one fd that becomes readable when the guest kicks, sends an
+	 * out-of-band message or goes away. */
+	int (*wait_fd)(struct xgpu_channel *ch);
+	/* wait_fd fired: consume kicks and out-of-band messages without ever
+	 * blocking (whatever the guest did to shared descriptors); false once
+	 * the guest's end is gone or it broke the transport's rules. */
 	bool (*service)(struct xgpu_channel *ch);
 	/* Maps the host segment the guest shared as token, exactly size bytes. */
 	int (*import_segment)(struct xgpu_channel *ch, uint64_t token, uint64_t size, void **ptr, char *err,
 			      size_t errlen);
+	/* Forgets a shared segment that will not be imported (its request was
+	 * refused), so its resources do not linger. */
+	void (*drop_segment)(struct xgpu_channel *ch, uint64_t token);
 	void (*release_segment)(struct xgpu_channel *ch, void *ptr, uint64_t size);
 	void (*close)(struct xgpu_channel *ch);
 };
@@ -201,6 +207,8 @@ struct xgpu_channel {
 };
 
 /* ---- domains ------------------------------------------------------------ */
+#define XGPU_STAGING_MAX 8
+
 struct xgpu_busy_mark {
 	CUevent start, end;
 };
@@ -216,7 +224,8 @@ struct xgpu_domain {
 	double sla;
 
 	pthread_t thread;
-	bool thread_started;
+	bool thread_started; /* joinable: started and not joined yet */
+	bool thread_running; /* serving channels (incoming_lock) */
 	int epfd;
 	int wake_fd; /* eventfd: new channel, slot granted, shutdown */
 	pthread_mutex_t incoming_lock;
@@ -228,9 +237,15 @@ struct xgpu_domain {
 	int sticky_error; /* cudaError_t that broke the context, 0 if fine */
 	struct xgpu_objtab objs;
 	struct xgpu_memmap mem;
-	void *staging[2];
-	CUevent staging_done[2];
+	struct xgpu_staging {
+		void *buf;
+		CUevent done; /* recorded after the last copy that used buf */
+		bool held;    /* handed out and not yet put back */
+	} staging[XGPU_STAGING_MAX];
+	unsigned nstaging, staging_next;
 	size_t staging_size;
+	uint64_t pinned_bytes;        /* host segments mapped for the domain */
+	uint64_t limit_charge[4];     /* device memory charged for the heap, printf FIFO, stacks, launches */
 	struct xgpu_busy_mark *marks; /* ring of in-flight busy measurements */
 	uint32_t marks_cap, marks_head, marks_count;
 
@@ -256,6 +271,7 @@ struct xgpud {
 	const struct xgpu_policy_ops *policy;
 	pthread_mutex_t domains_lock;
 	struct xgpu_domain *domains;
+	uint32_t ndomains;
 	uint32_t next_domid;
 	_Atomic uint32_t next_channel_id;
 	_Atomic bool stopping;
@@ -267,11 +283,14 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen);
 void xgpud_shutdown(struct xgpud *d);
 
 /* domain.c */
-/* Finds the domain named name, creating it (and its poller) if needed.
- * Returns NULL with a reason in err if uid may not join it. */
+/* Finds the domain named name, creating it if needed. Names of the form
+ * uid-N belong to uid N alone; other names to the uid that created them
+ * (root may join any domain by name). Returns NULL with a reason in err if
+ * uid may not join or create it. */
 struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen);
-/* Hands a new channel to its domain's poller. */
-void xgpu_domain_add_channel(struct xgpu_domain *dom, struct xgpu_channel *ch);
+/* Hands a new channel to its domain's poller, starting the poller if the
+ * domain had none. Returns -1 if no thread could be started. */
+int xgpu_domain_add_channel(struct xgpu_domain *dom, struct xgpu_channel *ch);
 void xgpu_domain_wake(struct xgpu_domain *dom);
 void xgpu_domain_stop(struct xgpu_domain *dom);
 void xgpu_domain_free(struct xgpu_domain *dom);
@@ -290,7 +309,14 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot);
 bool xgpu_dispatch_exempt(const uint8_t *slot);
 
 /* exec.c: the executor, a CUDA driver API client (poller thread). */
-int xgpu_exec_context(struct xgpu_domain *dom);  /* creates lazily; cudaError_t */
+int xgpu_exec_context(struct xgpu_domain *dom); /* creates lazily; cudaError_t */
+/* A pinned staging buffer that no queued copy uses and nobody holds,
+ * growing the pool or waiting for the oldest use when all are busy;
+ * cudaError_t. The buffer is held until put back. */
+int xgpu_exec_staging_get(struct xgpu_domain *dom, unsigned *idx);
+/* Puts buffer idx back; if s is not NULL, a copy just queued on s still uses
+ * it until that copy completes. */
+int xgpu_exec_staging_put(struct xgpu_domain *dom, unsigned idx, CUstream s, bool queued);
 void xgpu_exec_release(struct xgpu_domain *dom); /* destroys the context and staging */
 int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what); /* maps, records stickiness */
 void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark **mark);
@@ -298,8 +324,12 @@ void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_ma
 void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all);
 
 /* control.c */
-/* Renders the stats object of BRIEF section 4; caller frees. */
-char *xgpu_control_stats_json(struct xgpud *d);
-void xgpu_control_serve(struct xgpud *d, int conn, uid_t uid);
+/* Renders the stats object of BRIEF section 4 as viewer may see it; caller
+ * frees. */
+char *xgpu_control_stats_json(struct xgpud *d, uid_t viewer);
+/* Answers a control request on conn (which it takes) on a thread of its own. */
+void xgpu_control_spawn(struct xgpud *d, int conn, uid_t uid);
+/* Waits for control threads still answering (at shutdown). */
+void xgpu_control_drain(void);
 
 #endif

@@ -1,6 +1,7 @@
 /* fatbin.c - the fatbin parser (see fatbin.h): walks the container, inflates
  * compressed entries (zstd or LZ4), reads kernel parameter layouts from the
- * cubins' .nv.info sections and, for kernels no cubin describes, from PTX.
+ * cubins' .nv.info sections and, for kernels no cubin describes, from PTX,
+ * and bounds the device memory the module's variables need.
  *
  * Layout facts below were established with nvcc 13.0 by dumping fatbins built
  * with every -Xfatbin -compress-mode and with several architectures; the
@@ -22,6 +23,7 @@
  * none nothing; only the first compressed size bytes of a payload are data.
  */
 #include "fatbin.h"
+#include "proto.h"
 
 #include <lz4.h>
 #include <zstd.h>
@@ -43,6 +45,10 @@
 #define EM_CUDA 190u
 #define SHT_SYMTAB 2u
 #define SHT_NOBITS 8u
+#define SHT_SYMTAB_SHNDX 18u
+#define SHT_CUDA_MERC_SYMTAB 0x70000085u /* .nv.merc.symtab of sm_100+ cubins */
+#define SHF_ALLOC 0x2u
+#define SHN_COMMON 0xfff2u
 #define STT_FUNC 2u
 #define STO_CUDA_ENTRY 0x10u /* st_other bit of kernel entry symbols */
 #define SHN_XINDEX 0xffffu
@@ -62,6 +68,13 @@
  * 32764 bytes; names may be long (templates) but not unboundedly so in sum. */
 #define PARAM_BUF_MAX (1u << 20)
 #define NAME_BYTES_MAX ((size_t)64 << 20)
+/* Symbol tables (and their extended index tables) per cubin: nvcc writes
+ * one, sm_100+ cubins a second (.nv.merc.symtab). Each may span the whole
+ * image, so they are capped to keep reading them cheap. */
+#define SYMTABS_MAX 4u
+
+_Static_assert(XGPU_FATBIN_MAX_INFLATED == 2ull * XGPU_MAX_MODULE_BYTES,
+	       "fatbin.h documents the inflation budget as twice the module cap");
 
 /* printf arguments for a name that need not be NUL-terminated. */
 #define NAME_ARG(s, len) (int)((len) < 200 ? (len) : 200), (s)
@@ -81,6 +94,18 @@ static uint64_t ld64(const uint8_t *p)
 	return (uint64_t)ld32(p) | ((uint64_t)ld32(p + 4) << 32);
 }
 
+/* Sizes from the input are hostile: sums and products saturate, so that a
+ * bound computed from them stays a bound. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 /* ---- result table --------------------------------------------------------- */
 
 struct ctx {
@@ -89,6 +114,8 @@ struct ctx {
 	uint32_t *hash; /* index + 1 into k, 0 = empty; open addressing */
 	uint32_t hcap;  /* power of two */
 	size_t name_bytes;
+	uint64_t inflated;     /* bytes inflated so far, see XGPU_FATBIN_MAX_INFLATED */
+	uint64_t global_bytes; /* see struct xgpu_fatbin_info */
 	char *err;
 	size_t errlen;
 };
@@ -168,7 +195,10 @@ static int ctx_add(struct ctx *c, const char *name, size_t len, struct xgpu_kpar
 		return 0;
 	}
 	int rc = 0;
-	if (c->n >= XGPU_FATBIN_MAX_KERNELS)
+	if (len > XGPU_FATBIN_MAX_NAME)
+		rc = fail(c, "kernel name %.*s... longer than %u bytes", NAME_ARG(name, len),
+			  XGPU_FATBIN_MAX_NAME);
+	else if (c->n >= XGPU_FATBIN_MAX_KERNELS)
 		rc = fail(c, "more than %u kernels", XGPU_FATBIN_MAX_KERNELS);
 	else if (len > NAME_BYTES_MAX - c->name_bytes)
 		rc = fail(c, "kernel names too long in sum");
@@ -212,7 +242,7 @@ struct elf {
 
 struct shdr {
 	uint32_t name, type;
-	uint64_t offset, size;
+	uint64_t flags, offset, size;
 	uint32_t link;
 	uint64_t entsize;
 };
@@ -222,6 +252,7 @@ static void elf_shdr(const struct elf *e, uint32_t i, struct shdr *s)
 	const uint8_t *p = e->d + e->shoff + (uint64_t)i * e->shentsize;
 	s->name = ld32(p);
 	s->type = ld32(p + 4);
+	s->flags = ld64(p + 8);
 	s->offset = ld64(p + 24);
 	s->size = ld64(p + 32);
 	s->link = ld32(p + 40);
@@ -237,17 +268,167 @@ static const uint8_t *sec_data(const struct elf *e, const struct shdr *s, size_t
 	return e->d + s->offset;
 }
 
-/* A NUL-terminated string at off inside a string table, or NULL. */
-static const char *str_at(const uint8_t *tab, size_t tablen, uint64_t off, size_t *len)
+/* Whether the name at off in a string table starts with the n bytes of pfx
+ * (n may count pfx's NUL, to match a whole name). Reads n bytes at most, so
+ * that looking at a section costs the same however long its name is. */
+static bool name_starts(const uint8_t *tab, size_t tablen, uint64_t off, const char *pfx, size_t n)
+{
+	return tab && off < tablen && tablen - off >= n && memcmp(tab + off, pfx, n) == 0;
+}
+
+/* The NUL-terminated name at off in a string table, looking at no more than
+ * XGPU_FATBIN_MAX_NAME + 1 bytes. Returns 1 with it, 0 if there is none (off
+ * outside the table, no NUL before its end), -1 if it is too long. */
+static int name_at(const uint8_t *tab, size_t tablen, uint64_t off, const char **s, size_t *len)
 {
 	if (!tab || off >= tablen)
-		return NULL;
-	const uint8_t *nul = memchr(tab + off, 0, tablen - off);
+		return 0;
+	size_t avail = tablen - (size_t)off;
+	size_t scan = avail <= XGPU_FATBIN_MAX_NAME ? avail : (size_t)XGPU_FATBIN_MAX_NAME + 1;
+	const uint8_t *nul = memchr(tab + off, 0, scan);
 	if (!nul)
-		return NULL;
+		return avail > XGPU_FATBIN_MAX_NAME ? -1 : 0;
+	*s = (const char *)tab + off;
 	*len = (size_t)(nul - (tab + off));
-	return (const char *)tab + off;
+	return 1;
 }
+
+/* ---- device variables ---- */
+
+/* What a section is to the device memory a cubin's variables take. Cubins
+ * for sm_100+ also carry "mercury" copies of the initialised data and the
+ * constant banks (.nv.merc.nv.global.init, .nv.merc.nv.constant.user,
+ * .nv.merc.nv.constant.pic), at the very file offsets of .nv.global.init,
+ * .nv.constant3 and .nv.constant4, for the driver to finalise the code
+ * again; both sets place uninitialised variables in .nv.global. So a cubin
+ * needs BOTH + max(SASS, MERC) bytes, not the sum, which would charge its
+ * initialised data twice. */
+enum { VS_NONE, VS_BOTH, VS_SASS, VS_MERC };
+
+static int var_class(const uint8_t *shstr, size_t shstr_len, const struct shdr *s)
+{
+#define STARTS(pfx) name_starts(shstr, shstr_len, s->name, pfx, sizeof(pfx) - 1)
+	if (name_starts(shstr, shstr_len, s->name, ".nv.global", sizeof(".nv.global")))
+		return VS_BOTH; /* uninitialised: NOBITS, costs the image nothing */
+	/* .nv.global.init; the module's constant banks: .nv.constant3
+	 * (__constant__ variables), .nv.constant4 (the addresses of variables),
+	 * .nv.constant2.<kernel> (the compiler's constants before sm_80). Not
+	 * .nv.constant0.<kernel>, a kernel's parameter bank, which the driver
+	 * fills at each launch. */
+	if (STARTS(".nv.global.") || (STARTS(".nv.constant") && !STARTS(".nv.constant0.")))
+		return VS_SASS;
+	if (STARTS(".nv.merc.nv.global") ||
+	    (STARTS(".nv.merc.nv.constant") && !STARTS(".nv.merc.nv.constant0.")))
+		return VS_MERC;
+	/* Memory the image does not carry, under a name nvcc does not use:
+	 * assume the driver backs it, unless it is on-chip shared memory. */
+	if (s->type == SHT_NOBITS && (s->flags & SHF_ALLOC) && !STARTS(".nv.shared."))
+		return VS_BOTH;
+	return VS_NONE;
+#undef STARTS
+}
+
+struct vsec {
+	uint32_t cls;
+	uint64_t size;
+};
+
+/* The device memory one cubin's variables need (see struct
+ * xgpu_fatbin_info). A section counts as large as the furthest end of the
+ * symbols placed in it where that is beyond its size: ptxas keeps section
+ * sizes to 32 bits (nvcc 13 gives `__device__ char a[1ull << 32]` a
+ * .nv.global of a few bytes) but symbol sizes to 64, and the driver may go
+ * by either. Common symbols count too, in case the driver allocates them. */
+static int elf_globals(struct ctx *c, const struct elf *e, const uint8_t *shstr, size_t shstr_len,
+		       uint64_t *out)
+{
+	struct shdr sh;
+	uint32_t nv = 0, nsymtab = 0, nxtab = 0, symtab[SYMTABS_MAX], xtab[SYMTABS_MAX];
+	for (uint32_t i = 0; i < e->shnum; i++) {
+		elf_shdr(e, i, &sh);
+		if (var_class(shstr, shstr_len, &sh) != VS_NONE)
+			nv++;
+		/* A cap, so that pairing the tables below stays cheap. */
+		if ((sh.type == SHT_SYMTAB || sh.type == SHT_CUDA_MERC_SYMTAB) && nsymtab++ == SYMTABS_MAX)
+			return fail(c, "ELF has more than %u symbol tables", SYMTABS_MAX);
+		if (sh.type == SHT_SYMTAB_SHNDX && nxtab++ == SYMTABS_MAX)
+			return fail(c, "ELF has more than %u extended index tables", SYMTABS_MAX);
+	}
+	/* The variable sections, and for each section its index + 1 in them
+	 * (0: none), so that placing a symbol costs the same however many
+	 * sections a hostile cubin has. */
+	struct vsec *vs = calloc(nv ? nv : 1, sizeof(*vs));
+	uint32_t *slot = calloc(e->shnum, sizeof(*slot));
+	if (!vs || !slot) {
+		free(vs);
+		free(slot);
+		return fail(c, "out of memory");
+	}
+	nv = nsymtab = nxtab = 0;
+	for (uint32_t i = 0; i < e->shnum; i++) {
+		elf_shdr(e, i, &sh);
+		int cls = var_class(shstr, shstr_len, &sh);
+		if (cls != VS_NONE) {
+			vs[nv++] = (struct vsec){(uint32_t)cls, sh.size};
+			slot[i] = nv;
+		}
+		if (sh.type == SHT_SYMTAB || sh.type == SHT_CUDA_MERC_SYMTAB)
+			symtab[nsymtab++] = i;
+		if (sh.type == SHT_SYMTAB_SHNDX)
+			xtab[nxtab++] = i;
+	}
+	uint64_t common = 0;
+	for (uint32_t t = 0; t < nsymtab; t++) {
+		size_t len, xlen = 0;
+		elf_shdr(e, symtab[t], &sh);
+		const uint8_t *sym = sec_data(e, &sh, &len), *xi = NULL;
+		uint64_t entsize = sh.entsize;
+		if (!sym || entsize < 24) {
+			free(vs);
+			free(slot);
+			return fail(c, "ELF symbol table malformed");
+		}
+		/* Section indexes past 0xff00 live in a table of their own. */
+		for (uint32_t x = 0; x < nxtab && !xi; x++) {
+			elf_shdr(e, xtab[x], &sh);
+			if (sh.link == symtab[t])
+				xi = sec_data(e, &sh, &xlen);
+		}
+		for (uint64_t j = 0; j < len / entsize; j++) {
+			const uint8_t *s = sym + j * entsize;
+			uint32_t shndx = ld16(s + 6);
+			uint64_t size = ld64(s + 16);
+			if (shndx == SHN_COMMON) {
+				common = sat_add(common, size);
+				continue;
+			}
+			if (shndx == SHN_XINDEX) {
+				if (!xi || j >= xlen / 4)
+					continue;
+				shndx = ld32(xi + 4 * j);
+			} else if (shndx >= 0xff00u) {
+				continue; /* absolute and other reserved indexes */
+			}
+			if (shndx >= e->shnum || !slot[shndx])
+				continue;
+			struct vsec *v = &vs[slot[shndx] - 1];
+			uint64_t end = sat_add(ld64(s + 8), size);
+			if (end > v->size)
+				v->size = end;
+		}
+	}
+	uint64_t both = common, sass = 0, merc = 0;
+	for (uint32_t i = 0; i < nv; i++) {
+		uint64_t *acc = vs[i].cls == VS_BOTH ? &both : vs[i].cls == VS_SASS ? &sass : &merc;
+		*acc = sat_add(*acc, vs[i].size);
+	}
+	free(vs);
+	free(slot);
+	*out = sat_add(both, sass > merc ? sass : merc);
+	return 0;
+}
+
+/* ---- kernels ---- */
 
 struct ekernel {
 	const char *name;
@@ -259,6 +440,8 @@ struct ekernel {
 static int ekernel_cmp(const void *a, const void *b)
 {
 	const struct ekernel *x = a, *y = b;
+	if (x->name == y->name) /* the same string, as repeated symbols are */
+		return x->len < y->len ? -1 : x->len > y->len;
 	size_t n = x->len < y->len ? x->len : y->len;
 	int r = memcmp(x->name, y->name, n);
 	if (r)
@@ -426,6 +609,12 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 	if (!shstr)
 		return fail(c, "ELF section name table outside the image");
 
+	uint64_t globals = 0;
+	if (elf_globals(c, &e, shstr, shstr_len, &globals) < 0)
+		return -1;
+	if (globals > c->global_bytes)
+		c->global_bytes = globals;
+
 	const uint8_t *sym = NULL, *str = NULL;
 	uint64_t symentsize = 0;
 	for (uint32_t i = 0; i < e.shnum; i++) {
@@ -459,42 +648,71 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 	struct ekernel *ks = calloc(nk, sizeof(*ks));
 	if (!ks)
 		return fail(c, "out of memory");
+	/* nvcc's string tables hold each name once and share no tails (so on
+	 * sm_75 to sm_120 cubins, nvlink's output included), so the kernels'
+	 * names fit in the table. Holding hostile symbols to that keeps reading,
+	 * sorting and matching names near linear in the image, whatever they
+	 * point at. */
+	size_t left = str_len;
 	nk = 0;
 	for (uint64_t i = 0; i < nsym; i++) {
 		const uint8_t *s = sym + i * symentsize;
 		if ((s[4] & 0xf) != STT_FUNC || !(s[5] & STO_CUDA_ENTRY) || ld16(s + 6) == 0)
 			continue;
-		ks[nk].name = str_at(str, str_len, ld32(s), &ks[nk].len);
-		if (!ks[nk].name || !ks[nk].len) {
+		struct ekernel *k = &ks[nk++];
+		int r = name_at(str, str_len, ld32(s), &k->name, &k->len);
+		if (r <= 0 || !k->len || k->len >= left) {
+			bool bad = r == 0 || !k->len;
 			free(ks);
-			return fail(c, "ELF kernel symbol has a bad name");
+			if (r < 0)
+				return fail(c, "ELF kernel symbol name longer than %u bytes",
+					    XGPU_FATBIN_MAX_NAME);
+			return fail(c, bad ? "ELF kernel symbol has a bad name"
+					   : "ELF kernel symbol names overlap in the string table");
 		}
-		nk++;
+		left -= k->len + 1;
 	}
 	qsort(ks, nk, sizeof(*ks), ekernel_cmp);
+	/* One entry per name, so that a name repeated (only a hostile cubin
+	 * does) costs one search below, not one per copy. */
+	uint64_t uniq = 0;
+	for (uint64_t i = 0; i < nk; i++)
+		if (!uniq || ekernel_cmp(&ks[uniq - 1], &ks[i]) != 0)
+			ks[uniq++] = ks[i];
+	nk = uniq;
 
-	/* Match each kernel to its .nv.info.<name> section by name. */
+	/* Match each kernel to its first .nv.info.<name> section by name,
+	 * holding the section names to their table's size as the symbols'. */
 	static const char pfx[] = ".nv.info.";
 	const size_t plen = sizeof(pfx) - 1;
+	left = shstr_len;
 	for (uint32_t i = 0; i < e.shnum; i++) {
-		size_t nlen;
 		elf_shdr(&e, i, &sh);
-		const char *sn = str_at(shstr, shstr_len, sh.name, &nlen);
-		if (!sn || nlen <= plen || memcmp(sn, pfx, plen) != 0)
+		if (!name_starts(shstr, shstr_len, sh.name, pfx, plen))
 			continue;
-		struct ekernel key = {sn + plen, nlen - plen, NULL, 0};
+		struct ekernel key = {NULL, 0, NULL, 0};
+		int r = name_at(shstr, shstr_len, (uint64_t)sh.name + plen, &key.name, &key.len);
+		/* A name running off its table is refused rather than skipped:
+		 * skipping would let every section rescan it for free. */
+		if (r <= 0 || plen + key.len >= left) {
+			free(ks);
+			if (r < 0)
+				return fail(c, "ELF section name longer than %u bytes", XGPU_FATBIN_MAX_NAME);
+			return fail(c, r == 0 ? "ELF section name runs past its table"
+					      : "ELF section names overlap in the name table");
+		}
+		left -= plen + key.len + 1;
+		if (!key.len)
+			continue;
 		struct ekernel *k = bsearch(&key, ks, nk, sizeof(*ks), ekernel_cmp);
-		if (!k)
-			continue;
-		while (k > ks && ekernel_cmp(k - 1, k) == 0)
-			k--; /* the one of a repeated name that is kept */
-		if (k->info)
+		if (!k || k->info)
 			continue;
 		size_t dlen;
 		const uint8_t *data = sec_data(&e, &sh, &dlen);
 		if (!data) {
 			free(ks);
-			return fail(c, "ELF section %.200s outside the image", sn);
+			return fail(c, "ELF section .nv.info.%.*s outside the image",
+				    NAME_ARG(key.name, key.len));
 		}
 		k->info = data;
 		k->info_len = dlen;
@@ -502,8 +720,6 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 
 	int rc = 0;
 	for (uint64_t i = 0; i < nk && rc == 0; i++) {
-		if (i && ekernel_cmp(&ks[i - 1], &ks[i]) == 0)
-			continue;
 		if (ctx_has(c, ks[i].name, ks[i].len))
 			continue;
 		struct xgpu_kparam *p = NULL;
@@ -563,12 +779,12 @@ static void lex_next(struct lex *l, struct tok *t)
 	if (p == end) {
 		t->kind = TK_EOF;
 	} else if (*p == '"') {
+		/* As ptxas reads strings: to the next quote, across lines, with no
+		 * escapes (it takes "a\" as the whole string a\). Reading them any
+		 * other way would let text hide declarations from us. */
 		t->kind = TK_STR;
-		for (p++; p < end && *p != '"'; p++)
-			if (*p == '\\' && end - p >= 2)
-				p++;
-		if (p < end)
-			p++;
+		const char *q = memchr(p + 1, '"', (size_t)(end - p - 1));
+		p = q ? q + 1 : end;
 	} else if (*p == '.') {
 		t->kind = TK_DIR;
 		for (p++; p < end && is_follow(*p); p++)
@@ -748,13 +964,220 @@ bad:
 	return -1;
 }
 
+/* A PTX integer as ptxas reads one (decimal, 0x hex, 0b binary, octal
+ * after a leading 0, an optional U suffix), saturating at UINT64_MAX: false
+ * if t is none. */
+static bool tok_u64(const struct tok *t, uint64_t *v)
+{
+	if (t->kind != TK_NUM)
+		return false;
+	const char *p = t->s, *end = t->s + t->len;
+	if (end[-1] == 'U')
+		end--;
+	unsigned base = 10;
+	if (end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X' || p[1] == 'b' || p[1] == 'B')) {
+		base = p[1] == 'x' || p[1] == 'X' ? 16 : 2;
+		p += 2;
+	} else if (end - p > 1 && p[0] == '0') {
+		base = 8;
+		p++;
+	}
+	if (p == end)
+		return false;
+	uint64_t x = 0;
+	for (; p < end; p++) {
+		unsigned dgt;
+		if (*p >= '0' && *p <= '9')
+			dgt = (unsigned)(*p - '0');
+		else if (*p >= 'a' && *p <= 'f')
+			dgt = (unsigned)(*p - 'a' + 10);
+		else if (*p >= 'A' && *p <= 'F')
+			dgt = (unsigned)(*p - 'A' + 10);
+		else
+			return false;
+		if (dgt >= base)
+			return false;
+		x = sat_add(sat_mul(x, base), dgt);
+	}
+	*v = x;
+	return true;
+}
+
+static bool tok_punct(const struct tok *t, char ch)
+{
+	return t->kind == TK_PUNCT && *t->s == ch;
+}
+
+/* Skips a variable's initializer, the '=' taken, leaving *t on the ',' or
+ * ';' after it. *items: how many elements its outermost braces hold (1 for a
+ * single value), which sizes an array declared with [] . */
+static int ptx_init(struct lex *l, struct tok *t, uint64_t *items)
+{
+	size_t depth = 0;
+	uint64_t commas = 0;
+	lex_next(l, t);
+	bool list = tok_punct(t, '{');
+	for (;; lex_next(l, t)) {
+		if (t->kind == TK_EOF)
+			return -1;
+		if (t->kind != TK_PUNCT)
+			continue;
+		if (tok_punct(t, '{') || tok_punct(t, '('))
+			depth++;
+		else if ((tok_punct(t, '}') || tok_punct(t, ')')) && depth-- == 0)
+			return -1;
+		else if (depth == 0 && (tok_punct(t, ',') || tok_punct(t, ';')))
+			break;
+		else if (depth == 1 && list && tok_punct(t, ','))
+			commas++;
+	}
+	*items = list ? commas + 1 : 1;
+	return 0;
+}
+
+/* The bytes one .global or .const declaration reserves, its state space
+ * taken: every variable it declares (a, b[4], c<8> for c0 to c7),
+ * element size times vector length times the product of the dimensions.
+ * Returns -1 with a reason in why for what it cannot read, rather than
+ * guessing low: this figure is charged to a guest. */
+static int ptx_var(struct lex *l, uint64_t *bytes, const char **why)
+{
+	struct tok t;
+	uint64_t elem = 0, vec = 1, total = 0, v;
+	for (lex_next(l, &t); t.kind == TK_DIR; lex_next(l, &t)) {
+		uint32_t sz;
+		if (tok_is(&t, ".align")) {
+			lex_next(l, &t);
+			if (!tok_u64(&t, &v)) {
+				*why = "bad .align";
+				return -1;
+			}
+		} else if (tok_is(&t, ".attribute")) { /* .attribute(.managed) */
+			lex_next(l, &t);
+			for (size_t depth = 0;; lex_next(l, &t)) {
+				if (t.kind == TK_EOF || (depth == 0 && !tok_punct(&t, '('))) {
+					*why = "bad .attribute";
+					return -1;
+				}
+				if (tok_punct(&t, '('))
+					depth++;
+				else if (tok_punct(&t, ')') && --depth == 0)
+					break;
+			}
+		} else if (tok_is(&t, ".v2") || tok_is(&t, ".v4") || tok_is(&t, ".v8")) {
+			vec = (uint64_t)(t.s[2] - '0');
+		} else if ((sz = ptx_type_size(&t)) != 0 && !elem) {
+			elem = sz;
+		} else {
+			*why = "unknown attribute or type";
+			return -1;
+		}
+	}
+	if (!elem) {
+		*why = "no type";
+		return -1;
+	}
+	for (;;) {
+		if (t.kind != TK_ID) {
+			*why = "no name";
+			return -1;
+		}
+		uint64_t n = 1;
+		lex_next(l, &t);
+		if (tok_punct(&t, '<')) { /* a parameterized name: that many variables */
+			lex_next(l, &t);
+			bool ok = tok_u64(&t, &n);
+			lex_next(l, &t);
+			if (!ok || !tok_punct(&t, '>')) {
+				*why = "bad <count>";
+				return -1;
+			}
+			lex_next(l, &t);
+		}
+		bool open = false; /* [] first: the initializer says how many */
+		for (bool first = true; tok_punct(&t, '['); first = false) {
+			lex_next(l, &t);
+			if (first && tok_punct(&t, ']')) {
+				open = true;
+			} else {
+				bool ok = tok_u64(&t, &v);
+				lex_next(l, &t);
+				if (!ok || !tok_punct(&t, ']')) {
+					*why = "bad array size";
+					return -1;
+				}
+				n = sat_mul(n, v);
+			}
+			lex_next(l, &t);
+		}
+		uint64_t items = 0; /* what [] without an initializer holds */
+		if (tok_punct(&t, '=') && ptx_init(l, &t, &items) < 0) {
+			*why = "bad initializer";
+			return -1;
+		}
+		if (open)
+			n = sat_mul(n, items);
+		total = sat_add(total, sat_mul(n, sat_mul(elem, vec)));
+		if (tok_punct(&t, ';'))
+			break;
+		if (!tok_punct(&t, ',')) {
+			*why = "expected ',' or ';'";
+			return -1;
+		}
+		lex_next(l, &t);
+	}
+	*bytes = total;
+	return 0;
+}
+
+/* Whether a .global or .const token t, after prev, declares variables
+ * rather than being an instruction's state space (ld.global.u32) or a
+ * pointer parameter's (.ptr .global). ptxas accepts declarations both at
+ * module scope and inside a function's body, never inside parentheses; in
+ * a body, an instruction's state space is glued to its opcode. */
+static bool ptx_decl_starts(const struct tok *prev, const struct tok *t, size_t braces, size_t parens)
+{
+	if (parens)
+		return false;
+	if (!braces || !prev->s || prev->s + prev->len != t->s)
+		return true;
+	if (prev->kind == TK_DIR)
+		return tok_is(prev, ".visible") || tok_is(prev, ".extern") || tok_is(prev, ".weak") ||
+		       tok_is(prev, ".common");
+	return prev->kind != TK_ID && prev->kind != TK_NUM;
+}
+
 static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
 {
 	const uint8_t *nul = memchr(d, 0, len);
 	struct lex l = {(const char *)d, (const char *)(nul ? nul : d + len)};
-	struct tok t;
-	for (lex_next(&l, &t); t.kind != TK_EOF; lex_next(&l, &t)) {
-		if (t.kind != TK_DIR || !tok_is(&t, ".entry"))
+	struct tok t, prev = {TK_EOF, NULL, 0};
+	size_t braces = 0, parens = 0; /* unbalanced ones only make us count more */
+	uint64_t vars = 0;
+	for (lex_next(&l, &t); t.kind != TK_EOF; prev = t, lex_next(&l, &t)) {
+		if (t.kind == TK_PUNCT) {
+			if (*t.s == '{')
+				braces++;
+			else if (*t.s == '}' && braces)
+				braces--;
+			else if (*t.s == '(')
+				parens++;
+			else if (*t.s == ')' && parens)
+				parens--;
+			continue;
+		}
+		if (t.kind != TK_DIR)
+			continue;
+		if ((tok_is(&t, ".global") || tok_is(&t, ".const")) &&
+		    ptx_decl_starts(&prev, &t, braces, parens)) {
+			uint64_t bytes;
+			const char *why = NULL;
+			if (ptx_var(&l, &bytes, &why) < 0)
+				return fail(c, "PTX %.*s declaration: %s", (int)t.len, t.s, why);
+			vars = sat_add(vars, bytes);
+			continue;
+		}
+		if (!tok_is(&t, ".entry"))
 			continue;
 		struct tok name;
 		lex_next(&l, &name);
@@ -774,13 +1197,14 @@ static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
 					return fail(c, "PTX .entry %.*s: %s", NAME_ARG(name.s, name.len),
 						    why);
 				/* Already described by a cubin: skip what we cannot read,
-				 * but never past the next kernel. */
+				 * but never past the next kernel or into its body (whose
+				 * braces count above). */
 				for (;;) {
 					save = l;
 					lex_next(&l, &t);
-					if (t.kind == TK_EOF || tok_is(&t, ")") || tok_is(&t, "{"))
+					if (t.kind == TK_EOF || tok_is(&t, ")"))
 						break;
-					if (tok_is(&t, ".entry")) {
+					if (tok_is(&t, ".entry") || tok_is(&t, "{")) {
 						l = save;
 						break;
 					}
@@ -795,6 +1219,8 @@ static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
 		if (ctx_add(c, name.s, name.len, p, np, pb) < 0)
 			return -1;
 	}
+	if (vars > c->global_bytes)
+		c->global_bytes = vars;
 	return 0;
 }
 
@@ -829,6 +1255,14 @@ static int entry_payload(struct ctx *c, const uint8_t *e, const uint8_t *pl, uin
 		return fail(c, "compressed size %llu outside the payload", (unsigned long long)csz);
 	if (usz == 0 || usz > XGPU_FATBIN_MAX_UNCOMPRESSED)
 		return fail(c, "uncompressed size %llu out of range", (unsigned long long)usz);
+	/* One budget for the whole container: each entry may claim 512 MiB,
+	 * and many small bombs would otherwise cost minutes. The claim is
+	 * charged before inflating (an entry must inflate to exactly it), so
+	 * nothing past the budget is ever inflated. */
+	if (usz > XGPU_FATBIN_MAX_INFLATED - c->inflated)
+		return fail(c, "compressed entries inflate to more than %u MiB in all",
+			    XGPU_FATBIN_MAX_INFLATED >> 20);
+	c->inflated += usz;
 	if (flags & FLAG_ZSTD) {
 		unsigned long long fcs = ZSTD_getFrameContentSize(pl, (size_t)csz);
 		if (fcs == ZSTD_CONTENTSIZE_ERROR || (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs > usz))
@@ -903,6 +1337,7 @@ int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out
 		return fail(&c, "no output");
 	out->kernels = NULL;
 	out->nkernels = 0;
+	out->global_bytes = 0;
 	const uint8_t *d = data;
 	size_t total = xgpu_fatbin_size(d, len);
 	if (!total)
@@ -914,7 +1349,7 @@ int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out
 	 * layout; PTX only fills in kernels that no cubin has. */
 	if (parse_entries(&c, d, hsz, total, KIND_ELF) < 0 ||
 	    parse_entries(&c, d, hsz, total, KIND_PTX) < 0) {
-		struct xgpu_fatbin_info tmp = {c.k, c.n};
+		struct xgpu_fatbin_info tmp = {c.k, c.n, 0};
 		xgpu_fatbin_free(&tmp);
 		free(c.hash);
 		return -1;
@@ -925,6 +1360,7 @@ int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out
 		qsort(c.k, c.n, sizeof(*c.k), kinfo_cmp);
 	out->kernels = c.k;
 	out->nkernels = c.n;
+	out->global_bytes = c.global_bytes;
 	return 0;
 }
 
@@ -961,4 +1397,5 @@ void xgpu_fatbin_free(struct xgpu_fatbin_info *info)
 	free(info->kernels);
 	info->kernels = NULL;
 	info->nkernels = 0;
+	info->global_bytes = 0;
 }

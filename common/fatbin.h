@@ -20,7 +20,14 @@
 /* Caps applied while parsing untrusted input. */
 #define XGPU_FATBIN_MAX_KERNELS 65536u
 #define XGPU_FATBIN_MAX_PARAMS 4096u
-#define XGPU_FATBIN_MAX_UNCOMPRESSED (512u << 20)
+#define XGPU_FATBIN_MAX_UNCOMPRESSED (512u << 20) /* one entry, inflated */
+/* All compressed entries of one container together, inflated: twice
+ * XGPU_MAX_MODULE_BYTES (proto.h), so that inflating a module costs about
+ * what reading two of the largest modules would, however many entries it
+ * packs (each may claim XGPU_FATBIN_MAX_UNCOMPRESSED). */
+#define XGPU_FATBIN_MAX_INFLATED (512u << 20)
+/* Kernel names, mangled; longer ones are refused. */
+#define XGPU_FATBIN_MAX_NAME (64u << 10)
 
 struct xgpu_kparam {
 	uint32_t offset; /* byte offset in the parameter buffer */
@@ -37,6 +44,19 @@ struct xgpu_kernel_info {
 struct xgpu_fatbin_info {
 	struct xgpu_kernel_info *kernels;
 	uint32_t nkernels;
+	/* An upper bound of the device memory the module's variables take once
+	 * loaded (__device__, __constant__, __managed__, initialised or not),
+	 * which the image itself need not carry: the largest figure of any of
+	 * its entries, since the driver loads one. For a cubin, the sizes of
+	 * .nv.global, .nv.global.*, the module's constant banks (.nv.constant<N>,
+	 * not a kernel's parameter bank .nv.constant0.<kernel>) and any other
+	 * allocated NOBITS section except shared memory, each at least as large
+	 * as the symbols placed in it say, with the .nv.merc copies of sm_100+
+	 * cubins counted as an alternative to what they copy; for PTX, the sizes
+	 * of its .global and .const variables. Saturates at UINT64_MAX; the
+	 * driver's own overhead (allocation granularity, constant banks a JIT
+	 * compile adds) is not included. */
+	uint64_t global_bytes;
 };
 
 /* Total size in bytes of the fatbin container starting at data (its header
@@ -46,8 +66,10 @@ size_t xgpu_fatbin_size(const void *data, size_t max);
 
 /* Parses a fatbin container of len bytes: every kernel found in its ELF
  * entries (any architecture; the first entry describing a kernel wins) and,
- * for kernels no ELF entry describes, in its PTX entries. Compressed entries
- * are decompressed. Returns 0, or -1 with a reason in err. */
+ * for kernels no ELF entry describes, in its PTX entries, and the device
+ * memory its variables need. Compressed entries are decompressed, at most
+ * XGPU_FATBIN_MAX_INFLATED bytes in all. Returns 0, or -1 with a reason in
+ * err. */
 int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out, char *err, size_t errlen);
 
 /* The kernel named name, or NULL. */

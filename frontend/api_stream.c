@@ -17,6 +17,16 @@ static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stream_info *streams;
 static size_t nstreams, capstreams;
 
+static void streams_child(void)
+{
+	pthread_mutex_init(&streams_lock, NULL);
+}
+
+__attribute__((constructor)) static void streams_setup(void)
+{
+	pthread_atfork(NULL, NULL, streams_child);
+}
+
 static void remember_stream(xgpu_handle_t h, unsigned flags, int priority)
 {
 	pthread_mutex_lock(&streams_lock);

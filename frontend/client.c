@@ -46,19 +46,20 @@ static bool quiet(void)
 	return l && !strcmp(l, "error");
 }
 
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void xgpu_fe_warn_once(const char *key, const char *fmt, ...)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static void *seen;
 	if (quiet())
 		return;
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&warn_lock);
 	bool fresh = false;
 	if (!tfind(key, &seen, (int (*)(const void *, const void *))strcmp)) {
 		char *copy = strdup(key);
 		fresh = copy && tsearch(copy, &seen, (int (*)(const void *, const void *))strcmp);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&warn_lock);
 	if (!fresh)
 		return;
 	va_list ap;
@@ -74,6 +75,7 @@ static void child_after_fork(void)
 	/* The parent keeps its channel; the child gets its own on first use. */
 	pthread_mutex_init(&client.lock, NULL);
 	pthread_mutex_init(&init_lock, NULL);
+	pthread_mutex_init(&warn_lock, NULL);
 	if (state == CLIENT_UP)
 		client.ch.ops->abandon(&client.ch);
 	state = CLIENT_NEW;

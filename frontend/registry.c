@@ -52,6 +52,18 @@ static size_t nfuncs, capfuncs;
 static struct fe_var **vars;
 static size_t nvars, capvars;
 
+/* Module loads hold reg_lock across a round trip; a fork in the middle must
+ * not leave the child's copy locked. */
+static void registry_child(void)
+{
+	pthread_mutex_init(&reg_lock, NULL);
+}
+
+__attribute__((constructor)) static void registry_setup(void)
+{
+	pthread_atfork(NULL, NULL, registry_child);
+}
+
 static bool grow(void *vp, size_t *cap, size_t n)
 {
 	void ***v = vp;

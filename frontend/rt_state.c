@@ -2,25 +2,38 @@
  * errors, the remote-handle epoch, the device description cache, the
  * shadow tables of device allocations and pinned segments, and reporting of
  * unsupported calls. */
+#include "errors.h"
 #include "runtime.h"
 #include "util.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 static _Thread_local cudaError_t last_error = cudaSuccess;
+/* An error that broke the context stays the answer for every thread: CUDA
+ * does not let cudaGetLastError clear it. */
+static _Atomic int sticky_error;
 
 cudaError_t xgpu_rt_ret(cudaError_t err)
 {
-	if (err != cudaSuccess && err != cudaErrorNotReady)
+	if (err != cudaSuccess && err != cudaErrorNotReady) {
 		last_error = err;
+		if (xgpu_rt_error_is_sticky(err)) {
+			int none = cudaSuccess;
+			atomic_compare_exchange_strong(&sticky_error, &none, (int)err);
+		}
+	}
 	return err;
 }
 
 XGPU_EXPORT cudaError_t cudaGetLastError(void)
 {
+	int sticky = atomic_load(&sticky_error);
+	if (sticky)
+		return (cudaError_t)sticky;
 	cudaError_t e = last_error;
 	last_error = cudaSuccess;
 	return e;
@@ -28,7 +41,8 @@ XGPU_EXPORT cudaError_t cudaGetLastError(void)
 
 XGPU_EXPORT cudaError_t cudaPeekAtLastError(void)
 {
-	return last_error;
+	int sticky = atomic_load(&sticky_error);
+	return sticky ? (cudaError_t)sticky : last_error;
 }
 
 cudaError_t xgpu_rt_client(struct xgpu_client **c)
@@ -218,6 +232,13 @@ static bool seg_lookup_any(const void *p, struct xgpu_rt_seg *out)
 
 /* ---- pinned host memory ---------------------------------------------------- */
 
+/* Sharing a segment and registering it are two messages; one allocation at
+ * a time keeps the daemon from ever holding more than one unclaimed share of
+ * ours. */
+static pthread_mutex_t host_alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cudaError_t host_alloc(struct xgpu_client *c, void **ptr, size_t mapped, unsigned flags);
+
 XGPU_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flags)
 {
 	const unsigned known = cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
@@ -233,17 +254,26 @@ XGPU_EXPORT cudaError_t cudaHostAlloc(void **ptr, size_t size, unsigned int flag
 	size_t mapped = (size + 4095) & ~(size_t)4095;
 	if (mapped < size)
 		return xgpu_rt_ret(cudaErrorMemoryAllocation);
+	pthread_mutex_lock(&host_alloc_lock);
+	e = host_alloc(c, ptr, mapped, flags);
+	pthread_mutex_unlock(&host_alloc_lock);
+	return xgpu_rt_ret(e);
+}
+
+static cudaError_t host_alloc(struct xgpu_client *c, void **ptr, size_t mapped, unsigned flags)
+{
+	cudaError_t e;
 	void *p;
 	uint64_t token;
 	e = xgpu_client_share(c, mapped, &p, &token);
 	if (e)
-		return xgpu_rt_ret(e);
+		return e;
 	struct xgpu_req_SEG_REGISTER req = {.token = token, .size = mapped};
 	struct xgpu_rsp_SEG_REGISTER rsp;
 	e = xgpu_call_SEG_REGISTER(c, &req, &rsp);
 	if (e) {
 		xgpu_client_unshare(c, p, mapped);
-		return xgpu_rt_ret(e == cudaErrorInvalidValue ? cudaErrorMemoryAllocation : e);
+		return e == cudaErrorInvalidValue ? cudaErrorMemoryAllocation : e;
 	}
 	struct range r = {
 	    .base = (uintptr_t)p,
@@ -353,6 +383,27 @@ void xgpu_rt_segs_forget(void)
 	for (size_t i = 0; i < segs.n; i++)
 		segs.v[i].seg.handle = 0;
 	pthread_mutex_unlock(&segs.lock);
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+/* A forked child has only the forking thread: locks another thread held at
+ * the fork would never be released. The child starts over with its own
+ * channel, so its sticky error is gone too. */
+static void rt_state_child(void)
+{
+	pthread_mutex_init(&devinfo_lock, NULL);
+	pthread_mutex_init(&devmem.lock, NULL);
+	pthread_mutex_init(&segs.lock, NULL);
+	pthread_mutex_init(&registered.lock, NULL);
+	pthread_mutex_init(&host_alloc_lock, NULL);
+	atomic_store(&sticky_error, cudaSuccess);
+	last_error = cudaSuccess;
+}
+
+__attribute__((constructor)) static void rt_state_setup(void)
+{
+	pthread_atfork(NULL, NULL, rt_state_child);
 }
 
 /* ---- unsupported calls ----------------------------------------------------- */

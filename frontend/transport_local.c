@@ -1,8 +1,8 @@
 /* transport_local.c - the frontend's local transport: the channel region and
- * host segments are sealed memfds, signals are eventfds, and all of them
- * travel to xgpud over its AF_UNIX SOCK_SEQPACKET socket with SCM_RIGHTS. The
- * socket stays open for the channel's life: its hang-up is how each side
- * learns that the other is gone. */
+ * host segments are sealed memfds sent to xgpud over its AF_UNIX
+ * SOCK_SEQPACKET socket with SCM_RIGHTS. The socket stays open for the
+ * channel's life and carries the signals both ways as one-byte messages; its
+ * hang-up is how each side learns that the other is gone. */
 #include "transport.h"
 
 #include "fdpass.h"
@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -23,8 +22,6 @@
 
 struct local_chan {
 	int sock;
-	int kick_backend; /* we write */
-	int kick_us;      /* the backend writes, we wait */
 	uint64_t next_token;
 };
 
@@ -83,7 +80,7 @@ static int local_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(v
 		snprintf(err, errlen, "out of memory");
 		return cudaErrorMemoryAllocation;
 	}
-	lc->sock = lc->kick_backend = lc->kick_us = -1;
+	lc->sock = -1;
 
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof sa.sun_path) {
@@ -99,9 +96,7 @@ static int local_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(v
 		goto fail;
 	}
 	memfd = sealed_memfd("xgpu-channel", region_size, &region);
-	lc->kick_backend = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	lc->kick_us = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (memfd < 0 || lc->kick_backend < 0 || lc->kick_us < 0) {
+	if (memfd < 0) {
 		snprintf(err, errlen, "cannot create the channel's shared memory: %s", strerror(errno));
 		status = cudaErrorMemoryAllocation;
 		goto fail;
@@ -111,8 +106,7 @@ static int local_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(v
 		status = cudaErrorInvalidValue;
 		goto fail;
 	}
-	int fds[3] = {memfd, lc->kick_backend, lc->kick_us};
-	if (xgpu_send_fds(lc->sock, hello, sizeof *hello, fds, 3) != (ssize_t)sizeof *hello) {
+	if (xgpu_send_fds(lc->sock, hello, sizeof *hello, &memfd, 1) != (ssize_t)sizeof *hello) {
 		snprintf(err, errlen, "cannot send the handshake to xgpud at %s: %s", path, strerror(errno));
 		goto fail;
 	}
@@ -150,8 +144,8 @@ fail:
 		close(memfd);
 	if (region)
 		munmap(region, region_size);
-	int all[3] = {lc->sock, lc->kick_backend, lc->kick_us};
-	xgpu_close_fds(all, 3);
+	if (lc->sock >= 0)
+		close(lc->sock);
 	free(lc);
 	return status;
 }
@@ -159,29 +153,30 @@ fail:
 static void local_kick(struct xgpu_fe_chan *ch)
 {
 	struct local_chan *lc = ch->priv;
-	uint64_t one = 1;
-	/* EAGAIN means the counter is saturated: the backend has a kick pending. */
-	if (write(lc->kick_backend, &one, sizeof one) < 0 && errno != EAGAIN)
-		return;
+	static const char kick = 'k';
+	/* A full socket buffer means kicks are already pending. */
+	send(lc->sock, &kick, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 static enum xgpu_wait_result local_wait(struct xgpu_fe_chan *ch, int timeout_ms)
 {
 	struct local_chan *lc = ch->priv;
-	struct pollfd pfd[2] = {{lc->kick_us, POLLIN, 0}, {lc->sock, POLLIN, 0}};
-	int r = poll(pfd, 2, timeout_ms);
+	struct pollfd pfd = {lc->sock, POLLIN, 0};
+	int r = poll(&pfd, 1, timeout_ms);
 	if (r < 0)
 		return errno == EINTR ? XGPU_WAIT_KICKED : XGPU_WAIT_PEER_GONE;
 	if (r == 0)
 		return XGPU_WAIT_TIMEOUT;
-	/* After the handshake the daemon never writes to the socket: it only
-	 * closes it, so readability is its hang-up. */
-	if (pfd[1].revents)
-		return XGPU_WAIT_PEER_GONE;
-	if (pfd[0].revents & POLLIN) {
-		uint64_t v;
-		if (read(lc->kick_us, &v, sizeof v) < 0 && errno != EAGAIN)
+	/* The daemon sends nothing but kicks after the handshake. */
+	for (int budget = 256; budget > 0; budget--) {
+		char buf[16];
+		ssize_t n = recv(lc->sock, buf, sizeof buf, MSG_DONTWAIT);
+		if (n == 0)
 			return XGPU_WAIT_PEER_GONE;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR
+				   ? XGPU_WAIT_KICKED
+				   : XGPU_WAIT_PEER_GONE;
 	}
 	return XGPU_WAIT_KICKED;
 }
@@ -215,8 +210,7 @@ static void local_close(struct xgpu_fe_chan *ch)
 	struct local_chan *lc = ch->priv;
 	if (!lc)
 		return;
-	int all[3] = {lc->sock, lc->kick_backend, lc->kick_us};
-	xgpu_close_fds(all, 3);
+	close(lc->sock);
 	if (ch->region)
 		munmap(ch->region, ch->region_size);
 	free(lc);

@@ -76,9 +76,22 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+/* Names are bounded so that no lookup or comparison scans further than a
+ * name (a real one is at most a few KiB: a long mangled C++ name), and all
+ * the names of one image are bounded too, which bounds the sort and the
+ * lookups (each name takes part in O(log n) comparisons). */
+#define SIM_MAX_NAME (64u << 10)
+#define SIM_NAME_BUDGET ((uint64_t)64 << 20)
+
 struct shdr {
 	uint32_t name, type, link, info;
 	uint64_t offset, size;
+};
+
+/* A name read from the image: p[len] is its terminating NUL. */
+struct name {
+	const char *p;
+	size_t len;
 };
 
 struct elf {
@@ -87,47 +100,57 @@ struct elf {
 	struct shdr *sh;
 	uint32_t nsh;
 	uint32_t shstrndx;
-	uint32_t *by_name; /* section indices sorted by name, for lookups */
+	struct name *names; /* each section's name, read once */
+	uint32_t *by_name;  /* section indices sorted by name, for lookups */
 };
 
-/* NUL-terminated string at off inside section sec, or NULL. */
-static const char *sec_string(const struct elf *e, uint32_t sec, uint64_t off)
+/* The NUL-terminated string at off inside section sec: 1 and *out when there
+ * is one, 0 when off is outside the section or the string runs off its end,
+ * -1 when it is longer than SIM_MAX_NAME. Reads at most SIM_MAX_NAME + 1
+ * bytes. */
+static int sec_string(const struct elf *e, uint32_t sec, uint64_t off, struct name *out)
 {
 	if (sec >= e->nsh || e->sh[sec].type == SHT_NOBITS || off >= e->sh[sec].size)
-		return NULL;
+		return 0;
 	const char *s = (const char *)e->d + e->sh[sec].offset + off;
-	return memchr(s, 0, (size_t)(e->sh[sec].size - off)) ? s : NULL;
+	uint64_t room = e->sh[sec].size - off;
+	const char *nul = memchr(s, 0, room > SIM_MAX_NAME ? SIM_MAX_NAME + 1 : (size_t)room);
+	if (!nul)
+		return room > SIM_MAX_NAME ? -1 : 0;
+	*out = (struct name){s, (size_t)(nul - s)};
+	return 1;
 }
 
-static const char *sec_name(const struct elf *e, uint32_t i)
+/* strcmp order (bytes as unsigned char, a prefix first) of a and of the
+ * concatenation of b1 and b2. */
+static int cmp_name(const struct name *a, const char *b1, size_t n1, const char *b2, size_t n2)
 {
-	const char *n = sec_string(e, e->shstrndx, e->sh[i].name);
-	return n ? n : "";
+	size_t m = a->len < n1 ? a->len : n1;
+	int r = m ? memcmp(a->p, b1, m) : 0;
+	if (r || a->len <= n1)
+		return r ? r : (a->len < n1 + n2 ? -1 : 0);
+	size_t rest = a->len - n1;
+	m = rest < n2 ? rest : n2;
+	r = m ? memcmp(a->p + n1, b2, m) : 0;
+	return r ? r : (rest > n2) - (rest < n2);
 }
 
-/* strcmp(n, prefix + suffix) without building the concatenation. */
-static int cmp_split(const char *n, const char *prefix, const char *suffix)
+static int cmp_sections(const void *a, const void *b, void *arg)
 {
-	for (; *prefix; n++, prefix++)
-		if (*n != *prefix)
-			return (unsigned char)*n - (unsigned char)*prefix;
-	return strcmp(n, suffix);
-}
-
-static const struct elf *sort_elf; /* qsort has no context argument */
-static int cmp_sections(const void *a, const void *b)
-{
-	return strcmp(sec_name(sort_elf, *(const uint32_t *)a), sec_name(sort_elf, *(const uint32_t *)b));
+	const struct name *names = arg;
+	const struct name *nb = &names[*(const uint32_t *)b];
+	return cmp_name(&names[*(const uint32_t *)a], nb->p, nb->len, "", 0);
 }
 
 /* Section named prefix + suffix, or -1 (binary search: a hostile cubin may
  * have tens of thousands of sections and kernels). */
-static long find_section(const struct elf *e, const char *prefix, const char *suffix)
+static long find_section(const struct elf *e, const char *prefix, const char *suffix, size_t slen)
 {
+	size_t plen = strlen(prefix);
 	uint32_t lo = 0, hi = e->nsh;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		int r = cmp_split(sec_name(e, e->by_name[mid]), prefix, suffix);
+		int r = cmp_name(&e->names[e->by_name[mid]], prefix, plen, suffix, slen);
 		if (!r)
 			return e->by_name[mid];
 		if (r < 0)
@@ -138,12 +161,13 @@ static long find_section(const struct elf *e, const char *prefix, const char *su
 	return -1;
 }
 
+static void free_sections(struct elf *e);
+
 static int load_sections(struct elf *e, const uint8_t *d, size_t len, char *err, size_t errlen)
 {
+	memset(e, 0, sizeof *e);
 	e->d = d;
 	e->len = len;
-	e->sh = NULL;
-	e->by_name = NULL;
 	if (len < ELF_EHDR ||
 	    memcmp(d,
 		   "\x7f"
@@ -160,8 +184,12 @@ static int load_sections(struct elf *e, const uint8_t *d, size_t len, char *err,
 	    e->shstrndx >= shnum)
 		return fail(err, errlen, "cubin section table out of bounds");
 	e->sh = calloc(shnum, sizeof *e->sh);
-	if (!e->sh)
+	e->names = calloc(shnum, sizeof *e->names);
+	e->by_name = malloc(shnum * sizeof *e->by_name);
+	if (!e->sh || !e->names || !e->by_name) {
+		free_sections(e);
 		return fail(err, errlen, "out of memory");
+	}
 	e->nsh = shnum;
 	for (uint32_t i = 0; i < shnum; i++) {
 		const uint8_t *h = d + shoff + (uint64_t)i * ELF_SHDR;
@@ -173,32 +201,37 @@ static int load_sections(struct elf *e, const uint8_t *d, size_t len, char *err,
 		s->link = ld32(h + 40);
 		s->info = ld32(h + 44);
 		if (s->type != SHT_NOBITS && (s->offset > len || s->size > len - s->offset)) {
-			free(e->sh);
-			e->sh = NULL;
+			free_sections(e);
 			return fail(err, errlen, "cubin section %u out of bounds", i);
 		}
 	}
-	e->by_name = malloc(shnum * sizeof *e->by_name);
-	if (!e->by_name) {
-		free(e->sh);
-		e->sh = NULL;
-		return fail(err, errlen, "out of memory");
-	}
-	for (uint32_t i = 0; i < shnum; i++)
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < shnum; i++) {
 		e->by_name[i] = i;
-	static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
-	pthread_mutex_lock(&sort_lock);
-	sort_elf = e;
-	qsort(e->by_name, shnum, sizeof *e->by_name, cmp_sections);
-	pthread_mutex_unlock(&sort_lock);
+		int rc = sec_string(e, e->shstrndx, e->sh[i].name, &e->names[i]);
+		if (rc < 0 || (total += e->names[i].len) > SIM_NAME_BUDGET) {
+			free_sections(e);
+			return fail(err, errlen,
+				    rc < 0 ? "cubin section name longer than %u bytes"
+					   : "cubin section names longer than %u bytes in all",
+				    rc < 0 ? SIM_MAX_NAME : (unsigned)SIM_NAME_BUDGET);
+		}
+		if (!rc)
+			e->names[i] = (struct name){"", 0}; /* unnamed, as a lookup sees it */
+	}
+	/* qsort_r: the names travel with the call, so concurrent loads need no
+	 * shared state and no lock. */
+	qsort_r(e->by_name, shnum, sizeof *e->by_name, cmp_sections, e->names);
 	return 0;
 }
 
 static void free_sections(struct elf *e)
 {
 	free(e->sh);
+	free(e->names);
 	free(e->by_name);
 	e->sh = NULL;
+	e->names = NULL;
 	e->by_name = NULL;
 }
 
@@ -306,9 +339,44 @@ static int cmp_funcs(const void *a, const void *b)
 	return strcmp(((const struct sim_cubin_func *)a)->name, ((const struct sim_cubin_func *)b)->name);
 }
 
-static bool is_var_section(const char *n)
+static bool is_var_section(const struct name *n)
 {
-	return !strncmp(n, ".nv.global", 10) || !strncmp(n, ".nv.constant", 12);
+	return (n->len >= 10 && !memcmp(n->p, ".nv.global", 10)) ||
+	       (n->len >= 12 && !memcmp(n->p, ".nv.constant", 12));
+}
+
+static char *dup_name(const struct name *n)
+{
+	char *s = malloc(n->len + 1);
+	if (s) {
+		memcpy(s, n->p, n->len);
+		s[n->len] = 0;
+	}
+	return s;
+}
+
+/* Reads the figures of each kernel from its own sections; funcs are sorted by
+ * name and distinct, so each section is read at most once. */
+static void read_func_sections(const struct elf *e, struct sim_cubin *out, bool reserved)
+{
+	for (uint32_t k = 0; k < out->nfuncs; k++) {
+		struct sim_cubin_func *f = &out->funcs[k];
+		size_t nlen = strlen(f->name);
+		long sh = find_section(e, ".nv.shared.", f->name, nlen);
+		if (sh >= 0) {
+			uint64_t sz = e->sh[sh].size;
+			/* sm_90 cubins place a kernel's shared variables after the
+			 * 1 KiB the system reserves per block (marked by a
+			 * .nv.shared.reserved.N section); what the function
+			 * attribute reports is the user part. */
+			if (reserved && sz >= SIM_SHARED_RESERVED)
+				sz -= SIM_SHARED_RESERVED;
+			f->static_shared = (uint32_t)(sz > UINT32_MAX ? UINT32_MAX : sz);
+		}
+		long fi = find_section(e, ".nv.info.", f->name, nlen);
+		if (fi >= 0 && e->sh[fi].type != SHT_NOBITS)
+			walk_nvinfo(e, (uint32_t)fi, func_info_rec, f);
+	}
 }
 
 int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, char *err, size_t errlen)
@@ -323,7 +391,7 @@ int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, cha
 			symtab = i;
 			break;
 		}
-	long c3 = find_section(&e, ".nv.constant3", "");
+	long c3 = find_section(&e, ".nv.constant3", "", 0);
 	if (c3 >= 0)
 		out->const_bytes = (uint32_t)(e.sh[c3].size > UINT32_MAX ? UINT32_MAX : e.sh[c3].size);
 	if (symtab < 0 || e.sh[symtab].type == SHT_NOBITS) {
@@ -337,7 +405,8 @@ int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, cha
 		return fail(err, errlen, "cubin symbol table too large");
 	}
 	const uint8_t *sym0 = d + st->offset;
-	bool reserved = find_section(&e, ".nv.shared.reserved.", "0") >= 0;
+	bool reserved = find_section(&e, ".nv.shared.reserved.", "0", 1) >= 0;
+	uint64_t name_bytes = 0; /* of the symbols kept, against SIM_NAME_BUDGET */
 	out->vars = calloc(nsym ? nsym : 1, sizeof *out->vars);
 	out->funcs = calloc(nsym ? nsym : 1, sizeof *out->funcs);
 	fsyms = calloc(nsym ? nsym : 1, sizeof *fsyms);
@@ -351,11 +420,27 @@ int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, cha
 		uint64_t value = ld64(s + 8), size = ld64(s + 16);
 		if (shndx == 0 || shndx >= SHN_LORESERVE || shndx >= e.nsh)
 			continue;
-		const char *name = sec_string(&e, st->link, name_off);
-		if (!name || !*name)
-			continue;
+		/* Only the symbols kept have their names read: the reading is
+		 * charged to the budget, so a table of millions of symbols
+		 * with long names costs no more than the budget. */
 		unsigned type = info & 0xf;
-		if (type == STT_OBJECT && is_var_section(sec_name(&e, shndx))) {
+		bool is_var = type == STT_OBJECT && is_var_section(&e.names[shndx]);
+		bool is_entry = type == STT_FUNC && (other & STO_CUDA_ENTRY);
+		if (!is_var && !is_entry)
+			continue;
+		struct name name;
+		int rc = sec_string(&e, st->link, name_off, &name);
+		if (rc < 0 || (rc > 0 && (name_bytes += name.len + 1) > SIM_NAME_BUDGET)) {
+			free(fsyms);
+			free_sections(&e);
+			return fail(err, errlen,
+				    rc < 0 ? "cubin symbol name longer than %u bytes"
+					   : "cubin symbol names longer than %u bytes in all",
+				    rc < 0 ? SIM_MAX_NAME : (unsigned)SIM_NAME_BUDGET);
+		}
+		if (!rc || !name.len)
+			continue;
+		if (is_var) {
 			const struct shdr *vs = &e.sh[shndx];
 			if (value > vs->size || size > vs->size - value)
 				continue; /* a variable outside its section: ignore it */
@@ -366,42 +451,41 @@ int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, cha
 					    SIM_MAX_MODULE_VARS);
 			}
 			struct sim_cubin_var *v = &out->vars[out->nvars];
-			if (!(v->name = strdup(name)))
+			if (!(v->name = dup_name(&name)))
 				goto oom;
 			v->size = size;
 			v->init = vs->type == SHT_NOBITS ? NULL : d + vs->offset + value;
+			v->init_len = v->init ? size : 0;
 			out->nvars++;
-		} else if (type == STT_FUNC && (other & STO_CUDA_ENTRY)) {
+		} else {
 			struct sim_cubin_func *f = &out->funcs[out->nfuncs];
-			if (!(f->name = strdup(name)))
+			if (!(f->name = dup_name(&name)))
 				goto oom;
 			/* Fallback register count: the top byte of .text's sh_info. */
 			f->regs = e.sh[shndx].info >> 24;
-			long sh = find_section(&e, ".nv.shared.", name);
-			if (sh >= 0) {
-				uint64_t sz = e.sh[sh].size;
-				/* sm_90 cubins place a kernel's shared variables after
-				 * the 1 KiB the system reserves per block (marked by a
-				 * .nv.shared.reserved.N section); what the function
-				 * attribute reports is the user part. */
-				if (reserved && sz >= SIM_SHARED_RESERVED)
-					sz -= SIM_SHARED_RESERVED;
-				f->static_shared = (uint32_t)(sz > UINT32_MAX ? UINT32_MAX : sz);
-			}
-			long fi = find_section(&e, ".nv.info.", name);
-			if (fi >= 0 && e.sh[fi].type != SHT_NOBITS)
-				walk_nvinfo(&e, (uint32_t)fi, func_info_rec, f);
 			fsyms[out->nfuncs++] = (uint32_t)i;
 		}
 	}
-	long gi = find_section(&e, ".nv.info", "");
+	long gi = find_section(&e, ".nv.info", "", 0);
 	if (gi >= 0 && e.sh[gi].type != SHT_NOBITS) {
 		struct global_info_arg a = {out, fsyms};
 		walk_nvinfo(&e, (uint32_t)gi, global_info_rec, &a);
 	}
-	/* By name from here on, for sim_cubin_func's binary search. */
-	if (out->nfuncs > 1)
+	/* By name from here on, for sim_cubin_func's binary search. A name
+	 * twice (no linker makes that) is kept once: each kernel's sections
+	 * are then read once, however many symbols repeat a name. */
+	if (out->nfuncs > 1) {
 		qsort(out->funcs, out->nfuncs, sizeof *out->funcs, cmp_funcs);
+		uint32_t j = 1;
+		for (uint32_t k = 1; k < out->nfuncs; k++) {
+			if (!strcmp(out->funcs[k].name, out->funcs[j - 1].name))
+				free(out->funcs[k].name);
+			else
+				out->funcs[j++] = out->funcs[k];
+		}
+		out->nfuncs = j;
+	}
+	read_func_sections(&e, out, reserved);
 	free(fsyms);
 	free_sections(&e);
 	return 0;
@@ -495,8 +579,12 @@ int sim_cubin_from_fatbin(const uint8_t *fb, size_t len, uint32_t arch, struct s
 		return -1;
 	if (p == &ptx_pick) {
 		/* Variables own their initial values: the text can go. */
-		sim_ptx_vars((const char *)pl, pllen, out);
+		int rc = sim_ptx_vars((const char *)pl, pllen, out);
 		free(owned);
+		if (rc < 0) {
+			out->bad_ptx = true;
+			return fail(err, errlen, "PTX initializer nested more deeply than supported");
+		}
 		return 0;
 	}
 	out->owned = owned;

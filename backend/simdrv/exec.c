@@ -14,11 +14,19 @@
  * operation's real work (copying bytes, running a host kernel
  * implementation), then sleeps on CLOCK_MONOTONIC until the modeled end; it
  * never spins, so a simulated busy GPU costs no CPU. Operations are not
- * preempted. Waiters block on a condition variable.
+ * preempted, so one context's long operation delays every other context on
+ * the device; two things bound that:
+ * - a watchdog (XGPU_SIM_WATCHDOG_MS, default 10 s; 0 turns it off): an
+ *   operation modeled to take longer occupies the device for the watchdog
+ *   time and then fails its context with CUDA_ERROR_LAUNCH_TIMEOUT, as a
+ *   GPU's watchdog kills a kernel that runs too long;
+ * - the sleep is a timed wait that ends early when the operation's context
+ *   fails or is being destroyed, or the driver stops; a dying context's
+ *   remaining work still runs (in order), with no modeled time.
+ * Waiters block on a condition variable.
  */
 #include "simdrv_int.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +45,33 @@ uint64_t sim_scale(uint64_t ns)
 	return s >= 1.8e19 ? UINT64_MAX / 2 : (uint64_t)s;
 }
 
-static void sleep_until(uint64_t t_ns)
+void sim_dev_kick(struct sim_device *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	pthread_cond_broadcast(&dev->wake_cv);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* Whether op's modeled time should end now (dev->lock held). Whoever sets
+ * one of these kicks the device after setting it, so a sleeping worker that
+ * checked before sees it when woken. */
+static bool op_cut_short(const struct sim_device *dev, const struct sim_op *op)
+{
+	return dev->stop || atomic_load(&op->ctx->sticky) || atomic_load(&op->ctx->dying);
+}
+
+/* Occupies dev with op until t_ns on CLOCK_MONOTONIC. Returns false if that
+ * was cut short. The worker's timer slack (worker_main) applies to this wait
+ * too, so short operations keep their modeled length. */
+static bool occupy_until(struct sim_device *dev, const struct sim_op *op, uint64_t t_ns)
 {
 	struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u), .tv_nsec = (long)(t_ns % 1000000000u)};
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-		;
+	bool cut;
+	pthread_mutex_lock(&dev->lock);
+	while (!(cut = op_cut_short(dev, op)) && xgpu_now_ns() < t_ns)
+		pthread_cond_timedwait(&dev->wake_cv, &dev->lock, &ts);
+	pthread_mutex_unlock(&dev->lock);
+	return !cut;
 }
 
 static uint64_t bytes_ns(size_t bytes, uint64_t bytes_per_s)
@@ -138,7 +168,12 @@ static uint64_t run_op(struct sim_device *dev, struct sim_op *op)
 	uint64_t cost = 0;
 	switch (op->kind) {
 	case SIM_OP_COPY:
-		memcpy(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+		/* Device ranges of one copy may overlap (cuMemcpyDtoD(p + 1, p,
+		 * n)); host ones are another process's memory or a snapshot. */
+		if (op->u.copy.dir == SIM_D2D)
+			memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+		else
+			memcpy(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
 		cost = SIM_COPY_LATENCY_NS +
 		       bytes_ns(op->u.copy.bytes, op->u.copy.dir == SIM_D2D ? dev->p.dev_bw : dev->p.host_bw);
 		break;
@@ -162,8 +197,20 @@ static uint64_t run_op(struct sim_device *dev, struct sim_op *op)
 		break;
 	}
 	}
-	if (cost)
-		sleep_until(start + sim_scale(cost));
+	if (cost) {
+		uint64_t t = sim_scale(cost);
+		bool too_long = sim.watchdog_ns && t > sim.watchdog_ns;
+		if (too_long)
+			t = sim.watchdog_ns;
+		if (occupy_until(dev, op, start + (t < UINT64_MAX - start ? t : UINT64_MAX - start)) &&
+		    too_long) {
+			sim_log("an operation of context %llu modeled to take %.3f s ran into the %.3f s "
+				"watchdog (XGPU_SIM_WATCHDOG_MS)",
+				(unsigned long long)op->ctx->obj.id, (double)sim_scale(cost) / 1e9,
+				(double)sim.watchdog_ns / 1e9);
+			sim_ctx_fail(op->ctx, CUDA_ERROR_LAUNCH_TIMEOUT);
+		}
+	}
 	return start;
 }
 
@@ -206,8 +253,18 @@ int sim_worker_start(struct sim_device *dev)
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->work_cv, NULL);
 	pthread_cond_init(&dev->done_cv, NULL);
-	if (pthread_create(&dev->thread, NULL, worker_main, dev) != 0)
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* modeled ends are on it */
+	pthread_cond_init(&dev->wake_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&dev->thread, NULL, worker_main, dev) != 0) {
+		pthread_cond_destroy(&dev->wake_cv);
+		pthread_cond_destroy(&dev->work_cv);
+		pthread_cond_destroy(&dev->done_cv);
+		pthread_mutex_destroy(&dev->lock);
 		return -1;
+	}
 	char name[16];
 	snprintf(name, sizeof name, "xgpu-simgpu%d", dev->ordinal);
 	pthread_setname_np(dev->thread, name);
@@ -222,10 +279,12 @@ void sim_worker_stop(struct sim_device *dev)
 	pthread_mutex_lock(&dev->lock);
 	dev->stop = true;
 	pthread_cond_signal(&dev->work_cv);
+	pthread_cond_broadcast(&dev->wake_cv);
 	pthread_mutex_unlock(&dev->lock);
 	pthread_join(dev->thread, NULL);
 	pthread_cond_destroy(&dev->work_cv);
 	pthread_cond_destroy(&dev->done_cv);
+	pthread_cond_destroy(&dev->wake_cv);
 	pthread_mutex_destroy(&dev->lock);
 	dev->started = false;
 }

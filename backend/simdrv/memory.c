@@ -15,7 +15,9 @@
  *
  * Freeing follows one rule so the worker never touches released memory: first
  * take the range out of the table (nothing new can reach it), then wait for
- * the work queued before that moment, then release it.
+ * the work queued before that moment, then release it. cuMemFree and
+ * cuModuleUnload also wait for the work queued before the call before they
+ * take the range out, so that this work still finds it, as on a GPU.
  */
 #include "simdrv_int.h"
 #include "util.h"
@@ -198,14 +200,20 @@ CUresult cuMemFree(CUdeviceptr dptr)
 	struct sim_alloc a;
 	bool found = false;
 	if (dptr) {
+		/* As on a GPU, work queued before the free still sees the
+		 * memory (kernel<<<>>>(p); cuMemFree(p) is fine): a kernel
+		 * translates its addresses when it runs, so wait for that work
+		 * before the range leaves the table. */
+		sim_wait_seq(c->dev, sim_ctx_fence(c));
 		pthread_mutex_lock(&c->lock);
 		found = sim_mem_remove_locked(c, dptr, SIM_ALLOC_USER, &a);
+		/* Another thread may have queued work on it meanwhile. */
+		uint64_t fence = sim_ctx_fence(c);
 		pthread_mutex_unlock(&c->lock);
-	}
-	if (found) {
-		/* A GPU frees only once work queued earlier is done with it. */
-		sim_wait_seq(c->dev, sim_ctx_fence(c));
-		sim_mem_release(c->dev, &a);
+		if (found) {
+			sim_wait_seq(c->dev, fence);
+			sim_mem_release(c->dev, &a);
+		}
 	}
 	r = (CUresult)atomic_load(&c->sticky);
 	if (!r && dptr && !found)
@@ -235,12 +243,21 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
 
 /* Page-locked host ranges (cuMemAllocHost and cuMemHostRegister), sorted by
  * start and disjoint. Async copies read or write them when they execute,
- * as DMA would; copies from any other host memory follow the pageable rules. */
+ * as DMA would; copies from any other host memory follow the pageable rules.
+ *
+ * Freeing or unregistering one must wait for the queued copies that use it,
+ * and only for those: each range keeps, per device, the sequence number of
+ * the last copy queued on it. A copy is queued and noted under the read
+ * lock and a range is removed under the write lock, so once removed no new
+ * copy can use it and the noted numbers cover every one that did. (Copies
+ * are the driver's only operations on host memory; what a host function
+ * touches is its caller's business, as with any host memory.) */
 struct sim_pinned {
 	uintptr_t start;
 	size_t len;
 	const struct CUctx_st *owner;
-	bool allocated; /* by cuMemAllocHost: we unmap it */
+	bool allocated;             /* by cuMemAllocHost: we unmap it */
+	atomic_uint_least64_t *seq; /* sim.ndev of them; separate so entries can move */
 };
 
 static pthread_rwlock_t pin_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -261,12 +278,35 @@ static long pin_floor(uintptr_t p)
 	return best;
 }
 
-/* pin_lock held. */
-static bool pinned_covers(const void *p, size_t n)
+/* The range that holds all of [p, p + n), or NULL (pin_lock held). */
+static struct sim_pinned *pinned_covers(const void *p, size_t n)
 {
 	uintptr_t s = (uintptr_t)p;
 	long i = pin_floor(s);
-	return i >= 0 && s - pins[i].start < pins[i].len && n <= pins[i].len - (s - pins[i].start);
+	bool in = i >= 0 && s - pins[i].start < pins[i].len && n <= pins[i].len - (s - pins[i].start);
+	return in ? &pins[i] : NULL;
+}
+
+/* Notes that the copy seq of dev uses pin (pin_lock held for reading, which
+ * other copies may hold too: hence the atomic maximum). */
+static void pin_note_use(struct sim_pinned *pin, const struct sim_device *dev, uint64_t seq)
+{
+	atomic_uint_least64_t *slot = &pin->seq[dev->ordinal];
+	uint64_t cur = atomic_load(slot);
+	while (cur < seq && !atomic_compare_exchange_weak(slot, &cur, seq))
+		;
+}
+
+/* Waits for the copies that used a removed range, then forgets them. */
+static void pin_wait_uses(struct sim_pinned *pin)
+{
+	for (int i = 0; i < sim.ndev; i++) {
+		uint64_t seq = atomic_load(&pin->seq[i]);
+		if (seq)
+			sim_wait_seq(&sim.devs[i], seq);
+	}
+	free(pin->seq);
+	pin->seq = NULL;
 }
 
 static bool pinned_overlaps(uintptr_t s, size_t n)
@@ -290,28 +330,22 @@ static CUresult pin_insert(uintptr_t s, size_t n, const struct CUctx_st *owner, 
 		pins = np;
 		pincap = ncap;
 	}
+	atomic_uint_least64_t *seq = calloc((size_t)sim.ndev, sizeof *seq);
+	if (!seq)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (int i = 0; i < sim.ndev; i++)
+		atomic_init(&seq[i], 0);
 	size_t at = (size_t)(pin_floor(s) + 1);
 	memmove(&pins[at + 1], &pins[at], (npins - at) * sizeof *pins);
-	pins[at] = (struct sim_pinned){s, n, owner, allocated};
+	pins[at] = (struct sim_pinned){s, n, owner, allocated, seq};
 	npins++;
 	return CUDA_SUCCESS;
 }
 
-/* Waits for everything queued on every device so far: pinned memory is not
- * tied to one device's work. */
-static void fence_all_devices(void)
+static void unpin_release(struct sim_pinned *p)
 {
-	for (int i = 0; i < sim.ndev; i++) {
-		struct sim_device *d = &sim.devs[i];
-		pthread_mutex_lock(&d->lock);
-		uint64_t s = d->submit_seq;
-		pthread_mutex_unlock(&d->lock);
-		sim_wait_seq(d, s);
-	}
-}
-
-static void unpin_release(const struct sim_pinned *p)
-{
+	free(p->seq);
+	p->seq = NULL;
 	if (p->allocated)
 		munmap((void *)p->start, p->len);
 }
@@ -329,7 +363,7 @@ static bool pin_remove(const void *p, bool allocated, struct sim_pinned *out)
 	}
 	pthread_rwlock_unlock(&pin_lock);
 	if (ok)
-		fence_all_devices();
+		pin_wait_uses(out);
 	return ok;
 }
 
@@ -354,10 +388,10 @@ void sim_pinned_release_ctx(struct CUctx_st *ctx)
 	}
 	npins = j;
 	pthread_rwlock_unlock(&pin_lock);
-	if (ngone)
-		fence_all_devices();
-	for (size_t i = 0; i < ngone; i++)
+	for (size_t i = 0; i < ngone; i++) {
+		pin_wait_uses(&gone[i]);
 		unpin_release(&gone[i]);
+	}
 	free(gone);
 }
 
@@ -365,7 +399,7 @@ void sim_pinned_fini(void)
 {
 	pthread_rwlock_wrlock(&pin_lock);
 	for (size_t i = 0; i < npins; i++)
-		unpin_release(&pins[i]);
+		unpin_release(&pins[i]); /* the workers are gone */
 	free(pins);
 	pins = NULL;
 	npins = pincap = 0;
@@ -480,7 +514,7 @@ static void end_async(struct CUctx_st *c, struct CUstream_st *s)
 static bool host_is_pinned(const void *p, size_t n)
 {
 	pthread_rwlock_rdlock(&pin_lock);
-	bool pinned = pinned_covers(p, n);
+	bool pinned = pinned_covers(p, n) != NULL;
 	pthread_rwlock_unlock(&pin_lock);
 	return pinned;
 }
@@ -530,7 +564,8 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t By
 		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
 	else {
 		pthread_rwlock_rdlock(&pin_lock);
-		if (!op->u.copy.snapshot && !pinned_covers(srcHost, ByteCount)) {
+		struct sim_pinned *pin = op->u.copy.snapshot ? NULL : pinned_covers(srcHost, ByteCount);
+		if (!op->u.copy.snapshot && !pin) {
 			/* Unpinned since the check above (rare): stage it now. */
 			op->u.copy.snapshot = malloc(ByteCount);
 			if (op->u.copy.snapshot)
@@ -541,8 +576,10 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t By
 		if (!r) {
 			op->u.copy.dst = dst;
 			op->u.copy.src = op->u.copy.snapshot ? op->u.copy.snapshot : srcHost;
-			sim_submit(op, s);
+			uint64_t seq = sim_submit(op, s);
 			op = NULL;
+			if (pin)
+				pin_note_use(pin, c->dev, seq);
 		}
 		pthread_rwlock_unlock(&pin_lock);
 	}
@@ -581,9 +618,12 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCoun
 	else {
 		op->u.copy.src = src;
 		pthread_rwlock_rdlock(&pin_lock);
-		pinned = pinned_covers(dstHost, ByteCount);
+		struct sim_pinned *pin = pinned_covers(dstHost, ByteCount);
+		pinned = pin != NULL;
 		seq = sim_submit(op, s);
 		op = NULL;
+		if (pin)
+			pin_note_use(pin, c->dev, seq);
 		pthread_rwlock_unlock(&pin_lock);
 	}
 	pthread_mutex_unlock(&c->lock);

@@ -244,11 +244,15 @@ static size_t remove_globals_locked(struct CUctx_st *ctx, struct CUmod_st *m, ui
 	return k;
 }
 
-static void release_allocs(struct CUctx_st *ctx, struct sim_alloc *a, size_t n)
+/* Releases allocations taken out of ctx's table once the work queued before
+ * that is done: what was queued later cannot reach them (kernels translate
+ * addresses through the table when they run, copies when they are queued),
+ * so only earlier work can still be using them. */
+static void release_allocs(struct CUctx_st *ctx, uint64_t fence, struct sim_alloc *a, size_t n)
 {
 	if (!n)
 		return;
-	sim_wait_seq(ctx->dev, sim_ctx_fence(ctx));
+	sim_wait_seq(ctx->dev, fence);
 	for (size_t i = 0; i < n; i++)
 		sim_mem_release(ctx->dev, &a[i]);
 }
@@ -289,11 +293,12 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	char err[256];
 	struct sim_alloc *undo = NULL;
 	size_t nundo = 0;
+	uint64_t fence = 0; /* what undo waits for */
 	if (xgpu_fatbin_parse(img.fb, img.fblen, &m->info, err, sizeof err) < 0 ||
 	    (img.elf ? sim_cubin_parse_elf(img.elf, img.elflen, &cb, err, sizeof err)
 		     : sim_cubin_from_fatbin(img.fb, img.fblen, dev_arch, &cb, err, sizeof err)) < 0) {
 		sim_log("cuModuleLoadData: invalid image: %s", err);
-		r = CUDA_ERROR_INVALID_IMAGE;
+		r = cb.bad_ptx ? CUDA_ERROR_INVALID_PTX : CUDA_ERROR_INVALID_IMAGE;
 		goto fail;
 	}
 	if (img.elf) {
@@ -333,12 +338,16 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 		void *host;
 		size_t sz = m->globals[i].size ? m->globals[i].size : 1;
 		r = sim_mem_alloc_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host);
+		/* New device memory reads as zeroes past what the image gives. */
 		if (!r && cb.vars[i].init)
-			memcpy(host, cb.vars[i].init, m->globals[i].size);
+			memcpy(host, cb.vars[i].init,
+			       (size_t)(cb.vars[i].init_len < m->globals[i].size ? cb.vars[i].init_len
+										 : m->globals[i].size));
 	}
-	if (r)
+	if (r) {
 		nundo = remove_globals_locked(c, m, m->nglobals, undo);
-	else {
+		fence = sim_ctx_fence(c);
+	} else {
 		m->unloaded = false;
 		sim_list_add(&c->modules, &m->link);
 	}
@@ -351,7 +360,7 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	*module = m;
 	return CUDA_SUCCESS;
 fail:
-	release_allocs(c, undo, nundo);
+	release_allocs(c, fence, undo, nundo);
 	free(undo);
 	sim_cubin_free(&cb);
 	free(img.owned);
@@ -376,6 +385,10 @@ CUresult cuModuleUnload(CUmodule hmod)
 	struct CUctx_st *c = m->ctx;
 	struct sim_alloc *gone = calloc(m->nglobals ? m->nglobals : 1, sizeof *gone);
 	size_t ngone = 0;
+	/* As on a GPU, kernels queued before the unload still see the module's
+	 * variables: wait for them before the variables leave the table. */
+	if (m->nglobals)
+		sim_wait_seq(c->dev, sim_ctx_fence(c));
 	pthread_mutex_lock(&c->lock);
 	struct CUfunc_st **funcs = m->funcs;
 	m->funcs = NULL;
@@ -385,8 +398,11 @@ CUresult cuModuleUnload(CUmodule hmod)
 	 * goes (they are in its table); nothing is lost. */
 	if (gone)
 		ngone = remove_globals_locked(c, m, m->nglobals, gone);
+	/* Work queued since the wait above (by another thread) may still use
+	 * them: usually none, so this wait is usually free. */
+	uint64_t fence = sim_ctx_fence(c);
 	pthread_mutex_unlock(&c->lock);
-	release_allocs(c, gone, ngone);
+	release_allocs(c, fence, gone, ngone);
 	free(gone);
 	put_funcs(funcs, m->nfuncs);
 	CUresult r = (CUresult)atomic_load(&c->sticky);
@@ -857,6 +873,28 @@ static uint64_t default_cost(const struct sim_op *op)
 	return ns > 1e15 ? (uint64_t)1e15 : (uint64_t)ns;
 }
 
+/* The sticky error of a kernel whose host implementation returned rc. A GPU
+ * fails a launch only with an error of the launch-failure class, which is
+ * what callers (xgpud included) take as a context's sticky error, so any
+ * other code a plugin returns (INVALID_VALUE for parameters it cannot read,
+ * say) reads as the generic one. */
+static CUresult launch_error(int rc)
+{
+	switch (rc) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_TIMEOUT:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_LAUNCH_FAILED:
+		return (CUresult)rc;
+	default:
+		return CUDA_ERROR_LAUNCH_FAILED;
+	}
+}
+
 CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
 {
 	const struct CUfunc_st *f = op->u.kernel.func;
@@ -875,7 +913,7 @@ CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
 	if (f->impl) {
 		int rc = f->impl->run(&l);
 		if (rc)
-			r = sim_error_known((CUresult)rc) ? (CUresult)rc : CUDA_ERROR_LAUNCH_FAILED;
+			r = launch_error(rc);
 	} else
 		warn_uncomputed(f->ki->name);
 	*cost_ns = f->impl && f->impl->cost_ns ? f->impl->cost_ns(&l) : default_cost(op);

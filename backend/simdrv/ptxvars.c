@@ -21,11 +21,16 @@
 #define PTX_MAX_TOKEN 256
 #define PTX_MAX_INIT (64u << 20) /* bytes of initial value kept per variable */
 #define PTX_MAX_VAR (1ull << 40)
+/* Brace levels of an initializer: one per array dimension plus one for a
+ * vector, so real PTX uses a handful. The parser recurses per level, so a
+ * bound keeps hostile text from exhausting the calling thread's stack. */
+#define PTX_MAX_NEST 64
 
 struct lex {
 	const char *p, *end;
 	char tok[PTX_MAX_TOKEN];
 	size_t len; /* 0 at the end of the text */
+	bool bad;   /* text we refuse outright (PTX_MAX_NEST exceeded) */
 };
 
 static void skip_space(struct lex *l)
@@ -141,19 +146,26 @@ static uint64_t literal(const char *t, bool neg, unsigned size, bool is_float)
 }
 
 /* Parses an initializer (a value or nested braces of values) into buf,
- * element by element. */
+ * element by element; *k counts the scalar values seen. depth is the number
+ * of braces already open. */
 static void parse_init(struct lex *l, uint8_t *buf, uint64_t nelem, unsigned esize, bool is_float,
-		       uint64_t *k)
+		       uint64_t *k, unsigned depth)
 {
 	if (is(l, "{")) {
-		for (next(l); l->len && !is(l, "}");) {
+		if (depth >= PTX_MAX_NEST) {
+			l->bad = true;
+			return;
+		}
+		for (next(l); l->len && !is(l, "}") && !l->bad;) {
 			if (is(l, ","))
 				next(l);
 			else if (is(l, ";"))
 				return;
 			else
-				parse_init(l, buf, nelem, esize, is_float, k);
+				parse_init(l, buf, nelem, esize, is_float, k, depth + 1);
 		}
+		if (l->bad)
+			return;
 		if (is(l, "}"))
 			next(l);
 		return;
@@ -208,6 +220,9 @@ static int parse_var(struct lex *l, struct sim_cubin *out)
 	char name[PTX_MAX_TOKEN];
 	memcpy(name, l->tok, l->len + 1);
 	next(l);
+	/* Scalars per element of the outermost dimension: the vector width
+	 * times every sized dimension (an unsized one takes its length from
+	 * the initializer). */
 	uint64_t count = vec;
 	bool unsized = false;
 	while (is(l, "[")) {
@@ -227,6 +242,7 @@ static int parse_var(struct lex *l, struct sim_cubin *out)
 	}
 	uint64_t size = count * esize;
 	uint8_t *init = NULL;
+	uint64_t init_len = 0;
 	if (is(l, "=")) {
 		next(l);
 		/* An unsized array takes its length from the initializer: parse
@@ -238,9 +254,24 @@ static int parse_var(struct lex *l, struct sim_cubin *out)
 		if (!init)
 			return -1;
 		uint64_t k = 0;
-		parse_init(l, init, cap / esize, esize, is_float, &k);
-		if (unsized)
-			size = (k < cap / esize ? k : cap / esize) * esize * vec;
+		parse_init(l, init, cap / esize, esize, is_float, &k, 0);
+		if (l->bad) {
+			free(init);
+			return -1;
+		}
+		uint64_t kept = k < cap / esize ? k : cap / esize; /* scalars in init */
+		init_len = kept * esize;
+		if (unsized) {
+			/* k counts scalars, vector components included: whole
+			 * outer elements of count scalars each, the last one
+			 * completed with zeroes. */
+			size = (kept + count - 1) / count * count * esize;
+			if (init_len < cap) {
+				uint8_t *trimmed = realloc(init, init_len ? (size_t)init_len : 1);
+				if (trimmed)
+					init = trimmed;
+			}
+		}
 	}
 	if (!is(l, ";") || !size || out->nvars >= SIM_MAX_MODULE_VARS) {
 		free(init);
@@ -256,13 +287,13 @@ static int parse_var(struct lex *l, struct sim_cubin *out)
 		return -1;
 	}
 	out->vars = nv;
-	out->vars[out->nvars++] = (struct sim_cubin_var){dup, size, init, init};
+	out->vars[out->nvars++] = (struct sim_cubin_var){dup, size, init, init_len, init};
 	return 0;
 }
 
-void sim_ptx_vars(const char *ptx, size_t len, struct sim_cubin *out)
+int sim_ptx_vars(const char *ptx, size_t len, struct sim_cubin *out)
 {
-	struct lex l = {ptx, ptx + len, {0}, 0};
+	struct lex l = {ptx, ptx + len, {0}, 0, false};
 	next(&l);
 	while (l.len) {
 		/* Directives that end at the end of their line, with no ';'. */
@@ -283,7 +314,10 @@ void sim_ptx_vars(const char *ptx, size_t len, struct sim_cubin *out)
 				next(&l); /* the ';' */
 				continue;
 			}
+			if (l.bad)
+				return -1;
 		}
 		skip_statement(&l);
 	}
+	return 0;
 }

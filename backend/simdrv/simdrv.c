@@ -13,6 +13,10 @@
  *                         (MHz), busw (bits), l2 (bytes), tpsm (threads/SM),
  *                         hbw / dbw (host<->device / device copy GB/s), name
  *   XGPU_SIM_SPEED        divides every modeled time (2 = twice as fast)
+ *   XGPU_SIM_WATCHDOG_MS  longest time one operation occupies a device, after
+ *                         XGPU_SIM_SPEED (default 10000; 0: no limit): one
+ *                         modeled longer fails its context with
+ *                         CUDA_ERROR_LAUNCH_TIMEOUT after that long (exec.c)
  *   XGPU_SIM_KERNELS      host kernel plugins (plugins.c)
  */
 #include "simdrv_int.h"
@@ -218,12 +222,19 @@ static void make_uuid(int ordinal, CUuuid *u)
 	u->bytes[8] = (char)((u->bytes[8] & 0x3f) | 0x80);
 }
 
-CUresult sim_config_devices(struct sim_device **devs_out, int *ndev_out, double *speed_out)
+/* A GPU's display watchdog allows a few seconds; a bit more here, so that no
+ * workload that is merely slow under the model trips it. */
+#define SIM_WATCHDOG_MS_DEFAULT 10000
+#define SIM_WATCHDOG_MS_MAX (7L * 24 * 3600 * 1000)
+
+CUresult sim_config_devices(struct sim_device **devs_out, int *ndev_out, double *speed_out,
+			    uint64_t *watchdog_ns_out)
 {
 	const char *env_n = getenv("XGPU_SIM_DEVICES");
 	const char *env_mem = getenv("XGPU_SIM_MEM");
 	const char *env_spec = getenv("XGPU_SIM_DEVICE_SPEC");
 	const char *env_speed = getenv("XGPU_SIM_SPEED");
+	const char *env_wd = getenv("XGPU_SIM_WATCHDOG_MS");
 
 	double speed = 1.0;
 	if (env_speed && *env_speed) {
@@ -234,6 +245,12 @@ CUresult sim_config_devices(struct sim_device **devs_out, int *ndev_out, double 
 			sim_log("XGPU_SIM_SPEED=\"%s\" is not a positive number", env_speed);
 			return CUDA_ERROR_INVALID_VALUE;
 		}
+	}
+	long wd_ms = SIM_WATCHDOG_MS_DEFAULT;
+	if (env_wd && *env_wd && xgpu_parse_long(env_wd, 0, SIM_WATCHDOG_MS_MAX, &wd_ms) < 0) {
+		sim_log("XGPU_SIM_WATCHDOG_MS=\"%s\" is not a number of milliseconds in 0..%ld", env_wd,
+			SIM_WATCHDOG_MS_MAX);
+		return CUDA_ERROR_INVALID_VALUE;
 	}
 	uint64_t mem = 16ull << 30;
 	if (env_mem && *env_mem && (xgpu_parse_size(env_mem, &mem) < 0 || mem < (1u << 20))) {
@@ -275,6 +292,7 @@ CUresult sim_config_devices(struct sim_device **devs_out, int *ndev_out, double 
 	*devs_out = devs;
 	*ndev_out = ndev;
 	*speed_out = speed;
+	*watchdog_ns_out = (uint64_t)wd_ms * 1000000u;
 	return CUDA_SUCCESS;
 }
 
@@ -295,7 +313,7 @@ CUresult cuInit(unsigned int Flags)
 		return r;
 	}
 	sim_list_init(&sim.ctxs);
-	r = sim_config_devices(&sim.devs, &sim.ndev, &sim.speed);
+	r = sim_config_devices(&sim.devs, &sim.ndev, &sim.speed, &sim.watchdog_ns);
 	for (int i = 0; r == CUDA_SUCCESS && i < sim.ndev; i++)
 		if (sim_worker_start(&sim.devs[i]) < 0)
 			r = CUDA_ERROR_OPERATING_SYSTEM;
@@ -322,7 +340,8 @@ __attribute__((destructor)) static void sim_fini(void)
 	if (!atomic_load(&sim.initialized))
 		return;
 	/* Drop queued work instead of running it out: only operations already
-	 * running finish. The driver is going away, as the error says. */
+	 * running finish their real work. The driver is going away, as the
+	 * error says. */
 	pthread_mutex_lock(&sim.lock);
 	for (struct sim_link *l = sim.ctxs.next; l != &sim.ctxs; l = l->next) {
 		int none = 0;
@@ -330,6 +349,9 @@ __attribute__((destructor)) static void sim_fini(void)
 					       (int)CUDA_ERROR_DEINITIALIZED);
 	}
 	pthread_mutex_unlock(&sim.lock);
+	/* ... and operations already running stop occupying their device. */
+	for (int i = 0; i < sim.ndev; i++)
+		sim_dev_kick(&sim.devs[i]);
 	for (;;) {
 		pthread_mutex_lock(&sim.lock);
 		struct CUctx_st *c = NULL;
@@ -492,9 +514,12 @@ uint64_t sim_ctx_fence(struct CUctx_st *ctx)
 void sim_ctx_fail(struct CUctx_st *ctx, CUresult r)
 {
 	int expected = 0;
-	if (atomic_compare_exchange_strong(&ctx->sticky, &expected, (int)r))
+	if (atomic_compare_exchange_strong(&ctx->sticky, &expected, (int)r)) {
 		sim_log("context %llu on device %d failed: error %d; it returns this error from now on",
 			(unsigned long long)ctx->obj.id, ctx->dev->ordinal, (int)r);
+		/* Its running operation, if any, stops occupying the device. */
+		sim_dev_kick(ctx->dev);
+	}
 }
 
 static void ctx_release(struct sim_obj *o)
@@ -559,6 +584,7 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsign
 	c->flags = flags;
 	c->sm_count = sm_count;
 	atomic_init(&c->sticky, 0);
+	atomic_init(&c->dying, false);
 	pthread_mutex_init(&c->lock, NULL);
 	sim_list_init(&c->streams);
 	sim_list_init(&c->events);
@@ -590,6 +616,11 @@ static void destroy_ctx(struct CUctx_st *c)
 	if (c->glink.next != &c->glink)
 		sim_list_del(&c->glink);
 	pthread_mutex_unlock(&sim.lock);
+	/* Its work still runs, in order, but no longer occupies the device for
+	 * modeled time (the one running now included): other contexts on the
+	 * device go on at once, not after the rest of this one's work. */
+	atomic_store(&c->dying, true);
+	sim_dev_kick(c->dev);
 	sim_wait_seq(c->dev, sim_ctx_fence(c));
 	sim_module_release_ctx(c);
 	sim_exec_release_ctx(c);

@@ -17,7 +17,10 @@
  *
  * Lock order: ctx->lock, then the pinned-host table lock (memory.c), then
  * dev->lock, then the registry lock. The worker holds no lock while it runs
- * an operation or sleeps for its modeled time.
+ * an operation; it sleeps for the modeled time in a timed wait on
+ * dev->wake_cv (which releases dev->lock), so that whatever ends that time
+ * early (the context failing or being destroyed, the driver stopping) can
+ * wake it.
  */
 #ifndef XGPU_SIMDRV_INT_H
 #define XGPU_SIMDRV_INT_H
@@ -122,6 +125,7 @@ struct sim_device {
 	pthread_mutex_t lock; /* everything below */
 	pthread_cond_t work_cv;
 	pthread_cond_t done_cv;
+	pthread_cond_t wake_cv; /* CLOCK_MONOTONIC: ends a modeled sleep early */
 	struct sim_op *head, *tail;
 	uint64_t submit_seq; /* last sequence number handed out */
 	uint64_t done_seq;   /* last sequence number completed */
@@ -134,7 +138,8 @@ struct sim_global {
 	atomic_bool initialized;
 	int ndev;
 	struct sim_device *devs;
-	double speed; /* modeled times are divided by this */
+	double speed;         /* modeled times are divided by this */
+	uint64_t watchdog_ns; /* longest an operation occupies a device; 0: none */
 	pthread_mutex_t lock;
 	struct sim_link ctxs; /* live contexts, for shutdown */
 };
@@ -143,7 +148,8 @@ extern struct sim_global sim SIM_HIDDEN;
 /* The device with that ordinal, or NULL (also before cuInit). */
 struct sim_device *sim_device(CUdevice dev) SIM_HIDDEN;
 /* Parses XGPU_SIM_* into devs; returns the CUresult cuInit gives. */
-CUresult sim_config_devices(struct sim_device **devs, int *ndev, double *speed) SIM_HIDDEN;
+CUresult sim_config_devices(struct sim_device **devs, int *ndev, double *speed,
+			    uint64_t *watchdog_ns) SIM_HIDDEN;
 int sim_dev_attribute(const struct sim_device *d, int attrib, int *value) SIM_HIDDEN;
 
 /* ---- contexts (simdrv.c) --------------------------------------------------- */
@@ -174,6 +180,7 @@ struct CUctx_st {
 	unsigned flags;
 	int sm_count;      /* SMs this context's kernels run on (execution affinity) */
 	atomic_int sticky; /* CUresult of a failed kernel; 0 while healthy */
+	atomic_bool dying; /* being destroyed: its work takes no modeled time */
 
 	pthread_mutex_t lock; /* everything below, except the seq fields */
 	bool destroyed;
@@ -198,6 +205,9 @@ static inline void sim_ctx_put(struct CUctx_st *ctx)
 uint64_t sim_ctx_fence(struct CUctx_st *ctx) SIM_HIDDEN;
 /* Marks ctx failed with r unless it already failed. */
 void sim_ctx_fail(struct CUctx_st *ctx, CUresult r) SIM_HIDDEN;
+/* Wakes dev's worker from a modeled sleep so that it sees a change to the
+ * sleeping operation's context (failed, dying) or to dev->stop. */
+void sim_dev_kick(struct sim_device *dev) SIM_HIDDEN;
 
 /* ---- memory (memory.c) ----------------------------------------------------- */
 /* Allocates size bytes of device memory for ctx (ctx->lock held). */
@@ -352,6 +362,7 @@ struct sim_cubin_var {
 	char *name;
 	uint64_t size;
 	const uint8_t *init; /* initial bytes, or NULL for zeroes */
+	uint64_t init_len;   /* bytes at init (at most size); the rest are zeroes */
 	uint8_t *owned_init; /* init, when it is not inside the ELF image */
 };
 struct sim_cubin_func {
@@ -371,6 +382,7 @@ struct sim_cubin {
 	uint32_t arch;        /* SM version of the ELF read, e.g. 90; 0 if none */
 	bool has_ptx;         /* the container carries PTX this device can JIT */
 	bool has_elf;         /* it carries a cubin (of any architecture) */
+	bool bad_ptx;         /* set when sim_cubin_from_fatbin failed on the PTX */
 };
 /* Reads the ELF entry of fatbin container fb that best fits arch (exact,
  * else the newest older one). Without one, reads the device variables of
@@ -381,8 +393,10 @@ int sim_cubin_parse_elf(const uint8_t *elf, size_t len, struct sim_cubin *out, c
 			size_t errlen) SIM_HIDDEN;
 const struct sim_cubin_func *sim_cubin_func(const struct sim_cubin *c, const char *name) SIM_HIDDEN;
 void sim_cubin_free(struct sim_cubin *c) SIM_HIDDEN;
-/* Adds the device variables declared in PTX text to out->vars. */
-void sim_ptx_vars(const char *ptx, size_t len, struct sim_cubin *out) SIM_HIDDEN;
+/* Adds the device variables declared in PTX text to out->vars. Returns -1
+ * for text it refuses (initializers nested too deeply), else 0; other
+ * declarations it cannot read are skipped. */
+int sim_ptx_vars(const char *ptx, size_t len, struct sim_cubin *out) SIM_HIDDEN;
 /* Size of the ELF image at elf from its headers, or 0 if it is not one. */
 size_t sim_elf_size(const uint8_t *elf, size_t max) SIM_HIDDEN;
 

@@ -52,7 +52,10 @@ struct xgpu_simk_launch {
  * as on a real GPU). */
 typedef int (*xgpu_simk_run_fn)(const struct xgpu_simk_launch *l);
 /* Modeled device time of one launch in nanoseconds; NULL selects the driver's
- * default model (proportional to the number of threads). */
+ * default model (proportional to the number of threads). A launch modeled to
+ * take longer than the driver's watchdog (XGPU_SIM_WATCHDOG_MS, 10 s unless
+ * set) occupies the device that long and then fails its context with
+ * CUDA_ERROR_LAUNCH_TIMEOUT, as a GPU's watchdog does. */
 typedef uint64_t (*xgpu_simk_cost_fn)(const struct xgpu_simk_launch *l);
 
 struct xgpu_simk_kernel {
@@ -82,9 +85,20 @@ static inline int xgpu_simk_param(const struct xgpu_simk_launch *l, uint32_t i, 
 	return 0;
 }
 
+/* Threads in the launch. The largest grid of the largest blocks has about
+ * 2^73, more than 64 bits hold: the count saturates at UINT64_MAX instead of
+ * wrapping to a small number (a cost model built on it then gives a huge
+ * time, which the driver's watchdog cuts short, not a tiny one). */
 static inline uint64_t xgpu_simk_threads(const struct xgpu_simk_launch *l)
 {
-	return (uint64_t)l->grid[0] * l->grid[1] * l->grid[2] * l->block[0] * l->block[1] * l->block[2];
+	const uint32_t d[6] = {l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2]};
+	uint64_t t = 1;
+	for (int i = 0; i < 6; i++) {
+		if (d[i] && t > UINT64_MAX / d[i])
+			return UINT64_MAX;
+		t *= d[i];
+	}
+	return t;
 }
 
 #endif

@@ -5,7 +5,8 @@
  * and exits 0 only if the daemon behaved.
  *
  *   rawclient version | fake-daemon PATH | malformed | corrupt-ring |
- *             cross-domain | memlimit BYTES | stream DOMAIN | fuzz SEED COUNT
+ *             cross-domain | memlimit BYTES | stream DOMAIN | fuzz SEED COUNT |
+ *             silent COUNT SECONDS | kick-flood COUNT | old-hello
  */
 #include "client.h"
 #include "fdpass.h"
@@ -373,6 +374,54 @@ static int mode_fuzz(unsigned seed, unsigned count)
 	return failures;
 }
 
+/* Connects count times and says nothing for seconds: the daemon must go on
+ * serving everyone else. */
+static int mode_silent(int count, int seconds)
+{
+	int *fds = calloc((size_t)count, sizeof *fds);
+	for (int i = 0; i < count; i++)
+		fds[i] = unix_connect();
+	printf("holding %d silent connections\n", count);
+	fflush(stdout);
+	sleep((unsigned)seconds);
+	for (int i = 0; i < count; i++)
+		close(fds[i]);
+	free(fds);
+	return 0;
+}
+
+/* Floods its channel's socket with kicks, then checks the channel still
+ * answers. */
+static int mode_kick_flood(int count)
+{
+	struct xgpu_client *c = open_or_die("raw-flood");
+	for (int i = 0; i < count; i++)
+		xgpu_client_kick(c);
+	struct xgpu_req_NOP req = {0};
+	struct xgpu_rsp_NOP rsp;
+	CHECK(xgpu_call_NOP(c, &req, &rsp) == cudaSuccess, "NOP after %d kicks", count);
+	xgpu_client_close(c);
+	return failures;
+}
+
+/* A hello of the first protocol drafts: three descriptors (region and two
+ * eventfds). Refused, never served. */
+static int mode_old_hello(void)
+{
+	int fd = unix_connect();
+	struct xgpu_hello h = {.magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CHANNEL};
+	int fds[3] = {dup(1), dup(1), dup(1)};
+	xgpu_send_fds(fd, &h, sizeof h, fds, 3);
+	xgpu_close_fds(fds, 3);
+	struct xgpu_hello_ack ack = {0};
+	ssize_t n = recv(fd, &ack, sizeof ack, 0);
+	ack.message[sizeof ack.message - 1] = '\0';
+	printf("daemon said: %s\n", ack.message);
+	CHECK(n == (ssize_t)sizeof ack && ack.status != 0, "a three-descriptor hello was accepted");
+	close(fd);
+	return failures;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -398,6 +447,12 @@ int main(int argc, char **argv)
 		return mode_stream(argv[2]);
 	if (!strcmp(m, "fuzz") && argc == 4)
 		return mode_fuzz((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+	if (!strcmp(m, "silent") && argc == 4)
+		return mode_silent(atoi(argv[2]), atoi(argv[3]));
+	if (!strcmp(m, "kick-flood") && argc == 3)
+		return mode_kick_flood(atoi(argv[2]));
+	if (!strcmp(m, "old-hello"))
+		return mode_old_hello();
 usage:
 	fprintf(stderr,
 		"usage: rawclient version | fake-daemon PATH | malformed | corrupt-ring | cross-domain |\n"

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fatbin.h"
 
@@ -188,6 +189,43 @@ static struct buf *variant(const char *name)
 	return NULL;
 }
 
+/* tests/data/fatbin_globals.cu, built as the Makefile's GLOBALS_VARIANTS. */
+static const char *const gvariants[] = {"sm90", "ptx", "sm100", "huge", "hugeptx"};
+#define NGVARIANTS (sizeof(gvariants) / sizeof(gvariants[0]))
+static struct buf gdata[NGVARIANTS];
+
+static struct buf *gvariant(const char *name)
+{
+	for (size_t i = 0; i < NGVARIANTS; i++)
+		if (strcmp(gvariants[i], name) == 0) {
+			if (!gdata[i].d)
+				fail_msg(
+				    "globals_%s.fatbin not loaded (is XGPU_BUILD set and the data built?)",
+				    name);
+			return &gdata[i];
+		}
+	fail_msg("no variant %s", name);
+	return NULL;
+}
+
+static void load(const char *dir, const char *fmt, const char *name, struct buf *b)
+{
+	char file[256], path[4096];
+	snprintf(file, sizeof(file), fmt, name);
+	snprintf(path, sizeof(path), "%s/tests/data/%s", dir, file);
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "cannot open %s\n", path);
+		return;
+	}
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	b->d = malloc(n > 0 ? (size_t)n : 1);
+	b->len = fread(b->d, 1, (size_t)n, f);
+	fclose(f);
+}
+
 static int load_all(void **state)
 {
 	const char *dir = getenv("XGPU_BUILD");
@@ -195,21 +233,10 @@ static int load_all(void **state)
 		fprintf(stderr, "XGPU_BUILD is not set\n");
 		return 0; /* the tests that need the data fail one by one */
 	}
-	for (size_t i = 0; i < NVARIANTS; i++) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/tests/data/fatbin_%s.fatbin", dir, variants[i]);
-		FILE *f = fopen(path, "rb");
-		if (!f) {
-			fprintf(stderr, "cannot open %s\n", path);
-			continue;
-		}
-		fseek(f, 0, SEEK_END);
-		long n = ftell(f);
-		fseek(f, 0, SEEK_SET);
-		data[i].d = malloc(n > 0 ? (size_t)n : 1);
-		data[i].len = fread(data[i].d, 1, (size_t)n, f);
-		fclose(f);
-	}
+	for (size_t i = 0; i < NVARIANTS; i++)
+		load(dir, "fatbin_%s.fatbin", variants[i], &data[i]);
+	for (size_t i = 0; i < NGVARIANTS; i++)
+		load(dir, "globals_%s.fatbin", gvariants[i], &gdata[i]);
 	return 0;
 }
 
@@ -217,6 +244,8 @@ static int free_all(void **state)
 {
 	for (size_t i = 0; i < NVARIANTS; i++)
 		free(data[i].d);
+	for (size_t i = 0; i < NGVARIANTS; i++)
+		free(gdata[i].d);
 	return 0;
 }
 
@@ -391,6 +420,9 @@ static void test_layouts(void **state)
 	struct xgpu_fatbin_info info;
 	assert_int_equal(parse(b->d, b->len, &info), 0);
 	check_all(&info);
+	/* No variables: parameter banks (.nv.constant0.<kernel>), shared
+	 * memory and code are not counted. */
+	assert_int_equal(info.global_bytes, 0);
 	assert_null(xgpu_fatbin_find(&info, "k_nonexistent"));
 	assert_null(xgpu_fatbin_find(&info, "_Z6k_ptrsPKfS0_Pf"));
 	assert_null(xgpu_fatbin_find(&info, NULL));
@@ -514,7 +546,7 @@ static void test_api_edges(void **state)
 	free(big);
 	/* A table built by hand, unsorted, is searched too. */
 	struct xgpu_kernel_info ks[3] = {{"zz", 0, NULL, 0}, {"aa", 0, NULL, 0}, {"mm", 0, NULL, 0}};
-	struct xgpu_fatbin_info hand = {ks, 3};
+	struct xgpu_fatbin_info hand = {ks, 3, 0};
 	assert_ptr_equal(xgpu_fatbin_find(&hand, "aa"), &ks[1]);
 	assert_ptr_equal(xgpu_fatbin_find(&hand, "zz"), &ks[0]);
 	assert_null(xgpu_fatbin_find(&hand, "bb"));
@@ -1238,6 +1270,555 @@ static void test_crafted_cubins(void **state)
 	free(orig.d);
 }
 
+/* ---- inflation budget ----------------------------------------------------------- */
+
+/* A zstd frame of n bytes: a cubin header with no sections (ELF) or an
+ * entry without parameters (PTX), then zeros. */
+static struct buf zeros_frame(uint16_t kind, size_t n)
+{
+	uint8_t *raw = calloc(1, n);
+	if (kind == 2) {
+		memcpy(raw, "\177ELF\2\1\1", 7);
+		wr16(raw + 18, 190);
+	} else {
+		strcpy((char *)raw, ".entry k_budget()\n");
+	}
+	size_t cap = ZSTD_compressBound(n);
+	struct buf z = {malloc(cap), 0};
+	z.len = ZSTD_compress(z.d, cap, raw, n, 1);
+	assert_false(ZSTD_isError(z.len));
+	free(raw);
+	return z;
+}
+
+/* Each entry may inflate to XGPU_FATBIN_MAX_UNCOMPRESSED, but all of them
+ * together to XGPU_FATBIN_MAX_INFLATED only, ELF and PTX alike: 20 entries
+ * of 16 KiB, each inflating to 512 MiB, once took 24 s to parse. */
+static void test_inflate_budget(void **state)
+{
+	const size_t each = 64u << 20, fits = XGPU_FATBIN_MAX_INFLATED / each;
+	assert_int_equal(fits * each, XGPU_FATBIN_MAX_INFLATED);
+	struct buf elf = zeros_frame(2, each), ptx = zeros_frame(1, each);
+	struct {
+		size_t nelf, nptx;
+		int want;
+	} cases[] = {
+	    {fits, 0, 0},      /* exactly the budget */
+	    {fits + 1, 0, -1}, /* one entry past it */
+	    {fits - 1, 2, -1}, /* ... the last one PTX */
+	    {fits - 1, 1, 0},  /* PTX counts the same */
+	    {20, 20, -1},      /* many more */
+	    {fits, 0, -1},     /* then a corrupt one, see below */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fb f;
+		fb_init(&f);
+		for (size_t j = 0; j < cases[i].nelf; j++)
+			fb_add(&f, 2, 0x8000, elf.d, elf.len, each);
+		for (size_t j = 0; j < cases[i].nptx; j++)
+			fb_add(&f, 1, 0x8000, ptx.d, ptx.len, each);
+		/* The budget is charged before inflating: past it, garbage is
+		 * refused for the budget, not found corrupt by inflating it. */
+		if (i == sizeof(cases) / sizeof(cases[0]) - 1)
+			fb_add(&f, 2, 0x8000, "\x28\xb5\x2f\xfd garbage", 12, each);
+		assert_true(f.len < 256 * 1024); /* a few KiB per entry */
+		struct xgpu_fatbin_info info;
+		char err[256];
+		int r = xgpu_fatbin_parse(f.d, f.len, &info, err, sizeof(err));
+		if (r != cases[i].want)
+			fail_msg("case %zu: got %d (%s)", i, r, r ? err : "");
+		if (r == 0) {
+			assert_int_equal(info.nkernels, cases[i].nptx ? 1 : 0);
+			xgpu_fatbin_free(&info);
+		} else {
+			assert_non_null(strstr(err, "inflate to more than 512 MiB in all"));
+			assert_null(info.kernels);
+		}
+		free(f.d);
+	}
+	free(elf.d);
+	free(ptx.d);
+}
+
+/* ---- kernel names ------------------------------------------------------------------ */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A fatbin holding one minimal cubin: nsym kernel symbols named name and
+ * nsec empty sections named .nv.info.<name>, each with its own copy of the
+ * name in its string table, or all pointing at one copy if shared. */
+static struct fb synth_cubin(const char *name, size_t nsym, size_t nsec, bool shared)
+{
+	static const char fixed[] = "\0.shstrtab\0.strtab\0.symtab"; /* 27 bytes with the last NUL */
+	size_t len = strlen(name), nstr = shared ? 1 : nsym, nshs = shared ? 1 : nsec;
+	size_t strtab_len = 1 + nstr * (len + 1), shstr_len = sizeof(fixed) + nshs * (9 + len + 1);
+	size_t strtab = 64, shstr = strtab + strtab_len, symtab = (shstr + shstr_len + 7) & ~(size_t)7;
+	size_t symtab_len = 24 * (nsym + 1), shoff = symtab + symtab_len, shnum = 4 + nsec;
+	assert_true(shnum < 0xff00);
+	size_t elen = shoff + 64 * shnum;
+	uint8_t *d = calloc(1, elen);
+	memcpy(d, "\177ELF\2\1\1", 7);
+	wr16(d + 18, 190);
+	wr64(d + 0x28, shoff);
+	wr16(d + 0x3a, 64);
+	wr16(d + 0x3c, (uint16_t)shnum);
+	wr16(d + 0x3e, 1);
+	for (size_t i = 0; i < nstr; i++)
+		memcpy(d + strtab + 1 + i * (len + 1), name, len);
+	memcpy(d + shstr, fixed, sizeof(fixed));
+	for (size_t i = 0; i < nshs; i++) {
+		uint8_t *p = d + shstr + sizeof(fixed) + i * (10 + len);
+		memcpy(p, ".nv.info.", 9);
+		memcpy(p + 9, name, len);
+	}
+	for (size_t i = 1; i <= nsym; i++) {
+		uint8_t *s = d + symtab + 24 * i;
+		wr32(s, (uint32_t)(1 + (shared ? 0 : (i - 1) * (len + 1))));
+		s[4] = 0x12; /* global function */
+		s[5] = 0x10; /* CUDA entry */
+		wr16(s + 6, 1);
+	}
+	uint8_t *sh = d + shoff;
+	wr32(sh + 64, 1); /* .shstrtab */
+	wr32(sh + 68, 3);
+	wr64(sh + 88, shstr);
+	wr64(sh + 96, shstr_len);
+	wr32(sh + 128, 11); /* .strtab */
+	wr32(sh + 132, 3);
+	wr64(sh + 152, strtab);
+	wr64(sh + 160, strtab_len);
+	wr32(sh + 192, 19); /* .symtab */
+	wr32(sh + 196, 2);
+	wr64(sh + 216, symtab);
+	wr64(sh + 224, symtab_len);
+	wr32(sh + 232, 2);
+	wr64(sh + 248, 24);
+	for (size_t i = 0; i < nsec; i++) {
+		uint8_t *h = sh + 64 * (4 + i);
+		wr32(h, (uint32_t)(sizeof(fixed) + (shared ? 0 : i * (10 + len))));
+		wr32(h + 4, 0x70000000); /* empty .nv.info: no parameters */
+	}
+	struct fb f;
+	fb_init(&f);
+	fb_add(&f, 2, 0, d, elen, 0);
+	free(d);
+	return f;
+}
+
+static char *name_of(size_t len, char ch)
+{
+	char *s = malloc(len + 1);
+	memset(s, ch, len);
+	s[len] = '\0';
+	return s;
+}
+
+/* One kernel named many times, and as many .nv.info sections naming it:
+ * each section once walked back over every copy of the name (16000
+ * sections x 16000 symbols x 256 bytes took 4.6 s; 20000 x 20000 x 60000
+ * bytes, all at one name, 250 s). Now the names are deduplicated once and
+ * must fit in their tables; names are at most XGPU_FATBIN_MAX_NAME. */
+static void test_repeated_names(void **state)
+{
+	char *name = name_of(256, 'k');
+	struct fb f = synth_cubin(name, 16000, 16000, false);
+	struct xgpu_fatbin_info info;
+	double t0 = now_s();
+	assert_int_equal(parse(f.d, f.len, &info), 0);
+	double took = now_s() - t0;
+	if (took > 1.0)
+		fail_msg("repeated names took %.2f s", took);
+	assert_int_equal(info.nkernels, 1);
+	assert_string_equal(info.kernels[0].name, name);
+	assert_int_equal(info.kernels[0].nparams, 0);
+	xgpu_fatbin_free(&info);
+	free(f.d);
+	free(name);
+
+	/* All at one copy of a long name: more name than table, refused. */
+	name = name_of(60000, 'k');
+	f = synth_cubin(name, 20000, 20000, true);
+	char err[256];
+	t0 = now_s();
+	assert_int_equal(xgpu_fatbin_parse(f.d, f.len, &info, err, sizeof(err)), -1);
+	assert_true(now_s() - t0 < 1.0);
+	assert_non_null(strstr(err, "overlap"));
+	free(f.d);
+	/* Only the sections at one copy. */
+	f = synth_cubin(name, 1, 3, true);
+	assert_int_equal(xgpu_fatbin_parse(f.d, f.len, &info, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "section names overlap"));
+	free(f.d);
+	free(name);
+
+	/* A section name running off the end of its table. */
+	name = name_of(100, 'r');
+	f = synth_cubin(name, 1, 1, false);
+	uint8_t *elf = f.d + 16 + 64, *shs = elf + rd64(elf + 0x28) + 64; /* .shstrtab */
+	wr64(shs + 32, rd64(shs + 32) - 1);
+	assert_int_equal(xgpu_fatbin_parse(f.d, f.len, &info, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "runs past its table"));
+	free(f.d);
+	free(name);
+
+	/* Names up to 64 KiB, in cubins and in PTX. */
+	for (int over = 0; over <= 1; over++) {
+		name = name_of(XGPU_FATBIN_MAX_NAME + (size_t)over, 'n');
+		f = synth_cubin(name, 1, 1, false);
+		int r = xgpu_fatbin_parse(f.d, f.len, &info, err, sizeof(err));
+		assert_int_equal(r, over ? -1 : 0);
+		if (over) {
+			assert_non_null(strstr(err, "longer than 65536 bytes"));
+		} else {
+			assert_int_equal(info.nkernels, 1);
+			assert_int_equal(strlen(info.kernels[0].name), XGPU_FATBIN_MAX_NAME);
+			xgpu_fatbin_free(&info);
+		}
+		free(f.d);
+		char *text = malloc(strlen(name) + 16);
+		sprintf(text, ".entry %s()", name);
+		r = parse_ptx(text, &info);
+		assert_int_equal(r, over ? -1 : 0);
+		if (!over)
+			xgpu_fatbin_free(&info);
+		free(text);
+		free(name);
+	}
+}
+
+/* ---- device variables -------------------------------------------------------------------- */
+
+#define K_GLOBALS "_Z9k_globalsPxi"
+/* What fatbin_globals.cu declares, summed by hand: __device__ 4 + 4 + 4000
+ * + 24 + 16 + 16 + 48 + 8 + 1 GiB, __managed__ 4 + 400, the static 4,
+ * __constant__ 4 + 4 + 1024 + 24. PTX declares exactly these; a cubin adds
+ * .nv.constant4 (8 bytes per variable whose address the code loads) and
+ * alignment padding. */
+#define VARS_BYTES ((1ull << 30) + 5584)
+#define HUGE_BYTES (1ull << 32)
+#define CUBIN_SLACK 1024
+
+static uint64_t globals_of(const void *d, size_t len)
+{
+	struct xgpu_fatbin_info info;
+	char err[256];
+	if (xgpu_fatbin_parse(d, len, &info, err, sizeof(err)) != 0)
+		fail_msg("parse failed: %s", err);
+	check_sane(&info);
+	assert_non_null(xgpu_fatbin_find(&info, K_GLOBALS));
+	uint64_t g = info.global_bytes;
+	xgpu_fatbin_free(&info);
+	return g;
+}
+
+static void expect_between(uint64_t got, uint64_t lo, uint64_t hi, const char *what)
+{
+	if (got < lo || got > hi)
+		fail_msg("%s: global_bytes %llu, want %llu to %llu", what, (unsigned long long)got,
+			 (unsigned long long)lo, (unsigned long long)hi);
+}
+
+/* nvcc-built modules: SASS, PTX, sm_100 SASS (with .nv.merc copies, which
+ * must not count twice), and a 4 GiB array: ptxas writes the sm_90 cubin's
+ * .nv.global with a size of about 1 GiB (the true size modulo 2^32) but
+ * the symbol with its full size. */
+static void test_globals_nvcc(void **state)
+{
+	static const struct {
+		const char *v;
+		uint64_t lo, hi;
+	} want[] = {
+	    {"sm90", VARS_BYTES, VARS_BYTES + CUBIN_SLACK},
+	    {"ptx", VARS_BYTES, VARS_BYTES},
+	    {"sm100", VARS_BYTES, VARS_BYTES + CUBIN_SLACK},
+	    {"huge", VARS_BYTES + HUGE_BYTES, VARS_BYTES + HUGE_BYTES + CUBIN_SLACK},
+	    {"hugeptx", VARS_BYTES + HUGE_BYTES, VARS_BYTES + HUGE_BYTES},
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct buf *b = gvariant(want[i].v);
+		expect_between(globals_of(b->d, b->len), want[i].lo, want[i].hi, want[i].v);
+		/* Each entry alone: the SASS at least what PTX declares. */
+		struct entry es[8];
+		size_t n = entries(b, es, 8);
+		for (size_t j = 0; j < n; j++) {
+			struct fb f;
+			fb_init(&f);
+			fb_copy(&f, &es[j]);
+			uint64_t lo = want[i].lo, hi = es[j].kind == 1 ? lo : lo + CUBIN_SLACK;
+			expect_between(globals_of(f.d, f.len), lo, hi, want[i].v);
+			free(f.d);
+		}
+	}
+	/* The module's figure is its largest entry's, not their sum. */
+	struct buf *b = gvariant("sm90");
+	const char *small = ".global .b8 a[100];", *large = ".global .b8 b[300];";
+	struct fb f;
+	fb_init(&f);
+	fb_add(&f, 1, 0, small, strlen(small) + 1, 0);
+	fb_add(&f, 1, 0, large, strlen(large) + 1, 0);
+	fb_add(&f, 1, 0, small, strlen(small) + 1, 0);
+	struct xgpu_fatbin_info info;
+	assert_int_equal(parse(f.d, f.len, &info), 0);
+	assert_int_equal(info.global_bytes, 300);
+	xgpu_fatbin_free(&info);
+	assert_int_equal(info.global_bytes, 0);
+	struct entry es[8];
+	size_t n = entries(b, es, 8);
+	for (size_t j = 0; j < n; j++)
+		fb_copy(&f, &es[j]);
+	expect_between(globals_of(f.d, f.len), VARS_BYTES, VARS_BYTES + CUBIN_SLACK, "mixed");
+	free(f.d);
+}
+
+/* The uncompressed cubin of a globals variant. */
+static struct buf gcubin(const char *v)
+{
+	struct entry es[8];
+	size_t n = entries(gvariant(v), es, 8);
+	for (size_t i = 0; i < n; i++)
+		if (es[i].kind == 2) {
+			assert_int_equal(es[i].flags & 0xa000, 0);
+			struct buf b = {malloc(es[i].psize), es[i].psize};
+			memcpy(b.d, es[i].payload, b.len);
+			return b;
+		}
+	fail_msg("no cubin in globals_%s", v);
+	return (struct buf){NULL, 0};
+}
+
+/* The offset of the symbol named name in .symtab. */
+static size_t find_sym(const uint8_t *e, const char *name)
+{
+	struct sec sym, str;
+	assert_true(find_sec(e, ".symtab", &sym));
+	assert_true(find_sec(e, ".strtab", &str));
+	for (size_t s = sym.off; s + 24 <= sym.off + sym.size; s += 24)
+		if (strcmp((const char *)e + str.off + rd32(e + s), name) == 0)
+			return s;
+	fail_msg("no symbol %s", name);
+	return 0;
+}
+
+static uint64_t cubin_globals(const struct buf *c)
+{
+	struct fb f;
+	fb_init(&f);
+	fb_add(&f, 2, 0, c->d, c->len, 0);
+	uint64_t g = globals_of(f.d, f.len);
+	free(f.d);
+	return g;
+}
+
+/* Hostile section and symbol sizes: saturated, never wrapped; sections
+ * renamed or emptied still counted by what their symbols say. */
+static void test_globals_crafted(void **state)
+{
+	struct buf orig = gcubin("sm90");
+	struct buf c = {malloc(orig.len), orig.len};
+	struct sec glob, init, c3, c0, shstr;
+	assert_true(find_sec(orig.d, ".nv.global", &glob));
+	assert_true(find_sec(orig.d, ".nv.global.init", &init));
+	assert_true(find_sec(orig.d, ".nv.constant3", &c3));
+	assert_true(find_sec(orig.d, ".nv.constant0." K_GLOBALS, &c0));
+	assert_true(find_sec(orig.d, ".shstrtab", &shstr));
+	size_t big = find_sym(orig.d, "big");
+	memcpy(c.d, orig.d, c.len);
+	const uint64_t base = cubin_globals(&c);
+	expect_between(base, VARS_BYTES, VARS_BYTES + CUBIN_SLACK, "base");
+	assert_int_equal(rd64(orig.d + big + 16), 1u << 30);
+
+#define RESET() memcpy(c.d, orig.d, orig.len)
+	/* .nv.global claiming nothing: its symbols still reach 1 GiB. */
+	RESET();
+	wr64(c.d + glob.hdr + 32, 0);
+	assert_int_equal(cubin_globals(&c), base);
+	/* ... and a symbol reaching past the section's end. */
+	RESET();
+	wr64(c.d + big + 16, 1ull << 40);
+	assert_true(cubin_globals(&c) >= (1ull << 40) + rd64(orig.d + big + 8));
+	/* Sizes that overflow when added, alone or together. */
+	RESET();
+	wr64(c.d + glob.hdr + 32, UINT64_MAX);
+	assert_true(cubin_globals(&c) == UINT64_MAX);
+	RESET();
+	wr64(c.d + init.hdr + 32, (1ull << 63) + 1);
+	wr64(c.d + c3.hdr + 32, 1ull << 63);
+	assert_true(cubin_globals(&c) == UINT64_MAX);
+	RESET();
+	wr64(c.d + big + 8, UINT64_MAX - 10);
+	assert_true(cubin_globals(&c) == UINT64_MAX);
+	/* A kernel's parameter bank is not a variable. */
+	RESET();
+	wr64(c.d + c0.hdr + 32, 1ull << 40);
+	assert_int_equal(cubin_globals(&c), base);
+	/* .nv.global under a name of its own is still allocated NOBITS. */
+	RESET();
+	uint8_t *nm = c.d + shstr.off + rd32(orig.d + glob.hdr);
+	assert_memory_equal(nm, ".nv.global", 11);
+	nm[5] = 'X';
+	assert_int_equal(cubin_globals(&c), base);
+	/* A common symbol counts on top. */
+	RESET();
+	wr16(c.d + big + 6, 0xfff2);
+	assert_int_equal(cubin_globals(&c), base + (1ull << 30));
+	/* Symbols placed in a variable section through the extended index
+	 * table count as the others: .nv.global emptied, big's index moved
+	 * there (an SHT_SYMTAB_SHNDX made of the .nv.info section, whose
+	 * header now links to .symtab). */
+	RESET();
+	wr64(c.d + glob.hdr + 32, 0);
+	wr16(c.d + big + 6, 0xffff);
+	struct sec sym;
+	assert_true(find_sec(orig.d, ".symtab", &sym));
+	size_t nsym = sym.size / 24, xsize = 4 * nsym;
+	uint64_t shoff = rd64(orig.d + 0x28);
+	uint16_t globi = (uint16_t)((glob.hdr - shoff) / 64), symi = (uint16_t)((sym.hdr - shoff) / 64);
+	struct buf x = {malloc(orig.len + xsize), orig.len + xsize};
+	memcpy(x.d, c.d, c.len);
+	memset(x.d + c.len, 0, xsize);
+	wr32(x.d + c.len + 4 * ((big - sym.off) / 24), globi);
+	struct sec info;
+	assert_true(find_sec(orig.d, ".nv.info", &info));
+	wr32(x.d + info.hdr + 4, 18);
+	wr64(x.d + info.hdr + 24, c.len);
+	wr64(x.d + info.hdr + 32, xsize);
+	wr32(x.d + info.hdr + 40, symi);
+	assert_true(cubin_globals(&x) >= (1ull << 30));
+	/* Without the table, big is placed nowhere. */
+	wr32(x.d + info.hdr + 4, 0x70000000);
+	assert_true(cubin_globals(&x) < (1ull << 30));
+	free(x.d);
+#undef RESET
+
+	/* sm_100: the .nv.merc copies are an alternative to what they copy,
+	 * so whichever set is larger counts. */
+	struct buf m = gcubin("sm100");
+	struct sec minit, sinit;
+	assert_true(find_sec(m.d, ".nv.merc.nv.global.init", &minit));
+	assert_true(find_sec(m.d, ".nv.global.init", &sinit));
+	assert_int_equal(minit.off, sinit.off);
+	uint64_t mbase = cubin_globals(&m);
+	expect_between(mbase, VARS_BYTES, VARS_BYTES + CUBIN_SLACK, "sm100");
+	wr64(m.d + minit.hdr + 32, 1ull << 30);
+	assert_int_equal(cubin_globals(&m), mbase - sinit.size + (1ull << 30));
+	wr64(m.d + minit.hdr + 32, 0);
+	assert_int_equal(cubin_globals(&m), mbase);
+	free(m.d);
+	free(c.d);
+	free(orig.d);
+}
+
+static uint64_t ptx_globals(const char *text)
+{
+	struct xgpu_fatbin_info info;
+	char err[256];
+	struct fb f;
+	fb_init(&f);
+	fb_add(&f, 1, 0, text, strlen(text) + 1, 0);
+	if (xgpu_fatbin_parse(f.d, f.len, &info, err, sizeof(err)) != 0)
+		fail_msg("PTX did not parse: %s\n%s", err, text);
+	free(f.d);
+	uint64_t g = info.global_bytes;
+	xgpu_fatbin_free(&info);
+	return g;
+}
+
+/* PTX declarations in the forms ptxas accepts (checked with ptxas 13.0),
+ * at module scope and in a body, and instructions that only mention a
+ * state space; a string ending in a backslash (ptxas knows no escapes, so
+ * it ends there) must not hide what follows. */
+static void test_globals_ptx(void **state)
+{
+	const char *text = ".version 9.0\n.target sm_90\n.address_size 64\n"
+			   ".file 1 \"a\\\"\n"
+			   ".global .b8 hidden[1000]; // \"\n"                        /* 1000 */
+			   ".global .u32 a;\n"                                        /* 4 */
+			   ".visible .global .align 8 .b8 b[100];\n"                  /* 100 */
+			   ".const .v4 .f32 c[2];\n"                                  /* 32 */
+			   ".global .u32 p<10>;\n"                                    /* 40 */
+			   ".global .b8 d[] = {1, 2, 3};\n"                           /* 3 */
+			   ".global .s32 e[][2] = {{1, 2}, {3, 4}, {5, 6}};\n"        /* 24 */
+			   ".global .b8 f[2][3][4];\n"                                /* 24 */
+			   ".global .u64 g = generic(a), h[2] = {a, generic(b)+8};\n" /* 24 */
+			   ".visible.global .b16 i;\n"                                /* 2 */
+			   ".extern .global .b8 j[];\n"                               /* 0 */
+			   ".global .attribute(.managed) .align 4 .u32 m[5];\n"       /* 20 */
+			   ".global .b8 o[010], q[0x10], r[0b11], s[7U];\n"           /* 34 */
+			   ".global .align 4 .v2 .u32 t[3];\n"                        /* 24 */
+			   ".global .f32 fl = 0f3F800000;\n"                          /* 4 */
+			   ".shared .align 4 .b8 sh[4096];\n"                         /* on chip */
+			   "/* .global .b8 commented[1000]; */\n"
+			   ".visible .entry k(.param .u64 .ptr .global .align 16 k_p0, .param .u32 k_p1)\n"
+			   "{\n"
+			   "\t.reg .b64 %rd<4>;\n\t.reg .b32 %r<4>;\n\t.reg .f32 %f<5>;\n"
+			   "\t.global .align 4 .b8 inner[12];\n" /* 12 */
+			   "\t.const .u32 cinner;\n"             /* 4 */
+			   "\t.shared .align 4 .b8 sh2[64];\n"
+			   "\tld.param.u64 %rd1, [k_p0];\n"
+			   "\tcvta.to.global.u64 %rd2, %rd1;\n"
+			   "\tld.global.u32 %r1, [%rd2];\n"
+			   "\tst.global.v4.f32 [%rd2], {%f1, %f2, %f3, %f4};\n"
+			   "\tld.const.u32 %r2, [cinner];\n"
+			   "\tret;\n"
+			   "}\n"
+			   ".func (.param .b32 rv) fn(.param .b64 fp)\n{\n\tret;\n}\n";
+	assert_int_equal(ptx_globals(text), 1351);
+
+	/* Sizes that do not fit in 64 bits saturate. */
+	static const char *const sat[] = {
+	    ".global .b8 x[0xffffffffffffffff][2];",
+	    ".global .b8 x[99999999999999999999999];",
+	    ".global .v4 .b32 x<4294967296>[4294967296];",
+	    ".global .b8 x[0x8000000000000000]; .const .b8 y[0x8000000000000000];",
+	    ".global .b8 x[0x8000000000000000], y[0x8000000000000000];",
+	    ".global .b8 x[] = {1, 2}; .global .b8 y[0xffffffffffffffff];",
+	};
+	for (size_t i = 0; i < sizeof(sat) / sizeof(sat[0]); i++)
+		if (ptx_globals(sat[i]) != UINT64_MAX)
+			fail_msg("not saturated: %s", sat[i]);
+
+	/* What cannot be sized is refused, not guessed. */
+	static const char *const bad[] = {
+	    ".global .u32;",
+	    ".global x;",
+	    ".global .u32 x[a];",
+	    ".global .u32 x",
+	    ".global .foo x;",
+	    ".global .u32 x[2][];",
+	    ".global .u32 x = {1, 2;",
+	    ".global .u32 x = 1) ;",
+	    ".global .attribute .u32 x;",
+	    ".global .attribute(.managed .u32 x;",
+	    ".global .u32 x<>;",
+	    ".global .u32 x<3;",
+	    ".global .u32 x[-1];",
+	    ".global .u32 x y;",
+	    ".const .u32 .u64 x;",
+	    ".global .align x .u32 y;",
+	    ".global .u32 x[1",
+	    ".entry k() { .global .u32 [x]; }",
+	};
+	struct xgpu_fatbin_info info;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse_ptx(bad[i], &info) != -1)
+			fail_msg("accepted: %s", bad[i]);
+	/* State spaces that declare nothing. */
+	static const char *const none[] = {
+	    ".entry k() { ld.global.u32 %r1, [%rd1]; cvta.to.global.u64 %rd2, %rd1; ld.const.f32 %f1, [c]; }",
+	    ".entry k(.param .u64 .ptr .global .align 8 p) { ret; }",
+	    ".extern .func (.param .b32 r) f(.param .u64 .ptr .global p);",
+	    ".entry k() { isspacep.global %p1, %rd1; prefetch.global.L2 [%rd1]; }",
+	};
+	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++)
+		if (ptx_globals(none[i]) != 0)
+			fail_msg("counted: %s", none[i]);
+}
+
 int main(void)
 {
 #define V(name)                                                                                              \
@@ -1268,6 +1849,11 @@ int main(void)
 	    cmocka_unit_test(test_corrupt_compressed),
 	    cmocka_unit_test(test_random_flips),
 	    cmocka_unit_test(test_crafted_cubins),
+	    cmocka_unit_test(test_inflate_budget),
+	    cmocka_unit_test(test_repeated_names),
+	    cmocka_unit_test(test_globals_nvcc),
+	    cmocka_unit_test(test_globals_crafted),
+	    cmocka_unit_test(test_globals_ptx),
 	};
 #undef V
 	return cmocka_run_group_tests_name("fatbin", tests, load_all, free_all);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Clients that try to hold the daemon up: connections that never say hello,
+# a flood of signals on a channel, an outdated handshake. Everyone else is
+# served meanwhile, and the daemon still stops promptly.
+. "$(dirname "$0")/lib.bash"
+R=$B/tests/tools/rawclient
+start_xgpud
+
+"$R" silent 200 6 >"$T/silent.out" 2>&1 &
+silent=$!
+wait_for 5 grep -q holding "$T/silent.out" || fail "the silent client did not connect"
+t0=$(date +%s%N)
+out=$(run_cuda "$B/bin/vectorAdd" -n 100000 2>&1) || { echo "$out"; fail "vectorAdd failed beside silent connections"; }
+ms=$((($(date +%s%N) - t0) / 1000000))
+note "vectorAdd beside 200 silent connections: $ms ms"
+[ "$ms" -lt 4000 ] || fail "silent connections held up a real client for $ms ms"
+"$B/bin/xl-gpu" list >/dev/null || fail "xl-gpu could not get through"
+
+"$R" kick-flood 100000 || fail "a channel flooded with signals stopped answering"
+"$R" old-hello || fail "a three-descriptor hello was served"
+
+# Stop while the silent connections are still open.
+t0=$(date +%s%N)
+stop_xgpud
+ms=$((($(date +%s%N) - t0) / 1000000))
+note "stopped in $ms ms"
+[ "$ms" -lt 3000 ] || fail "stopping took $ms ms"
+wait "$silent" 2>/dev/null || true
