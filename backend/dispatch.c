@@ -1110,6 +1110,7 @@ static void respond(struct call *c, int status, const void *rsp, uint32_t rsp_le
 	memcpy(slot, &h, sizeof h);
 	if (!status)
 		memcpy(slot + sizeof h, rsp, rsp_len);
+	xgpu_slot_seal(&ch->v.rsp);
 	if (xgpu_q_publish(&ch->v.rsp, 1))
 		ch->ops->kick(ch);
 }
@@ -1185,10 +1186,10 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 	/* One clock read per call: it closes both the service time (since the
 	 * poller took the request) and, ungated, the time spent issuing. */
 	uint64_t dt = xgpu_now_ns() - ch->pending_since_ns;
-	atomic_fetch_add_explicit(&dom->stats.calls, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&ch->calls, 1, memory_order_relaxed);
+	xgpu_stat_add(&dom->stats.calls, 1);
+	xgpu_stat_add(&ch->calls, 1);
 	if (status && status != cudaErrorNotReady)
-		atomic_fetch_add(&dom->stats.errors, 1);
+		xgpu_stat_add(&dom->stats.errors, 1);
 	/* Without gating nobody holds a slot; the time spent issuing work is
 	 * the domain's share of the GPU (requests never wait for a slot then,
 	 * so service time is issuing time). */

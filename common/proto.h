@@ -13,7 +13,7 @@
 #define XGPU_PROTO_MAGIC 0x55504758u /* "XGPU" little-endian */
 /* Bump on any change to the wire format or calls.def; the handshake refuses a
  * mismatch on both sides with a message naming both versions. */
-#define XGPU_PROTO_VERSION 1u
+#define XGPU_PROTO_VERSION 2u
 
 /* Ring slots carry a header and fixed-size arguments; variable-length data
  * (names, images, parameters, copies) always streams through a data area. */
@@ -83,22 +83,26 @@ enum xgpu_call_id {
 #undef IN
 #undef OUT
 
-/* Every packet starts with a header; len counts the argument bytes after it. */
+/* Every packet starts with a header; len counts the argument bytes after it.
+ * The tag comes first in both: the producer writes it last, with release
+ * order, as xgpu_slot_tag(index), so a consumer spinning on the slot sees a
+ * whole packet with one cache-line transfer (queue.h). */
 struct xgpu_req_hdr {
-	uint32_t call;     /* enum xgpu_call_id */
-	uint32_t len;      /* sizeof(struct xgpu_req_NAME) */
+	uint32_t tag;
+	uint32_t call; /* enum xgpu_call_id */
+	uint32_t len;  /* sizeof(struct xgpu_req_NAME) */
+	uint32_t reserved;
 	uint64_t seq;      /* chosen by the frontend, echoed in the response */
 	uint64_t bulk_len; /* bytes this request streams through the tx area */
-	uint64_t reserved;
 };
 
 struct xgpu_rsp_hdr {
+	uint32_t tag;
 	uint32_t call;
 	int32_t status; /* cudaError_t */
+	uint32_t len;   /* sizeof(struct xgpu_rsp_NAME), or 0 when status != 0 */
 	uint64_t seq;
 	uint64_t bulk_len; /* bytes streamed through the rx area before this response */
-	uint32_t len;      /* sizeof(struct xgpu_rsp_NAME), or 0 when status != 0 */
-	uint32_t reserved;
 };
 
 #define XGPU_SLOT_ARGS (XGPU_SLOT_SIZE - sizeof(struct xgpu_req_hdr))

@@ -30,10 +30,14 @@ int64_t xgpu_q_space_for(struct xgpu_qend *p, uint32_t want)
 int64_t xgpu_q_avail(const struct xgpu_qend *c)
 {
 	uint32_t prod = atomic_load_explicit(&c->q->prod, memory_order_acquire);
-	uint32_t avail = prod - c->idx;
-	if (avail > c->size)
+	/* A slot consumer that goes by tags may take a packet before its
+	 * producer has published the index that covers it, so the index may
+	 * lag ours by up to a queue length; beyond that, either way, it is
+	 * corrupt. */
+	int64_t ahead = (int32_t)(prod - c->idx);
+	if (ahead > (int64_t)c->size || ahead < -(int64_t)c->size)
 		return -1;
-	return (int64_t)avail;
+	return ahead > 0 ? ahead : 0;
 }
 
 /* The peer wants a kick if its threshold lies in (old, new]. */
@@ -46,11 +50,12 @@ bool xgpu_q_publish(struct xgpu_qend *p, uint32_t n)
 {
 	uint32_t old = p->idx;
 	p->idx += n;
-	atomic_store_explicit(&p->q->prod, p->idx, memory_order_release);
-	/* Order the index store before reading the threshold: pairs with the
-	 * fence in xgpu_q_arm_data, so either we see the consumer's threshold or
-	 * it sees our index. */
-	atomic_thread_fence(memory_order_seq_cst);
+	/* The index store must be ordered before reading the threshold: pairs
+	 * with the fence in xgpu_q_arm_data, so either we see the consumer's
+	 * threshold or it sees our index. A sequentially consistent exchange
+	 * is that store and that barrier in one (xchg), cheaper than a store
+	 * and a separate fence (mfence). */
+	atomic_exchange_explicit(&p->q->prod, p->idx, memory_order_seq_cst);
 	uint32_t ev = atomic_load_explicit(&p->q->prod_event, memory_order_relaxed);
 	return crossed(old, p->idx, ev);
 }
@@ -59,8 +64,7 @@ bool xgpu_q_release(struct xgpu_qend *c, uint32_t n)
 {
 	uint32_t old = c->idx;
 	c->idx += n;
-	atomic_store_explicit(&c->q->cons, c->idx, memory_order_release);
-	atomic_thread_fence(memory_order_seq_cst);
+	atomic_exchange_explicit(&c->q->cons, c->idx, memory_order_seq_cst);
 	uint32_t ev = atomic_load_explicit(&c->q->cons_event, memory_order_relaxed);
 	return crossed(old, c->idx, ev);
 }
@@ -77,6 +81,18 @@ void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need)
 		need = p->size;
 	atomic_store_explicit(&p->q->cons_event, p->idx + need - p->size, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
+}
+
+bool xgpu_slot_ready(const struct xgpu_qend *c)
+{
+	const uint32_t *tag = xgpu_q_unit(c, c->idx);
+	return __atomic_load_n(tag, __ATOMIC_ACQUIRE) == xgpu_slot_tag(c->idx);
+}
+
+void xgpu_slot_seal(struct xgpu_qend *p)
+{
+	uint32_t *tag = xgpu_q_unit(p, p->idx);
+	__atomic_store_n(tag, xgpu_slot_tag(p->idx), __ATOMIC_RELEASE);
 }
 
 int64_t xgpu_stream_write(struct xgpu_qend *p, const void *src, size_t len, bool *kick)

@@ -54,7 +54,8 @@ static inline int64_t xgpu_q_space(struct xgpu_qend *p)
 {
 	return xgpu_q_space_for(p, p->size);
 }
-/* Consumer: units ready to read, or -1 if the producer's index is corrupt. */
+/* Consumer: units ready to read, or -1 if the producer's index is corrupt
+ * (more than a queue length ahead of ours or behind it). */
 int64_t xgpu_q_avail(const struct xgpu_qend *c);
 
 /* Make n units visible (producer) or free (consumer). Returns true when the
@@ -67,6 +68,25 @@ bool xgpu_q_release(struct xgpu_qend *c, uint32_t n);
  * again after arming and before sleeping. */
 void xgpu_q_arm_data(struct xgpu_qend *c);
 void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need);
+
+/* Slot queues: a packet's first 32 bits are its tag. The producer fills the
+ * slot, then stores xgpu_slot_tag(index) with release order, then publishes
+ * its index as for any queue. A consumer that spins polls the tag of the slot
+ * at its own index: a packet is there when the tag matches, which costs one
+ * cache-line transfer per packet instead of one for the slot and one for the
+ * producer's index. The index still drives the sleep thresholds and is
+ * checked for corruption whenever a consumer goes to sleep. Tags are odd, so
+ * a zeroed slot never matches, and a slot left from an earlier lap carries
+ * another index's tag. */
+static inline uint32_t xgpu_slot_tag(uint32_t idx)
+{
+	return (idx << 1) | 1u;
+}
+
+/* Consumer: whether the packet at our index is complete. */
+bool xgpu_slot_ready(const struct xgpu_qend *c);
+/* Producer: marks the packet at our index complete (before publishing). */
+void xgpu_slot_seal(struct xgpu_qend *p);
 
 /* Address of the unit at free-running index i. */
 static inline void *xgpu_q_unit(const struct xgpu_qend *e, uint32_t i)

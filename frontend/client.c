@@ -234,7 +234,7 @@ static bool ready(struct xgpu_client *c, enum wait_for w, uint32_t need)
 		return n < 0 || n >= need;
 	}
 	case WAIT_RESPONSE: /* need: whether we also take rx data */
-		return xgpu_q_avail(&c->v.rsp) != 0 || (need && xgpu_q_avail(&c->v.rx) != 0);
+		return xgpu_slot_ready(&c->v.rsp) || (need && xgpu_q_avail(&c->v.rx) != 0);
 	}
 	return true;
 }
@@ -261,6 +261,8 @@ static void arm(struct xgpu_client *c, enum wait_for w, uint32_t need)
  * daemon went away. */
 static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
 {
+	if (ready(c, w, need))
+		return 0;
 	uint64_t start = xgpu_now_ns();
 	do {
 		for (int i = 0; i < 64; i++) {
@@ -297,6 +299,7 @@ static int post_request(struct xgpu_client *c, const struct xgpu_rpc *r, uint64_
 	struct xgpu_req_hdr h = {.call = r->call, .len = r->req_len, .seq = seq, .bulk_len = r->out_len};
 	memcpy(slot, &h, sizeof h);
 	memcpy(slot + sizeof h, r->req, r->req_len);
+	xgpu_slot_seal(&c->v.req);
 	if (xgpu_q_publish(&c->v.req, 1))
 		c->ch.ops->kick(&c->ch);
 	return 0;
@@ -354,11 +357,10 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 		int e = drain_in(c, r);
 		if (e)
 			return e;
-		int64_t avail = xgpu_q_avail(&c->v.rsp);
-		if (avail < 0)
-			return channel_dead(c, cudaErrorUnknown, "corrupt response ring index");
-		if (avail > 0)
+		if (xgpu_slot_ready(&c->v.rsp))
 			break;
+		if (xgpu_q_avail(&c->v.rsp) < 0)
+			return channel_dead(c, cudaErrorUnknown, "corrupt response ring index");
 		e = wait_until(c, WAIT_RESPONSE, r->in && r->in_len < r->in_max);
 		if (e)
 			return channel_dead(c, e, "xgpud went away");

@@ -17,6 +17,13 @@ note "vectorAdd beside 200 silent connections: $ms ms"
 "$B/bin/xl-gpu" list >/dev/null || fail "xl-gpu could not get through"
 
 "$R" kick-flood 100000 || fail "a channel flooded with signals stopped answering"
+# Back-to-back calls from two processes, spinning and sleeping by turns:
+# neither side may take the other's timing for a corrupt ring.
+"$R" nops 100000 &
+a=$!
+XGPU_SPIN_US=0 "$R" nops 30000 || fail "back-to-back calls failed"
+wait "$a" || fail "back-to-back calls failed"
+! grep -q "corrupt" "$XGPUD_LOG" || fail "an honest channel was taken for corrupt"
 "$R" old-hello || fail "a three-descriptor hello was served"
 
 # Stop while the silent connections are still open.

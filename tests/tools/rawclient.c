@@ -6,7 +6,7 @@
  *
  *   rawclient version | fake-daemon PATH | malformed | corrupt-ring |
  *             cross-domain | memlimit BYTES | stream DOMAIN | fuzz SEED COUNT |
- *             silent COUNT SECONDS | kick-flood COUNT | old-hello
+ *             silent COUNT SECONDS | kick-flood COUNT | old-hello | nops COUNT
  */
 #include "client.h"
 #include "fdpass.h"
@@ -69,11 +69,12 @@ static int raw_request(struct xgpu_client *c, const void *slot, size_t len)
 	uint8_t buf[XGPU_SLOT_SIZE] = {0};
 	memcpy(buf, slot, len < sizeof buf ? len : sizeof buf);
 	memcpy(xgpu_q_unit(&v->req, v->req.idx), buf, sizeof buf);
+	xgpu_slot_seal(&v->req);
 	xgpu_q_publish(&v->req, 1);
 	xgpu_client_kick(c);
 	uint64_t until = xgpu_now_ns() + 5000000000ull;
 	while (xgpu_now_ns() < until) {
-		if (xgpu_q_avail(&v->rsp) > 0) {
+		if (xgpu_slot_ready(&v->rsp)) {
 			struct xgpu_rsp_hdr h;
 			memcpy(&h, xgpu_q_unit(&v->rsp, v->rsp.idx), sizeof h);
 			xgpu_q_release(&v->rsp, 1);
@@ -404,12 +405,31 @@ static int mode_kick_flood(int count)
 	return failures;
 }
 
+/* Back-to-back null calls: the consumer of each ring keeps taking packets
+ * the instant they are sealed, ahead of the producer's published index. */
+static int mode_nops(int count)
+{
+	struct xgpu_client *c = open_or_die("raw-nops");
+	struct xgpu_req_NOP req = {0};
+	struct xgpu_rsp_NOP rsp;
+	for (int i = 0; i < count; i++) {
+		int r = xgpu_call_NOP(c, &req, &rsp);
+		if (r) {
+			CHECK(r == 0, "NOP %d of %d failed with %d", i, count, r);
+			break;
+		}
+	}
+	xgpu_client_close(c);
+	return failures;
+}
+
 /* A hello of the first protocol drafts: three descriptors (region and two
  * eventfds). Refused, never served. */
 static int mode_old_hello(void)
 {
 	int fd = unix_connect();
-	struct xgpu_hello h = {.magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CHANNEL};
+	struct xgpu_hello h = {
+	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CHANNEL};
 	int fds[3] = {dup(1), dup(1), dup(1)};
 	xgpu_send_fds(fd, &h, sizeof h, fds, 3);
 	xgpu_close_fds(fds, 3);
@@ -453,6 +473,8 @@ int main(int argc, char **argv)
 		return mode_kick_flood(atoi(argv[2]));
 	if (!strcmp(m, "old-hello"))
 		return mode_old_hello();
+	if (!strcmp(m, "nops") && argc == 3)
+		return mode_nops(atoi(argv[2]));
 usage:
 	fprintf(stderr,
 		"usage: rawclient version | fake-daemon PATH | malformed | corrupt-ring | cross-domain |\n"

@@ -61,6 +61,35 @@ static void slot_ring_wraps_around(void **state)
 	free(pr.buf);
 }
 
+static void slot_tags_mark_complete_packets(void **state)
+{
+	struct pair pr;
+	pair_init(&pr, 4, XGPU_SLOT_SIZE, UINT32_MAX - 1);
+	/* A zeroed slot is never a packet. */
+	assert_false(xgpu_slot_ready(&pr.c));
+	for (int lap = 0; lap < 3; lap++) {
+		for (int k = 0; k < 4; k++) {
+			struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .seq = (uint64_t)(lap * 4 + k)};
+			memcpy(xgpu_q_unit(&pr.p, pr.p.idx), &h, sizeof h);
+			/* Filled but not sealed: not there yet. */
+			assert_false(xgpu_slot_ready(&pr.c) && pr.c.idx == pr.p.idx);
+			xgpu_slot_seal(&pr.p);
+			xgpu_q_publish(&pr.p, 1);
+		}
+		for (int k = 0; k < 4; k++) {
+			assert_true(xgpu_slot_ready(&pr.c));
+			struct xgpu_req_hdr h;
+			memcpy(&h, xgpu_q_unit(&pr.c, pr.c.idx), sizeof h);
+			assert_int_equal(h.seq, (uint64_t)(lap * 4 + k));
+			xgpu_q_release(&pr.c, 1);
+		}
+		/* The slots now hold the last lap's tags, which do not match the
+		 * next lap's indexes. */
+		assert_false(xgpu_slot_ready(&pr.c));
+	}
+	free(pr.buf);
+}
+
 static void full_ring_has_no_space(void **state)
 {
 	struct pair pr;
@@ -83,8 +112,12 @@ static void corrupt_indexes_are_reported(void **state)
 	/* A producer index more than one queue ahead of the consumer. */
 	atomic_store(&pr.q.prod, 100 + 17);
 	assert_int_equal(xgpu_q_avail(&pr.c), -1);
-	/* Behind the consumer is corrupt too. */
+	/* Behind the consumer by up to a queue length is a producer that has
+	 * sealed slots but not yet published them: nothing to read. Further
+	 * behind is corrupt. */
 	atomic_store(&pr.q.prod, 99);
+	assert_int_equal(xgpu_q_avail(&pr.c), 0);
+	atomic_store(&pr.q.prod, 100 - 17);
 	assert_int_equal(xgpu_q_avail(&pr.c), -1);
 	/* A consumer index beyond what was produced, seen once the producer
 	 * needs space (before that it has no reason to read it). */
@@ -389,6 +422,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(slot_ring_wraps_around),
+	    cmocka_unit_test(slot_tags_mark_complete_packets),
 	    cmocka_unit_test(full_ring_has_no_space),
 	    cmocka_unit_test(corrupt_indexes_are_reported),
 	    cmocka_unit_test(kicks_only_when_peer_armed),
