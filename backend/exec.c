@@ -17,24 +17,13 @@
 #define STAGING_BYTES (1u << 20)
 #define BUSY_MARKS 256u
 
-/* Errors after which the driver refuses every further call on the context. */
+/* Errors after which the driver refuses every further call on the context:
+ * a kernel's failure, and two that break the context without one (an
+ * uncorrectable memory error, a context already torn down). */
 static bool sticky(CUresult r)
 {
-	switch (r) {
-	case CUDA_ERROR_ILLEGAL_ADDRESS:
-	case CUDA_ERROR_LAUNCH_FAILED:
-	case CUDA_ERROR_LAUNCH_TIMEOUT:
-	case CUDA_ERROR_HARDWARE_STACK_ERROR:
-	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-	case CUDA_ERROR_MISALIGNED_ADDRESS:
-	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-	case CUDA_ERROR_INVALID_PC:
-	case CUDA_ERROR_ECC_UNCORRECTABLE:
-	case CUDA_ERROR_CONTEXT_IS_DESTROYED:
-		return true;
-	default:
-		return false;
-	}
+	return xgpu_cuerr_is_launch_failure(r) || r == CUDA_ERROR_ECC_UNCORRECTABLE ||
+	       r == CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
 int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what)

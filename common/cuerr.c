@@ -150,3 +150,20 @@ int xgpu_cuerr_to_rt(int curesult)
 		return cudaErrorUnknown;
 	}
 }
+
+bool xgpu_cuerr_is_launch_failure(int curesult)
+{
+	switch (curesult) {
+	case CUDA_ERROR_ILLEGAL_ADDRESS:
+	case CUDA_ERROR_LAUNCH_TIMEOUT:
+	case CUDA_ERROR_HARDWARE_STACK_ERROR:
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+	case CUDA_ERROR_MISALIGNED_ADDRESS:
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+	case CUDA_ERROR_INVALID_PC:
+	case CUDA_ERROR_LAUNCH_FAILED:
+		return true;
+	default:
+		return false;
+	}
+}

@@ -6,8 +6,19 @@
 #ifndef XGPU_CUERR_H
 #define XGPU_CUERR_H
 
+#include <stdbool.h>
+
 /* The cudaError_t value for a CUresult value; cudaErrorUnknown for values
  * that are not CUresult enumerators. */
 int xgpu_cuerr_to_rt(int curesult);
+
+/* Whether curesult is one a kernel fails with when it faults on the device
+ * (CUDA_ERROR_ILLEGAL_ADDRESS, _LAUNCH_TIMEOUT, _HARDWARE_STACK_ERROR,
+ * _ILLEGAL_INSTRUCTION, _MISALIGNED_ADDRESS, _INVALID_ADDRESS_SPACE,
+ * _INVALID_PC, _LAUNCH_FAILED), after which its context is unusable. Shared
+ * so that the simulated driver, which picks the error a failed kernel
+ * reports, and xgpud, which takes such errors as a context's sticky one,
+ * agree on the set. */
+bool xgpu_cuerr_is_launch_failure(int curesult);
 
 #endif

@@ -15,6 +15,7 @@
  * modeled time.
  */
 #include "simdrv_int.h"
+#include "cuerr.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -880,19 +881,7 @@ static uint64_t default_cost(const struct sim_op *op)
  * say) reads as the generic one. */
 static CUresult launch_error(int rc)
 {
-	switch (rc) {
-	case CUDA_ERROR_ILLEGAL_ADDRESS:
-	case CUDA_ERROR_LAUNCH_TIMEOUT:
-	case CUDA_ERROR_HARDWARE_STACK_ERROR:
-	case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-	case CUDA_ERROR_MISALIGNED_ADDRESS:
-	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
-	case CUDA_ERROR_INVALID_PC:
-	case CUDA_ERROR_LAUNCH_FAILED:
-		return (CUresult)rc;
-	default:
-		return CUDA_ERROR_LAUNCH_FAILED;
-	}
+	return xgpu_cuerr_is_launch_failure(rc) ? (CUresult)rc : CUDA_ERROR_LAUNCH_FAILED;
 }
 
 CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)

@@ -13,7 +13,8 @@
  * directories in $XGPU_SIM_KERNELS, then in the `simkernels` directory next to
  * libxgpu-simdrv.so. Every device address a host function touches must go
  * through map(), which checks that the whole range lies inside one live
- * allocation of the launching context, as the GPU's MMU would.
+ * allocation of the launching context, as the GPU's MMU would;
+ * xgpu_simk_map() below wraps it with the alignment checks a GPU makes too.
  */
 #ifndef XGPU_SIMKERNEL_H
 #define XGPU_SIMKERNEL_H
@@ -27,6 +28,7 @@
 #define XGPU_SIMK_OK 0
 #define XGPU_SIMK_ERR_INVALID_VALUE 1
 #define XGPU_SIMK_ERR_ILLEGAL_ADDRESS 700
+#define XGPU_SIMK_ERR_MISALIGNED_ADDRESS 716 /* CUDA_ERROR_MISALIGNED_ADDRESS */
 
 struct xgpu_simk_param {
 	uint32_t offset;
@@ -99,6 +101,44 @@ static inline uint64_t xgpu_simk_threads(const struct xgpu_simk_launch *l)
 		t *= d[i];
 	}
 	return t;
+}
+
+/* Host view of device range [addr, addr + bytes) holding elements aligned to
+ * align bytes (1 checks nothing), or the CUresult the access would fault
+ * with on a GPU: XGPU_SIMK_ERR_ILLEGAL_ADDRESS when the range is not inside
+ * one live allocation, XGPU_SIMK_ERR_MISALIGNED_ADDRESS when addr is not a
+ * multiple of align. The host pointer is checked as well, so that the caller
+ * can dereference it as an array of its element type without undefined
+ * behaviour whatever map() returns. *out is set only on success. */
+static inline int xgpu_simk_map(const struct xgpu_simk_launch *l, uint64_t addr, uint64_t bytes,
+				uintptr_t align, void **out)
+{
+	/* Before map(): a misaligned access reports as misaligned whether or not
+	 * its range is also unmapped, without a lookup in the driver. */
+	if (addr % align)
+		return XGPU_SIMK_ERR_MISALIGNED_ADDRESS;
+	void *p = l->map(l, addr, bytes);
+	if (!p)
+		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
+	if ((uintptr_t)p % align)
+		return XGPU_SIMK_ERR_MISALIGNED_ADDRESS;
+	*out = p;
+	return XGPU_SIMK_OK;
+}
+
+/* Elements [0, count) that a kernel indexing them the usual 1-D way,
+ *   i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) ...
+ * touches: min(gridDim.x * blockDim.x, n), and 0 for n <= 0. Blocks and
+ * threads along y and z repeat the same i, so only the x extent counts. n is
+ * signed and 64-bit so that callers can pass an int parameter or an
+ * expression on one (n - 1) without it wrapping to a huge count. */
+static inline uint64_t xgpu_simk_covered(const struct xgpu_simk_launch *l, int64_t n)
+{
+	if (n <= 0)
+		return 0;
+	/* at most (2^32 - 1)^2: no overflow in 64 bits */
+	uint64_t threads_x = (uint64_t)l->grid[0] * l->block[0];
+	return threads_x < (uint64_t)n ? threads_x : (uint64_t)n;
 }
 
 #endif

@@ -8,6 +8,9 @@ static int fill(const struct xgpu_simk_launch *l)
 	if (xgpu_simk_param(l, 0, &out, 8) || xgpu_simk_param(l, 1, &n, 4) ||
 	    xgpu_simk_param(l, 2, &value, 4))
 		return XGPU_SIMK_ERR_INVALID_VALUE;
+	/* Not xgpu_simk_covered(): this counts every thread of the launch, y and
+	 * z included, not just the x extent; the tests launch only 1-D grids,
+	 * where the two agree, and this keeps what the plugin always did. */
 	uint64_t threads = xgpu_simk_threads(l), count = n > 0 ? (uint64_t)n : 0;
 	if (count > threads)
 		count = threads;

@@ -22,36 +22,6 @@
 #define HBM_BYTES_PER_NS 2500u /* ~2.5 TB/s */
 #define THREADS_PER_NS 500u
 #define MAX_BLOCK_THREADS 1024u
-/* CUDA_ERROR_MISALIGNED_ADDRESS: what a GPU reports for a misaligned access. */
-#define ERR_MISALIGNED_ADDRESS 716
-
-static int map_range(const struct xgpu_simk_launch *l, uint64_t addr, uint64_t bytes, uintptr_t align,
-		     void **out)
-{
-	if (addr % align)
-		return ERR_MISALIGNED_ADDRESS;
-	void *p = l->map(l, addr, bytes);
-	if (!p)
-		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
-	if ((uintptr_t)p % align)
-		return ERR_MISALIGNED_ADDRESS;
-	*out = p;
-	return XGPU_SIMK_OK;
-}
-
-static uint64_t threads_x(const struct xgpu_simk_launch *l)
-{
-	return (uint64_t)l->grid[0] * l->block[0];
-}
-
-/* Indexes i in [0, n) with i < the x extent of the grid. */
-static uint64_t covered(const struct xgpu_simk_launch *l, int64_t n)
-{
-	if (n <= 0)
-		return 0;
-	return threads_x(l) < (uint64_t)n ? threads_x(l) : (uint64_t)n;
-}
-
 static uint64_t streaming_cost(const struct xgpu_simk_launch *l, uint64_t bytes)
 {
 	uint64_t mem_ns = bytes / HBM_BYTES_PER_NS;
@@ -70,12 +40,13 @@ static int scale_offset(const struct xgpu_simk_launch *l)
 	    xgpu_simk_param(l, 2, &out_a, 8) || xgpu_simk_param(l, 3, &scale, 4) ||
 	    xgpu_simk_param(l, 4, &offset, 4))
 		return XGPU_SIMK_ERR_INVALID_VALUE;
-	uint64_t count = covered(l, n);
+	uint64_t count = xgpu_simk_covered(l, n);
 	if (!count)
 		return XGPU_SIMK_OK;
 	void *pi, *po;
 	int r;
-	if ((r = map_range(l, in_a, count * 4, 4, &pi)) || (r = map_range(l, out_a, count * 4, 4, &po)))
+	if ((r = xgpu_simk_map(l, in_a, count * 4, 4, &pi)) ||
+	    (r = xgpu_simk_map(l, out_a, count * 4, 4, &po)))
 		return r;
 	const float *in = pi;
 	float *out = po;
@@ -87,7 +58,7 @@ static int scale_offset(const struct xgpu_simk_launch *l)
 static uint64_t scale_offset_cost(const struct xgpu_simk_launch *l)
 {
 	int32_t n = 0;
-	uint64_t count = xgpu_simk_param(l, 0, &n, 4) ? xgpu_simk_threads(l) : covered(l, n);
+	uint64_t count = xgpu_simk_param(l, 0, &n, 4) ? xgpu_simk_threads(l) : xgpu_simk_covered(l, n);
 	return streaming_cost(l, count * 2 * sizeof(float));
 }
 
@@ -117,13 +88,13 @@ static int stencil3(const struct xgpu_simk_launch *l)
 	struct stencil_params p;
 	stencil_params_read(raw, &p);
 	/* Threads 1 <= i < min(n - 1, grid x extent) write out[i] from in[i - 1 .. i + 1]. */
-	uint64_t end = covered(l, (int64_t)p.n - 1);
+	uint64_t end = xgpu_simk_covered(l, (int64_t)p.n - 1);
 	if (end <= 1)
 		return XGPU_SIMK_OK;
 	void *pi, *po;
 	int r;
-	if ((r = map_range(l, in_a, (end + 1) * 4, 4, &pi)) ||
-	    (r = map_range(l, out_a + 4, (end - 1) * 4, 4, &po)))
+	if ((r = xgpu_simk_map(l, in_a, (end + 1) * 4, 4, &pi)) ||
+	    (r = xgpu_simk_map(l, out_a + 4, (end - 1) * 4, 4, &po)))
 		return r;
 	const float *in = pi;
 	float *out1 = po; /* out1[k] is out[k + 1] */
@@ -142,7 +113,7 @@ static uint64_t stencil3_cost(const struct xgpu_simk_launch *l)
 		return streaming_cost(l, xgpu_simk_threads(l) * 2 * sizeof(float));
 	stencil_params_read(raw, &p);
 	/* neighbours come from L1/L2: one read and one write per point in HBM */
-	return streaming_cost(l, covered(l, p.n) * 2 * sizeof(float));
+	return streaming_cost(l, xgpu_simk_covered(l, p.n) * 2 * sizeof(float));
 }
 
 /* ---- blockSum ----------------------------------------------------------- */
@@ -162,12 +133,12 @@ static int block_sum(const struct xgpu_simk_launch *l)
 	/* sdata[tid] for every thread: past the dynamic shared memory it faults */
 	if ((uint64_t)l->shared_bytes < (uint64_t)bd * sizeof(float))
 		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
-	uint64_t count = covered(l, n);
+	uint64_t count = xgpu_simk_covered(l, n);
 	void *pi = NULL, *pp;
 	int r;
-	if (count && (r = map_range(l, in_a, count * 4, 4, &pi)))
+	if (count && (r = xgpu_simk_map(l, in_a, count * 4, 4, &pi)))
 		return r;
-	if ((r = map_range(l, part_a, (uint64_t)blocks * 4, 4, &pp)))
+	if ((r = xgpu_simk_map(l, part_a, (uint64_t)blocks * 4, 4, &pp)))
 		return r;
 	const float *in = pi;
 	float *partial = pp;
@@ -188,7 +159,7 @@ static int block_sum(const struct xgpu_simk_launch *l)
 static uint64_t block_sum_cost(const struct xgpu_simk_launch *l)
 {
 	int32_t n = 0;
-	uint64_t count = xgpu_simk_param(l, 2, &n, 4) ? xgpu_simk_threads(l) : covered(l, n);
+	uint64_t count = xgpu_simk_param(l, 2, &n, 4) ? xgpu_simk_threads(l) : xgpu_simk_covered(l, n);
 	return streaming_cost(l, count * sizeof(float) + (uint64_t)l->grid[0] * sizeof(float));
 }
 

@@ -143,6 +143,37 @@ static void test_cuerr_spots(void **state)
 		assert_int_equal(xgpu_cuerr_to_rt(junk[i]), cudaErrorUnknown);
 }
 
+static void test_launch_failure_set(void **state)
+{
+	static const int failures[] = {
+	    CUDA_ERROR_ILLEGAL_ADDRESS,     CUDA_ERROR_LAUNCH_TIMEOUT,     CUDA_ERROR_HARDWARE_STACK_ERROR,
+	    CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_INVALID_ADDRESS_SPACE,
+	    CUDA_ERROR_INVALID_PC,          CUDA_ERROR_LAUNCH_FAILED,
+	};
+	/* Exactly these among every CUresult of the installed cuda.h: both the
+	 * simulated driver's launch_error() and xgpud's sticky() rely on it. */
+	for (int i = 0; i < n_cu_results; i++) {
+		int r = (int)cu_results[i].value;
+		bool want = false;
+		for (size_t j = 0; j < sizeof(failures) / sizeof(failures[0]); j++)
+			want |= failures[j] == r;
+		if (xgpu_cuerr_is_launch_failure(r) != want)
+			fail_msg("%s: launch failure should be %d", cu_results[i].name, want);
+		/* The frontend must take what broke the daemon's context as
+		 * sticky too, or a guest would keep calling into a dead one. */
+		if (want && !xgpu_rt_error_is_sticky((cudaError_t)xgpu_cuerr_to_rt(r)))
+			fail_msg("%s is a launch failure but its runtime error is not sticky",
+				 cu_results[i].name);
+	}
+	/* Context-breaking, but not a kernel's failure: exec.c adds these itself. */
+	assert_false(xgpu_cuerr_is_launch_failure(CUDA_ERROR_ECC_UNCORRECTABLE));
+	assert_false(xgpu_cuerr_is_launch_failure(CUDA_ERROR_CONTEXT_IS_DESTROYED));
+	/* Not CUresults at all. */
+	static const int junk[] = {-1, 1000, 10000, INT_MAX, INT_MIN};
+	for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++)
+		assert_false(xgpu_cuerr_is_launch_failure(junk[i]));
+}
+
 static void test_every_curesult_maps(void **state)
 {
 	for (int i = 0; i < n_cu_results; i++) {
@@ -172,10 +203,10 @@ static void test_every_curesult_maps(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_headers_parsed),      cmocka_unit_test(test_every_enumerator_named),
-	    cmocka_unit_test(test_unknown_values),      cmocka_unit_test(test_spot_names),
-	    cmocka_unit_test(test_sticky_set),          cmocka_unit_test(test_cuerr_spots),
-	    cmocka_unit_test(test_every_curesult_maps),
+	    cmocka_unit_test(test_headers_parsed),     cmocka_unit_test(test_every_enumerator_named),
+	    cmocka_unit_test(test_unknown_values),     cmocka_unit_test(test_spot_names),
+	    cmocka_unit_test(test_sticky_set),         cmocka_unit_test(test_cuerr_spots),
+	    cmocka_unit_test(test_launch_failure_set), cmocka_unit_test(test_every_curesult_maps),
 	};
 	return cmocka_run_group_tests(tests, load_enums, NULL);
 }

@@ -49,35 +49,6 @@ static void body(float *call, float *put, float S, float X, float T, float R, fl
 	*put = X * expRT * (1.0f - cndd2) - S * (1.0f - cndd1);
 }
 
-/* CUDA_ERROR_MISALIGNED_ADDRESS: what a GPU reports for a misaligned access. */
-#define ERR_MISALIGNED_ADDRESS 716
-
-/* Host view of device range [addr, addr + bytes) holding elements of the
- * given alignment, or the CUresult the access would fault with on a GPU. */
-static int map_range(const struct xgpu_simk_launch *l, uint64_t addr, uint64_t bytes, uintptr_t align,
-		     void **out)
-{
-	if (addr % align)
-		return ERR_MISALIGNED_ADDRESS;
-	void *p = l->map(l, addr, bytes);
-	if (!p)
-		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
-	if ((uintptr_t)p % align)
-		return ERR_MISALIGNED_ADDRESS;
-	*out = p;
-	return XGPU_SIMK_OK;
-}
-
-/* Options the grid covers: thread opt = blockDim.x * blockIdx.x + threadIdx.x
- * prices option opt when opt < optN. */
-static uint64_t covered(const struct xgpu_simk_launch *l, int32_t n)
-{
-	uint64_t threads_x = (uint64_t)l->grid[0] * l->block[0];
-	if (n <= 0)
-		return 0;
-	return threads_x < (uint64_t)n ? threads_x : (uint64_t)n;
-}
-
 static int black_scholes(const struct xgpu_simk_launch *l)
 {
 	uint64_t call_a, put_a, s_a, x_a, t_a;
@@ -88,17 +59,19 @@ static int black_scholes(const struct xgpu_simk_launch *l)
 	    xgpu_simk_param(l, 4, &t_a, 8) || xgpu_simk_param(l, 5, &R, 4) || xgpu_simk_param(l, 6, &V, 4) ||
 	    xgpu_simk_param(l, 7, &n, 4))
 		return XGPU_SIMK_ERR_INVALID_VALUE;
-	uint64_t count = covered(l, n);
+	/* thread opt = blockDim.x * blockIdx.x + threadIdx.x prices option opt
+	 * when opt < optN */
+	uint64_t count = xgpu_simk_covered(l, n);
 	if (!count)
 		return XGPU_SIMK_OK;
 	uint64_t bytes = count * sizeof(float);
 	void *pc, *pp, *ps, *px, *pt;
 	int r;
-	if ((r = map_range(l, call_a, bytes, sizeof(float), &pc)) ||
-	    (r = map_range(l, put_a, bytes, sizeof(float), &pp)) ||
-	    (r = map_range(l, s_a, bytes, sizeof(float), &ps)) ||
-	    (r = map_range(l, x_a, bytes, sizeof(float), &px)) ||
-	    (r = map_range(l, t_a, bytes, sizeof(float), &pt)))
+	if ((r = xgpu_simk_map(l, call_a, bytes, sizeof(float), &pc)) ||
+	    (r = xgpu_simk_map(l, put_a, bytes, sizeof(float), &pp)) ||
+	    (r = xgpu_simk_map(l, s_a, bytes, sizeof(float), &ps)) ||
+	    (r = xgpu_simk_map(l, x_a, bytes, sizeof(float), &px)) ||
+	    (r = xgpu_simk_map(l, t_a, bytes, sizeof(float), &pt)))
 		return r;
 	float *call = pc, *put = pp;
 	const float *S = ps, *X = px, *T = pt;
@@ -114,7 +87,7 @@ static int black_scholes(const struct xgpu_simk_launch *l)
 static uint64_t black_scholes_cost(const struct xgpu_simk_launch *l)
 {
 	int32_t n = 0;
-	uint64_t count = xgpu_simk_param(l, 7, &n, 4) ? xgpu_simk_threads(l) : covered(l, n);
+	uint64_t count = xgpu_simk_param(l, 7, &n, 4) ? xgpu_simk_threads(l) : xgpu_simk_covered(l, n);
 	uint64_t mem_ns = count * BYTES_PER_OPTION / HBM_BYTES_PER_NS;
 	uint64_t fp_ns = count * 1000u / OPTIONS_PER_US;
 	uint64_t thr_ns = xgpu_simk_threads(l) / THREADS_PER_NS;
