@@ -318,6 +318,32 @@ void sim_stream_put(struct CUstream_st *s)
 		sim_obj_put(&s->obj);
 }
 
+/* Publishes a new stream or event obj of c: registers it, then links it
+ * into list (of c) unless c was destroyed meanwhile. The check and the add
+ * share c->lock so that context teardown, which sets destroyed under it and
+ * then drops what the lists hold, cannot miss the object. On failure the
+ * caller's hold on obj, and with it the context reference obj carries, is
+ * given up: neither obj nor c may be used after. */
+static CUresult adopt(struct CUctx_st *c, struct sim_obj *obj, enum sim_kind kind,
+		      void (*release)(struct sim_obj *), struct sim_link *link, struct sim_link *list)
+{
+	if (sim_obj_register(obj, kind, release) < 0) {
+		release(obj);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&c->lock);
+	bool dead = c->destroyed;
+	if (!dead)
+		sim_list_add(list, link);
+	pthread_mutex_unlock(&c->lock);
+	if (dead) {
+		if (sim_obj_unregister(obj))
+			sim_obj_put(obj);
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	}
+	return CUDA_SUCCESS;
+}
+
 static void stream_release(struct sim_obj *o)
 {
 	struct CUstream_st *s = (struct CUstream_st *)o;
@@ -353,20 +379,9 @@ static CUresult stream_create(CUstream *phStream, unsigned int flags, int priori
 		      : priority < SIM_PRIO_GREATEST ? SIM_PRIO_GREATEST
 						     : priority;
 	sim_list_init(&s->link);
-	if (sim_obj_register(&s->obj, SIM_STREAM, stream_release) < 0) {
-		stream_release(&s->obj);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	pthread_mutex_lock(&c->lock);
-	bool dead = c->destroyed;
-	if (!dead)
-		sim_list_add(&c->streams, &s->link);
-	pthread_mutex_unlock(&c->lock);
-	if (dead) {
-		if (sim_obj_unregister(&s->obj))
-			sim_obj_put(&s->obj);
-		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-	}
+	r = adopt(c, &s->obj, SIM_STREAM, stream_release, &s->link, &c->streams);
+	if (r)
+		return r;
 	*phStream = s;
 	return CUDA_SUCCESS;
 }
@@ -493,20 +508,9 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 	e->ctx = c;
 	e->flags = Flags;
 	sim_list_init(&e->link);
-	if (sim_obj_register(&e->obj, SIM_EVENT, event_release) < 0) {
-		event_release(&e->obj);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	pthread_mutex_lock(&c->lock);
-	bool dead = c->destroyed;
-	if (!dead)
-		sim_list_add(&c->events, &e->link);
-	pthread_mutex_unlock(&c->lock);
-	if (dead) {
-		if (sim_obj_unregister(&e->obj))
-			sim_obj_put(&e->obj);
-		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-	}
+	r = adopt(c, &e->obj, SIM_EVENT, event_release, &e->link, &c->events);
+	if (r)
+		return r;
 	*phEvent = e;
 	return CUDA_SUCCESS;
 }

@@ -492,23 +492,40 @@ CUresult cuMemHostUnregister(void *p)
 
 /* ---- async copies and memset ------------------------------------------------------ */
 
-/* Common start of the async entry points: the current context (healthy) and
- * the stream, which must belong to it. */
-static CUresult begin_async(CUstream h, struct CUctx_st **c, struct CUstream_st **s)
-{
-	CUresult r = sim_ctx_enter(c, false);
-	if (r)
-		return r;
-	r = sim_stream_get(h, *c, s);
-	if (r)
-		sim_ctx_put(*c);
-	return r;
-}
-
 static void end_async(struct CUctx_st *c, struct CUstream_st *s)
 {
 	sim_stream_put(s);
 	sim_ctx_put(c);
+}
+
+/* Common start of the async entry points: the current context (healthy), the
+ * stream, which must belong to it, and a new op of kind. args_ok false (a
+ * NULL host pointer) is an error even for zero bytes; otherwise zero bytes
+ * queue nothing and succeed. *op NULL means the call is over: its result is
+ * returned and nothing is held. Else c and s are held for end_async and the
+ * op is the caller's to submit or free. */
+static CUresult begin_async(CUstream h, bool args_ok, size_t bytes, enum sim_op_kind kind,
+			    struct CUctx_st **c, struct CUstream_st **s, struct sim_op **op)
+{
+	*op = NULL;
+	CUresult r = sim_ctx_enter(c, false);
+	if (r)
+		return r;
+	r = sim_stream_get(h, *c, s);
+	if (r) {
+		sim_ctx_put(*c);
+		return r;
+	}
+	if (!args_ok || !bytes) {
+		end_async(*c, *s);
+		return args_ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	}
+	*op = sim_op_new(*c, kind);
+	if (!*op) {
+		end_async(*c, *s);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return CUDA_SUCCESS;
 }
 
 static bool host_is_pinned(const void *p, size_t n)
@@ -523,18 +540,10 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t By
 {
 	struct CUctx_st *c;
 	struct CUstream_st *s;
-	CUresult r = begin_async(hStream, &c, &s);
-	if (r)
+	struct sim_op *op;
+	CUresult r = begin_async(hStream, srcHost != NULL, ByteCount, SIM_OP_COPY, &c, &s, &op);
+	if (!op)
 		return r;
-	if (!srcHost || !ByteCount) {
-		end_async(c, s);
-		return srcHost ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-	}
-	struct sim_op *op = sim_op_new(c, SIM_OP_COPY);
-	if (!op) {
-		end_async(c, s);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	op->u.copy.dir = SIM_H2D;
 	op->u.copy.bytes = ByteCount;
 	/* Check the destination first: a bad range must not cost a snapshot. */
@@ -594,18 +603,10 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCoun
 {
 	struct CUctx_st *c;
 	struct CUstream_st *s;
-	CUresult r = begin_async(hStream, &c, &s);
-	if (r)
+	struct sim_op *op;
+	CUresult r = begin_async(hStream, dstHost != NULL, ByteCount, SIM_OP_COPY, &c, &s, &op);
+	if (!op)
 		return r;
-	if (!dstHost || !ByteCount) {
-		end_async(c, s);
-		return dstHost ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-	}
-	struct sim_op *op = sim_op_new(c, SIM_OP_COPY);
-	if (!op) {
-		end_async(c, s);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	op->u.copy.dir = SIM_D2H;
 	op->u.copy.bytes = ByteCount;
 	op->u.copy.dst = dstHost;
@@ -642,18 +643,10 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t 
 {
 	struct CUctx_st *c;
 	struct CUstream_st *s;
-	CUresult r = begin_async(hStream, &c, &s);
-	if (r)
+	struct sim_op *op;
+	CUresult r = begin_async(hStream, true, ByteCount, SIM_OP_COPY, &c, &s, &op);
+	if (!op)
 		return r;
-	if (!ByteCount) {
-		end_async(c, s);
-		return CUDA_SUCCESS;
-	}
-	struct sim_op *op = sim_op_new(c, SIM_OP_COPY);
-	if (!op) {
-		end_async(c, s);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	op->u.copy.dir = SIM_D2D;
 	op->u.copy.bytes = ByteCount;
 	pthread_mutex_lock(&c->lock);
@@ -678,18 +671,10 @@ CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUst
 {
 	struct CUctx_st *c;
 	struct CUstream_st *s;
-	CUresult r = begin_async(hStream, &c, &s);
-	if (r)
+	struct sim_op *op;
+	CUresult r = begin_async(hStream, true, N, SIM_OP_MEMSET, &c, &s, &op);
+	if (!op)
 		return r;
-	if (!N) {
-		end_async(c, s);
-		return CUDA_SUCCESS;
-	}
-	struct sim_op *op = sim_op_new(c, SIM_OP_MEMSET);
-	if (!op) {
-		end_async(c, s);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	op->u.memset.value = uc;
 	op->u.memset.bytes = N;
 	pthread_mutex_lock(&c->lock);
