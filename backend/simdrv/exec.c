@@ -141,6 +141,24 @@ uint64_t sim_submit(struct sim_op *op, struct CUstream_st *s)
 	return seq;
 }
 
+CUresult sim_submit_live(struct sim_op *op, struct CUstream_st *s)
+{
+	struct CUctx_st *c = op->ctx;
+	CUresult r = CUDA_SUCCESS;
+	/* Under the context's lock, so teardown either sees the op queued or
+	 * the op sees the context going. */
+	pthread_mutex_lock(&c->lock);
+	if (c->destroyed)
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	else {
+		sim_submit(op, s);
+		op = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	sim_op_free(op);
+	return r;
+}
+
 bool sim_seq_done(struct sim_device *dev, uint64_t seq)
 {
 	pthread_mutex_lock(&dev->lock);
@@ -554,15 +572,7 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 	if (op) {
 		op->u.event.ev = e; /* the op takes our reference */
 		e = NULL;
-		pthread_mutex_lock(&c->lock);
-		if (c->destroyed)
-			r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
-		else {
-			sim_submit(op, s);
-			op = NULL;
-		}
-		pthread_mutex_unlock(&c->lock);
-		sim_op_free(op);
+		r = sim_submit_live(op, s);
 	}
 	if (e)
 		sim_obj_put(&e->obj);
@@ -686,15 +696,7 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 			else {
 				op->u.wait.dev = e->ctx->dev;
 				op->u.wait.seq = seq;
-				pthread_mutex_lock(&c->lock);
-				if (c->destroyed)
-					r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
-				else {
-					sim_submit(op, s);
-					op = NULL;
-				}
-				pthread_mutex_unlock(&c->lock);
-				sim_op_free(op);
+				r = sim_submit_live(op, s);
 			}
 		}
 	}
@@ -725,15 +727,7 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 	else {
 		op->u.hostfn.fn = fn;
 		op->u.hostfn.arg = userData;
-		pthread_mutex_lock(&c->lock);
-		if (c->destroyed)
-			r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
-		else {
-			sim_submit(op, s);
-			op = NULL;
-		}
-		pthread_mutex_unlock(&c->lock);
-		sim_op_free(op);
+		r = sim_submit_live(op, s);
 	}
 	sim_stream_put(s);
 	sim_ctx_put(c);

@@ -406,6 +406,23 @@ void sim_pinned_fini(void)
 	pthread_rwlock_unlock(&pin_lock);
 }
 
+/* Records a pinned range of context c unless c is being destroyed; under
+ * c's lock, so teardown never misses a range it must release. */
+static CUresult pin_insert_live(struct CUctx_st *c, uintptr_t addr, size_t len, bool owned)
+{
+	CUresult r;
+	pthread_mutex_lock(&c->lock);
+	if (c->destroyed)
+		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+	else {
+		pthread_rwlock_wrlock(&pin_lock);
+		r = pin_insert(addr, len, c, owned);
+		pthread_rwlock_unlock(&pin_lock);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
 CUresult cuMemAllocHost(void **pp, size_t bytesize)
 {
 	struct CUctx_st *c;
@@ -424,15 +441,7 @@ CUresult cuMemAllocHost(void **pp, size_t bytesize)
 		sim_ctx_put(c);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	pthread_mutex_lock(&c->lock);
-	if (c->destroyed)
-		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
-	else {
-		pthread_rwlock_wrlock(&pin_lock);
-		r = pin_insert((uintptr_t)p, len, c, true);
-		pthread_rwlock_unlock(&pin_lock);
-	}
-	pthread_mutex_unlock(&c->lock);
+	r = pin_insert_live(c, (uintptr_t)p, len, true);
 	if (r) {
 		munmap(p, len);
 		/* A stale registration of memory since unmapped can overlap. */
@@ -467,15 +476,7 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 		sim_ctx_put(c);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
-	pthread_mutex_lock(&c->lock);
-	if (c->destroyed)
-		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
-	else {
-		pthread_rwlock_wrlock(&pin_lock);
-		r = pin_insert((uintptr_t)p, bytesize, c, false);
-		pthread_rwlock_unlock(&pin_lock);
-	}
-	pthread_mutex_unlock(&c->lock);
+	r = pin_insert_live(c, (uintptr_t)p, bytesize, false);
 	sim_ctx_put(c);
 	return r;
 }

@@ -795,14 +795,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 	op->u.kernel.block[1] = blockDimY;
 	op->u.kernel.block[2] = blockDimZ;
 	op->u.kernel.shared = sharedMemBytes;
-	pthread_mutex_lock(&c->lock);
-	if (c->destroyed)
-		r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
-	else {
-		sim_submit(op, s);
-		op = NULL;
-	}
-	pthread_mutex_unlock(&c->lock);
+	r = sim_submit_live(op, s);
+	op = NULL;
 out:
 	sim_op_free(op);
 	free(params);

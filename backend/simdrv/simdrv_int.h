@@ -302,6 +302,10 @@ void sim_op_free(struct sim_op *op) SIM_HIDDEN;
  * stream) and returns its sequence number. The caller holds ctx->lock and
  * has checked that the context is not destroyed. */
 uint64_t sim_submit(struct sim_op *op, struct CUstream_st *s) SIM_HIDDEN;
+/* Queues op on s unless its context is being destroyed
+ * (CUDA_ERROR_CONTEXT_IS_DESTROYED); either way op is no longer the
+ * caller's. Takes ctx->lock itself. */
+CUresult sim_submit_live(struct sim_op *op, struct CUstream_st *s) SIM_HIDDEN;
 bool sim_seq_done(struct sim_device *dev, uint64_t seq) SIM_HIDDEN;
 void sim_wait_seq(struct sim_device *dev, uint64_t seq) SIM_HIDDEN;
 int sim_worker_start(struct sim_device *dev) SIM_HIDDEN;
