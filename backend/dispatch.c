@@ -451,18 +451,16 @@ HANDLER(MEMCPY_HTOD)
 		if (r)
 			break;
 		r = bulk_read(c, dom->staging[b].buf, n);
-		bool queued = false;
 		if (!r)
 			r = drv(c, c->drv->cuMemcpyHtoDAsync(req->dst + done, dom->staging[b].buf, n,
 							     res->stream));
-		queued = !r;
-		int e = xgpu_exec_staging_put(dom, b, res->stream, queued);
+		int e = xgpu_exec_staging_put(dom, b, res->stream, !r);
 		r = r ? r : e;
 		done += n;
 	}
 	xgpu_exec_busy_end(dom, res->stream, mark);
 	if (!r)
-		atomic_fetch_add(&dom->stats.h2d_bytes, req->size);
+		xgpu_stat_add(&dom->stats.h2d_bytes, req->size);
 	/* As with pageable memory in CUDA, the copy may still be in flight:
 	 * the guest's buffer is free to reuse once the data is staged. */
 	return r;
@@ -522,7 +520,7 @@ HANDLER(MEMCPY_DTOH)
 		xgpu_exec_staging_put(dom, q[i].buf, NULL, false);
 	xgpu_exec_busy_end(dom, res->stream, mark);
 	if (!r)
-		atomic_fetch_add(&dom->stats.d2h_bytes, req->size);
+		xgpu_stat_add(&dom->stats.d2h_bytes, req->size);
 	return r;
 }
 
@@ -557,7 +555,7 @@ HANDLER(MEMCPY_HTOD_SEG)
 	if (!r && !(req->flags & XGPU_COPY_ASYNC))
 		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
 	if (!r)
-		atomic_fetch_add(&c->dom->stats.h2d_bytes, req->size);
+		xgpu_stat_add(&c->dom->stats.h2d_bytes, req->size);
 	return r;
 }
 
@@ -576,7 +574,7 @@ HANDLER(MEMCPY_DTOH_SEG)
 	if (!r && !(req->flags & XGPU_COPY_ASYNC))
 		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
 	if (!r)
-		atomic_fetch_add(&c->dom->stats.d2h_bytes, req->size);
+		xgpu_stat_add(&c->dom->stats.d2h_bytes, req->size);
 	return r;
 }
 
@@ -859,7 +857,7 @@ HANDLER(LAUNCH)
 					  res->stream, NULL, size ? extra : NULL));
 	xgpu_exec_busy_end(c->dom, res->stream, mark);
 	if (!r)
-		atomic_fetch_add(&c->dom->stats.kernels, 1);
+		xgpu_stat_add(&c->dom->stats.kernels, 1);
 	return r;
 }
 
@@ -1132,7 +1130,7 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 			  "domain %s: malformed request from pid %d: call %u, %u argument bytes, %" PRIu64
 			  " bulk bytes; closing the channel",
 			  dom->name, (int)ch->pid, c.hdr.call, c.hdr.len, c.hdr.bulk_len);
-		atomic_fetch_add(&dom->stats.errors, 1);
+		xgpu_stat_add(&dom->stats.errors, 1);
 		/* Its bulk length cannot be trusted, so the data stream cannot be
 		 * resynchronised: answer, then close. */
 		respond(&c, cudaErrorInvalidValue, NULL, 0);

@@ -212,7 +212,7 @@ void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 		float ms = 0;
 		if (r == CUDA_SUCCESS && drv->cuEventElapsedTime(&ms, m->start, m->end) == CUDA_SUCCESS &&
 		    ms > 0)
-			atomic_fetch_add(&dom->stats.busy_ns, (uint64_t)((double)ms * 1e6));
+			xgpu_stat_add(&dom->stats.busy_ns, (uint64_t)((double)ms * 1e6));
 		dom->marks_head = (dom->marks_head + 1) % dom->marks_cap;
 		dom->marks_count--;
 	}
