@@ -163,7 +163,10 @@ BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
 
 LIBS_COMMON := -lzstd -llz4 -ldl -lrt
-LIBS_DAEMON := -ljansson $(LIBS_COMMON) -lm
+# libxlutil is xl's config parser (xgpud --config; Debian libxen-dev). Its
+# pkg-config name is xlutil; -lxlutil is what that says on Debian 12.
+XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
+LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(LIBS_COMMON) -lm
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
@@ -260,6 +263,7 @@ TEST_LIBS_test_simkernels :=
 # Frontend pieces tested on their own, without the whole (changing) frontend archive.
 TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
+TEST_LIBS_test_config := $(OBJ)/backend/config.o
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)
