@@ -263,6 +263,9 @@ TEST_LIBS_test_simkernels :=
 # Frontend pieces tested on their own, without the whole (changing) frontend archive.
 TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
+# The scheduler core and every policy, driven in virtual time.
+TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
+	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)

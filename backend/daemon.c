@@ -72,6 +72,50 @@ static int describe_gpu(struct xgpud *d, struct xgpu_gpu *g, int index)
 	return 0;
 }
 
+static void stop_scheduler(struct xgpu_gpu *g)
+{
+	struct xgpu_sched *s = g->sched;
+	if (!s)
+		return;
+	xgpu_sched_stop(s);
+	struct xgpu_hyp *hyp = s->hyp;
+	const struct xgpu_hyp_ops *hyp_ops = s->hyp_ops;
+	xgpu_sched_fini(s);
+	if (hyp)
+		hyp_ops->close(hyp);
+	free(s);
+	g->sched = NULL;
+}
+
+/* One scheduler per GPU, each with its own instance of the hypervisor
+ * schedule source (a source serves one scheduler thread). */
+static int start_scheduler(struct xgpud *d, struct xgpu_gpu *g, char *err, size_t errlen)
+{
+	struct xgpu_hyp *hyp = NULL;
+	char why[256];
+	if (d->hyp_ops && d->hyp_ops->open(d->hyp_args, &hyp, why, sizeof why) < 0) {
+		snprintf(err, errlen, "hypervisor schedule source %s: %s", d->hyp_ops->name, why);
+		return -1;
+	}
+	struct xgpu_sched *s = calloc(1, sizeof *s);
+	snprintf(g->sched_label, sizeof g->sched_label, "GPU %d", g->index);
+	if (!s || xgpu_sched_init(s, d->policy, (uint64_t)d->o.tick_ms * 1000000u, d->hyp_ops, hyp,
+				  g->sched_label) < 0) {
+		free(s);
+		if (hyp)
+			d->hyp_ops->close(hyp);
+		snprintf(err, errlen, "cannot set up the scheduler of GPU %d", g->index);
+		return -1;
+	}
+	g->sched = s;
+	if (xgpu_sched_start(s) < 0) {
+		stop_scheduler(g);
+		snprintf(err, errlen, "cannot start the scheduler thread of GPU %d", g->index);
+		return -1;
+	}
+	return 0;
+}
+
 int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 {
 	char why[512] = "", simpath[PATH_MAX];
@@ -132,16 +176,14 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 			snprintf(err, errlen, "cannot describe GPU %d", i);
 			return -1;
 		}
-		if (xgpu_sched_start(d, &d->gpus[i], d->policy, (uint64_t)d->o.tick_ms * 1000000u,
-				     &d->gpus[i].sched) < 0) {
-			snprintf(err, errlen, "cannot start the scheduler of GPU %d", i);
+		if (start_scheduler(d, &d->gpus[i], err, errlen) < 0)
 			return -1;
-		}
 		d->ngpus++;
 		char mem[32];
 		xgpu_format_size(d->gpus[i].total_mem, mem, sizeof mem);
-		xlog_info("GPU %d: %s, %s, policy %s, tick %u ms", i, d->gpus[i].name, mem, d->policy->name,
-			  d->o.tick_ms);
+		xlog_info("GPU %d: %s, %s, policy %s, tick %u ms, hypervisor schedule from %s", i,
+			  d->gpus[i].name, mem, d->policy->name, d->o.tick_ms,
+			  d->hyp_ops ? d->hyp_ops->name : "nowhere");
 	}
 	return 0;
 }
@@ -161,7 +203,7 @@ void xgpud_shutdown(struct xgpud *d)
 		list = next;
 	}
 	for (int i = 0; i < d->ngpus; i++)
-		xgpu_sched_stop(d->gpus[i].sched);
+		stop_scheduler(&d->gpus[i]);
 	free(d->gpus);
 	d->gpus = NULL;
 	if (d->executor_name && !strcmp(d->executor_name, "sim"))

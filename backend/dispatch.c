@@ -417,7 +417,7 @@ static bool keep_slot(struct call *c)
 	while (!xgpu_sched_may_issue(&dom->sd)) {
 		if (atomic_load(&c->d->stopping) || c->ch->dead)
 			return false;
-		xgpu_sched_request(dom->gpu->sched, &dom->sd);
+		xgpu_sched_request(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 		struct pollfd pfd = {dom->wake_fd, POLLIN, 0};
 		if (poll(&pfd, 1, 100) > 0) {
 			uint64_t v;
@@ -1191,7 +1191,7 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 	/* Without gating nobody holds a slot; the time spent issuing work is
 	 * the domain's share of the GPU (requests never wait for a slot then,
 	 * so service time is issuing time). */
-	if (!dom->d->policy->gates && !(desc->flags & XF_EXEMPT))
-		atomic_fetch_add(&dom->stats.gpu_time_ns, dt);
+	if (!xgpu_sched_policy(dom->gpu->sched)->gates && !(desc->flags & XF_EXEMPT))
+		atomic_fetch_add(&dom->sd.held_ns, dt);
 	xgpu_stats_record_latency(&dom->stats, dt);
 }

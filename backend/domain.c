@@ -1,6 +1,7 @@
 /* domain.c - the domain registry: a domain is a guest VM (or, in local mode,
  * a group of processes named by XGPU_DOMAIN, by default one per user). Each
  * is bound to one GPU when it is created and gets its own aVCPU poller. */
+#include "config.h"
 #include "log.h"
 #include "scheduler.h"
 #include "util.h"
@@ -26,18 +27,40 @@ static bool valid_name(const char *s)
 	return true;
 }
 
-/* The least loaded GPU, most memory first among equals (Pegasus's
- * accelerator queue, with load as the number of bound domains). */
-static struct xgpu_gpu *pick_gpu(struct xgpud *d)
+/* A GPU's throughput as Pegasus's accelerator profile sees it: SMs times
+ * clock (both from the device's attributes; 1 if the driver gives neither). */
+static double capability(const struct xgpu_gpu *g)
 {
-	struct xgpu_gpu *best = &d->gpus[0];
-	for (int i = 1; i < d->ngpus; i++) {
+	double sms = g->attrs[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+	double khz = g->attrs[CU_DEVICE_ATTRIBUTE_CLOCK_RATE];
+	return sms > 0 && khz > 0 ? sms * khz : 1.0;
+}
+
+/* The allowed GPU that would give the new domain the most capability:
+ * capability / (bound domains + 1), so a GPU twice as fast takes twice the
+ * domains; more memory breaks ties (Pegasus's accelerator queue ordered by
+ * profile and load). NULL if none is allowed. */
+static struct xgpu_gpu *pick_gpu(struct xgpud *d, uint64_t allowed)
+{
+	struct xgpu_gpu *best = NULL;
+	double best_score = 0;
+	for (int i = 0; i < d->ngpus && i < 64; i++) {
+		if (!(allowed >> i & 1))
+			continue;
 		struct xgpu_gpu *g = &d->gpus[i];
-		uint32_t gl = atomic_load(&g->ndomains), bl = atomic_load(&best->ndomains);
-		if (gl < bl || (gl == bl && g->total_mem > best->total_mem))
+		double score = capability(g) / (double)(atomic_load(&g->ndomains) + 1);
+		if (!best || score > best_score * 1.0000001 ||
+		    (score >= best_score * 0.9999999 && g->total_mem > best->total_mem)) {
 			best = g;
+			best_score = score;
+		}
 	}
 	return best;
+}
+
+static void wake_poller(struct xgpu_sched_dom *sd)
+{
+	xgpu_domain_wake(sd->owner);
 }
 
 static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, char *err,
@@ -50,12 +73,29 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	}
 	dom->d = d;
 	snprintf(dom->name, sizeof dom->name, "%s", name);
-	dom->domid = ++d->next_domid;
 	dom->owner_uid = uid;
-	dom->gpu = pick_gpu(d);
-	dom->mem_limit = d->o.mem_limit ? d->o.mem_limit : dom->gpu->total_mem;
-	dom->credit = 256;
-	dom->sd.dom = dom;
+	/* Settings for this domain from --config, else the defaults. */
+	const struct xgpu_gpuspec *spec = d->conf ? xgpud_config_domain(d->conf, name) : NULL;
+	dom->allowed_gpus = spec && spec->has_gpus ? spec->gpus : ~UINT64_C(0);
+	dom->gpu = pick_gpu(d, dom->allowed_gpus);
+	if (!dom->gpu) {
+		snprintf(err, errlen,
+			 "domain %s may use no GPU this daemon has (--config gpus=; %d GPU%s here)", name,
+			 d->ngpus, d->ngpus == 1 ? "" : "s");
+		free(dom);
+		return NULL;
+	}
+	dom->domid = ++d->next_domid;
+	dom->mem_limit = spec && spec->has_mem ? spec->mem : d->o.mem_limit;
+	if (!dom->mem_limit || dom->mem_limit > dom->gpu->total_mem)
+		dom->mem_limit = dom->gpu->total_mem;
+	dom->sd.owner = dom;
+	dom->sd.domid = dom->domid;
+	dom->sd.name = dom->name;
+	dom->sd.wake = wake_poller;
+	dom->sd.credit = spec && spec->has_credit ? spec->credit : XGPU_CREDIT_DEFAULT;
+	dom->sd.sla = spec && spec->has_sla ? spec->sla : 0;
+	dom->spec = spec;
 	xgpu_ratelimit_init(&dom->log_rl, 50, 10000);
 	pthread_mutex_init(&dom->incoming_lock, NULL);
 	dom->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -72,12 +112,14 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 		free(dom);
 		return NULL;
 	}
-	xgpu_sched_add(dom->gpu->sched, &dom->sd);
+	xgpu_sched_add(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 	atomic_fetch_add(&dom->gpu->ndomains, 1);
 	char lim[32];
 	xgpu_format_size(dom->mem_limit, lim, sizeof lim);
-	xlog_info("domain %s (domid %u, uid %u) created on GPU %d (%s), memory limit %s", dom->name,
-		  dom->domid, (unsigned)uid, dom->gpu->index, dom->gpu->name, lim);
+	xlog_info(
+	    "domain %s (domid %u, uid %u) created on GPU %d (%s): credit %u, SLO %.2f, memory limit %s%s",
+	    dom->name, dom->domid, (unsigned)uid, dom->gpu->index, dom->gpu->name, dom->sd.credit,
+	    dom->sd.sla, lim, spec ? " (from --config)" : "");
 	return dom;
 }
 
@@ -190,7 +232,7 @@ void xgpu_domain_stop(struct xgpu_domain *dom)
 	pthread_mutex_unlock(&dom->incoming_lock);
 	if (joinable)
 		pthread_join(dom->thread, NULL);
-	xgpu_sched_remove(dom->gpu->sched, &dom->sd);
+	xgpu_sched_remove(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 	atomic_fetch_sub(&dom->gpu->ndomains, 1);
 }
 

@@ -190,6 +190,7 @@ void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_
 		return;
 	if (drv->cuEventRecord(m->start, s) != CUDA_SUCCESS)
 		return;
+	m->task = dom->serving;
 	*mark = m;
 }
 
@@ -201,19 +202,28 @@ void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_ma
 		dom->marks_count++;
 }
 
+/* Measured busy time goes to the scheduler (wfq's charge) in one batch per
+ * pass, and to the task that issued the work (its share inside the domain). */
 void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 {
 	struct xgpu_driver *drv = &dom->d->drv;
+	uint64_t total = 0;
 	while (dom->marks_count) {
 		struct xgpu_busy_mark *m = &dom->marks[dom->marks_head];
 		CUresult r = wait_all ? drv->cuEventSynchronize(m->end) : drv->cuEventQuery(m->end);
 		if (r == CUDA_ERROR_NOT_READY)
-			return;
+			break;
 		float ms = 0;
 		if (r == CUDA_SUCCESS && drv->cuEventElapsedTime(&ms, m->start, m->end) == CUDA_SUCCESS &&
-		    ms > 0)
-			xgpu_stat_add(&dom->stats.busy_ns, (uint64_t)((double)ms * 1e6));
+		    ms > 0) {
+			uint64_t ns = (uint64_t)((double)ms * 1e6);
+			total += ns;
+			if (m->task)
+				xgpu_taskq_charge(m->task, ns);
+		}
 		dom->marks_head = (dom->marks_head + 1) % dom->marks_cap;
 		dom->marks_count--;
 	}
+	if (total)
+		xgpu_sched_charge(dom->gpu->sched, &dom->sd, total);
 }

@@ -22,6 +22,34 @@
 
 #define BATCH 16 /* requests served from one channel before looking at the next */
 
+/* The task entry for a channel, with its configured weight. */
+static struct xgpu_task *task_of(struct xgpu_domain *dom, uint32_t task)
+{
+	struct xgpu_task *t = xgpu_taskq_get(&dom->tasks, task);
+	for (unsigned i = 0; dom->spec && i < dom->spec->ntasks; i++)
+		if (dom->spec->tasks[i].task == task)
+			t->weight = dom->spec->tasks[i].weight;
+	return t;
+}
+
+/* Tells the scheduler which processes make up the domain now (the local
+ * hypervisor schedule source watches their threads). */
+static void publish_pids(struct xgpu_domain *dom)
+{
+	pid_t pids[XGPU_SCHED_PIDS_MAX];
+	unsigned n = 0;
+	for (struct xgpu_channel *ch = dom->channels; ch && n < XGPU_SCHED_PIDS_MAX; ch = ch->next) {
+		if (ch->dead)
+			continue;
+		bool seen = false;
+		for (unsigned i = 0; i < n && !seen; i++)
+			seen = pids[i] == ch->pid;
+		if (!seen)
+			pids[n++] = ch->pid;
+	}
+	xgpu_sched_set_pids(dom->gpu->sched, &dom->sd, pids, n);
+}
+
 static void take_incoming(struct xgpu_domain *dom)
 {
 	/* A racy peek keeps the lock off the busy loop; a channel missed now
@@ -42,9 +70,11 @@ static void take_incoming(struct xgpu_domain *dom)
 			ch->dead = true;
 			ch->dead_reason = "cannot be watched";
 		}
+		ch->task_entry = task_of(dom, ch->task);
 		ch->next = dom->channels;
 		dom->channels = ch;
 	}
+	publish_pids(dom);
 }
 
 static void reap(struct xgpu_domain *dom)
@@ -59,9 +89,17 @@ static void reap(struct xgpu_domain *dom)
 		}
 		*pp = ch->next;
 		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, ch->ops->wait_fd(ch), NULL);
+		uint32_t task = ch->task;
 		xgpu_channel_teardown(ch);
+		bool task_used = false;
+		for (struct xgpu_channel *o = dom->channels; o && !task_used; o = o->next)
+			task_used = o->task == task;
+		if (!task_used)
+			xgpu_taskq_put(&dom->tasks, task);
 		any = true;
 	}
+	if (any)
+		publish_pids(dom);
 	/* The last process gone: give the device context back, so an idle
 	 * domain holds nothing on the GPU. */
 	if (any && !dom->channels)
@@ -103,14 +141,46 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 			ch->pending_since_ns = xgpu_now_ns();
 		}
 		if (!xgpu_dispatch_exempt(ch->pending) && !xgpu_sched_may_issue(&dom->sd)) {
-			xgpu_sched_request(dom->gpu->sched, &dom->sd);
+			/* Pegasus's ContextEstablished: state on the GPU earns a
+			 * domain its full credit of ticks. */
+			atomic_store_explicit(&dom->sd.context,
+					      dom->mem.n > 0 || dom->objs.live[OBJ_MODULE] > 0,
+					      memory_order_relaxed);
+			xgpu_sched_request(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 			return did;
 		}
 		ch->have_pending = false;
+		xgpu_stat_add(&dom->stats.queue_wait_ns, xgpu_now_ns() - ch->pending_since_ns);
+		xgpu_stat_add(&dom->stats.queue_waits, 1);
+		dom->serving = ch->task_entry;
 		xgpu_dispatch(ch, ch->pending);
 		did = true;
 	}
 	return did;
+}
+
+static bool has_work(struct xgpu_channel *ch)
+{
+	return !ch->dead && (ch->have_pending || xgpu_q_avail(&ch->v.req) != 0);
+}
+
+/* wfq inside a domain: the channel whose task has used the least of its
+ * weighted share goes next; a task that had no work banks nothing. */
+static bool serve_fair(struct xgpu_domain *dom)
+{
+	struct xgpu_channel *best = NULL;
+	for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next) {
+		bool work = has_work(ch);
+		if (work && !ch->had_work)
+			xgpu_taskq_wake(&dom->tasks, ch->task_entry);
+		ch->had_work = work;
+		if (work && (!best || ch->task_entry->vtime < best->task_entry->vtime))
+			best = ch;
+	}
+	if (!best)
+		return false;
+	xgpu_taskq_picked(&dom->tasks, best->task_entry);
+	return serve_channel(dom, best);
 }
 
 /* Whether a channel has work we could run now. */
@@ -178,9 +248,13 @@ void *xgpu_poller_main(void *arg)
 	while (!atomic_load(&d->stopping)) {
 		take_incoming(dom);
 		bool progress = false;
-		for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
-			if (!ch->dead)
-				progress |= serve_channel(dom, ch);
+		if (xgpu_sched_policy(dom->gpu->sched)->task_fair && dom->channels && dom->channels->next) {
+			progress = serve_fair(dom);
+		} else {
+			for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
+				if (!ch->dead)
+					progress |= serve_channel(dom, ch);
+		}
 		reap(dom);
 		if (park(dom))
 			return NULL;

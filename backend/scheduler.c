@@ -1,18 +1,23 @@
-/* scheduler.c - the per-GPU scheduler core (see scheduler.h).
+/* scheduler.c - the per-GPU scheduler core (see scheduler.h): slots, ticks,
+ * gating, accounting, the hypervisor snapshot, live policy and credit
+ * changes, and the thread that drives it all in real time.
  *
- * The scheduler thread sleeps until the holder's ticks run out or a poller
- * reports new work or idleness, then ends or grants slots. Gating is
- * cooperative but real: a poller runs no gated call while its may_issue flag
- * is clear, and sleeps on its wake fd until granted.
+ * Gating is cooperative but real: a poller runs no gated call while its
+ * may_issue flag is clear, and sleeps until wake() tells it the slot is its.
  */
 #include "scheduler.h"
 
+#include "heap.h"
 #include "log.h"
 #include "util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+/* ---- the FIFO helper (rr) --------------------------------------------- */
 
 void xgpu_rq_push(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
 {
@@ -40,6 +45,7 @@ struct xgpu_sched_dom *xgpu_rq_pop(struct xgpu_sched *s)
 	return sd;
 }
 
+/* O(n), but only when a domain leaves while waiting. */
 void xgpu_rq_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
 {
 	struct xgpu_sched_dom **pp = &s->rq_head, *prev = NULL;
@@ -56,68 +62,242 @@ void xgpu_rq_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
 	sd->next_ready = NULL;
 }
 
-static void end_slot(struct xgpu_sched *s, uint64_t now)
+/* ---- domid lookup ------------------------------------------------------- */
+
+static uint32_t hash_domid(uint32_t domid)
+{
+	return domid * 2654435761u;
+}
+
+static void hash_insert(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	uint32_t b = hash_domid(sd->domid) & s->hmask;
+	sd->hnext = s->htab[b];
+	s->htab[b] = sd;
+}
+
+static int hash_grow(struct xgpu_sched *s)
+{
+	uint32_t size = (s->hmask + 1) * 2;
+	struct xgpu_sched_dom **t = calloc(size, sizeof *t);
+	if (!t)
+		return -1;
+	struct xgpu_sched_dom **old = s->htab;
+	uint32_t oldsize = s->hmask + 1;
+	s->htab = t;
+	s->hmask = size - 1;
+	for (uint32_t i = 0; i < oldsize; i++)
+		for (struct xgpu_sched_dom *sd = old[i], *next; sd; sd = next) {
+			next = sd->hnext;
+			hash_insert(s, sd);
+		}
+	free(old);
+	return 0;
+}
+
+static void hash_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	struct xgpu_sched_dom **pp = &s->htab[hash_domid(sd->domid) & s->hmask];
+	while (*pp && *pp != sd)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = sd->hnext;
+	sd->hnext = NULL;
+}
+
+struct xgpu_sched_dom *xgpu_sched_find(struct xgpu_sched *s, uint32_t domid)
+{
+	for (struct xgpu_sched_dom *sd = s->htab[hash_domid(domid) & s->hmask]; sd; sd = sd->hnext)
+		if (sd->domid == domid)
+			return sd;
+	return NULL;
+}
+
+/* ---- helpers for policies ------------------------------------------------ */
+
+static void recompute_min_credit(struct xgpu_sched *s)
+{
+	uint32_t m = XGPU_CREDIT_MAX;
+	for (struct xgpu_sched_dom *sd = s->all; sd; sd = sd->next_all)
+		if (sd->credit < m)
+			m = sd->credit;
+	s->min_credit = s->all ? m : XGPU_CREDIT_DEFAULT;
+}
+
+unsigned xgpu_sched_credit_ticks(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	return xgpu_sched_ratio_ticks(sd, sd->credit, s->min_credit);
+}
+
+unsigned xgpu_sched_ratio_ticks(struct xgpu_sched_dom *sd, uint32_t x, uint32_t xmin)
+{
+	if (!atomic_load_explicit(&sd->context, memory_order_relaxed)) {
+		sd->carry = 0;
+		return 1;
+	}
+	uint64_t m = xmin ? xmin : 1;
+	uint64_t q = x + sd->carry;
+	uint64_t t = q / m;
+	sd->carry = q % m;
+	if (t < 1)
+		t = 1;
+	if (t > XGPU_MAX_SLOT_TICKS) {
+		t = XGPU_MAX_SLOT_TICKS;
+		sd->carry = 0;
+	}
+	return (unsigned)t;
+}
+
+struct xgpu_hyp_view xgpu_sched_hyp_view(struct xgpu_sched *s, uint32_t domid)
+{
+	struct xgpu_hyp_view v = {0};
+	if (!s->snap_valid)
+		return v;
+	for (unsigned i = 0; i < s->snap->n; i++) {
+		const struct xgpu_hyp_entry *e = &s->snap->e[i];
+		if (e->domid != domid)
+			continue;
+		v.scheduled = true;
+		v.running |= e->running;
+		if (e->credit > 0)
+			v.credit += e->credit;
+	}
+	return v;
+}
+
+uint32_t xgpu_sched_cpu_weight(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	uint32_t w, cap;
+	if (s->hyp && s->hyp_ops->weight(s->hyp, sd->domid, &w, &cap) == 0 && w > 0)
+		return w > XGPU_CREDIT_MAX ? XGPU_CREDIT_MAX : w;
+	return sd->credit;
+}
+
+/* ---- slots ---------------------------------------------------------------- */
+
+static void mark_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	if (sd->ready || s->holder == sd)
+		return;
+	sd->ready = true;
+	s->nready++;
+	sd->ready_since_ns = now;
+	sd->seq = ++s->seq;
+	s->ops->domain_ready(s, sd);
+}
+
+/* requeue: a holder whose slot ran out with work left goes straight back
+ * in line; it need not wait for its poller's next call to say so. */
+static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 {
 	struct xgpu_sched_dom *sd = s->holder;
 	atomic_store_explicit(&sd->may_issue, false, memory_order_release);
-	atomic_fetch_add(&sd->dom->stats.gpu_time_ns, now - sd->slot_start_ns);
+	uint64_t held = now > sd->slot_start_ns ? now - sd->slot_start_ns : 0;
+	atomic_fetch_add(&sd->held_ns, held);
+	sd->slot_end_ns = now;
+	sd->slot_expired = !s->holder_idle;
 	s->holder = NULL;
 	s->holder_idle = false;
-	/* Still has work: back in line behind the others. */
+	if (s->ops->slot_end)
+		s->ops->slot_end(s, sd, held);
+	if (requeue && sd->slot_expired)
+		atomic_store(&sd->wants_slot, true);
 	if (atomic_load(&sd->wants_slot))
-		s->ops->domain_ready(s, sd);
+		mark_ready(s, sd, now);
 }
 
 static void grant(struct xgpu_sched *s, struct xgpu_sched_dom *sd, unsigned ticks, uint64_t now)
 {
+	if (ticks < 1)
+		ticks = 1;
+	if (ticks > XGPU_MAX_SLOT_TICKS)
+		ticks = XGPU_MAX_SLOT_TICKS;
 	s->holder = sd;
 	s->holder_idle = false;
-	s->holder_until_ns = now + (uint64_t)(ticks ? ticks : 1) * s->tick_ns;
+	s->holder_until_ns = now + (uint64_t)ticks * s->tick_ns;
 	sd->slot_start_ns = now;
+	sd->slot_busy_ns = 0;
+	if (sd->ready)
+		s->nready--;
+	sd->ready = false;
+	uint64_t wait = now - sd->ready_since_ns;
+	atomic_fetch_add(&sd->wait_ns, wait);
+	if (wait > atomic_load(&sd->max_wait_ns))
+		atomic_store(&sd->max_wait_ns, wait);
+	atomic_fetch_add(&sd->ticks, ticks);
+	atomic_fetch_add(&sd->grants, 1);
 	atomic_store(&sd->wants_slot, false);
-	atomic_fetch_add(&sd->dom->stats.ticks, ticks ? ticks : 1);
 	atomic_store_explicit(&sd->may_issue, true, memory_order_release);
-	xgpu_domain_wake(sd->dom);
+	sd->wake(sd);
 }
 
-static void *sched_main(void *arg)
+/* Under the lock: the sources are cheap (a local one reads a few /proc
+ * files for the domains on this GPU) and this keeps them single-threaded. */
+static void refresh_hyp(struct xgpu_sched *s, uint64_t now)
 {
-	struct xgpu_sched *s = arg;
-	pthread_mutex_lock(&s->lock);
-	while (!s->stop) {
-		uint64_t now = xgpu_now_ns();
-		if (s->holder && (s->holder_idle || now >= s->holder_until_ns))
-			end_slot(s, now);
-		if (!s->holder) {
-			unsigned ticks = 1;
-			struct xgpu_sched_dom *next = s->ops->pick_next(s, &ticks);
-			if (next)
-				grant(s, next, ticks, now);
-		}
-		if (s->holder) {
-			struct timespec ts = {(time_t)(s->holder_until_ns / 1000000000u),
-					      (long)(s->holder_until_ns % 1000000000u)};
-			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
-		} else {
-			pthread_cond_wait(&s->cond, &s->lock);
-		}
+	if (s->hyp_ops->refresh(s->hyp, now, s->snap_spare) < 0)
+		return;
+	struct xgpu_hyp_snapshot *t = s->snap;
+	s->snap = s->snap_spare;
+	s->snap_spare = t;
+	s->snap_valid = true;
+}
+
+static uint64_t run_locked(struct xgpu_sched *s, uint64_t now)
+{
+	if (now > s->now_ns)
+		s->now_ns = now;
+	if (s->holder && (s->holder_idle || now >= s->holder_until_ns))
+		end_slot(s, now, true);
+	bool periodic = s->ops->tick || (s->ops->uses_hyp && s->hyp);
+	if (periodic && (s->holder || s->nready) && now >= s->next_tick_ns) {
+		s->next_tick_ns = now + s->tick_ns;
+		if (s->ops->uses_hyp && s->hyp)
+			refresh_hyp(s, now);
+		if (s->ops->tick)
+			s->ops->tick(s);
 	}
-	if (s->holder)
-		end_slot(s, xgpu_now_ns());
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
+	if (!s->holder && s->ops->gates) {
+		unsigned ticks = 1;
+		struct xgpu_sched_dom *next = s->ops->pick_next(s, &ticks);
+		if (next)
+			grant(s, next, ticks, now);
+	}
+	uint64_t deadline = s->holder ? s->holder_until_ns : UINT64_MAX;
+	/* Ticks only while there is contention to decide: an idle GPU's
+	 * scheduler sleeps until a domain reports work. */
+	if (periodic && (s->holder || s->nready) && s->next_tick_ns < deadline)
+		deadline = s->next_tick_ns;
+	return deadline;
 }
 
-int xgpu_sched_start(struct xgpud *d, struct xgpu_gpu *gpu, const struct xgpu_policy_ops *ops,
-		     uint64_t tick_ns, struct xgpu_sched **out)
+uint64_t xgpu_sched_run(struct xgpu_sched *s, uint64_t now)
 {
-	struct xgpu_sched *s = calloc(1, sizeof *s);
-	if (!s)
-		return -1;
-	s->d = d;
-	s->gpu = gpu;
+	pthread_mutex_lock(&s->lock);
+	s->kicked = false;
+	uint64_t deadline = run_locked(s, now);
+	pthread_mutex_unlock(&s->lock);
+	return deadline;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+int xgpu_sched_init(struct xgpu_sched *s, const struct xgpu_policy_ops *ops, uint64_t tick_ns,
+		    const struct xgpu_hyp_ops *hyp_ops, struct xgpu_hyp *hyp, const char *label)
+{
+	memset(s, 0, sizeof *s);
 	s->ops = ops;
-	s->tick_ns = tick_ns;
+	s->tick_ns = tick_ns ? tick_ns : 10000000u;
+	s->label = label ? label : "GPU";
+	s->hyp_ops = hyp ? hyp_ops : NULL;
+	s->hyp = hyp;
+	s->min_credit = XGPU_CREDIT_DEFAULT;
+	s->hmask = 63;
+	s->htab = calloc(s->hmask + 1, sizeof *s->htab);
+	s->snap = calloc(1, sizeof *s->snap);
+	s->snap_spare = calloc(1, sizeof *s->snap_spare);
+	if (!s->htab || !s->snap || !s->snap_spare)
+		goto fail;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -125,82 +305,277 @@ int xgpu_sched_start(struct xgpud *d, struct xgpu_gpu *gpu, const struct xgpu_po
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	if (ops->init && ops->init(s) < 0) {
-		free(s);
-		return -1;
+		pthread_cond_destroy(&s->cond);
+		pthread_mutex_destroy(&s->lock);
+		goto fail;
 	}
-	if (ops->gates) {
-		if (pthread_create(&s->thread, NULL, sched_main, s)) {
-			if (ops->fini)
-				ops->fini(s);
-			free(s);
-			return -1;
+	return 0;
+fail:
+	free(s->htab);
+	free(s->snap);
+	free(s->snap_spare);
+	return -1;
+}
+
+void xgpu_sched_fini(struct xgpu_sched *s)
+{
+	if (s->ops->fini)
+		s->ops->fini(s);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s->htab);
+	free(s->snap);
+	free(s->snap_spare);
+}
+
+static void reset_policy_state(struct xgpu_sched_dom *sd)
+{
+	sd->heap_idx = XGPU_HEAP_NONE;
+	sd->key = sd->round = sd->vtime = sd->carry = 0;
+	sd->extra = 0;
+	sd->window_held_ns = sd->window_start_ns = 0;
+	sd->share_ewma = 0;
+	sd->slot_busy_ns = 0;
+	sd->queued = false;
+	sd->next_ready = NULL;
+}
+
+void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	pthread_mutex_lock(&s->lock);
+	if (sd->credit < XGPU_CREDIT_MIN || sd->credit > XGPU_CREDIT_MAX)
+		sd->credit = XGPU_CREDIT_DEFAULT;
+	reset_policy_state(sd);
+	sd->ready = false;
+	sd->attached = true;
+	sd->prev_all = NULL;
+	sd->next_all = s->all;
+	if (s->all)
+		s->all->prev_all = sd;
+	s->all = sd;
+	s->ndoms++;
+	if (s->ndoms > s->hmask + 1)
+		hash_grow(s); /* on failure the chains just grow longer */
+	hash_insert(s, sd);
+	recompute_min_credit(s);
+	atomic_store(&sd->may_issue, !s->ops->gates);
+	atomic_store(&sd->wants_slot, false);
+	if (s->ops->domain_add)
+		s->ops->domain_add(s, sd);
+	if (s->hyp)
+		s->hyp_ops->track(s->hyp, sd->domid);
+	if (s->hyp && sd->npids)
+		s->hyp_ops->set_pids(s->hyp, sd->domid, sd->pids, sd->npids);
+	(void)now;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void forget_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	xgpu_rq_remove(s, sd);
+	if (s->ops->domain_remove)
+		s->ops->domain_remove(s, sd);
+	if (sd->ready)
+		s->nready--;
+	sd->ready = false;
+}
+
+void xgpu_sched_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!sd->attached) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	atomic_store(&sd->wants_slot, false);
+	if (s->holder == sd)
+		end_slot(s, now, false);
+	forget_ready(s, sd);
+	if (sd->prev_all)
+		sd->prev_all->next_all = sd->next_all;
+	else
+		s->all = sd->next_all;
+	if (sd->next_all)
+		sd->next_all->prev_all = sd->prev_all;
+	sd->prev_all = sd->next_all = NULL;
+	hash_remove(s, sd);
+	s->ndoms--;
+	sd->attached = false;
+	recompute_min_credit(s);
+	if (s->hyp)
+		s->hyp_ops->untrack(s->hyp, sd->domid);
+	s->kicked = true;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void xgpu_sched_set_pids(struct xgpu_sched *s, struct xgpu_sched_dom *sd, const pid_t *pids, unsigned n)
+{
+	if (n > XGPU_SCHED_PIDS_MAX)
+		n = XGPU_SCHED_PIDS_MAX;
+	pthread_mutex_lock(&s->lock);
+	memcpy(sd->pids, pids, n * sizeof *pids);
+	sd->npids = n;
+	if (s->hyp && sd->attached)
+		s->hyp_ops->set_pids(s->hyp, sd->domid, sd->pids, n);
+	pthread_mutex_unlock(&s->lock);
+}
+
+void xgpu_sched_set_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint32_t credit, double sla)
+{
+	pthread_mutex_lock(&s->lock);
+	if (credit >= XGPU_CREDIT_MIN && credit <= XGPU_CREDIT_MAX)
+		sd->credit = credit;
+	if (sla >= 0 && sla <= 1)
+		sd->sla = sla;
+	if (sd->attached) {
+		recompute_min_credit(s);
+		if (s->ops->params_changed)
+			s->ops->params_changed(s, sd);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void xgpu_sched_set_policy(struct xgpu_sched *s, const struct xgpu_policy_ops *ops, uint64_t now)
+{
+	pthread_mutex_lock(&s->lock);
+	if (ops == s->ops) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	/* Stop gating under the old policy first: nobody issues while the
+	 * domains move, and work that was waiting stays in its ring. */
+	if (s->holder)
+		end_slot(s, now, true);
+	for (struct xgpu_sched_dom *sd = s->all; sd; sd = sd->next_all) {
+		forget_ready(s, sd);
+		atomic_store_explicit(&sd->may_issue, false, memory_order_release);
+	}
+	if (s->ops->fini)
+		s->ops->fini(s);
+	const struct xgpu_policy_ops *old = s->ops;
+	__atomic_store_n(&s->ops, ops, __ATOMIC_RELEASE);
+	s->priv = NULL;
+	if (ops->init && ops->init(s) < 0) {
+		xlog_err("%s: cannot start policy %s; keeping %s", s->label, ops->name, old->name);
+		__atomic_store_n(&s->ops, old, __ATOMIC_RELEASE);
+		if (old->init)
+			old->init(s); /* it ran before, with the same memory at hand */
+	}
+	s->next_tick_ns = 0;
+	for (struct xgpu_sched_dom *sd = s->all; sd; sd = sd->next_all) {
+		reset_policy_state(sd);
+		if (s->ops->domain_add)
+			s->ops->domain_add(s, sd);
+		if (!s->ops->gates) {
+			atomic_store(&sd->wants_slot, false);
+			atomic_store_explicit(&sd->may_issue, true, memory_order_release);
+			sd->wake(sd);
+		} else if (atomic_load(&sd->wants_slot)) {
+			mark_ready(s, sd, now);
+		} else {
+			/* A domain that was issuing freely under `none` asks
+			 * again with its next gated call. */
+			sd->wake(sd);
 		}
-		s->thread_started = true;
 	}
-	*out = s;
+	s->kicked = true;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- poller side ------------------------------------------------------------- */
+
+bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	if (atomic_load(&sd->wants_slot))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	bool run = false;
+	if (!s->ops->gates) {
+		/* The policy changed to `none` after the caller looked. */
+		atomic_store_explicit(&sd->may_issue, true, memory_order_release);
+	} else if (s->holder != sd && sd->attached) {
+		if (now > s->now_ns)
+			s->now_ns = now;
+		atomic_store(&sd->wants_slot, true);
+		mark_ready(s, sd, now);
+		s->kicked = run = true;
+		pthread_cond_signal(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return run;
+}
+
+bool xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	if (!atomic_load_explicit(&sd->may_issue, memory_order_relaxed))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	bool run = false;
+	if (s->holder == sd && !s->holder_idle) {
+		s->holder_idle = true;
+		s->kicked = run = true;
+		pthread_cond_signal(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return run;
+}
+
+void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns)
+{
+	atomic_fetch_add(&sd->busy_ns, busy_ns);
+	if (!s->ops->charge)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (sd->attached && s->ops->charge)
+		s->ops->charge(s, sd, busy_ns);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- the real-time driver --------------------------------------------------- */
+
+static void *sched_main(void *arg)
+{
+	struct xgpu_sched *s = arg;
+	char name[16];
+	snprintf(name, sizeof name, "sched:%.9s", s->label);
+	pthread_setname_np(pthread_self(), name);
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		s->kicked = false;
+		uint64_t deadline = run_locked(s, xgpu_now_ns());
+		if (s->kicked || s->stop)
+			continue;
+		if (deadline == UINT64_MAX) {
+			pthread_cond_wait(&s->cond, &s->lock);
+		} else {
+			struct timespec ts = {(time_t)(deadline / 1000000000u),
+					      (long)(deadline % 1000000000u)};
+			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+		}
+	}
+	if (s->holder)
+		end_slot(s, xgpu_now_ns(), false);
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+int xgpu_sched_start(struct xgpu_sched *s)
+{
+	if (pthread_create(&s->thread, NULL, sched_main, s))
+		return -1;
+	s->thread_started = true;
 	return 0;
 }
 
 void xgpu_sched_stop(struct xgpu_sched *s)
 {
-	if (!s)
-		return;
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);
-	if (s->ops->fini)
-		s->ops->fini(s);
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
-}
-
-void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	pthread_mutex_lock(&s->lock);
-	atomic_store(&sd->may_issue, !s->ops->gates);
-	if (s->ops->domain_add)
-		s->ops->domain_add(s, sd);
-	pthread_mutex_unlock(&s->lock);
-}
-
-void xgpu_sched_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	pthread_mutex_lock(&s->lock);
-	if (s->holder == sd)
-		end_slot(s, xgpu_now_ns());
-	atomic_store(&sd->wants_slot, false);
-	xgpu_rq_remove(s, sd);
-	if (s->ops->domain_remove)
-		s->ops->domain_remove(s, sd);
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-}
-
-void xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	if (!s->ops->gates || atomic_load(&sd->wants_slot))
-		return;
-	pthread_mutex_lock(&s->lock);
-	atomic_store(&sd->wants_slot, true);
-	if (s->holder != sd) {
-		s->ops->domain_ready(s, sd);
-		pthread_cond_signal(&s->cond);
-	}
-	pthread_mutex_unlock(&s->lock);
-}
-
-void xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	if (!s->ops->gates || !atomic_load_explicit(&sd->may_issue, memory_order_relaxed))
-		return;
-	pthread_mutex_lock(&s->lock);
-	if (s->holder == sd && !s->holder_idle) {
-		s->holder_idle = true;
-		pthread_cond_signal(&s->cond);
-	}
-	pthread_mutex_unlock(&s->lock);
+	s->thread_started = false;
 }

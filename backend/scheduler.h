@@ -1,50 +1,195 @@
-/* scheduler.h - the per-GPU scheduler core: ticks, the GPU slot, and gating of
- * aVCPU pollers. Policies (policies/) decide only who is next. */
+/* scheduler.h - the per-GPU scheduler core: ticks, the GPU slot, gating of
+ * aVCPU pollers, accounting, live policy and credit changes. Policies
+ * (policies/) decide only who is next and for how many ticks.
+ *
+ * The core has no thread or clock of its own: xgpu_sched_run(s, now) does
+ * everything that is due at `now` and says when it must run again. The daemon
+ * drives it from one thread per GPU on CLOCK_MONOTONIC (xgpu_sched_start);
+ * tests drive it in virtual time with simulated domains, so every policy is
+ * tested deterministically with the code the daemon runs.
+ */
 #ifndef XGPU_SCHEDULER_H
 #define XGPU_SCHEDULER_H
 
+#include "hypsrc.h"
 #include "policy.h"
-#include "xgpud.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define XGPU_CREDIT_MIN 1u
+#define XGPU_CREDIT_MAX 65535u
+#define XGPU_CREDIT_DEFAULT 256u
+#define XGPU_MAX_SLOT_TICKS 100u /* longest slot a policy may grant */
+#define XGPU_SCHED_PIDS_MAX 64u  /* client processes per domain the schedule source follows */
+
+/* One domain as the scheduler of its GPU sees it. Embedded in the daemon's
+ * struct xgpu_domain, or in a test's simulated domain. */
+struct xgpu_sched_dom {
+	/* Identity and wake-up, set before xgpu_sched_add. */
+	uint32_t domid;
+	const char *name;
+	void (*wake)(struct xgpu_sched_dom *sd); /* granted the slot; must not block */
+	void *owner;
+
+	/* Parameters: written under the scheduler lock (xgpu_sched_set_params). */
+	uint32_t credit; /* accelerator credit, XGPU_CREDIT_MIN..MAX */
+	double sla;      /* SLO: expected share of the GPU, 0 (none) .. 1 */
+
+	/* Poller side, read by the scheduler without its lock. */
+	_Atomic bool may_issue;  /* holds the slot (or the policy does not gate) */
+	_Atomic bool wants_slot; /* has gated work waiting */
+	_Atomic bool context;    /* holds device state (Pegasus ContextEstablished) */
+
+	/* Accounting, readable at any time. */
+	_Atomic uint64_t held_ns; /* time holding the slot */
+	_Atomic uint64_t ticks;   /* ticks granted */
+	_Atomic uint64_t grants;  /* slots granted */
+	_Atomic uint64_t busy_ns; /* measured device busy time charged (xgpu_sched_charge) */
+	_Atomic uint64_t wait_ns; /* sum over granted slots of the wait from ready to grant */
+	_Atomic uint64_t max_wait_ns;
+
+	/* Core state (scheduler lock). */
+	bool attached;
+	bool ready; /* reported ready to the policy and not granted since */
+	uint64_t ready_since_ns;
+	uint64_t slot_start_ns;
+	uint64_t slot_end_ns;              /* when its last slot ended */
+	bool slot_expired;                 /* that slot ran out with work left (not given back idle) */
+	struct xgpu_sched_dom *next_ready; /* the core's FIFO helper (rr) */
+	bool queued;
+	struct xgpu_sched_dom *prev_all, *next_all; /* every attached domain */
+	struct xgpu_sched_dom *hnext;               /* domid hash chain */
+
+	/* Policy state (scheduler lock). Generic fields the policies share,
+	 * so none of them allocates per domain. */
+	uint32_t heap_idx;                        /* position in a policy's heap, UINT32_MAX if none */
+	uint64_t key;                             /* a policy's sort key */
+	uint64_t round;                           /* round-based policies: the round it is queued for */
+	uint64_t vtime;                           /* wfq: virtual time, in ns of busy per unit weight */
+	uint64_t carry;                           /* fractional ticks carried between slots */
+	uint32_t extra;                           /* slaf: extra ticks per slot while violating */
+	uint64_t window_held_ns, window_start_ns; /* slaf: held time in the current period */
+	double share_ewma;                        /* slaf: recent held share */
+	uint64_t slot_busy_ns;                    /* wfq: busy charged during the current slot */
+	uint64_t seq;                             /* FIFO order among equal keys */
+	pid_t pids[XGPU_SCHED_PIDS_MAX];          /* for the schedule source (local mode) */
+	unsigned npids;
+	uint64_t aug_stamp; /* augc: snapshot pass that summed aug */
+	int64_t aug;        /* augc: remaining CPU credit in the upcoming schedule */
+};
 
 struct xgpu_sched {
-	struct xgpud *d;
-	struct xgpu_gpu *gpu;
 	const struct xgpu_policy_ops *ops;
 	void *priv; /* the policy's */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_t thread;
-	bool thread_started;
-	bool stop;
 	uint64_t tick_ns;
+	uint64_t now_ns;   /* time of the current xgpu_sched_run, for policies */
+	const char *label; /* for log lines, e.g. "GPU 0" */
+
 	struct xgpu_sched_dom *holder;
 	uint64_t holder_until_ns;
 	bool holder_idle;
+	uint64_t next_tick_ns; /* the next periodic policy tick */
+
+	struct xgpu_sched_dom *all; /* attached domains, a list for rare O(n) walks */
+	uint32_t ndoms;
+	uint32_t nready;              /* domains waiting for the slot */
+	uint32_t min_credit;          /* over attached domains, for credit/min_credit */
+	struct xgpu_sched_dom **htab; /* domid -> domain, for hypervisor snapshots */
+	uint32_t hmask;
+	uint64_t seq;
+
 	/* A FIFO of ready domains that simple policies use (rr). */
 	struct xgpu_sched_dom *rq_head, *rq_tail;
+
+	/* Hypervisor schedule (coordinated policies), refreshed every tick. */
+	const struct xgpu_hyp_ops *hyp_ops;
+	struct xgpu_hyp *hyp;
+	struct xgpu_hyp_snapshot *snap, *snap_spare; /* the current one, and the next to fill */
+	bool snap_valid;
+	bool kicked; /* a domain reported work or idleness since the last run */
+
+	/* The real-time driver (xgpu_sched_start). */
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool thread_started, stop;
 };
 
-int xgpu_sched_start(struct xgpud *d, struct xgpu_gpu *gpu, const struct xgpu_policy_ops *ops,
-		     uint64_t tick_ns, struct xgpu_sched **out);
-void xgpu_sched_stop(struct xgpu_sched *s);
-void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
-void xgpu_sched_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+/* Sets up s for ops; hyp may be NULL (coordinated policies then see an empty
+ * schedule and fall back as documented in each). No thread is started. */
+int xgpu_sched_init(struct xgpu_sched *s, const struct xgpu_policy_ops *ops, uint64_t tick_ns,
+		    const struct xgpu_hyp_ops *hyp_ops, struct xgpu_hyp *hyp, const char *label);
+void xgpu_sched_fini(struct xgpu_sched *s);
 
-/* Poller: sd has gated work and may not issue it; it will be woken through
- * its domain's wake fd when granted the slot. */
-void xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
-/* Poller: sd has nothing left to do; if it holds the slot, the slot ends now
- * (work-conserving). */
-void xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+/* Everything due at now: end the holder's slot if its ticks ran out or it
+ * went idle, refresh the hypervisor schedule and tick the policy once per
+ * tick, grant the slot to the next domain. Returns when to run again
+ * (UINT64_MAX: only when a domain reports work). Takes the lock. */
+uint64_t xgpu_sched_run(struct xgpu_sched *s, uint64_t now);
+
+/* Domains (sd's identity, wake, credit and sla set by the caller). */
+void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now);
+void xgpu_sched_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now);
+/* Changes credit and SLO live; the policy re-sorts. */
+void xgpu_sched_set_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint32_t credit, double sla);
+/* The client processes that make up sd's domain (local mode), for the
+ * schedule source. */
+void xgpu_sched_set_pids(struct xgpu_sched *s, struct xgpu_sched_dom *sd, const pid_t *pids, unsigned n);
+/* The current policy, for readers outside the lock. */
+static inline const struct xgpu_policy_ops *xgpu_sched_policy(struct xgpu_sched *s)
+{
+	return __atomic_load_n(&s->ops, __ATOMIC_ACQUIRE);
+}
+/* Switches policy live: the holder's slot ends, every domain moves to the
+ * new policy with its pending work, no channel or packet is touched. */
+void xgpu_sched_set_policy(struct xgpu_sched *s, const struct xgpu_policy_ops *ops, uint64_t now);
+
+/* Poller side. Return true when the scheduler must run: the real-time
+ * driver's thread is signalled already; a simulation calls xgpu_sched_run. */
+/* sd has gated work and may not issue it; wake() is called when granted. */
+bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now);
+/* sd has nothing queued and nothing on the device: if it holds the slot,
+ * the slot ends now (work-conserving). */
+bool xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+/* Measured device busy time of sd's work (wfq's charge). */
+void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns);
 
 static inline bool xgpu_sched_may_issue(const struct xgpu_sched_dom *sd)
 {
 	return atomic_load_explicit(&sd->may_issue, memory_order_acquire);
 }
 
-/* Ready-queue helpers for policies (scheduler lock held). */
+/* The real-time driver: a thread per GPU running xgpu_sched_run on
+ * CLOCK_MONOTONIC. The poller-side calls above then signal it themselves. */
+int xgpu_sched_start(struct xgpu_sched *s);
+void xgpu_sched_stop(struct xgpu_sched *s);
+
+/* For policies (lock held). */
 void xgpu_rq_push(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 struct xgpu_sched_dom *xgpu_rq_pop(struct xgpu_sched *s);
 void xgpu_rq_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+/* Ticks for a slot of credit-proportional length, credit / min_credit, with
+ * the fraction carried to the domain's next slot so long-run ratios are
+ * exact; 1 for a domain without context (Pegasus Algorithm 1). */
+unsigned xgpu_sched_credit_ticks(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+/* The same for any credit x against the smallest xmin (xc's CPU weights). */
+unsigned xgpu_sched_ratio_ticks(struct xgpu_sched_dom *sd, uint32_t x, uint32_t xmin);
+/* The hypervisor's view of sd's domain in the current snapshot: whether a
+ * VCPU runs now, whether one is running or upcoming, and their remaining
+ * credit (0 when absent). */
+struct xgpu_hyp_view {
+	bool running, scheduled;
+	int64_t credit;
+};
+struct xgpu_hyp_view xgpu_sched_hyp_view(struct xgpu_sched *s, uint32_t domid);
+/* The attached domain with that domid, or NULL. */
+struct xgpu_sched_dom *xgpu_sched_find(struct xgpu_sched *s, uint32_t domid);
+/* The domain's CPU weight from the source, or its accelerator credit when
+ * the source does not know it. */
+uint32_t xgpu_sched_cpu_weight(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 
 #endif

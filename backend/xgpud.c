@@ -2,6 +2,8 @@
  * accepts channels and control requests, and an orderly stop on SIGINT or
  * SIGTERM. */
 #include "log.h"
+#include "config.h"
+#include "hypsrc.h"
 #include "policy.h"
 #include "transport_local.h"
 #include "util.h"
@@ -33,10 +35,13 @@ static void usage(FILE *f)
 		"                          (default: cuda when a GPU is usable, else sim)\n"
 		"  --policy NAME           GPU scheduling policy: %s (default rr)\n"
 		"  --tick-ms N             scheduler tick, 1-1000 ms (default 10)\n"
+		"  --hyp-source NAME[:ARGS]  hypervisor schedule for xc, augc, cosched: %s\n"
+		"                          (default local in local mode; sim:pcpus=N,weight.DOMID=W,...)\n"
 		"  --socket PATH           local transport socket (default $XGPU_SOCKET, else\n"
 		"                          $XDG_RUNTIME_DIR/xgpu.sock, else /run/xgpu/xgpud.sock)\n"
 		"  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
-		"  --config FILE           per-domain settings (not available yet)\n"
+		"  --config FILE           defaults and per-domain credit, SLO, GPUs, memory, task\n"
+		"                          weights, in xl syntax (see docs/operations.md)\n"
 		"  --sim-driver PATH       simulated driver library (default ../lib/libxgpu-simdrv.so\n"
 		"                          beside this binary)\n"
 		"  --cuda-driver PATH      NVIDIA driver library (default libcuda.so.1)\n"
@@ -51,7 +56,7 @@ static void usage(FILE *f)
 		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
 		"  --foreground            stay in the foreground\n"
 		"  --help, --version\n",
-		xgpu_policy_names());
+		xgpu_policy_names(), xgpu_hyp_names());
 }
 
 static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
@@ -61,6 +66,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_EXECUTOR,
 		O_POLICY,
 		O_TICK,
+		O_HYP,
 		O_SOCKET,
 		O_MEMLIMIT,
 		O_CONFIG,
@@ -83,6 +89,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"executor", required_argument, 0, O_EXECUTOR},
 	    {"policy", required_argument, 0, O_POLICY},
 	    {"tick-ms", required_argument, 0, O_TICK},
+	    {"hyp-source", required_argument, 0, O_HYP},
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"mem-limit", required_argument, 0, O_MEMLIMIT},
 	    {"config", required_argument, 0, O_CONFIG},
@@ -122,6 +129,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 				return -1;
 			}
 			o->tick_ms = (unsigned)v;
+			break;
+		case O_HYP:
+			o->hyp_source = optarg;
 			break;
 		case O_SOCKET:
 			o->socket_path = optarg;
@@ -242,9 +252,8 @@ static bool in_xen_dom0(void)
 int main(int argc, char **argv)
 {
 	static struct xgpud d;
+	static struct xgpud_config conf;
 	d.o = (struct xgpud_opts){
-	    .policy = "rr",
-	    .tick_ms = 10,
 	    .log_level = XGPU_LOG_INFO,
 	    .spin_ns = 50000,
 	    .stall_timeout_s = 60,
@@ -272,8 +281,35 @@ int main(int argc, char **argv)
 			d.o.transport);
 		return 2;
 	}
+	/* The command line wins over the file, the file over the defaults. */
 	if (d.o.config_path) {
-		fprintf(stderr, "xgpud: --config is not available in this build yet\n");
+		char cerr[512];
+		if (xgpud_config_load(d.o.config_path, &conf, cerr, sizeof cerr) < 0) {
+			fprintf(stderr, "xgpud: %s\n", cerr);
+			return 2;
+		}
+		d.conf = &conf;
+		if (!d.o.policy && conf.policy[0])
+			d.o.policy = conf.policy;
+		if (!d.o.tick_ms && conf.tick_ms)
+			d.o.tick_ms = conf.tick_ms;
+		if (!d.o.hyp_source && conf.hyp_source[0])
+			d.o.hyp_source = conf.hyp_source;
+	}
+	if (!d.o.policy)
+		d.o.policy = "rr";
+	if (!d.o.tick_ms)
+		d.o.tick_ms = 10;
+	if (!xgpu_policy_find(d.o.policy)) {
+		fprintf(stderr, "xgpud: unknown policy '%s' (known: %s)\n", d.o.policy, xgpu_policy_names());
+		return 2;
+	}
+	if (!d.o.hyp_source)
+		d.o.hyp_source = strcmp(d.o.transport, "xen") ? "local" : "xen";
+	char herr[256];
+	d.hyp_ops = xgpu_hyp_find(d.o.hyp_source, &d.hyp_args, herr, sizeof herr);
+	if (!d.hyp_ops) {
+		fprintf(stderr, "xgpud: --hyp-source: %s\n", herr);
 		return 2;
 	}
 	if (d.o.log_file && !freopen(d.o.log_file, "a", stderr)) {
@@ -343,6 +379,7 @@ int main(int argc, char **argv)
 	xgpud_shutdown(&d);
 	close(ep);
 	close(sfd);
+	xgpud_config_free(&conf);
 	xlog_info("stopped");
 	return 0;
 }

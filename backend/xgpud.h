@@ -13,9 +13,12 @@
 
 #include "driver.h"
 #include "fatbin.h"
+#include "gpuspec.h"
 #include "log.h"
 #include "proto.h"
+#include "scheduler.h"
 #include "shm.h"
+#include "taskq.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,15 +27,16 @@
 #include <sys/types.h>
 
 struct xgpud;
+struct xgpud_config;
 struct xgpu_domain;
 struct xgpu_channel;
-struct xgpu_sched;
 
 /* ---- options ------------------------------------------------------------ */
 struct xgpud_opts {
-	const char *transport; /* "local" (default) or "xen" */
-	const char *executor;  /* "cuda", "sim", or NULL: cuda when usable, else sim */
-	const char *policy;    /* scheduling policy name */
+	const char *transport;  /* "local" (default) or "xen" */
+	const char *executor;   /* "cuda", "sim", or NULL: cuda when usable, else sim */
+	const char *policy;     /* scheduling policy name */
+	const char *hyp_source; /* hypervisor schedule source spec, NULL: default */
 	unsigned tick_ms;
 	const char *socket_path; /* local transport */
 	const char *config_path;
@@ -60,6 +64,7 @@ struct xgpu_gpu {
 	int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
 	uint32_t nattrs;
 	struct xgpu_sched *sched;
+	char sched_label[16];
 	_Atomic uint32_t ndomains;
 };
 
@@ -143,8 +148,9 @@ void xgpu_memmap_free(struct xgpu_memmap *m);
 /* ---- statistics --------------------------------------------------------- */
 #define XGPU_LAT_BUCKETS 96
 struct xgpu_dom_stats {
-	_Atomic uint64_t calls, errors, h2d_bytes, d2h_bytes, mem_bytes, busy_ns, gpu_time_ns;
-	_Atomic uint64_t kernels, channels_total, ticks;
+	_Atomic uint64_t calls, errors, h2d_bytes, d2h_bytes, mem_bytes;
+	_Atomic uint64_t kernels, channels_total;
+	_Atomic uint64_t queue_wait_ns, queue_waits; /* request taken off the ring -> run */
 	_Atomic uint32_t channels;
 	_Atomic uint64_t lat[XGPU_LAT_BUCKETS]; /* service time histogram, see stats.c */
 };
@@ -158,17 +164,6 @@ static inline void xgpu_stat_add(_Atomic uint64_t *counter, uint64_t v)
 }
 /* Percentile (0..100) of recorded latencies in microseconds; 0 if none. */
 double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct);
-
-/* ---- scheduling --------------------------------------------------------- */
-struct xgpu_sched_dom {
-	struct xgpu_domain *dom;
-	_Atomic bool may_issue;  /* holds the slot (or the policy does not gate) */
-	_Atomic bool wants_slot; /* has gated work waiting */
-	bool queued;             /* in the policy's ready queue (scheduler lock) */
-	uint64_t slot_start_ns;  /* scheduler lock */
-	struct xgpu_sched_dom *next_ready;
-	void *policy_data;
-};
 
 /* ---- channels ---------------------------------------------------------- */
 struct xgpu_channel;
@@ -209,6 +204,8 @@ struct xgpu_channel {
 	bool have_pending;
 	uint8_t pending[XGPU_SLOT_SIZE];
 	uint64_t pending_since_ns;
+	struct xgpu_task *task_entry; /* its task's share of the domain's slot (poller) */
+	bool had_work;                /* as of the poller's last look (wfq) */
 	_Atomic uint64_t calls;
 	struct xgpu_channel *next;
 };
@@ -218,6 +215,7 @@ struct xgpu_channel {
 
 struct xgpu_busy_mark {
 	CUevent start, end;
+	struct xgpu_task *task; /* the task whose work it measures */
 };
 
 struct xgpu_domain {
@@ -227,8 +225,7 @@ struct xgpu_domain {
 	uid_t owner_uid;
 	struct xgpu_gpu *gpu;
 	uint64_t mem_limit;
-	uint32_t credit;
-	double sla;
+	uint64_t allowed_gpus; /* bit i: may be bound to GPU i */
 
 	pthread_t thread;
 	bool thread_started; /* joinable: started and not joined yet */
@@ -255,8 +252,11 @@ struct xgpu_domain {
 	uint64_t limit_charge[4];     /* device memory charged for the heap, printf FIFO, stacks, launches */
 	struct xgpu_busy_mark *marks; /* ring of in-flight busy measurements */
 	uint32_t marks_cap, marks_head, marks_count;
+	struct xgpu_taskq tasks;         /* wfq: the slot shared among tasks (poller only) */
+	const struct xgpu_gpuspec *spec; /* its --config entry, or NULL */
+	struct xgpu_task *serving;       /* the task whose request is being run */
 
-	struct xgpu_sched_dom sd;
+	struct xgpu_sched_dom sd; /* credit, SLO, slot accounting */
 	struct xgpu_dom_stats stats;
 	struct xgpu_ratelimit log_rl; /* lines this domain's guest can provoke */
 	struct xgpu_domain *next;
@@ -275,7 +275,10 @@ struct xgpud {
 	int driver_version;
 	struct xgpu_gpu *gpus;
 	int ngpus;
-	const struct xgpu_policy_ops *policy;
+	const struct xgpu_policy_ops *policy; /* initial policy of every GPU */
+	const struct xgpu_hyp_ops *hyp_ops;
+	const char *hyp_args;
+	struct xgpud_config *conf; /* --config, or NULL */
 	pthread_mutex_t domains_lock;
 	struct xgpu_domain *domains;
 	uint32_t ndomains;

@@ -2,8 +2,10 @@
  *
  * One scheduler per GPU asks its policy which ready domain holds the GPU slot
  * next and for how many ticks, in the manner of Xen's struct scheduler: the
- * core owns time, slots and gating; a policy owns only its ordering. All ops
- * run under the scheduler's lock.
+ * core (backend/scheduler.c) owns time, slots, gating and accounting; a
+ * policy owns only its ordering. All ops run under the scheduler's lock, and
+ * every op but the rare ones (init, fini, domain_add/remove, params) must
+ * cost no more than O(log n) in the number of domains.
  */
 #ifndef XGPU_POLICY_H
 #define XGPU_POLICY_H
@@ -17,24 +19,47 @@ struct xgpu_sched_dom;
 struct xgpu_policy_ops {
 	const char *name;
 	const char *description;
-	/* false: no gating at all; every domain issues work at once (None). */
+	/* false: no gating at all; every domain issues work at once (none). */
 	bool gates;
+	/* Reads the hypervisor schedule (the core refreshes it every tick). */
+	bool uses_hyp;
+	/* Pollers share their domain's slot among its tasks by weight (wfq). */
+	bool task_fair;
 	int (*init)(struct xgpu_sched *s);
 	void (*fini)(struct xgpu_sched *s);
 	void (*domain_add)(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 	void (*domain_remove)(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 	/* sd has gated work and does not hold the slot. */
 	void (*domain_ready)(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
-	/* The next holder among ready domains and its ticks, or NULL. */
+	/* The next holder among ready domains and its ticks, or NULL. The
+	 * domain returned is no longer ready as far as the policy goes. */
 	struct xgpu_sched_dom *(*pick_next)(struct xgpu_sched *s, unsigned *ticks);
+	/* Optional: sd's slot ended after held_ns (before domain_ready, if it
+	 * still has work). */
+	void (*slot_end)(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t held_ns);
+	/* Optional: measured device busy time of sd's work. */
+	void (*charge)(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns);
+	/* Optional: sd's credit or SLO changed. */
+	void (*params_changed)(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+	/* Optional: once per tick while any domain is attached (after the
+	 * hypervisor schedule was refreshed). */
+	void (*tick)(struct xgpu_sched *s);
 };
 
 /* The policy named name, or NULL. */
 const struct xgpu_policy_ops *xgpu_policy_find(const char *name);
 /* Comma-separated names of all policies, for --help and errors. */
 const char *xgpu_policy_names(void);
+/* Each policy in turn: i from 0 until NULL. */
+const struct xgpu_policy_ops *xgpu_policy_at(unsigned i);
 
 extern const struct xgpu_policy_ops xgpu_policy_none;
 extern const struct xgpu_policy_ops xgpu_policy_rr;
+extern const struct xgpu_policy_ops xgpu_policy_accc;
+extern const struct xgpu_policy_ops xgpu_policy_xc;
+extern const struct xgpu_policy_ops xgpu_policy_slaf;
+extern const struct xgpu_policy_ops xgpu_policy_augc;
+extern const struct xgpu_policy_ops xgpu_policy_cosched;
+extern const struct xgpu_policy_ops xgpu_policy_wfq;
 
 #endif

@@ -5,9 +5,14 @@
 #include <string.h>
 
 static const struct xgpu_policy_ops *const policies[] = {
-    &xgpu_policy_none,
-    &xgpu_policy_rr,
+    &xgpu_policy_none, &xgpu_policy_rr,   &xgpu_policy_accc,    &xgpu_policy_xc,
+    &xgpu_policy_slaf, &xgpu_policy_augc, &xgpu_policy_cosched, &xgpu_policy_wfq,
 };
+
+const struct xgpu_policy_ops *xgpu_policy_at(unsigned i)
+{
+	return i < sizeof policies / sizeof policies[0] ? policies[i] : NULL;
+}
 
 const struct xgpu_policy_ops *xgpu_policy_find(const char *name)
 {

@@ -22,16 +22,23 @@ static void usage(FILE *f)
 		   "Inspect xgpu's GPU sharing daemon (xgpud).\n"
 		   "\n"
 		   "Commands:\n"
-		   "  list              domains: GPU, processes, calls, memory\n"
+		   "  list              domains: GPU, processes, credit, calls, memory\n"
 		   "  stats [--json]    per-domain statistics; --json prints the daemon's JSON object\n"
+		   "  policy [NAME] [-g GPU]\n"
+		   "                    show the scheduling policy of each GPU, or switch GPU (default:\n"
+		   "                    all) to NAME live: none, rr, accc, xc, slaf, augc, cosched, wfq\n"
+		   "  credit DOMAIN [-w CREDIT] [-s SLA]\n"
+		   "                    show or set a domain's (name or domid) GPU credit, 1-65535\n"
+		   "                    (default 256), and SLO, the GPU share it expects, 0-1\n"
 		   "  help              this text\n"
 		   "\n"
 		   "The socket is --socket, else $XGPU_SOCKET, else $XDG_RUNTIME_DIR/xgpu.sock,\n"
 		   "else /run/xgpu/xgpud.sock.\n");
 }
 
-/* Sends one control request and returns the daemon's whole reply. */
-static char *request(const char *cmd)
+/* Sends one control request (a JSON object) and returns the daemon's whole
+ * reply. */
+static char *request(const char *req)
 {
 	char pathbuf[256];
 	const char *path = xgpu_socket_path(socket_opt, pathbuf, sizeof pathbuf);
@@ -50,8 +57,6 @@ static char *request(const char *cmd)
 	}
 	struct xgpu_hello h = {
 	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CONTROL};
-	char req[128];
-	snprintf(req, sizeof req, "{\"cmd\":\"%s\"}", cmd);
 	if (send(fd, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h ||
 	    send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
 		fprintf(stderr, "xl-gpu: cannot send to xgpud: %s\n", strerror(errno));
@@ -94,9 +99,13 @@ static char *request(const char *cmd)
 	return buf;
 }
 
-static json_t *fetch(const char *cmd)
+/* Sends req (taken) and returns the parsed reply, or NULL after saying why. */
+static json_t *fetch_req(json_t *req)
 {
-	char *text = request(cmd);
+	char *reqtext = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	char *text = reqtext ? request(reqtext) : NULL;
+	free(reqtext);
 	if (!text)
 		return NULL;
 	json_error_t err;
@@ -120,6 +129,11 @@ static json_t *fetch(const char *cmd)
 		return NULL;
 	}
 	return root;
+}
+
+static json_t *fetch(const char *cmd)
+{
+	return fetch_req(json_pack("{s:s}", "cmd", cmd));
 }
 
 static long long num(json_t *o, const char *key)
@@ -192,6 +206,102 @@ static int cmd_stats(bool as_json)
 	return 0;
 }
 
+static int cmd_policy(int argc, char **argv)
+{
+	const char *name = NULL;
+	long gpu = -1;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "-g") && i + 1 < argc) {
+			if (xgpu_parse_long(argv[++i], 0, 4095, &gpu) < 0) {
+				fprintf(stderr, "xl-gpu: policy: -g %s: need a GPU number\n", argv[i]);
+				return 2;
+			}
+		} else if (argv[i][0] != '-' && !name) {
+			name = argv[i];
+		} else {
+			fprintf(stderr,
+				"xl-gpu: policy: unexpected argument '%s' (usage: policy [NAME] [-g GPU])\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	json_t *req = json_pack("{s:s}", "cmd", "policy");
+	if (name)
+		json_object_set_new(req, "name", json_string(name));
+	if (gpu >= 0)
+		json_object_set_new(req, "gpu", json_integer(gpu));
+	json_t *root = fetch_req(req);
+	if (!root)
+		return 1;
+	size_t i;
+	json_t *g;
+	json_array_foreach(json_object_get(root, "gpus"), i, g)
+	{
+		printf("GPU %lld: %s\n", num(g, "id"), json_string_value(json_object_get(g, "policy")));
+	}
+	json_decref(root);
+	return 0;
+}
+
+static int cmd_credit(int argc, char **argv)
+{
+	const char *dom = NULL;
+	long credit = -1;
+	double sla = -1;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "-w") && i + 1 < argc) {
+			if (xgpu_parse_long(argv[++i], 1, 65535, &credit) < 0) {
+				fprintf(
+				    stderr,
+				    "xl-gpu: credit: -w %s: credit must be a whole number from 1 to 65535\n",
+				    argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "-s") && i + 1 < argc) {
+			char *end;
+			errno = 0;
+			sla = strtod(argv[++i], &end);
+			if (errno || end == argv[i] || *end || !(sla >= 0 && sla <= 1)) {
+				fprintf(stderr, "xl-gpu: credit: -s %s: SLA must be a number from 0 to 1\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (argv[i][0] != '-' && !dom) {
+			dom = argv[i];
+		} else {
+			fprintf(stderr,
+				"xl-gpu: credit: unexpected argument '%s' (usage: credit DOMAIN [-w CREDIT] "
+				"[-s SLA])\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	if (!dom) {
+		fprintf(stderr,
+			"xl-gpu: credit: which domain? (usage: credit DOMAIN [-w CREDIT] [-s SLA])\n");
+		return 2;
+	}
+	json_t *req = json_pack("{s:s}", "cmd", "credit");
+	long domid;
+	/* A number is a domid, as with xl; anything else a name. */
+	if (xgpu_parse_long(dom, 0, UINT32_MAX, &domid) == 0)
+		json_object_set_new(req, "domain", json_integer(domid));
+	else
+		json_object_set_new(req, "domain", json_string(dom));
+	if (credit > 0)
+		json_object_set_new(req, "credit", json_integer(credit));
+	if (sla >= 0)
+		json_object_set_new(req, "sla", json_real(sla));
+	json_t *root = fetch_req(req);
+	if (!root)
+		return 1;
+	printf("%-20s %5s %7s %6s\n", "Name", "ID", "Credit", "SLA");
+	printf("%-20s %5lld %7lld %6.3f\n", json_string_value(json_object_get(root, "name")),
+	       num(root, "domid"), num(root, "credit"), real(root, "sla"));
+	json_decref(root);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -223,6 +333,10 @@ int main(int argc, char **argv)
 		return cmd_list();
 	if (!strcmp(cmd, "stats") && (rest == 0 || (rest == 1 && !strcmp(args[0], "--json"))))
 		return cmd_stats(rest == 1);
+	if (!strcmp(cmd, "policy"))
+		return cmd_policy(rest, args);
+	if (!strcmp(cmd, "credit"))
+		return cmd_credit(rest, args);
 	if (!strcmp(cmd, "list") || !strcmp(cmd, "stats"))
 		fprintf(stderr, "xl-gpu: %s: unexpected argument '%s'\n", cmd, args[rest == 1 ? 0 : 1]);
 	else
