@@ -267,6 +267,7 @@ TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
 	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
+TEST_LIBS_test_hypsrc := $(BACKEND_A)
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)
