@@ -198,8 +198,10 @@ void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_ma
 {
 	if (!mark)
 		return;
-	if (dom->d->drv.cuEventRecord(mark->end, s) == CUDA_SUCCESS)
+	if (dom->d->drv.cuEventRecord(mark->end, s) == CUDA_SUCCESS) {
 		dom->marks_count++;
+		atomic_store_explicit(&dom->sd.inflight, true, memory_order_relaxed);
+	}
 }
 
 /* Measured busy time goes to the scheduler (wfq's charge) in one batch per
@@ -226,4 +228,9 @@ void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 	}
 	if (total)
 		xgpu_sched_charge(dom->gpu->sched, &dom->sd, total);
+	if (!dom->marks_count && atomic_load_explicit(&dom->sd.inflight, memory_order_relaxed)) {
+		atomic_store(&dom->sd.inflight, false);
+		if (!xgpu_sched_may_issue(&dom->sd))
+			xgpu_sched_drained(dom->gpu->sched, &dom->sd);
+	}
 }

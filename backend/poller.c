@@ -21,6 +21,20 @@
 #include <unistd.h>
 
 #define BATCH 16 /* requests served from one channel before looking at the next */
+/* Under a gating policy, operations a domain may have on the device at once:
+ * enough to hide launch latency, few enough that when its slot runs out the
+ * GPU is free again within two operations (the drain, scheduler.c). */
+#define GATED_INFLIGHT_MAX 2
+#define YIELD_GRACE_NS 2000000ull
+
+/* Whether a gated request must wait for the domain's work on the device. */
+static bool queue_full(struct xgpu_domain *dom)
+{
+	if (dom->marks_count < GATED_INFLIGHT_MAX || !xgpu_sched_policy(dom->gpu->sched)->gates)
+		return false;
+	xgpu_exec_busy_harvest(dom, false);
+	return dom->marks_count >= GATED_INFLIGHT_MAX;
+}
 
 /* The task entry for a channel, with its configured weight. */
 static struct xgpu_task *task_of(struct xgpu_domain *dom, uint32_t task)
@@ -149,6 +163,8 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 			xgpu_sched_request(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 			return did;
 		}
+		if (!xgpu_dispatch_exempt(ch->pending) && queue_full(dom))
+			return did;
 		ch->have_pending = false;
 		xgpu_stat_add(&dom->stats.queue_wait_ns, xgpu_now_ns() - ch->pending_since_ns);
 		xgpu_stat_add(&dom->stats.queue_waits, 1);
@@ -192,7 +208,8 @@ static bool runnable(struct xgpu_domain *dom, bool *waiting_for_slot)
 		if (ch->dead)
 			return true; /* to be reaped */
 		if (ch->have_pending) {
-			if (xgpu_dispatch_exempt(ch->pending) || xgpu_sched_may_issue(&dom->sd))
+			if (xgpu_dispatch_exempt(ch->pending) ||
+			    (xgpu_sched_may_issue(&dom->sd) && !queue_full(dom)))
 				any = true;
 			else
 				*waiting_for_slot = true;
@@ -282,12 +299,19 @@ void *xgpu_poller_main(void *arg)
 		 * the moment it was issued: the holder is idle once nothing is
 		 * queued and nothing it issued is still on the device. */
 		bool in_flight = dom->marks_count > 0;
-		if (!waiting_for_slot && !in_flight)
-			xgpu_sched_idle(dom->gpu->sched, &dom->sd);
+		/* With work on the device, look again soon: the slot (held, or
+		 * draining after it ran out) ends when that work completes. */
+		int timeout = in_flight ? 1 : 1000;
+		if (!waiting_for_slot && !in_flight) {
+			/* A holder gives the slot back only after a short grace:
+			 * its process is often just about to send the next call,
+			 * and yielding then would cost it the rest of its turn. */
+			if (!xgpu_sched_may_issue(&dom->sd) || now - last_work >= YIELD_GRACE_NS)
+				xgpu_sched_idle(dom->gpu->sched, &dom->sd);
+			else
+				timeout = 1;
+		}
 		struct epoll_event evs[32];
-		/* With work on the device, look again soon: as holder, to give the
-		 * slot back when it drains; otherwise to harvest busy time. */
-		int timeout = !in_flight ? 1000 : xgpu_sched_may_issue(&dom->sd) ? 1 : 10;
 		int n = epoll_wait(dom->epfd, evs, 32, timeout);
 		if (n < 0 && errno != EINTR) {
 			xlog_err("domain %s: epoll_wait: %s", dom->name, strerror(errno));

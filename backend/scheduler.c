@@ -195,9 +195,12 @@ static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 	uint64_t held = now > sd->slot_start_ns ? now - sd->slot_start_ns : 0;
 	atomic_fetch_add(&sd->held_ns, held);
 	sd->slot_end_ns = now;
-	sd->slot_expired = !s->holder_idle;
-	s->holder = NULL;
+	sd->slot_expired = s->draining || !s->holder_idle;
+	if (!sd->slot_expired && now < s->holder_until_ns)
+		atomic_fetch_add(&sd->yields, 1);
+	__atomic_store_n(&s->holder, NULL, __ATOMIC_RELAXED);
 	s->holder_idle = false;
+	s->draining = false;
 	if (s->ops->slot_end)
 		s->ops->slot_end(s, sd, held);
 	if (requeue && sd->slot_expired)
@@ -206,13 +209,38 @@ static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 		mark_ready(s, sd, now);
 }
 
+/* A slot covers the device running the holder's work, not just its issue:
+ * kernels and copies it queued keep the GPU busy after it stops issuing, and
+ * the next holder's work would only queue behind them. So a slot that runs
+ * out with work on the device first drains it (no new issue, the next domain
+ * not yet granted), and the drain counts as the holder's time. A holder that
+ * never reports draining is cut off after XGPU_DRAIN_MAX_NS. */
+static void check_slot(struct xgpu_sched *s, uint64_t now)
+{
+	struct xgpu_sched_dom *sd = s->holder;
+	if (s->draining) {
+		if (!atomic_load(&sd->inflight) || s->holder_idle || now >= s->holder_until_ns)
+			end_slot(s, now, true);
+		return;
+	}
+	if (!s->holder_idle && now < s->holder_until_ns)
+		return;
+	if (!s->holder_idle && atomic_load(&sd->inflight)) {
+		atomic_store_explicit(&sd->may_issue, false, memory_order_release);
+		s->draining = true;
+		s->holder_until_ns = now + XGPU_DRAIN_MAX_NS;
+		return;
+	}
+	end_slot(s, now, true);
+}
+
 static void grant(struct xgpu_sched *s, struct xgpu_sched_dom *sd, unsigned ticks, uint64_t now)
 {
 	if (ticks < 1)
 		ticks = 1;
 	if (ticks > XGPU_MAX_SLOT_TICKS)
 		ticks = XGPU_MAX_SLOT_TICKS;
-	s->holder = sd;
+	__atomic_store_n(&s->holder, sd, __ATOMIC_RELAXED);
 	s->holder_idle = false;
 	s->holder_until_ns = now + (uint64_t)ticks * s->tick_ns;
 	sd->slot_start_ns = now;
@@ -247,8 +275,8 @@ static uint64_t run_locked(struct xgpu_sched *s, uint64_t now)
 {
 	if (now > s->now_ns)
 		s->now_ns = now;
-	if (s->holder && (s->holder_idle || now >= s->holder_until_ns))
-		end_slot(s, now, true);
+	if (s->holder)
+		check_slot(s, now);
 	bool periodic = s->ops->tick || (s->ops->uses_hyp && s->hyp);
 	if (periodic && (s->holder || s->nready) && now >= s->next_tick_ns) {
 		s->next_tick_ns = now + s->tick_ns;
@@ -500,6 +528,20 @@ bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_
 			s->now_ns = now;
 		atomic_store(&sd->wants_slot, true);
 		mark_ready(s, sd, now);
+		s->kicked = run = true;
+		pthread_cond_signal(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return run;
+}
+
+bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	if (__atomic_load_n(&s->holder, __ATOMIC_RELAXED) != sd)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	bool run = false;
+	if (s->holder == sd && s->draining) {
 		s->kicked = run = true;
 		pthread_cond_signal(&s->cond);
 	}

@@ -24,7 +24,10 @@
 #define XGPU_CREDIT_MAX 65535u
 #define XGPU_CREDIT_DEFAULT 256u
 #define XGPU_MAX_SLOT_TICKS 100u /* longest slot a policy may grant */
-#define XGPU_SCHED_PIDS_MAX 64u  /* client processes per domain the schedule source follows */
+#define XGPU_SCHED_PIDS_MAX 64u
+#define XGPU_DRAIN_MAX_NS                                                                                    \
+	1000000000ull /* longest wait for a holder's queued work */ /* client processes per domain the       \
+								       schedule source follows */
 
 /* One domain as the scheduler of its GPU sees it. Embedded in the daemon's
  * struct xgpu_domain, or in a test's simulated domain. */
@@ -43,11 +46,13 @@ struct xgpu_sched_dom {
 	_Atomic bool may_issue;  /* holds the slot (or the policy does not gate) */
 	_Atomic bool wants_slot; /* has gated work waiting */
 	_Atomic bool context;    /* holds device state (Pegasus ContextEstablished) */
+	_Atomic bool inflight;   /* has work on the device that has not completed */
 
 	/* Accounting, readable at any time. */
 	_Atomic uint64_t held_ns; /* time holding the slot */
 	_Atomic uint64_t ticks;   /* ticks granted */
 	_Atomic uint64_t grants;  /* slots granted */
+	_Atomic uint64_t yields;  /* slots given back idle before their ticks ran out */
 	_Atomic uint64_t busy_ns; /* measured device busy time charged (xgpu_sched_charge) */
 	_Atomic uint64_t wait_ns; /* sum over granted slots of the wait from ready to grant */
 	_Atomic uint64_t max_wait_ns;
@@ -93,6 +98,7 @@ struct xgpu_sched {
 	struct xgpu_sched_dom *holder;
 	uint64_t holder_until_ns;
 	bool holder_idle;
+	bool draining;         /* the holder's slot ran out; its work on the device drains */
 	uint64_t next_tick_ns; /* the next periodic policy tick */
 
 	struct xgpu_sched_dom *all; /* attached domains, a list for rare O(n) walks */
@@ -155,6 +161,9 @@ bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_
 /* sd has nothing queued and nothing on the device: if it holds the slot,
  * the slot ends now (work-conserving). */
 bool xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+/* sd's work on the device completed (inflight went false) while it did not
+ * hold the right to issue: a draining slot can end. */
+bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 /* Measured device busy time of sd's work (wfq's charge). */
 void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns);
 

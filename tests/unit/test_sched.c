@@ -172,6 +172,9 @@ static void poll_dom(struct sim *sim, struct simdom *d)
 {
 	if (d->inflight && d->done_at <= sim->now) {
 		d->inflight = false;
+		atomic_store(&d->sd.inflight, false);
+		if (!xgpu_sched_may_issue(&d->sd))
+			xgpu_sched_drained(&sim->s, &d->sd);
 		xgpu_sched_charge(&sim->s, &d->sd, d->kernel_ns);
 		xgpu_taskq_charge(d->task[d->inflight_task], d->kernel_ns);
 		d->task_busy[d->inflight_task] += d->kernel_ns;
@@ -196,6 +199,7 @@ static void poll_dom(struct sim *sim, struct simdom *d)
 	d->done_at = start + d->kernel_ns;
 	sim->device_free_at = d->done_at;
 	d->inflight = true;
+	atomic_store(&d->sd.inflight, true);
 	d->inflight_task = t;
 	atomic_store(&d->sd.context, true);
 }
