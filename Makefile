@@ -4,6 +4,7 @@
 #   make test     build with ASan/UBSan into build/san/ and run every test
 #   make demo     run xgpud in local mode with three domains of bundled workloads
 #   make bench    run the benchmarks and write tables into docs/results/
+#   make gpu-validate  xgpu against NVIDIA's runtime on a GPU machine (see docs/operations.md)
 #
 # Set CUDA_HOME if the CUDA toolkit is not in /usr/local/cuda.
 
@@ -311,6 +312,18 @@ demo: all
 
 bench: all
 	@tools/bench/run.sh $(BUILD)
+
+# GPU validation: the workloads, call latency, copy bandwidth, sharing and the
+# CUDA-semantics tests natively and through xgpu, on a GPU machine (simulated
+# without one); tables and logs in build/gpu-validate/. Not part of `make test`.
+GPUVAL_BW := $(BIN)/gpuval-bandwidth
+$(GPUVAL_BW): tools/gpu-validate/bandwidth.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<
+
+gpu-validate: all $(GPUVAL_BW) $(TEST_CU_BINS) $(TEST_SIMK)
+	@CUDA_HOME="$(CUDA_HOME)" GPU_VALIDATE_NVCCFLAGS="$(NVCCFLAGS)" tools/gpu-validate/run.sh $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
