@@ -2,21 +2,24 @@
  * hypervisor schedule source in place of its accelerator credit, so a VM's
  * GPU share follows its CPU share. The weights are read when a domain joins
  * a round (a cached lookup in every source); the smallest weight, the unit
- * of a tick, is recomputed once a second - O(n), but off the decision path.
+ * of a tick, comes from a sweep over all domains done a few per tick
+ * (XC_SWEEP_PER_TICK), so no single decision pays O(n).
  * Without a source, or for a domain it does not know, the accelerator credit
  * stands in. O(log n) per decision. */
 #include "rounds.h"
 
 #include <stdlib.h>
 
-#define XC_MIN_REFRESH_TICKS 100
+#define XC_SWEEP_PER_TICK 16
 
 struct xc {
 	struct xgpu_rounds r; /* first: xgpu_rounds_of works on it */
 	uint32_t min_weight;
-	unsigned ticks_to_refresh;
+	struct xgpu_sched_dom *cursor; /* the next domain the sweep looks at */
+	uint32_t sweep_min;            /* smallest weight seen in this sweep */
 };
 
+/* A whole sweep at once: when the policy starts, or credits change. */
 static void refresh_min(struct xgpu_sched *s, struct xc *x)
 {
 	uint32_t m = XGPU_CREDIT_MAX;
@@ -26,7 +29,8 @@ static void refresh_min(struct xgpu_sched *s, struct xc *x)
 			m = w;
 	}
 	x->min_weight = m ? m : 1;
-	x->ticks_to_refresh = XC_MIN_REFRESH_TICKS;
+	x->cursor = s->all;
+	x->sweep_min = XGPU_CREDIT_MAX;
 }
 
 static int xc_init(struct xgpu_sched *s)
@@ -67,11 +71,32 @@ static void xc_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
 		x->min_weight = w;
 }
 
+/* Weights change in the hypervisor without telling us: a few domains a
+ * tick are looked at, and a finished sweep's minimum becomes the unit. */
 static void xc_tick(struct xgpu_sched *s)
 {
 	struct xc *x = s->priv;
-	if (--x->ticks_to_refresh == 0)
-		refresh_min(s, x);
+	for (unsigned i = 0; i < XC_SWEEP_PER_TICK; i++) {
+		if (!x->cursor) {
+			if (x->sweep_min != XGPU_CREDIT_MAX || !s->all)
+				x->min_weight = x->sweep_min ? x->sweep_min : 1;
+			x->sweep_min = XGPU_CREDIT_MAX;
+			x->cursor = s->all;
+			break;
+		}
+		uint32_t w = xgpu_sched_cpu_weight(s, x->cursor);
+		if (w < x->sweep_min)
+			x->sweep_min = w;
+		x->cursor = x->cursor->next_all;
+	}
+}
+
+static void xc_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	struct xc *x = s->priv;
+	if (x && x->cursor == sd)
+		x->cursor = sd->next_all;
+	xgpu_rounds_op_remove(s, sd);
 }
 
 static void xc_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
@@ -89,7 +114,7 @@ const struct xgpu_policy_ops xgpu_policy_xc = {
     .init = xc_init,
     .fini = xgpu_rounds_fini,
     .domain_add = xc_add,
-    .domain_remove = xgpu_rounds_op_remove,
+    .domain_remove = xc_remove,
     .domain_ready = xc_ready,
     .pick_next = xc_pick,
     .params_changed = xc_params,

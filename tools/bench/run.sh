@@ -3,11 +3,14 @@
 # build, sim executor unless a GPU is usable) and writes the tables to
 # docs/results/bench-local.md. Every figure sits beside a floor or a memcpy
 # measured in the same run, because absolute numbers from a shared VM mean
-# little on their own.
+# little on their own. Then xgpu-sched-bench, the scheduler's decision cost
+# per policy (no daemon), into docs/results/bench-sched.md; BENCH_ONLY=sched
+# runs only that part.
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
 out=${BENCH_OUT:-$src/docs/results/bench-local.md}
+sched_out=${BENCH_SCHED_OUT:-$src/docs/results/bench-sched.md}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-bench.XXXXXX")
 export XGPU_SOCKET=$work/xgpud.sock
 daemon=
@@ -34,6 +37,43 @@ start() {
 	cat "$work/xgpud.log"
 	exit 1
 }
+
+# The scheduler core and every policy in virtual time: ns per decision at 4,
+# 64 and 1024 domains, beside Pegasus Table 2.
+bench_sched() {
+	echo "bench: scheduler decision cost per policy"
+	"$B/bin/xgpu-sched-bench" >"$work/sched"
+	{
+		echo "# Benchmarks, scheduler decision cost per policy"
+		echo
+		echo "Measured by \`make bench\` (alone: \`BENCH_ONLY=sched tools/bench/run.sh\`), which runs"
+		echo "\`${B#"$src"/}/bin/xgpu-sched-bench\` ($(date -u +%Y-%m-%d), commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown))."
+		echo
+		echo "What it measures: the CPU cost of one GPU scheduling decision, the work \`xgpu_sched_run\` does"
+		echo "when a slot ends (end the slot, re-queue the holder, pick the next holder, grant it), for every"
+		echo "policy at 4, 64 and 1024 saturating domains, in ns per decision. The daemon's own scheduler core"
+		echo "runs in virtual time with simulated domains, as in the unit tests, so only the decision is timed;"
+		echo "the hypervisor snapshot refresh of the coordinated policies is measured and reported apart. The"
+		echo "target (BRIEF) is at most 1 us per decision at 64 domains, growing no faster than log n to 1024;"
+		echo "the PASS/FAIL columns check it (1024/64 <= 2.5 allows for caches) and are informational only."
+		echo
+		echo "Beside Pegasus Table 2: Pegasus (Gupta et al., USENIX ATC 2011) reports about 500 us per"
+		echo "scheduling call for XC and SLAF and about 3 us for AugC and CoSched, on 2011 hardware with its"
+		echo "monitor-and-sweep design. xgpu keeps each policy's ready domains in O(log n) queues updated as"
+		echo "domains become ready, and the coordinated policies (xc, augc, cosched) read a hypervisor snapshot"
+		echo "bounded by the host's PCPUs rather than by the domains. The comparison is of orders of magnitude,"
+		echo "not like for like: the hardware differs by more than a decade, and what Pegasus counts in a call"
+		echo "may include monitoring that here is the separately reported snapshot refresh."
+		echo
+		cat "$work/sched"
+	} >"$sched_out"
+	echo "bench: wrote $sched_out"
+	cat "$sched_out"
+}
+if [ "${BENCH_ONLY:-}" = sched ]; then
+	bench_sched
+	exit 0
+fi
 
 echo "bench: floors"
 "$B/bin/xgpu-bench" floors >"$work/r"
@@ -108,3 +148,5 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 } >"$out"
 echo "bench: wrote $out"
 cat "$out"
+
+bench_sched
