@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libxlutil.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,35 +20,19 @@
 static const char *const known_settings[] = {"policy", "tick_ms", "hyp_source", "domain"};
 #define KNOWN_SETTINGS "policy, tick_ms, hyp_source, domain"
 
-struct errbuf {
-	char *buf;
-	size_t len;
-};
-
-__attribute__((format(printf, 2, 3))) static int fail(struct errbuf *e, const char *fmt, ...)
-{
-	if (e->buf && e->len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(e->buf, e->len, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
-static int read_file(const char *path, char **data_r, size_t *len_r, struct errbuf *e)
+static int read_file(const char *path, char **data_r, size_t *len_r, struct xgpu_errbuf *e)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(e, "%s: cannot open: %s", path, strerror(errno));
+		return xgpu_fail(e, "%s: cannot open: %s", path, strerror(errno));
 	size_t cap = 4096, len = 0;
 	char *data = malloc(cap);
-	int rc = data ? 0 : fail(e, "%s: out of memory", path);
+	int rc = data ? 0 : xgpu_fail(e, "%s: out of memory", path);
 	while (rc == 0) {
 		if (len == cap) {
 			char *bigger = realloc(data, cap * 2);
 			if (!bigger) {
-				rc = fail(e, "%s: out of memory", path);
+				rc = xgpu_fail(e, "%s: out of memory", path);
 				break;
 			}
 			data = bigger;
@@ -59,13 +42,13 @@ static int read_file(const char *path, char **data_r, size_t *len_r, struct errb
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			rc = fail(e, "%s: cannot read: %s", path, strerror(errno));
+			rc = xgpu_fail(e, "%s: cannot read: %s", path, strerror(errno));
 		if (n <= 0)
 			break;
 		len += (size_t)n;
 		if (len > CONFIG_MAX_BYTES)
-			rc = fail(e, "%s: larger than %u bytes; not a configuration file?", path,
-				  CONFIG_MAX_BYTES);
+			rc = xgpu_fail(e, "%s: larger than %u bytes; not a configuration file?", path,
+				       CONFIG_MAX_BYTES);
 	}
 	close(fd);
 	if (rc) {
@@ -79,7 +62,7 @@ static int read_file(const char *path, char **data_r, size_t *len_r, struct errb
 
 /* libxlutil prints its complaints (one per line, each already naming the
  * file and line) to a stream; they become one line of err. */
-static void report_to_err(const char *report, const char *path, int xlu_rc, struct errbuf *e)
+static void report_to_err(const char *report, const char *path, int xlu_rc, struct xgpu_errbuf *e)
 {
 	char msg[1024];
 	size_t n = 0;
@@ -100,9 +83,9 @@ static void report_to_err(const char *report, const char *path, int xlu_rc, stru
 		n = sizeof msg - 1;
 	msg[n] = '\0';
 	if (n)
-		fail(e, "%s", msg);
+		xgpu_fail(e, "%s", msg);
 	else
-		fail(e, "%s: cannot parse: %s", path, strerror(xlu_rc));
+		xgpu_fail(e, "%s: cannot parse: %s", path, strerror(xlu_rc));
 }
 
 static unsigned known_setting(const char *name, size_t len)
@@ -119,7 +102,7 @@ static unsigned known_setting(const char *name, size_t len)
  * identifier outside strings and comments is a setting's name (values are
  * strings, numbers or lists of them, never identifiers), so a tokenizer that
  * skips strings, numbers and comments sees exactly the settings. */
-static int check_settings(const char *path, const char *d, size_t n, struct errbuf *e)
+static int check_settings(const char *path, const char *d, size_t n, struct xgpu_errbuf *e)
 {
 	unsigned first_line[XGPU_ARRAY_SIZE(known_settings)];
 	memset(first_line, 0, sizeof first_line);
@@ -152,15 +135,16 @@ static int check_settings(const char *path, const char *d, size_t n, struct errb
 			bool assign = j < n && d[j] == '=';
 			unsigned k = known_setting(d + start, len);
 			if (k == XGPU_ARRAY_SIZE(known_settings))
-				return fail(e, "%s:%u: unknown setting '%.*s' (known: %s)", path, line,
-					    (int)(len > 64 ? 64 : len), d + start, KNOWN_SETTINGS);
+				return xgpu_fail(e, "%s:%u: unknown setting '%.*s' (known: %s)", path, line,
+						 (int)(len > 64 ? 64 : len), d + start, KNOWN_SETTINGS);
 			/* A second '=' would silently replace what came before
 			 * (xl lets the last one win); '+=' is how lists grow. */
 			if (assign && first_line[k])
-				return fail(e,
-					    "%s:%u: '%s' is set again with '=' (first set on line %u; use += "
-					    "to append)",
-					    path, line, known_settings[k], first_line[k]);
+				return xgpu_fail(
+				    e,
+				    "%s:%u: '%s' is set again with '=' (first set on line %u; use += "
+				    "to append)",
+				    path, line, known_settings[k], first_line[k]);
 			if (!first_line[k])
 				first_line[k] = line;
 		} else {
@@ -170,60 +154,61 @@ static int check_settings(const char *path, const char *d, size_t n, struct errb
 	return 0;
 }
 
-static int get_policy(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct errbuf *e)
+static int get_policy(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct xgpu_errbuf *e)
 {
 	const char *v;
 	int r = xlu_cfg_get_string(cfg, "policy", &v, 1);
 	if (r == ESRCH)
 		return 0;
 	if (r)
-		return fail(e, "%s: policy must be a string, e.g. policy = \"rr\"", path);
+		return xgpu_fail(e, "%s: policy must be a string, e.g. policy = \"rr\"", path);
 	size_t n = strlen(v);
 	bool ok = n >= 1 && n < sizeof out->policy;
 	for (const char *p = v; ok && *p; p++)
 		ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9');
 	if (!ok)
-		return fail(e, "%s: policy=\"%s\": a policy name is 1 to %zu characters of a-z 0-9", path, v,
-			    sizeof out->policy - 1);
+		return xgpu_fail(e, "%s: policy=\"%s\": a policy name is 1 to %zu characters of a-z 0-9",
+				 path, v, sizeof out->policy - 1);
 	xgpu_strlcpy(out->policy, v, sizeof out->policy);
 	return 0;
 }
 
-static int get_hyp_source(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct errbuf *e)
+static int get_hyp_source(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct xgpu_errbuf *e)
 {
 	const char *v;
 	int r = xlu_cfg_get_string(cfg, "hyp_source", &v, 1);
 	if (r == ESRCH)
 		return 0;
 	if (r)
-		return fail(e, "%s: hyp_source must be a string, e.g. hyp_source = \"local\"", path);
+		return xgpu_fail(e, "%s: hyp_source must be a string, e.g. hyp_source = \"local\"", path);
 	size_t n = strlen(v);
 	bool ok = n >= 1 && n < sizeof out->hyp_source;
 	for (const char *p = v; ok && *p; p++)
 		ok = isprint((unsigned char)*p);
 	if (!ok)
-		return fail(e, "%s: hyp_source=\"%s\": hyp_source must be 1 to %zu printable characters",
-			    path, v, sizeof out->hyp_source - 1);
+		return xgpu_fail(e, "%s: hyp_source=\"%s\": hyp_source must be 1 to %zu printable characters",
+				 path, v, sizeof out->hyp_source - 1);
 	xgpu_strlcpy(out->hyp_source, v, sizeof out->hyp_source);
 	return 0;
 }
 
-static int get_tick_ms(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct errbuf *e)
+static int get_tick_ms(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct xgpu_errbuf *e)
 {
 	const char *text;
 	int r = xlu_cfg_get_string(cfg, "tick_ms", &text, 1);
 	if (r == ESRCH)
 		return 0;
 	if (r)
-		return fail(e, "%s: tick_ms must be a number, e.g. tick_ms = 10", path);
+		return xgpu_fail(e, "%s: tick_ms must be a number, e.g. tick_ms = 10", path);
 	long v;
 	if (xlu_cfg_get_long(cfg, "tick_ms", &v, 1) || v < 1 || v > 1000)
-		return fail(e, "%s: tick_ms=%s: tick_ms must be a whole number from 1 to 1000", path, text);
+		return xgpu_fail(e, "%s: tick_ms=%s: tick_ms must be a whole number from 1 to 1000", path,
+				 text);
 	out->tick_ms = (unsigned)v;
 	return 0;
 }
 
-static int get_domains(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct errbuf *e)
+static int get_domains(XLU_Config *cfg, const char *path, struct xgpud_config *out, struct xgpu_errbuf *e)
 {
 	XLU_ConfigList *list;
 	int n;
@@ -231,32 +216,33 @@ static int get_domains(XLU_Config *cfg, const char *path, struct xgpud_config *o
 	if (r == ESRCH)
 		return 0;
 	if (r)
-		return fail(e,
-			    "%s: domain must be a list of strings, e.g. domain = [ \"name=a, credit=512\" ]",
-			    path);
+		return xgpu_fail(
+		    e, "%s: domain must be a list of strings, e.g. domain = [ \"name=a, credit=512\" ]",
+		    path);
 	if (n <= 0)
 		return 0;
 	out->domains = calloc((size_t)n, sizeof *out->domains);
 	if (!out->domains)
-		return fail(e, "%s: out of memory for %d domain entries", path, n);
+		return xgpu_fail(e, "%s: out of memory for %d domain entries", path, n);
 	char msg[512];
 	for (int i = 0; i < n; i++) {
 		const char *item = xlu_cfg_get_listitem(list, i);
 		if (!item)
-			return fail(e, "%s: domain[%d] is a list; each domain entry is a string", path, i);
+			return xgpu_fail(e, "%s: domain[%d] is a list; each domain entry is a string", path,
+					 i);
 		struct xgpu_gpuspec *s = &out->domains[i];
 		if (xgpu_gpuspec_parse(item, XGPU_GPUSPEC_ALLOW_NAME, s, msg, sizeof msg))
-			return fail(e, "%s: domain[%d]: %s", path, i, msg);
+			return xgpu_fail(e, "%s: domain[%d]: %s", path, i, msg);
 		if (!s->name[0])
-			return fail(e,
-				    "%s: domain[%d] \"%s\": no name= (every domain entry names its domain)",
-				    path, i, item);
+			return xgpu_fail(
+			    e, "%s: domain[%d] \"%s\": no name= (every domain entry names its domain)", path,
+			    i, item);
 		/* Quadratic, but only at startup and over at most a few thousand
 		 * entries; it reports duplicates in file order. */
 		for (int j = 0; j < i; j++)
 			if (!strcmp(out->domains[j].name, s->name))
-				return fail(e, "%s: domain[%d]: name '%s' is already used by domain[%d]",
-					    path, i, s->name, j);
+				return xgpu_fail(e, "%s: domain[%d]: name '%s' is already used by domain[%d]",
+						 path, i, s->name, j);
 		out->ndomains = (unsigned)i + 1;
 	}
 	return 0;
@@ -264,7 +250,7 @@ static int get_domains(XLU_Config *cfg, const char *path, struct xgpud_config *o
 
 int xgpud_config_load(const char *path, struct xgpud_config *out, char *err, size_t errlen)
 {
-	struct errbuf e = {err, errlen};
+	struct xgpu_errbuf e = {err, errlen};
 	memset(out, 0, sizeof *out);
 	if (err && errlen)
 		err[0] = '\0';
@@ -280,7 +266,7 @@ int xgpud_config_load(const char *path, struct xgpud_config *out, char *err, siz
 		for (const char *p = data; p < nul; p++)
 			line += *p == '\n';
 		free(data);
-		return fail(&e, "%s:%u: contains a NUL byte; not a text file?", path, line);
+		return xgpu_fail(&e, "%s:%u: contains a NUL byte; not a text file?", path, line);
 	}
 
 	char *report = NULL;
@@ -289,7 +275,7 @@ int xgpud_config_load(const char *path, struct xgpud_config *out, char *err, siz
 	XLU_Config *cfg = rf ? xlu_cfg_init(rf, path) : NULL;
 	int rc = 0;
 	if (!cfg) {
-		rc = fail(&e, "%s: out of memory", path);
+		rc = xgpu_fail(&e, "%s: out of memory", path);
 	} else {
 		int xr = xlu_cfg_readdata(cfg, data, (int)len);
 		if (xr) {

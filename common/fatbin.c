@@ -25,10 +25,11 @@
 #include "fatbin.h"
 #include "proto.h"
 
+#include "util.h"
+
 #include <lz4.h>
 #include <zstd.h>
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,20 +117,8 @@ struct ctx {
 	size_t name_bytes;
 	uint64_t inflated;     /* bytes inflated so far, see XGPU_FATBIN_MAX_INFLATED */
 	uint64_t global_bytes; /* see struct xgpu_fatbin_info */
-	char *err;
-	size_t errlen;
+	struct xgpu_errbuf err;
 };
-
-__attribute__((format(printf, 2, 3))) static int fail(struct ctx *c, const char *fmt, ...)
-{
-	if (c->err && c->errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(c->err, c->errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 static uint32_t name_hash(const char *s, size_t len)
 {
@@ -163,7 +152,7 @@ static int ctx_grow(struct ctx *c)
 		uint32_t ncap = c->cap ? c->cap * 2 : 64;
 		struct xgpu_kernel_info *nk = realloc(c->k, (size_t)ncap * sizeof(*nk));
 		if (!nk)
-			return fail(c, "out of memory");
+			return xgpu_fail(&c->err, "out of memory");
 		c->k = nk;
 		c->cap = ncap;
 	}
@@ -171,7 +160,7 @@ static int ctx_grow(struct ctx *c)
 		uint32_t nh = c->hcap ? c->hcap * 2 : 128;
 		uint32_t *h = calloc(nh, sizeof(*h));
 		if (!h)
-			return fail(c, "out of memory");
+			return xgpu_fail(&c->err, "out of memory");
 		for (uint32_t j = 0; j < c->n; j++) {
 			uint32_t i = name_hash(c->k[j].name, strlen(c->k[j].name)) & (nh - 1);
 			while (h[i])
@@ -196,12 +185,12 @@ static int ctx_add(struct ctx *c, const char *name, size_t len, struct xgpu_kpar
 	}
 	int rc = 0;
 	if (len > XGPU_FATBIN_MAX_NAME)
-		rc = fail(c, "kernel name %.*s... longer than %u bytes", NAME_ARG(name, len),
-			  XGPU_FATBIN_MAX_NAME);
+		rc = xgpu_fail(&c->err, "kernel name %.*s... longer than %u bytes", NAME_ARG(name, len),
+			       XGPU_FATBIN_MAX_NAME);
 	else if (c->n >= XGPU_FATBIN_MAX_KERNELS)
-		rc = fail(c, "more than %u kernels", XGPU_FATBIN_MAX_KERNELS);
+		rc = xgpu_fail(&c->err, "more than %u kernels", XGPU_FATBIN_MAX_KERNELS);
 	else if (len > NAME_BYTES_MAX - c->name_bytes)
-		rc = fail(c, "kernel names too long in sum");
+		rc = xgpu_fail(&c->err, "kernel names too long in sum");
 	else
 		rc = ctx_grow(c);
 	if (rc < 0) {
@@ -211,7 +200,7 @@ static int ctx_add(struct ctx *c, const char *name, size_t len, struct xgpu_kpar
 	char *s = malloc(len + 1);
 	if (!s) {
 		free(params);
-		return fail(c, "out of memory");
+		return xgpu_fail(&c->err, "out of memory");
 	}
 	memcpy(s, name, len);
 	s[len] = '\0';
@@ -350,9 +339,9 @@ static int elf_globals(struct ctx *c, const struct elf *e, const uint8_t *shstr,
 			nv++;
 		/* A cap, so that pairing the tables below stays cheap. */
 		if ((sh.type == SHT_SYMTAB || sh.type == SHT_CUDA_MERC_SYMTAB) && nsymtab++ == SYMTABS_MAX)
-			return fail(c, "ELF has more than %u symbol tables", SYMTABS_MAX);
+			return xgpu_fail(&c->err, "ELF has more than %u symbol tables", SYMTABS_MAX);
 		if (sh.type == SHT_SYMTAB_SHNDX && nxtab++ == SYMTABS_MAX)
-			return fail(c, "ELF has more than %u extended index tables", SYMTABS_MAX);
+			return xgpu_fail(&c->err, "ELF has more than %u extended index tables", SYMTABS_MAX);
 	}
 	/* The variable sections, and for each section its index + 1 in them
 	 * (0: none), so that placing a symbol costs the same however many
@@ -362,7 +351,7 @@ static int elf_globals(struct ctx *c, const struct elf *e, const uint8_t *shstr,
 	if (!vs || !slot) {
 		free(vs);
 		free(slot);
-		return fail(c, "out of memory");
+		return xgpu_fail(&c->err, "out of memory");
 	}
 	nv = nsymtab = nxtab = 0;
 	for (uint32_t i = 0; i < e->shnum; i++) {
@@ -386,7 +375,7 @@ static int elf_globals(struct ctx *c, const struct elf *e, const uint8_t *shstr,
 		if (!sym || entsize < 24) {
 			free(vs);
 			free(slot);
-			return fail(c, "ELF symbol table malformed");
+			return xgpu_fail(&c->err, "ELF symbol table malformed");
 		}
 		/* Section indexes past 0xff00 live in a table of their own. */
 		for (uint32_t x = 0; x < nxtab && !xi; x++) {
@@ -509,10 +498,11 @@ static int nvinfo_params(struct ctx *c, const struct ekernel *ek, struct xgpu_kp
 	while ((r = nvinfo_next(&w)) > 0) {
 		if (w.attr == EIATTR_KPARAM_INFO || w.attr == EIATTR_KPARAM_INFO_V2) {
 			if (w.fmt != EIFMT_SVAL || w.val < 12)
-				return fail(c, "%.*s: malformed KPARAM_INFO", NAME_ARG(ek->name, ek->len));
+				return xgpu_fail(&c->err, "%.*s: malformed KPARAM_INFO",
+						 NAME_ARG(ek->name, ek->len));
 			if (++count > XGPU_FATBIN_MAX_PARAMS)
-				return fail(c, "%.*s: more than %u parameters", NAME_ARG(ek->name, ek->len),
-					    XGPU_FATBIN_MAX_PARAMS);
+				return xgpu_fail(&c->err, "%.*s: more than %u parameters",
+						 NAME_ARG(ek->name, ek->len), XGPU_FATBIN_MAX_PARAMS);
 		} else if (w.attr == EIATTR_CBANK_PARAM_SIZE && w.fmt == EIFMT_HVAL) {
 			cbank_size = w.val;
 		} else if (w.attr == EIATTR_PARAM_CBANK && w.fmt == EIFMT_SVAL && w.val >= 8) {
@@ -520,7 +510,7 @@ static int nvinfo_params(struct ctx *c, const struct ekernel *ek, struct xgpu_kp
 		}
 	}
 	if (r < 0)
-		return fail(c, "%.*s: malformed .nv.info section", NAME_ARG(ek->name, ek->len));
+		return xgpu_fail(&c->err, "%.*s: malformed .nv.info section", NAME_ARG(ek->name, ek->len));
 	if (!count && (cbank_size > 0 || cbank_param > 0))
 		return 0;
 
@@ -532,7 +522,7 @@ static int nvinfo_params(struct ctx *c, const struct ekernel *ek, struct xgpu_kp
 		if (!p || !seen) {
 			free(p);
 			free(seen);
-			return fail(c, "out of memory");
+			return xgpu_fail(&c->err, "out of memory");
 		}
 	}
 	w.p = ek->info;
@@ -542,8 +532,8 @@ static int nvinfo_params(struct ctx *c, const struct ekernel *ek, struct xgpu_kp
 		uint32_t ord, off, size;
 		nvinfo_kparam(w.attr, w.pl, &ord, &off, &size);
 		if (ord >= count || seen[ord]) {
-			fail(c, "%.*s: bad or repeated parameter ordinal %u", NAME_ARG(ek->name, ek->len),
-			     ord);
+			xgpu_fail(&c->err, "%.*s: bad or repeated parameter ordinal %u",
+				  NAME_ARG(ek->name, ek->len), ord);
 			goto bad;
 		}
 		seen[ord] = 1;
@@ -555,15 +545,16 @@ static int nvinfo_params(struct ctx *c, const struct ekernel *ek, struct xgpu_kp
 	uint32_t end = 0;
 	for (uint32_t i = 0; i < count; i++) {
 		if (p[i].offset < end) {
-			fail(c, "%.*s: parameter %u overlaps its predecessor", NAME_ARG(ek->name, ek->len),
-			     i);
+			xgpu_fail(&c->err, "%.*s: parameter %u overlaps its predecessor",
+				  NAME_ARG(ek->name, ek->len), i);
 			goto bad;
 		}
 		end = p[i].offset + p[i].size;
 	}
 	if ((cbank_size >= 0 && cbank_size != end) || (cbank_param >= 0 && cbank_param != end)) {
-		fail(c, "%.*s: parameters end at %u but the cbank holds %lld", NAME_ARG(ek->name, ek->len),
-		     end, (long long)(cbank_size >= 0 ? cbank_size : cbank_param));
+		xgpu_fail(&c->err, "%.*s: parameters end at %u but the cbank holds %lld",
+			  NAME_ARG(ek->name, ek->len), end,
+			  (long long)(cbank_size >= 0 ? cbank_size : cbank_param));
 		goto bad;
 	}
 	free(seen);
@@ -580,15 +571,15 @@ bad:
 static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 {
 	if (len < 64 || memcmp(d, "\177ELF", 4) != 0)
-		return fail(c, "ELF entry has no ELF header");
+		return xgpu_fail(&c->err, "ELF entry has no ELF header");
 	if (d[4] != 2 || d[5] != 1 || ld16(d + 18) != EM_CUDA)
-		return fail(c, "ELF entry is not a 64-bit little-endian CUDA cubin");
+		return xgpu_fail(&c->err, "ELF entry is not a 64-bit little-endian CUDA cubin");
 	struct elf e = {d, len, ld64(d + 0x28), ld16(d + 0x3c), ld16(d + 0x3a)};
 	uint32_t shstrndx = ld16(d + 0x3e);
 	if (e.shoff == 0 && e.shnum == 0)
 		return 0; /* no sections, no kernels */
 	if (e.shentsize < 64 || e.shoff > len || (len - e.shoff) / e.shentsize < 1)
-		return fail(c, "ELF section headers outside the image");
+		return xgpu_fail(&c->err, "ELF section headers outside the image");
 	if (e.shnum == 0 || shstrndx == SHN_XINDEX) {
 		/* More than 0xff00 sections: the real numbers live in section 0. */
 		const uint8_t *s0 = d + e.shoff;
@@ -598,16 +589,16 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 			shstrndx = ld32(s0 + 40);
 	}
 	if (e.shnum > (len - e.shoff) / e.shentsize)
-		return fail(c, "ELF section headers outside the image");
+		return xgpu_fail(&c->err, "ELF section headers outside the image");
 	if (shstrndx >= e.shnum)
-		return fail(c, "ELF section name table index out of range");
+		return xgpu_fail(&c->err, "ELF section name table index out of range");
 
 	struct shdr sh;
 	size_t shstr_len = 0, sym_len = 0, str_len = 0;
 	elf_shdr(&e, shstrndx, &sh);
 	const uint8_t *shstr = sec_data(&e, &sh, &shstr_len);
 	if (!shstr)
-		return fail(c, "ELF section name table outside the image");
+		return xgpu_fail(&c->err, "ELF section name table outside the image");
 
 	uint64_t globals = 0;
 	if (elf_globals(c, &e, shstr, shstr_len, &globals) < 0)
@@ -624,11 +615,11 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 		sym = sec_data(&e, &sh, &sym_len);
 		symentsize = sh.entsize;
 		if (!sym || symentsize < 24 || sh.link >= e.shnum)
-			return fail(c, "ELF symbol table malformed");
+			return xgpu_fail(&c->err, "ELF symbol table malformed");
 		elf_shdr(&e, sh.link, &sh);
 		str = sec_data(&e, &sh, &str_len);
 		if (!str)
-			return fail(c, "ELF string table outside the image");
+			return xgpu_fail(&c->err, "ELF string table outside the image");
 		break;
 	}
 	if (!sym)
@@ -642,12 +633,12 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 			nk++;
 	}
 	if (nk > XGPU_FATBIN_MAX_KERNELS)
-		return fail(c, "more than %u kernels", XGPU_FATBIN_MAX_KERNELS);
+		return xgpu_fail(&c->err, "more than %u kernels", XGPU_FATBIN_MAX_KERNELS);
 	if (!nk)
 		return 0;
 	struct ekernel *ks = calloc(nk, sizeof(*ks));
 	if (!ks)
-		return fail(c, "out of memory");
+		return xgpu_fail(&c->err, "out of memory");
 	/* nvcc's string tables hold each name once and share no tails (so on
 	 * sm_75 to sm_120 cubins, nvlink's output included), so the kernels'
 	 * names fit in the table. Holding hostile symbols to that keeps reading,
@@ -665,10 +656,11 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 			bool bad = r == 0 || !k->len;
 			free(ks);
 			if (r < 0)
-				return fail(c, "ELF kernel symbol name longer than %u bytes",
-					    XGPU_FATBIN_MAX_NAME);
-			return fail(c, bad ? "ELF kernel symbol has a bad name"
-					   : "ELF kernel symbol names overlap in the string table");
+				return xgpu_fail(&c->err, "ELF kernel symbol name longer than %u bytes",
+						 XGPU_FATBIN_MAX_NAME);
+			return xgpu_fail(&c->err,
+					 bad ? "ELF kernel symbol has a bad name"
+					     : "ELF kernel symbol names overlap in the string table");
 		}
 		left -= k->len + 1;
 	}
@@ -697,9 +689,10 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 		if (r <= 0 || plen + key.len >= left) {
 			free(ks);
 			if (r < 0)
-				return fail(c, "ELF section name longer than %u bytes", XGPU_FATBIN_MAX_NAME);
-			return fail(c, r == 0 ? "ELF section name runs past its table"
-					      : "ELF section names overlap in the name table");
+				return xgpu_fail(&c->err, "ELF section name longer than %u bytes",
+						 XGPU_FATBIN_MAX_NAME);
+			return xgpu_fail(&c->err, r == 0 ? "ELF section name runs past its table"
+							 : "ELF section names overlap in the name table");
 		}
 		left -= plen + key.len + 1;
 		if (!key.len)
@@ -711,8 +704,8 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 		const uint8_t *data = sec_data(&e, &sh, &dlen);
 		if (!data) {
 			free(ks);
-			return fail(c, "ELF section .nv.info.%.*s outside the image",
-				    NAME_ARG(key.name, key.len));
+			return xgpu_fail(&c->err, "ELF section .nv.info.%.*s outside the image",
+					 NAME_ARG(key.name, key.len));
 		}
 		k->info = data;
 		k->info_len = dlen;
@@ -1173,7 +1166,7 @@ static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
 			uint64_t bytes;
 			const char *why = NULL;
 			if (ptx_var(&l, &bytes, &why) < 0)
-				return fail(c, "PTX %.*s declaration: %s", (int)t.len, t.s, why);
+				return xgpu_fail(&c->err, "PTX %.*s declaration: %s", (int)t.len, t.s, why);
 			vars = sat_add(vars, bytes);
 			continue;
 		}
@@ -1182,7 +1175,7 @@ static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
 		struct tok name;
 		lex_next(&l, &name);
 		if (name.kind != TK_ID)
-			return fail(c, "PTX .entry without a name");
+			return xgpu_fail(&c->err, "PTX .entry without a name");
 		bool known = ctx_has(c, name.s, name.len);
 		struct lex save = l;
 		lex_next(&l, &t);
@@ -1194,8 +1187,8 @@ static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
 			const char *why = NULL;
 			if (ptx_params(&l, &p, &np, &pb, &why) < 0) {
 				if (!known)
-					return fail(c, "PTX .entry %.*s: %s", NAME_ARG(name.s, name.len),
-						    why);
+					return xgpu_fail(&c->err, "PTX .entry %.*s: %s",
+							 NAME_ARG(name.s, name.len), why);
 				/* Already described by a cubin: skip what we cannot read,
 				 * but never past the next kernel or into its body (whose
 				 * braces count above). */
@@ -1250,45 +1243,47 @@ static int entry_payload(struct ctx *c, const uint8_t *e, const uint8_t *pl, uin
 		return 0;
 	}
 	if ((flags & FLAG_LZ4) && (flags & FLAG_ZSTD))
-		return fail(c, "entry claims two codecs");
+		return xgpu_fail(&c->err, "entry claims two codecs");
 	if (csz == 0 || csz > psz || csz > INT32_MAX)
-		return fail(c, "compressed size %llu outside the payload", (unsigned long long)csz);
+		return xgpu_fail(&c->err, "compressed size %llu outside the payload",
+				 (unsigned long long)csz);
 	if (usz == 0 || usz > XGPU_FATBIN_MAX_UNCOMPRESSED)
-		return fail(c, "uncompressed size %llu out of range", (unsigned long long)usz);
+		return xgpu_fail(&c->err, "uncompressed size %llu out of range", (unsigned long long)usz);
 	/* One budget for the whole container: each entry may claim 512 MiB,
 	 * and many small bombs would otherwise cost minutes. The claim is
 	 * charged before inflating (an entry must inflate to exactly it), so
 	 * nothing past the budget is ever inflated. */
 	if (usz > XGPU_FATBIN_MAX_INFLATED - c->inflated)
-		return fail(c, "compressed entries inflate to more than %u MiB in all",
-			    XGPU_FATBIN_MAX_INFLATED >> 20);
+		return xgpu_fail(&c->err, "compressed entries inflate to more than %u MiB in all",
+				 XGPU_FATBIN_MAX_INFLATED >> 20);
 	c->inflated += usz;
 	if (flags & FLAG_ZSTD) {
 		unsigned long long fcs = ZSTD_getFrameContentSize(pl, (size_t)csz);
 		if (fcs == ZSTD_CONTENTSIZE_ERROR || (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs > usz))
-			return fail(c, "zstd frame does not match the entry header");
+			return xgpu_fail(&c->err, "zstd frame does not match the entry header");
 	}
 	uint8_t *buf = malloc((size_t)usz);
 	if (!buf)
-		return fail(c, "out of memory");
+		return xgpu_fail(&c->err, "out of memory");
 	size_t got;
 	if (flags & FLAG_ZSTD) {
 		got = ZSTD_decompress(buf, (size_t)usz, pl, (size_t)csz);
 		if (ZSTD_isError(got)) {
 			free(buf);
-			return fail(c, "zstd: %s", ZSTD_getErrorName(got));
+			return xgpu_fail(&c->err, "zstd: %s", ZSTD_getErrorName(got));
 		}
 	} else {
 		int r = LZ4_decompress_safe((const char *)pl, (char *)buf, (int)csz, (int)usz);
 		if (r < 0) {
 			free(buf);
-			return fail(c, "lz4: corrupt block");
+			return xgpu_fail(&c->err, "lz4: corrupt block");
 		}
 		got = (size_t)r;
 	}
 	if (got != usz) {
 		free(buf);
-		return fail(c, "entry inflates to %zu bytes, header says %llu", got, (unsigned long long)usz);
+		return xgpu_fail(&c->err, "entry inflates to %zu bytes, header says %llu", got,
+				 (unsigned long long)usz);
 	}
 	*out = buf;
 	*outlen = got;
@@ -1303,10 +1298,11 @@ static int parse_entries(struct ctx *c, const uint8_t *d, uint64_t start, uint64
 	while (off < end) {
 		const uint8_t *e = d + off;
 		if (end - off < ENTRY_HDR_MIN)
-			return fail(c, "truncated entry header at %llu", (unsigned long long)off);
+			return xgpu_fail(&c->err, "truncated entry header at %llu", (unsigned long long)off);
 		uint64_t ehsz = ld32(e + 4), psz = ld64(e + 8);
 		if (ehsz < ENTRY_HDR_MIN || ehsz > end - off || psz > end - off - ehsz)
-			return fail(c, "entry at %llu overruns the container", (unsigned long long)off);
+			return xgpu_fail(&c->err, "entry at %llu overruns the container",
+					 (unsigned long long)off);
 		if (ld16(e) == kind && psz) {
 			const uint8_t *pl = NULL;
 			size_t plen = 0;
@@ -1330,20 +1326,20 @@ static int kinfo_cmp(const void *a, const void *b)
 
 int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out, char *err, size_t errlen)
 {
-	struct ctx c = {.err = err, .errlen = errlen};
+	struct ctx c = {.err = {err, errlen}};
 	if (err && errlen)
 		err[0] = '\0';
 	if (!out)
-		return fail(&c, "no output");
+		return xgpu_fail(&c.err, "no output");
 	out->kernels = NULL;
 	out->nkernels = 0;
 	out->global_bytes = 0;
 	const uint8_t *d = data;
 	size_t total = xgpu_fatbin_size(d, len);
 	if (!total)
-		return fail(&c, d && len >= FATBIN_HDR_SIZE && ld32(d) == XGPU_FATBIN_MAGIC
-				    ? "fatbin header claims more than the buffer holds"
-				    : "not a fatbin");
+		return xgpu_fail(&c.err, d && len >= FATBIN_HDR_SIZE && ld32(d) == XGPU_FATBIN_MAGIC
+					     ? "fatbin header claims more than the buffer holds"
+					     : "not a fatbin");
 	uint64_t hsz = ld16(d + 6);
 	/* Cubins first: whichever architecture, they carry the compiler's own
 	 * layout; PTX only fills in kernels that no cubin has. */

@@ -12,22 +12,6 @@
 
 #define KNOWN_KEYS "gpus, credit, sla, mem, task.<id>"
 
-struct errbuf {
-	char *buf;
-	size_t len;
-};
-
-__attribute__((format(printf, 2, 3))) static int fail(struct errbuf *e, const char *fmt, ...)
-{
-	if (e->buf && e->len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(e->buf, e->len, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
 /* Decimal digits only: no sign, blank or base prefix, which strtoul would
  * let through and which a typo is more likely to produce than intent. */
 static int parse_dec(const char *s, uint64_t min, uint64_t max, uint64_t *out)
@@ -145,40 +129,41 @@ static bool name_ok(const char *v)
 	return true;
 }
 
-static int parse_item(char *key, char *val, unsigned flags, struct xgpu_gpuspec *s, struct errbuf *e)
+static int parse_item(char *key, char *val, unsigned flags, struct xgpu_gpuspec *s, struct xgpu_errbuf *e)
 {
 	uint64_t u;
 	if (!strcmp(key, "gpus")) {
 		if (s->has_gpus)
-			return fail(e, "gpus=%s: key 'gpus' given twice", val);
+			return xgpu_fail(e, "gpus=%s: key 'gpus' given twice", val);
 		if (parse_gpus(val, &s->gpus))
-			return fail(e,
-				    "gpus=%s: gpus must be 'all' or GPU indexes from 0 to 63, single or as "
-				    "ranges I-J with I <= J, joined with ':' (e.g. 0:2-3)",
-				    val);
+			return xgpu_fail(
+			    e,
+			    "gpus=%s: gpus must be 'all' or GPU indexes from 0 to 63, single or as "
+			    "ranges I-J with I <= J, joined with ':' (e.g. 0:2-3)",
+			    val);
 		s->has_gpus = true;
 	} else if (!strcmp(key, "credit")) {
 		if (s->has_credit)
-			return fail(e, "credit=%s: key 'credit' given twice", val);
+			return xgpu_fail(e, "credit=%s: key 'credit' given twice", val);
 		if (parse_dec(val, 1, XGPU_GPUSPEC_CREDIT_MAX, &u))
-			return fail(e, "credit=%s: credit must be a whole number from 1 to %u", val,
-				    XGPU_GPUSPEC_CREDIT_MAX);
+			return xgpu_fail(e, "credit=%s: credit must be a whole number from 1 to %u", val,
+					 XGPU_GPUSPEC_CREDIT_MAX);
 		s->credit = (uint32_t)u;
 		s->has_credit = true;
 	} else if (!strcmp(key, "sla")) {
 		if (s->has_sla)
-			return fail(e, "sla=%s: key 'sla' given twice", val);
+			return xgpu_fail(e, "sla=%s: key 'sla' given twice", val);
 		if (parse_sla(val, &s->sla))
-			return fail(e, "sla=%s: sla must be a number from 0 to 1 (e.g. 0.5)", val);
+			return xgpu_fail(e, "sla=%s: sla must be a number from 0 to 1 (e.g. 0.5)", val);
 		s->has_sla = true;
 	} else if (!strcmp(key, "mem")) {
 		if (s->has_mem)
-			return fail(e, "mem=%s: key 'mem' given twice", val);
+			return xgpu_fail(e, "mem=%s: key 'mem' given twice", val);
 		/* xgpu_parse_size skips leading blanks and signs itself; a value
 		 * starting with anything but a digit is junk here. */
 		if (!isdigit((unsigned char)val[0]) || xgpu_parse_size(val, &u) || u < XGPU_GPUSPEC_MEM_MIN ||
 		    u > XGPU_GPUSPEC_MEM_MAX)
-			return fail(
+			return xgpu_fail(
 			    e,
 			    "mem=%s: mem must be a size from 1M to 1024T (K, M, G, T are binary units, "
 			    "e.g. 4G)",
@@ -188,48 +173,49 @@ static int parse_item(char *key, char *val, unsigned flags, struct xgpu_gpuspec 
 	} else if (!strncmp(key, "task.", 5)) {
 		uint64_t id, w;
 		if (parse_dec(key + 5, 0, UINT32_MAX, &id))
-			return fail(e, "%s=%s: the task id in task.<id> must be a whole number from 0 to %u",
-				    key, val, UINT32_MAX);
+			return xgpu_fail(
+			    e, "%s=%s: the task id in task.<id> must be a whole number from 0 to %u", key,
+			    val, UINT32_MAX);
 		for (unsigned i = 0; i < s->ntasks; i++)
 			if (s->tasks[i].task == id)
-				return fail(e, "%s=%s: key '%s' given twice", key, val, key);
+				return xgpu_fail(e, "%s=%s: key '%s' given twice", key, val, key);
 		if (parse_dec(val, 1, XGPU_GPUSPEC_WEIGHT_MAX, &w))
-			return fail(e, "%s=%s: a task weight must be a whole number from 1 to %u", key, val,
-				    XGPU_GPUSPEC_WEIGHT_MAX);
+			return xgpu_fail(e, "%s=%s: a task weight must be a whole number from 1 to %u", key,
+					 val, XGPU_GPUSPEC_WEIGHT_MAX);
 		if (s->ntasks == XGPU_GPUSPEC_TASKS)
-			return fail(e, "%s=%s: too many task weights (at most %d)", key, val,
-				    XGPU_GPUSPEC_TASKS);
+			return xgpu_fail(e, "%s=%s: too many task weights (at most %d)", key, val,
+					 XGPU_GPUSPEC_TASKS);
 		s->tasks[s->ntasks].task = (uint32_t)id;
 		s->tasks[s->ntasks].weight = (uint32_t)w;
 		s->ntasks++;
 	} else if (!strcmp(key, "name") && (flags & XGPU_GPUSPEC_ALLOW_NAME)) {
 		if (s->name[0])
-			return fail(e, "name=%s: key 'name' given twice", val);
+			return xgpu_fail(e, "name=%s: key 'name' given twice", val);
 		if (!name_ok(val))
-			return fail(e, "name=%s: name must be 1 to %d characters of A-Z a-z 0-9 _ . : -", val,
-				    XGPU_GPUSPEC_NAME_MAX);
+			return xgpu_fail(e, "name=%s: name must be 1 to %d characters of A-Z a-z 0-9 _ . : -",
+					 val, XGPU_GPUSPEC_NAME_MAX);
 		xgpu_strlcpy(s->name, val, sizeof s->name);
 	} else {
-		return fail(e, "unknown key '%s' (known: %s%s)", key, KNOWN_KEYS,
-			    (flags & XGPU_GPUSPEC_ALLOW_NAME) ? ", name" : "");
+		return xgpu_fail(e, "unknown key '%s' (known: %s%s)", key, KNOWN_KEYS,
+				 (flags & XGPU_GPUSPEC_ALLOW_NAME) ? ", name" : "");
 	}
 	return 0;
 }
 
 int xgpu_gpuspec_parse(const char *text, unsigned flags, struct xgpu_gpuspec *out, char *err, size_t errlen)
 {
-	struct errbuf e = {err, errlen};
+	struct xgpu_errbuf e = {err, errlen};
 	struct xgpu_gpuspec s;
 	memset(&s, 0, sizeof s);
 	memset(out, 0, sizeof *out);
 	if (err && errlen)
 		err[0] = '\0';
 	if (!text)
-		return fail(&e, "no GPU spec given");
+		return xgpu_fail(&e, "no GPU spec given");
 
 	char *copy = strdup(text);
 	if (!copy)
-		return fail(&e, "out of memory parsing '%s'", text);
+		return xgpu_fail(&e, "out of memory parsing '%s'", text);
 	int rc = 0;
 	/* A blank spec is a valid one that sets nothing, as `vif = [ "" ]` is
 	 * a default NIC to xl. */
@@ -242,17 +228,17 @@ int xgpu_gpuspec_parse(const char *text, unsigned flags, struct xgpu_gpuspec *ou
 			char *item = trim(p);
 			char *eq = strchr(item, '=');
 			if (!*item) {
-				rc = fail(
+				rc = xgpu_fail(
 				    &e,
 				    "empty item %u in '%s' (items are key=value, separated by single commas)",
 				    n, text);
 			} else if (!eq) {
-				rc = fail(&e, "item '%s' is not key=value", item);
+				rc = xgpu_fail(&e, "item '%s' is not key=value", item);
 			} else {
 				*eq = '\0';
 				char *key = trim(item), *val = trim(eq + 1);
 				if (!*key)
-					rc = fail(&e, "item '=%s' has no key", val);
+					rc = xgpu_fail(&e, "item '=%s' has no key", val);
 				else
 					rc = parse_item(key, val, flags, &s, &e);
 			}

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,4 +132,15 @@ const char *xgpu_socket_path(const char *explicit_path, char *buf, size_t len)
 		return buf;
 	}
 	return "/run/xgpu/xgpud.sock";
+}
+
+int xgpu_fail(struct xgpu_errbuf *e, const char *fmt, ...)
+{
+	if (e->buf && e->len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(e->buf, e->len, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
 }

@@ -19,6 +19,16 @@ static inline void xgpu_cpu_relax(void)
 #endif
 }
 
+/* Where a parser writes why it failed: a caller's buffer, which may be NULL
+ * or empty when the caller does not want the reason. */
+struct xgpu_errbuf {
+	char *buf;
+	size_t len;
+};
+/* Formats the reason into e (if it has room) and returns -1, so parsers
+ * can `return xgpu_fail(e, ...)`. */
+__attribute__((format(printf, 2, 3))) int xgpu_fail(struct xgpu_errbuf *e, const char *fmt, ...);
+
 /* "4096", "64K", "512M", "4G" (binary units, optional trailing 'B' or 'iB').
  * Returns 0 and sets *out, or -1 for malformed or overflowing text. */
 int xgpu_parse_size(const char *s, uint64_t *out);
