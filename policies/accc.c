@@ -6,22 +6,12 @@
  * ratio too. O(log n) per decision. */
 #include "rounds.h"
 
-static void accc_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	xgpu_rounds_push(xgpu_rounds_of(s), sd, sd->credit);
-}
-
 static struct xgpu_sched_dom *accc_pick(struct xgpu_sched *s, unsigned *ticks)
 {
 	struct xgpu_sched_dom *sd = xgpu_rounds_pop(xgpu_rounds_of(s));
 	if (sd)
 		*ticks = xgpu_sched_credit_ticks(s, sd);
 	return sd;
-}
-
-static void accc_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	xgpu_rounds_rekey(xgpu_rounds_of(s), sd, sd->credit);
 }
 
 const struct xgpu_policy_ops xgpu_policy_accc = {
@@ -31,7 +21,7 @@ const struct xgpu_policy_ops xgpu_policy_accc = {
     .init = xgpu_rounds_init,
     .fini = xgpu_rounds_fini,
     .domain_remove = xgpu_rounds_op_remove,
-    .domain_ready = accc_ready,
+    .domain_ready = xgpu_rounds_op_ready,
     .pick_next = accc_pick,
-    .params_changed = accc_params,
+    .params_changed = xgpu_rounds_op_params,
 };

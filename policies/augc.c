@@ -10,11 +10,6 @@
  * (bounded by the host's PCPUs, not by the number of domains). */
 #include "rounds.h"
 
-static void augc_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	xgpu_rounds_push(xgpu_rounds_of(s), sd, sd->credit);
-}
-
 static struct xgpu_sched_dom *augc_pick(struct xgpu_sched *s, unsigned *ticks)
 {
 	struct xgpu_rounds *r = xgpu_rounds_of(s);
@@ -55,11 +50,6 @@ static struct xgpu_sched_dom *augc_pick(struct xgpu_sched *s, unsigned *ticks)
 	return best;
 }
 
-static void augc_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	xgpu_rounds_rekey(xgpu_rounds_of(s), sd, sd->credit);
-}
-
 const struct xgpu_policy_ops xgpu_policy_augc = {
     .name = "augc",
     .description = "augmented credits: accc rounds, ordered by credit plus the CPU credit of domains the "
@@ -69,7 +59,7 @@ const struct xgpu_policy_ops xgpu_policy_augc = {
     .init = xgpu_rounds_init,
     .fini = xgpu_rounds_fini,
     .domain_remove = xgpu_rounds_op_remove,
-    .domain_ready = augc_ready,
+    .domain_ready = xgpu_rounds_op_ready,
     .pick_next = augc_pick,
-    .params_changed = augc_params,
+    .params_changed = xgpu_rounds_op_params,
 };

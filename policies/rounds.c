@@ -91,3 +91,13 @@ void xgpu_rounds_op_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
 	if (s->priv)
 		xgpu_rounds_remove(s->priv, sd);
 }
+
+void xgpu_rounds_op_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	xgpu_rounds_push(s->priv, sd, sd->credit);
+}
+
+void xgpu_rounds_op_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	xgpu_rounds_rekey(s->priv, sd, sd->credit);
+}

@@ -34,7 +34,10 @@ void xgpu_rounds_remove(struct xgpu_rounds *r, struct xgpu_sched_dom *sd);
 /* sd's credit is now x. */
 void xgpu_rounds_rekey(struct xgpu_rounds *r, struct xgpu_sched_dom *sd, uint32_t x);
 
-/* Shared ops of the credit-round policies. */
+/* Shared ops of the credit-round policies; ready and params key a domain by
+ * its accelerator credit. */
 void xgpu_rounds_op_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+void xgpu_rounds_op_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+void xgpu_rounds_op_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 
 #endif

@@ -23,11 +23,6 @@ static double share_now(const struct xgpu_sched_dom *sd, uint64_t now)
 	return sd->share_ewma * exp(-(double)(now - sd->window_start_ns) / SLAF_WINDOW_NS);
 }
 
-static void slaf_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	xgpu_rounds_push(xgpu_rounds_of(s), sd, sd->credit);
-}
-
 static struct xgpu_sched_dom *slaf_pick(struct xgpu_sched *s, unsigned *ticks)
 {
 	struct xgpu_sched_dom *sd = xgpu_rounds_pop(xgpu_rounds_of(s));
@@ -59,11 +54,6 @@ static void slaf_slot_end(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint6
 	sd->window_start_ns = s->now_ns;
 }
 
-static void slaf_params(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
-{
-	xgpu_rounds_rekey(xgpu_rounds_of(s), sd, sd->credit);
-}
-
 const struct xgpu_policy_ops xgpu_policy_slaf = {
     .name = "slaf",
     .description = "SLA feedback: accc, plus extra ticks per cycle for domains below their SLO share",
@@ -71,8 +61,8 @@ const struct xgpu_policy_ops xgpu_policy_slaf = {
     .init = xgpu_rounds_init,
     .fini = xgpu_rounds_fini,
     .domain_remove = xgpu_rounds_op_remove,
-    .domain_ready = slaf_ready,
+    .domain_ready = xgpu_rounds_op_ready,
     .pick_next = slaf_pick,
     .slot_end = slaf_slot_end,
-    .params_changed = slaf_params,
+    .params_changed = xgpu_rounds_op_params,
 };
