@@ -28,15 +28,43 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# start_daemon LOG [xgpud options...]: starts xgpud and waits until it answers.
+start_daemon() {
+	local log=$1
+	shift
+	"$B/bin/xgpud" --foreground "$@" >"$log" 2>&1 &
+	daemon=$!
+	for _ in $(seq 100); do
+		"$B/bin/xl-gpu" list >/dev/null 2>&1 && return 0
+		kill -0 "$daemon" 2>/dev/null || { cat "$log"; exit 1; }
+		sleep 0.1
+	done
+}
+
+# stop_daemon: SIGTERM, and a failed exit fails the demo.
+stop_daemon() {
+	kill -TERM "$daemon"
+	wait "$daemon" || status=1
+	daemon=
+}
+
+# run_mix SUFFIX SECONDS: the three domains' programs at once, for SECONDS
+# each; outputs in $work/<domain>SUFFIX.out.
+run_mix() {
+	local pids=() d pid cmd
+	for d in tenant-a tenant-b tenant-c; do
+		read -r -a cmd <<<"${prog[$d]} -t $2"
+		XGPU_DOMAIN=$d "$B/bin/${cmd[0]}" "${cmd[@]:1}" >"$work/$d$1.out" 2>&1 &
+		pids+=($!)
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" || status=1
+	done
+}
+
 # The daemon picks the executor: NVIDIA's driver when a GPU is usable, the
 # simulated one otherwise. It says which in its first line.
-"$B/bin/xgpud" --foreground --policy "$policy" >"$work/xgpud.log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do
-	"$B/bin/xl-gpu" list >/dev/null 2>&1 && break
-	kill -0 "$daemon" 2>/dev/null || { cat "$work/xgpud.log"; exit 1; }
-	sleep 0.1
-done
+start_daemon "$work/xgpud.log" --policy "$policy"
 executor=$(sed -n 's/.*xgpud info: executor \([a-z]*\).*/\1/p' "$work/xgpud.log" | head -1)
 echo "xgpud: $(head -1 "$work/xgpud.log" | sed 's/^[^ ]* xgpud info: //')"
 if [ "$executor" = sim ]; then
@@ -47,25 +75,14 @@ echo "policy $policy; three domains for ${secs}s each, started together"
 echo
 
 declare -A prog=(
-	[tenant-a]="BlackScholes -n 1000000 -i 4 -t $secs"
-	[tenant-b]="vectorAdd -n 4000000 -i 4 -t $secs"
-	[tenant-c]="callLatency -i 500 -t $secs"
+	[tenant-a]="BlackScholes -n 1000000 -i 4"
+	[tenant-b]="vectorAdd -n 4000000 -i 4"
+	[tenant-c]="callLatency -i 500"
 )
-pids=()
-for d in tenant-a tenant-b tenant-c; do
-	read -r -a cmd <<<"${prog[$d]}"
-	XGPU_DOMAIN=$d "$B/bin/${cmd[0]}" "${cmd[@]:1}" >"$work/$d.out" 2>&1 &
-	pids+=($!)
-done
 status=0
-for p in "${pids[@]}"; do
-	wait "$p" || status=1
-done
+run_mix "" "$secs"
 "$B/bin/xl-gpu" stats --json >"$work/stats.json"
-
-kill -TERM "$daemon"
-wait "$daemon" || status=1
-daemon=
+stop_daemon
 
 # One row per domain: the daemon's accounting beside the program's own
 # verification line.
@@ -107,25 +124,10 @@ CONF
 	echo "(accc aims at slot shares 57/29/14 %, wfq at busy shares 57/29/14 % where a domain can use them):"
 	printf '%-8s  %-26s  %s\n' Policy "Slot share a / b / c (%)" "Busy share a / b / c (%)"
 	for p in none rr accc wfq; do
-		"$B/bin/xgpud" --foreground --policy "$p" --config "$work/credits.conf" >"$work/xgpud-$p.log" 2>&1 &
-		daemon=$!
-		for _ in $(seq 100); do
-			"$B/bin/xl-gpu" list >/dev/null 2>&1 && break
-			sleep 0.1
-		done
-		pids=()
-		for d in tenant-a tenant-b tenant-c; do
-			read -r -a cmd <<<"${prog[$d]//-t $secs/-t $tsecs}"
-			XGPU_DOMAIN=$d "$B/bin/${cmd[0]}" "${cmd[@]:1}" >"$work/$d-$p.out" 2>&1 &
-			pids+=($!)
-		done
-		for pid in "${pids[@]}"; do
-			wait "$pid" || status=1
-		done
+		start_daemon "$work/xgpud-$p.log" --policy "$p" --config "$work/credits.conf"
+		run_mix "-$p" "$tsecs"
 		"$B/bin/xl-gpu" stats --json >"$work/stats-$p.json"
-		kill -TERM "$daemon"
-		wait "$daemon" || status=1
-		daemon=
+		stop_daemon
 		for d in tenant-a tenant-b tenant-c; do
 			grep -q "verified=yes" "$work/$d-$p.out" || { status=1; echo "$d failed under $p"; }
 		done
