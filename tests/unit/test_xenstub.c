@@ -11,6 +11,7 @@
 
 #include "xenif.h"
 #include "../../tools/xenstub/xenstub.h"
+#include "../../tools/xenstub/wire.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -18,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -615,6 +618,103 @@ static void domain_release(void **state)
 	w->ops->close(w);
 }
 
+static int raw_connect(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	strcpy(sa.sun_path, sock);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+	return fd;
+}
+
+static void raw_send(int fd, uint32_t op, const void *body, uint32_t len, uint32_t claimed)
+{
+	struct xsw_hdr h = {op, claimed};
+	assert_int_equal(write(fd, &h, sizeof h), sizeof h);
+	if (len)
+		assert_int_equal(write(fd, body, len), (ssize_t)len);
+}
+
+/* The server drops the connection: EOF after any reply. */
+static void expect_dropped(int fd)
+{
+	char buf[256];
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	for (;;) {
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		ssize_t n = read(fd, buf, sizeof buf);
+		if (n <= 0)
+			break;
+	}
+	close(fd);
+}
+
+static void still_serving(void)
+{
+	struct xgpu_xs *xs = xs_open(0);
+	char *v = xs->ops->read(xs, 0, "/local/domain/5/name", NULL);
+	assert_non_null(v);
+	assert_string_equal(v, "guest5");
+	free(v);
+	xs->ops->close(xs);
+}
+
+static void malformed_clients(void **state)
+{
+	struct xsw_hello bad = {0x1234, XSW_XS, 0}, tab = {XSW_MAGIC, XSW_GNTTAB, 0},
+			 xsh = {XSW_MAGIC, XSW_XS, 0};
+	int fd = raw_connect();
+	assert_int_equal(write(fd, "abc", 3), 3);
+	close(fd);
+	fd = raw_connect();
+	raw_send(fd, 999, NULL, 0, 0);
+	expect_dropped(fd);
+	fd = raw_connect();
+	raw_send(fd, XSW_HELLO, &bad, sizeof bad, sizeof bad);
+	expect_dropped(fd);
+	fd = raw_connect(); /* a request before hello */
+	raw_send(fd, XSW_READ, "xxxxxxxxxxxxxxxx", 16, 16);
+	expect_dropped(fd);
+	fd = raw_connect(); /* xenstore without its event stream */
+	raw_send(fd, XSW_HELLO, &xsh, sizeof xsh, sizeof xsh);
+	expect_dropped(fd);
+	fd = raw_connect(); /* a body over the bound */
+	raw_send(fd, XSW_HELLO, &tab, sizeof tab, sizeof tab);
+	struct xsw_rep rep;
+	assert_int_equal(read(fd, &rep, sizeof rep), sizeof rep);
+	assert_int_equal(rep.err, 0);
+	raw_send(fd, XSW_GT_MAP, NULL, 0, (uint32_t)XSW_BODY_MAX + 1);
+	expect_dropped(fd);
+	fd = raw_connect(); /* a count the body does not hold; an op of another kind */
+	raw_send(fd, XSW_HELLO, &tab, sizeof tab, sizeof tab);
+	assert_int_equal(read(fd, &rep, sizeof rep), sizeof rep);
+	struct xsw_grant g = {.domid = 5, .count = 0, .notify_off = -1, .notify_port = -1};
+	raw_send(fd, XSW_GT_MAP, &g, sizeof g, sizeof g);
+	assert_int_equal(read(fd, &rep, sizeof rep), sizeof rep);
+	assert_int_equal(rep.err, EINVAL);
+	g.count = 1u << 20;
+	raw_send(fd, XSW_GT_MAP, &g, sizeof g, sizeof g);
+	expect_dropped(fd);
+	fd = raw_connect();
+	raw_send(fd, XSW_HELLO, &tab, sizeof tab, sizeof tab);
+	assert_int_equal(read(fd, &rep, sizeof rep), sizeof rep);
+	raw_send(fd, XSW_READ, "xxxxxxxxxxxxxxxx", 16, 16);
+	expect_dropped(fd);
+	/* a client that stalls mid-request loses its connection, not the server */
+	fd = raw_connect();
+	raw_send(fd, XSW_HELLO, &tab, sizeof tab, sizeof tab);
+	assert_int_equal(read(fd, &rep, sizeof rep), sizeof rep);
+	raw_send(fd, XSW_GT_UNMAP, "abc", 3, 8);
+	expect_dropped(fd);
+	still_serving();
+	/* a hello for a domain that does not exist */
+	assert_null(xgpu_gnttab_open_stub(sock, 42, err, sizeof err));
+	assert_int_equal(errno, ESRCH);
+	assert_non_null(strstr(err, "domain 42"));
+	still_serving();
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -628,6 +728,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(notify_on_sharer_death, setup, teardown),
 	    cmocka_unit_test_setup_teardown(notify_on_unmap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(domain_release, setup, teardown),
+	    cmocka_unit_test_setup_teardown(malformed_clients, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -598,7 +599,20 @@ struct xgpu_xenstub *xgpu_xenstub_start(const char *socket_path, char *err, size
 		snprintf(err, errlen, "xenstub: socket: %s", strerror(errno));
 		goto fail;
 	}
-	unlink(socket_path);
+	/* Replace a stale socket only: never another file, never a live server. */
+	struct stat st;
+	if (!lstat(socket_path, &st)) {
+		int probe = S_ISSOCK(st.st_mode) ? socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) : -1;
+		bool live = probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof sa);
+		if (probe >= 0)
+			close(probe);
+		if (!S_ISSOCK(st.st_mode) || live) {
+			snprintf(err, errlen, "xenstub: %s exists and is %s", socket_path,
+				 live ? "served by a running xgpu-xenstub" : "not a socket");
+			goto fail;
+		}
+		unlink(socket_path);
+	}
 	if (bind(s->lfd, (struct sockaddr *)&sa, sizeof sa) || listen(s->lfd, 64)) {
 		snprintf(err, errlen, "xenstub: cannot listen on %s: %s", socket_path, strerror(errno));
 		goto fail;

@@ -1088,6 +1088,8 @@ int xm_share(struct xm *m, struct xm_conn *c, uint32_t domid, uint32_t count, bo
 	struct xm_dom *d = m->doms[c->domid];
 	if (!d)
 		return -ESRCH;
+	if (c->nregions >= XM_REGIONS)
+		return -ENOSPC;
 	if (d->ngrants + count > XM_GRANTS)
 		return -ENOSPC;
 	struct xm_share *sh = calloc(1, sizeof *sh);
@@ -1153,6 +1155,7 @@ int xm_share(struct xm *m, struct xm_conn *c, uint32_t domid, uint32_t count, bo
 	sh->seg = seg;
 	sh->notify_off = noff;
 	sh->notify_port = nport;
+	c->nregions++;
 	sh->next = c->shares;
 	c->shares = sh;
 	*out = sh;
@@ -1161,6 +1164,7 @@ int xm_share(struct xm *m, struct xm_conn *c, uint32_t domid, uint32_t count, bo
 
 static void share_end(struct xm *m, struct xm_conn *c, struct xm_share *sh)
 {
+	c->nregions--;
 	struct xm_dom *d = m->doms[c->domid];
 	notify_fire(m, c->domid, sh->seg, 0, sh->notify_off, sh->notify_port);
 	for (uint32_t i = 0; d && i < sh->count; i++) {
@@ -1195,6 +1199,8 @@ int xm_map(struct xm *m, struct xm_conn *c, uint32_t domid, uint32_t count, cons
 {
 	if (count == 0 || count > XSW_GRANT_MAX)
 		return -EINVAL;
+	if (c->nregions >= XM_REGIONS)
+		return -ENOSPC;
 	if (!xm_dom_live(m, domid))
 		return -ENOENT;
 	struct xm_dom *d = m->doms[domid];
@@ -1258,6 +1264,7 @@ int xm_map(struct xm *m, struct xm_conn *c, uint32_t domid, uint32_t count, cons
 		mp->page = g->page;
 		g->seg->refs++;
 	}
+	c->nregions++;
 	mp->next = c->maps;
 	c->maps = mp;
 	free(segs);
@@ -1269,6 +1276,7 @@ int xm_map(struct xm *m, struct xm_conn *c, uint32_t domid, uint32_t count, cons
 
 static void map_end(struct xm *m, struct xm_conn *c, struct xm_map *mp)
 {
+	c->nregions--;
 	notify_fire(m, c->domid, mp->seg, mp->page, mp->notify_off, mp->notify_port);
 	seg_unref(mp->seg);
 	free(mp);
