@@ -167,11 +167,16 @@ TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
 
-LIBS_COMMON := -lzstd -llz4 -ldl -lrt
+# Xen's service libraries (libxen-dev): xenstore, grants and event channels,
+# used by xgpud and by the frontend library in a guest.
+XEN_LIBS := $(shell pkg-config --libs xenstore xengnttab xenevtchn 2>/dev/null || echo -lxenstore -lxengnttab -lxenevtchn)
+LIBS_COMMON := -lzstd -llz4 -ldl -lrt $(XEN_LIBS)
+# libxenctrl: the `xen` hypervisor schedule source (weights, caps, VCPUs).
+XENCTRL_LIBS := $(shell pkg-config --libs xencontrol 2>/dev/null || echo -lxenctrl)
 # libxlutil is xl's config parser (xgpud --config; Debian libxen-dev). Its
 # pkg-config name is xlutil; -lxlutil is what that says on Debian 12.
 XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
-LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(LIBS_COMMON) -lm
+LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(LIBS_COMMON) -lm
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
@@ -188,6 +193,10 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+
+# xenctrl.h pulls in Xen's public headers, which refuse strict ISO C
+# (anonymous unions); only the `xen` schedule source includes it.
+$(OBJ)/backend/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
 
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
@@ -276,10 +285,13 @@ TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
-	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o
+	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
 TEST_LIBS_test_xenstub := $(XENSTUB_A)
+# The `xen` source against a fake hypervisor (and the real open, failing).
+TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o \
+	$(OBJ)/backend/hypsrc_local.o
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)

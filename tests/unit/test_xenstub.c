@@ -719,6 +719,37 @@ static void malformed_clients(void **state)
 	still_serving();
 }
 
+/* xenif.c's selection reaches the stub by the environment. */
+static void open_by_environment(void **state)
+{
+	setenv("XGPU_XEN_STUB", sock, 1);
+	setenv("XGPU_XEN_DOMID", "5", 1);
+	assert_true(xgpu_xen_stub_selected());
+	struct xgpu_xs *xs = xgpu_xs_open(err, sizeof err);
+	assert_non_null(xs);
+	char *v = xs->ops->read(xs, 0, "name", NULL);
+	assert_string_equal(v, "guest5");
+	free(v);
+	uint64_t id = 0;
+	assert_int_equal(xgpu_xs_read_u64(xs, 0, "domid", 100, &id), 0);
+	assert_int_equal(id, 5);
+	xs->ops->close(xs);
+	struct xgpu_evtchn *e = xgpu_evtchn_open(err, sizeof err);
+	struct xgpu_gntshr *gs = xgpu_gntshr_open(err, sizeof err);
+	struct xgpu_gnttab *gt = xgpu_gnttab_open(err, sizeof err);
+	assert_non_null(e);
+	assert_non_null(gs);
+	assert_non_null(gt);
+	e->ops->close(e);
+	gs->ops->close(gs);
+	gt->ops->close(gt);
+	setenv("XGPU_XEN_DOMID", "6", 1); /* not introduced */
+	assert_null(xgpu_xs_open(err, sizeof err));
+	assert_non_null(strstr(err, "domain 6"));
+	unsetenv("XGPU_XEN_STUB");
+	unsetenv("XGPU_XEN_DOMID");
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -733,6 +764,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(notify_on_unmap, setup, teardown),
 	    cmocka_unit_test_setup_teardown(domain_release, setup, teardown),
 	    cmocka_unit_test_setup_teardown(malformed_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(open_by_environment, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
