@@ -195,6 +195,9 @@ static void permissions(void **state)
 	struct xgpu_xs *d0 = xs_open(0), *g = xs_open(5), *g7 = xs_open(7);
 	assert_int_equal(g->ops->write(g, 0, "/local/domain/0/x", "1", 1), -1);
 	assert_int_equal(errno, EACCES);
+	assert_int_equal(g->ops->mkdir(g, 0, "/local/domain/0"), -1);
+	assert_int_equal(errno, EACCES);
+	assert_int_equal(g->ops->mkdir(g, 0, "/local/domain/5"), 0);
 	assert_int_equal(d0->ops->write(d0, 0, "/local/domain/0/secret", "s", 1), 0);
 	assert_null(g->ops->read(g, 0, "/local/domain/0/secret", NULL));
 	assert_int_equal(errno, EACCES);

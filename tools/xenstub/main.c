@@ -23,6 +23,7 @@ static void usage(FILE *f)
 	    "usage: xgpu-xenstub --socket PATH [--domain ID:NAME]...\n"
 	    "       xgpu-xenstub --socket PATH ctl introduce ID NAME | release ID | fail-tx N | dump PATH\n"
 	    "Serves an in-memory Xen (xenstore, event channels, grant tables) for xgpu's\n"
+	    "--socket defaults to $XGPU_XEN_STUB.\n"
 	    "xenif stub clients (XGPU_XEN_STUB=PATH) until SIGTERM or SIGINT.\n");
 }
 
@@ -159,8 +160,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (!sock && getenv("XGPU_XEN_STUB") && *getenv("XGPU_XEN_STUB"))
+		sock = getenv("XGPU_XEN_STUB");
 	if (!sock) {
-		fprintf(stderr, "xgpu-xenstub: --socket PATH is required\n");
+		fprintf(stderr, "xgpu-xenstub: --socket PATH (or XGPU_XEN_STUB) is required\n");
 		usage(stderr);
 		free(doms);
 		return 2;

@@ -434,10 +434,11 @@ int xm_write(struct xm *m, struct xm_conn *c, uint32_t tx, const char *path, con
 	struct xm_node *n = lookup(*s.root, abs, NULL);
 	bool created = false;
 	if (n) {
-		if (mkdir)
-			return 0;
+		/* as xenstored: write access first, then mkdir of an existing node is a no-op */
 		if (!(node_perm(n, c->domid) & XGPU_XS_PERM_WRITE))
 			return -EACCES;
+		if (mkdir)
+			return 0;
 	} else if ((r = create(*s.root, c->domid, abs, &n, &created))) {
 		return r;
 	}
