@@ -285,6 +285,8 @@ TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policie
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
 TEST_LIBS_test_xenstub := $(XENSTUB_A)
+# xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
+TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)

@@ -888,8 +888,11 @@ static void frontend_event(struct xgpu_xenbus *x, const char *path)
 				return;
 			}
 		}
-		if (k > 0)
-			return; /* a name we never act on; scan_fe says so once it lists it */
+		if (k > 0) {
+			glog(dev, XGPU_LOG_WARN, "ignoring channel '%.*s': not a channel number below %u",
+			     (int)(k < 16 ? k : 16), rest + 9, XGPU_XEN_MAX_CHANNELS);
+			return;
+		}
 	}
 	scan_fe(x, dev);
 }

@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +124,7 @@ static bool be_chan_error_has(uint32_t domid, uint32_t n, const char *what)
 	return ok;
 }
 
-static bool log_has(const char *what)
+static bool log_has_now(const char *what)
 {
 	FILE *f = fopen(T.logpath, "r");
 	if (!f)
@@ -134,6 +135,35 @@ static bool log_has(const char *what)
 		found = strstr(line, what) != NULL;
 	fclose(f);
 	return found;
+}
+
+/* The tee thread may be a moment behind. */
+static bool log_has(const char *what)
+{
+	for (int i = 0; i < 100; i++) {
+		if (log_has_now(what))
+			return true;
+		usleep(10000);
+	}
+	print_message("no log line with '%s'\n", what);
+	return false;
+}
+
+/* stderr (xgpud's log and cmocka's messages) goes to the terminal and to
+ * the log file the tests read. */
+static int tee_in = -1, tee_out = -1, tee_err = -1;
+static pthread_t tee_thread;
+
+static void *tee_main(void *arg)
+{
+	(void)arg;
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(tee_in, buf, sizeof buf)) > 0) {
+		if (write(tee_out, buf, (size_t)n) < 0 || write(tee_err, buf, (size_t)n) < 0)
+			break;
+	}
+	return NULL;
 }
 
 static struct xgpu_domain *xdom(uint32_t domid)
@@ -538,10 +568,10 @@ static void test_live_keys(void **state)
 	WAIT_UNTIL(dom->sd.credit == 1024);
 	assert_true(log_has("credit 512 -> 1024"));
 	wr(BE "/1/0/credit", "lots");
-	WAIT_UNTIL(log_has("credit = 'lots'"));
+	WAIT_UNTIL(log_has_now("credit = 'lots'"));
 	assert_int_equal(dom->sd.credit, 1024);
 	wr(BE "/1/0/credit", "70000");
-	WAIT_UNTIL(log_has("credit = '70000'"));
+	WAIT_UNTIL(log_has_now("credit = '70000'"));
 	assert_int_equal(dom->sd.credit, 1024);
 	wr(BE "/1/0/sla", "0.25");
 	WAIT_UNTIL(dom->sd.sla > 0.2);
@@ -554,7 +584,7 @@ static void test_live_keys(void **state)
 	WAIT_UNTIL(!strcmp(xgpu_sched_policy(s)->name, "accc"));
 	assert_true(log_has("policy rr -> accc"));
 	wr(BE "/policy", "fastest");
-	WAIT_UNTIL(log_has("'fastest': unknown policy"));
+	WAIT_UNTIL(log_has_now("'fastest': unknown policy"));
 	assert_string_equal(xgpu_sched_policy(s)->name, "accc");
 	wr(BE "/gpu/0/policy", "wfq");
 	WAIT_UNTIL(!strcmp(xgpu_sched_policy(s)->name, "wfq"));
@@ -634,10 +664,15 @@ static int setup(void **state)
 	if (!T.xs0)
 		return -1;
 	/* xgpud's log goes to a file the tests read. */
-	int lfd = open(T.logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (lfd < 0 || dup2(lfd, 2) < 0)
+	int p[2];
+	tee_out = open(T.logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	tee_err = dup(2);
+	if (tee_out < 0 || tee_err < 0 || pipe2(p, O_CLOEXEC) < 0 || dup2(p[1], 2) < 0)
 		return -1;
-	close(lfd);
+	close(p[1]);
+	tee_in = p[0];
+	if (pthread_create(&tee_thread, NULL, tee_main, NULL))
+		return -1;
 	setvbuf(stderr, NULL, _IONBF, 0);
 	xgpu_log_init("xgpud", XGPU_LOG_DEBUG, false);
 
@@ -679,6 +714,12 @@ static int teardown(void **state)
 	xgpu_xenbus_close(T.xb);
 	T.xs0->ops->close(T.xs0);
 	xgpu_xenstub_stop(T.stub);
+	/* The tee ends when the last writer of its pipe (fd 2) is gone. */
+	dup2(tee_err, 2);
+	pthread_join(tee_thread, NULL);
+	close(tee_in);
+	close(tee_out);
+	close(tee_err);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", T.dir);
 	if (system(cmd) != 0)
