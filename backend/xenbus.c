@@ -56,7 +56,8 @@ struct xb_chan {
 	enum ch_state st;
 	struct xgpu_xen_chan *tc;
 	struct xgpu_xen_chan_params p;
-	char why[160]; /* the violation that closed it ("" for an orderly close) */
+	char why[160];	 /* the violation that closed it ("" for an orderly close) */
+	const char *end; /* why we asked the poller to close it */
 	bool remove_after; /* the guest removed its directory: remove ours once closed */
 };
 
@@ -423,7 +424,8 @@ static void wind_down(struct xgpu_xenbus *x, struct xb_dev *dev)
 	for (uint32_t n = 0; n < XGPU_XEN_MAX_CHANNELS; n++) {
 		struct xb_chan *c = &dev->ch[n];
 		if (c->st == CH_OPEN) {
-			xgpu_xen_channel_kill(c->tc, dev->dying ? "domain gone" : "device detached");
+			c->end = dev->dying ? "domain gone" : "device detached";
+			xgpu_xen_channel_kill(c->tc, c->end);
 			c->st = CH_CLOSING;
 		}
 		if (c->st == CH_CLOSING)
@@ -482,6 +484,8 @@ static void scan_dev(struct xgpu_xenbus *x, uint32_t domid)
 
 /* ---- channels -------------------------------------------------------------------- */
 
+static void sweep(struct xgpu_xenbus *x);
+
 static void chan_set_state(struct xb_dev *dev, uint32_t n, int st)
 {
 	char path[PATH_MAX_LEN + 32], val[4];
@@ -507,6 +511,7 @@ static void chan_refuse(struct xb_chan *c, const char *why)
 static void chan_violation(struct xb_chan *c, const char *why)
 {
 	snprintf(c->why, sizeof c->why, "%s", why);
+	c->end = "violation";
 	glog(c->dev, XGPU_LOG_WARN, "vgpu channel %u: %s; closing it", c->n, why);
 	xgpu_xen_channel_kill(c->tc, why);
 	c->st = CH_CLOSING;
@@ -619,7 +624,10 @@ static void scan_chan(struct xgpu_xenbus *x, struct xb_dev *dev, uint32_t n)
 		free(v);
 		if (!gone)
 			return; /* being created: the state comes next */
-		if (c->st == CH_OPEN) {
+		if (c->st == CH_OPEN && x->xs->ops->domain_exists(x->xs, dev->domid) == 0) {
+			/* The domain is going: its directory goes first. */
+			sweep(x);
+		} else if (c->st == CH_OPEN) {
 			c->remove_after = true;
 			chan_violation(c, "guest removed the channel while it was open");
 			c->why[0] = '\0';
@@ -678,7 +686,8 @@ static void scan_chan(struct xgpu_xenbus *x, struct xb_dev *dev, uint32_t n)
 			if (!params_unchanged(c, err, sizeof err))
 				chan_violation(c, err);
 		} else if (fs == XGPU_XB_CLOSING) {
-			xgpu_xen_channel_kill(c->tc, "guest closing");
+			c->end = "guest closing";
+			xgpu_xen_channel_kill(c->tc, c->end);
 			c->st = CH_CLOSING;
 		} else {
 			snprintf(err, sizeof err, "state %llu on a connected channel", (unsigned long long)fs);
@@ -729,9 +738,14 @@ static void channel_closed(struct xgpu_xenbus *x, struct xgpu_xen_chan *tc, stru
 	xgpu_xen_chan_free(tc);
 	c->tc = NULL;
 	char path[PATH_MAX_LEN + 32];
+	const char *end = why == XGPU_XEN_END_FE_DEAD ? "the guest process is gone"
+			  : why == XGPU_XEN_END_KILLED && c->end ? c->end
+			  : x->closing				 ? "xgpud stopped"
+								 : "closed by xgpud: broken ring";
+	c->end = NULL;
+	glog(dev, XGPU_LOG_INFO, "vgpu channel %u closed: %s", c->n, end);
 	if (why == XGPU_XEN_END_FE_DEAD || c->remove_after || dev->dying || dev->detaching) {
 		if (why == XGPU_XEN_END_FE_DEAD) {
-			glog(dev, XGPU_LOG_INFO, "vgpu channel %u: the guest process is gone", c->n);
 			chan_path(dev, true, c->n, NULL, path, sizeof path);
 			xrm(x, path);
 		}
@@ -740,7 +754,7 @@ static void channel_closed(struct xgpu_xenbus *x, struct xgpu_xen_chan *tc, stru
 		c->st = CH_NONE;
 	} else {
 		if (why == XGPU_XEN_END_BROKEN && !c->why[0])
-			snprintf(c->why, sizeof c->why, "closed by xgpud (broken ring or daemon stopping)");
+			snprintf(c->why, sizeof c->why, "%s", end);
 		if (c->why[0]) {
 			chan_path(dev, false, c->n, "error", path, sizeof path);
 			xset(x, path, c->why);

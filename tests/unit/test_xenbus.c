@@ -331,8 +331,16 @@ static long guest_connect(struct guest *g, const struct lie *l)
 
 /* A NOP through the ring: the request slot, a kick to xgpud, its response and
  * its kick back. */
+static void drain_kicks(struct guest *g)
+{
+	int port;
+	while ((port = g->evt->ops->pending(g->evt)) >= 0)
+		g->evt->ops->unmask(g->evt, (uint32_t)port);
+}
+
 static void roundtrip(struct guest *g)
 {
+	drain_kicks(g);
 	xgpu_q_arm_data(&g->v.rsp);
 	uint8_t *slot = xgpu_q_unit(&g->v.req, g->v.req.idx);
 	struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .len = sizeof(struct xgpu_req_NOP), .seq = ++g->seq};
@@ -353,6 +361,7 @@ static void roundtrip(struct guest *g)
 		}
 	}
 	assert_true(kicked);
+	/* The kick follows the response's publication. */
 	assert_true(xgpu_slot_ready(&g->v.rsp));
 	struct xgpu_rsp_hdr r;
 	memcpy(&r, xgpu_q_unit(&g->v.rsp, g->v.rsp.idx), sizeof r);
@@ -360,6 +369,63 @@ static void roundtrip(struct guest *g)
 	assert_int_equal(r.seq, g->seq);
 	assert_int_equal(r.call, XGPU_CALL_NOP);
 	xgpu_q_release(&g->v.rsp, 1);
+}
+
+/* One call through the ring; returns its status, the response body in rsp. */
+static int call(struct guest *g, uint32_t id, const void *req, uint32_t req_len, void *rsp, uint32_t rsp_len)
+{
+	xgpu_q_arm_data(&g->v.rsp);
+	uint8_t *slot = xgpu_q_unit(&g->v.req, g->v.req.idx);
+	struct xgpu_req_hdr h = {.call = id, .len = req_len, .seq = ++g->seq};
+	memcpy(slot, &h, sizeof h);
+	memcpy(slot + sizeof h, req, req_len);
+	xgpu_slot_seal(&g->v.req);
+	xgpu_q_publish(&g->v.req, 1);
+	assert_int_equal(g->evt->ops->notify(g->evt, (uint32_t)g->port), 0);
+	for (int i = 0; i < 500 && !xgpu_slot_ready(&g->v.rsp); i++)
+		usleep(10000);
+	assert_true(xgpu_slot_ready(&g->v.rsp));
+	const uint8_t *shared = xgpu_q_unit(&g->v.rsp, g->v.rsp.idx);
+	struct xgpu_rsp_hdr r;
+	memcpy(&r, shared, sizeof r);
+	if (r.status == 0 && rsp)
+		memcpy(rsp, shared + sizeof r, rsp_len);
+	assert_int_equal(r.seq, g->seq);
+	xgpu_q_release(&g->v.rsp, 1);
+	drain_kicks(g);
+	return r.status;
+}
+
+/* A host segment shared as a channel region is: pages, a directory, a root
+ * page whose ref is the token. */
+struct seg {
+	void *mem, *dir;
+	struct xgpu_xen_root *root;
+	uint32_t refs[8], dirref, rootref, npages;
+};
+
+static void seg_share(struct guest *g, struct seg *s, uint32_t npages, uint32_t claimed)
+{
+	s->npages = npages;
+	s->mem = g->gs->ops->share_pages(g->gs, 0, npages, s->refs, true);
+	s->dir = g->gs->ops->share_pages(g->gs, 0, 1, &s->dirref, false);
+	s->root = g->gs->ops->share_pages(g->gs, 0, 1, &s->rootref, false);
+	assert_non_null(s->mem);
+	assert_non_null(s->dir);
+	assert_non_null(s->root);
+	memcpy(s->dir, s->refs, npages * sizeof(uint32_t));
+	s->root->magic = XGPU_XEN_ROOT_MAGIC;
+	s->root->version = XGPU_PROTO_VERSION;
+	s->root->npages = claimed;
+	s->root->ndir = 1;
+	s->root->dir_refs[0] = s->dirref;
+}
+
+static void seg_unshare(struct guest *g, struct seg *s)
+{
+	g->gs->ops->unshare(g->gs, s->mem, s->npages);
+	g->gs->ops->unshare(g->gs, s->dir, 1);
+	g->gs->ops->unshare(g->gs, s->root, 1);
 }
 
 static struct guest honest;
@@ -470,6 +536,54 @@ static void test_out_of_order(void **state)
 	assert_true(log_has("ignoring channel '99'"));
 	guest_close(&g);
 	roundtrip(&honest);
+}
+
+/* Host segments: bytes written by the guest reach the device through
+ * xgpud's mapping and come back into another segment; a segment whose root
+ * page lies about its size is refused. */
+static void test_segments(void **state)
+{
+	(void)state;
+	struct guest *g = &honest;
+	struct seg a, b, bad;
+	seg_share(g, &a, 4, 4);
+	seg_share(g, &b, 4, 4);
+	seg_share(g, &bad, 2, 3);
+	uint64_t size = 4 * XGPU_XEN_PAGE_SIZE;
+	for (uint64_t i = 0; i < size; i++)
+		((uint8_t *)a.mem)[i] = (uint8_t)(i * 7 + 3);
+	struct xgpu_req_SEG_REGISTER rr = {.token = a.rootref, .size = size};
+	struct xgpu_rsp_SEG_REGISTER ra, rb;
+	assert_int_equal(call(g, XGPU_CALL_SEG_REGISTER, &rr, sizeof rr, &ra, sizeof ra), 0);
+	rr.token = b.rootref;
+	assert_int_equal(call(g, XGPU_CALL_SEG_REGISTER, &rr, sizeof rr, &rb, sizeof rb), 0);
+	rr = (struct xgpu_req_SEG_REGISTER){.token = bad.rootref, .size = 2 * XGPU_XEN_PAGE_SIZE};
+	assert_int_not_equal(call(g, XGPU_CALL_SEG_REGISTER, &rr, sizeof rr, NULL, 0), 0);
+	assert_true(log_has("root page lists 3 pages, 2 announced"));
+	rr = (struct xgpu_req_SEG_REGISTER){.token = 999999, .size = XGPU_XEN_PAGE_SIZE};
+	assert_int_not_equal(call(g, XGPU_CALL_SEG_REGISTER, &rr, sizeof rr, NULL, 0), 0);
+
+	struct xgpu_req_MEM_ALLOC ma = {.size = size};
+	struct xgpu_rsp_MEM_ALLOC mr;
+	assert_int_equal(call(g, XGPU_CALL_MEM_ALLOC, &ma, sizeof ma, &mr, sizeof mr), 0);
+	struct xgpu_req_MEMCPY_HTOD_SEG up = {.dst = mr.dptr, .seg = ra.seg, .size = size};
+	assert_int_equal(call(g, XGPU_CALL_MEMCPY_HTOD_SEG, &up, sizeof up, NULL, 0), 0);
+	struct xgpu_req_MEMCPY_DTOH_SEG down = {.seg = rb.seg, .src = mr.dptr, .size = size};
+	assert_int_equal(call(g, XGPU_CALL_MEMCPY_DTOH_SEG, &down, sizeof down, NULL, 0), 0);
+	struct xgpu_req_DEVICE_SYNC ds = {0};
+	assert_int_equal(call(g, XGPU_CALL_DEVICE_SYNC, &ds, sizeof ds, NULL, 0), 0);
+	assert_memory_equal(a.mem, b.mem, size);
+
+	struct xgpu_req_SEG_UNREGISTER su = {.seg = ra.seg};
+	assert_int_equal(call(g, XGPU_CALL_SEG_UNREGISTER, &su, sizeof su, NULL, 0), 0);
+	su.seg = rb.seg;
+	assert_int_equal(call(g, XGPU_CALL_SEG_UNREGISTER, &su, sizeof su, NULL, 0), 0);
+	struct xgpu_req_MEM_FREE mf = {.dptr = mr.dptr};
+	assert_int_equal(call(g, XGPU_CALL_MEM_FREE, &mf, sizeof mf, NULL, 0), 0);
+	seg_unshare(g, &a);
+	seg_unshare(g, &b);
+	seg_unshare(g, &bad);
+	roundtrip(g);
 }
 
 static void test_rewrite_after_connected(void **state)
@@ -733,6 +847,7 @@ int main(void)
 	    cmocka_unit_test(test_adopt_and_connect),
 	    cmocka_unit_test(test_liars),
 	    cmocka_unit_test(test_out_of_order),
+	    cmocka_unit_test(test_segments),
 	    cmocka_unit_test(test_rewrite_after_connected),
 	    cmocka_unit_test(test_vanish_mid_handshake),
 	    cmocka_unit_test(test_process_death),
