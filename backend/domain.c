@@ -124,7 +124,10 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	xlog_info(
 	    "domain %s (domid %u, uid %u) created on GPU %d (%s): credit %u, SLO %.2f, memory limit %s%s",
 	    dom->name, dom->domid, (unsigned)uid, dom->gpu->index, dom->gpu->name, dom->sd.credit,
-	    dom->sd.sla, lim, spec && from_config ? " (from --config)" : spec ? " (from xenstore)" : "");
+	    dom->sd.sla, lim,
+	    spec && from_config ? " (from --config)"
+	    : spec              ? " (from xenstore)"
+				: "");
 	return dom;
 }
 

@@ -52,7 +52,7 @@ struct xgpu_xen_chan {
 	void *region;
 	size_t region_size;
 	_Atomic bool killed; /* main thread asked */
-	bool fe_dead;	     /* poller saw fe_alive == 0 */
+	bool fe_dead;        /* poller saw fe_alive == 0 */
 	bool torn_down;      /* resources released (close ran) */
 	struct xgpu_xen_chan *next_closed;
 };
@@ -112,8 +112,8 @@ struct xgpu_xen_chan *xgpu_xen_next_closed(struct xgpu_xen_transport *t, void **
 	if (c) {
 		*cookie = c->cookie;
 		*why = atomic_load(&c->killed) ? XGPU_XEN_END_KILLED
-		       : c->fe_dead		? XGPU_XEN_END_FE_DEAD
-						: XGPU_XEN_END_BROKEN;
+		       : c->fe_dead            ? XGPU_XEN_END_FE_DEAD
+					       : XGPU_XEN_END_BROKEN;
 		/* More may wait: keep the fd readable for the next round. */
 		uint64_t one = 1;
 		if (t->closed && write(t->notify_fd, &one, sizeof one) < 0)
@@ -223,7 +223,7 @@ static void *map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref
 {
 	struct xgpu_xen_root *root =
 	    root_out ? g->ops->map_grant_ref_notify(g, domid, root_ref, true,
-						   (int32_t)XGPU_XEN_ROOT_BE_ALIVE_OFFSET, notify_port)
+						    (int32_t)XGPU_XEN_ROOT_BE_ALIVE_OFFSET, notify_port)
 		     : g->ops->map_domain_grant_refs(g, 1, domid, &root_ref, false);
 	if (!root) {
 		snprintf(err, errlen, "cannot map root page grant %u of domain %u: %s", root_ref, domid,
@@ -234,7 +234,8 @@ static void *map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref
 	void *region = NULL;
 	memcpy(hdr, root, sizeof *hdr);
 	if (hdr->magic != XGPU_XEN_ROOT_MAGIC) {
-		snprintf(err, errlen, "root page has magic 0x%08x, not 0x%08x", hdr->magic, XGPU_XEN_ROOT_MAGIC);
+		snprintf(err, errlen, "root page has magic 0x%08x, not 0x%08x", hdr->magic,
+			 XGPU_XEN_ROOT_MAGIC);
 		goto out;
 	}
 	if (hdr->version != XGPU_PROTO_VERSION) {
@@ -269,7 +270,8 @@ static void *map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref
 			goto out;
 		}
 		uint32_t first = i * XGPU_XEN_REFS_PER_DIR;
-		uint32_t cnt = npages - first < XGPU_XEN_REFS_PER_DIR ? npages - first : XGPU_XEN_REFS_PER_DIR;
+		uint32_t cnt =
+		    npages - first < XGPU_XEN_REFS_PER_DIR ? npages - first : XGPU_XEN_REFS_PER_DIR;
 		memcpy(refs + first, dp, cnt * sizeof *refs);
 		g->ops->unmap(g, (void *)dp, 1);
 	}
@@ -293,8 +295,9 @@ static int be_import_segment(struct xgpu_channel *ch, uint64_t token, uint64_t s
 	struct xgpu_xen_chan *c = xc(ch);
 	if (token > UINT32_MAX || size == 0 || size % XGPU_XEN_PAGE_SIZE ||
 	    size / XGPU_XEN_PAGE_SIZE > XGPU_XEN_MAX_REGION_PAGES) {
-		snprintf(err, errlen, "segment token %llu or size %llu is not a grant ref and a whole number of "
-				      "pages up to 1 GiB",
+		snprintf(err, errlen,
+			 "segment token %llu or size %llu is not a grant ref and a whole number of "
+			 "pages up to 1 GiB",
 			 (unsigned long long)token, (unsigned long long)size);
 		return -1;
 	}
@@ -400,7 +403,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	}
 	c->lport = lport;
 	struct xgpu_xen_root hdr;
-	c->region = map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, lport, &c->root, &hdr, err, errlen);
+	c->region =
+	    map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, lport, &c->root, &hdr, err, errlen);
 	if (!c->region) {
 		if (strstr(err, "version mismatch"))
 			status = cudaErrorInsufficientDriver;
@@ -410,8 +414,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	struct xgpu_hello h;
 	memcpy(&h, &hdr.hello, sizeof h);
 	if (h.magic != XGPU_PROTO_MAGIC || h.version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen, "root page's hello has magic 0x%08x version %u (xgpud speaks %u)", h.magic,
-			 h.version, XGPU_PROTO_VERSION);
+		snprintf(err, errlen, "root page's hello has magic 0x%08x version %u (xgpud speaks %u)",
+			 h.magic, h.version, XGPU_PROTO_VERSION);
 		goto fail;
 	}
 	if (h.task != p->task) {
@@ -432,7 +436,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 		goto fail;
 	}
 	if (atomic_load(&dom->stats.channels) >= d->o.max_channels_per_domain) {
-		snprintf(err, errlen, "domain %s already has %u channels", dom->name, d->o.max_channels_per_domain);
+		snprintf(err, errlen, "domain %s already has %u channels", dom->name,
+			 d->o.max_channels_per_domain);
 		status = cudaErrorDevicesUnavailable;
 		goto fail;
 	}
@@ -461,8 +466,9 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	dlog_info(dom, "domain %s: channel %u opened as vgpu channel %u (task %u, %u ring pages, runtime %d)",
 		  dom->name, ch->id, p->n, p->task, p->ring_pages, h.runtime_version);
 	return c;
-fail: {
-	struct xgpu_hello_ack nack = {.magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .status = status};
+fail : {
+	struct xgpu_hello_ack nack = {
+	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .status = status};
 	snprintf(nack.message, sizeof nack.message, "%s", err);
 	answer(c, &nack);
 	free(ch);

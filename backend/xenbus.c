@@ -56,8 +56,8 @@ struct xb_chan {
 	enum ch_state st;
 	struct xgpu_xen_chan *tc;
 	struct xgpu_xen_chan_params p;
-	char why[160];	 /* the violation that closed it ("" for an orderly close) */
-	const char *end; /* why we asked the poller to close it */
+	char why[160];     /* the violation that closed it ("" for an orderly close) */
+	const char *end;   /* why we asked the poller to close it */
 	bool remove_after; /* the guest removed its directory: remove ours once closed */
 };
 
@@ -207,8 +207,8 @@ static const char *dev_name(const struct xb_dev *dev, char *buf, size_t len)
 #define glog(dev, level, fmt, ...)                                                                           \
 	do {                                                                                                 \
 		char nm_[96];                                                                                \
-		xgpu_log_limited((dev)->dom ? &(dev)->dom->log_rl : &(dev)->x->rl, level, "domain %s: " fmt,  \
-				 dev_name(dev, nm_, sizeof nm_), __VA_ARGS__);                                \
+		xgpu_log_limited((dev)->dom ? &(dev)->dom->log_rl : &(dev)->x->rl, level, "domain %s: " fmt, \
+				 dev_name(dev, nm_, sizeof nm_), __VA_ARGS__);                               \
 	} while (0)
 
 static void watch_fe(struct xb_dev *dev, bool on)
@@ -226,7 +226,8 @@ static void watch_fe(struct xb_dev *dev, bool on)
 /* Parses one key's value as the gpu= spec item `item=value` into spec;
  * a value with separators of its own is refused, so it cannot smuggle in
  * other items. */
-static int parse_item(const char *item, const char *value, struct xgpu_gpuspec *spec, char *err, size_t errlen)
+static int parse_item(const char *item, const char *value, struct xgpu_gpuspec *spec, char *err,
+		      size_t errlen)
 {
 	if (strpbrk(value, ",=") || strlen(value) > 64) {
 		snprintf(err, errlen, "not a single value");
@@ -310,7 +311,8 @@ static void read_place_keys(struct xb_dev *dev)
 		dev->spec.has_gpus = true;
 		dev->spec.gpus = s.gpus;
 	} else if (raw || errno == EINVAL) {
-		xlog_warn("%s = '%.64s': %s; ignored", path, raw ? raw : "(unreadable)", raw ? err : "unreadable");
+		xlog_warn("%s = '%.64s': %s; ignored", path, raw ? raw : "(unreadable)",
+			  raw ? err : "unreadable");
 	}
 	free(raw);
 	snprintf(path, sizeof path, "%s/task", dev->be);
@@ -322,7 +324,8 @@ static void read_place_keys(struct xb_dev *dev)
 		raw = xread(x, path);
 		char item[32];
 		snprintf(item, sizeof item, "task.%.16s", ids[i]);
-		if (raw && strlen(ids[i]) <= 10 && parse_item(item, raw, &s, err, sizeof err) == 0 && s.ntasks == 1) {
+		if (raw && strlen(ids[i]) <= 10 && parse_item(item, raw, &s, err, sizeof err) == 0 &&
+		    s.ntasks == 1) {
 			dev->spec.tasks[dev->spec.ntasks].task = s.tasks[0].task;
 			dev->spec.tasks[dev->spec.ntasks].weight = s.tasks[0].weight;
 			dev->spec.ntasks++;
@@ -538,8 +541,8 @@ static int chan_key(struct xb_chan *c, const char *key, uint64_t lo, uint64_t hi
 		snprintf(err, errlen, "%s = '%.24s': %s", key, raw ? raw : "",
 			 errno == ENOENT && !raw ? "missing" : "not a number in range");
 		if (raw)
-			snprintf(err, errlen, "%s = '%.24s': need %llu to %llu", key, raw, (unsigned long long)lo,
-				 (unsigned long long)hi);
+			snprintf(err, errlen, "%s = '%.24s': need %llu to %llu", key, raw,
+				 (unsigned long long)lo, (unsigned long long)hi);
 		free(raw);
 		return -1;
 	}
@@ -555,8 +558,8 @@ static int read_params(struct xb_chan *c, struct xgpu_xen_chan_params *p, char *
 		return -1;
 	if (proto != XGPU_PROTO_VERSION) {
 		snprintf(err, errlen,
-			 "protocol version mismatch: the guest speaks xgpu protocol %u, xgpud speaks %u", proto,
-			 XGPU_PROTO_VERSION);
+			 "protocol version mismatch: the guest speaks xgpu protocol %u, xgpud speaks %u",
+			 proto, XGPU_PROTO_VERSION);
 		return -1;
 	}
 	if (chan_key(c, "ring-ref", 0, UINT32_MAX, &p->ring_ref, err, errlen) < 0 ||
@@ -598,9 +601,9 @@ static bool params_unchanged(struct xb_chan *c, char *err, size_t errlen)
 		snprintf(err, errlen, "changed after Initialised: %s", e);
 		return false;
 	}
-	const char *key = now.ring_ref != c->p.ring_ref	    ? "ring-ref"
+	const char *key = now.ring_ref != c->p.ring_ref       ? "ring-ref"
 			  : now.ring_pages != c->p.ring_pages ? "ring-pages"
-			  : now.port != c->p.port	      ? "event-channel"
+			  : now.port != c->p.port             ? "event-channel"
 							      : NULL;
 	if (key)
 		snprintf(err, errlen, "%s changed after Initialised", key);
@@ -690,7 +693,8 @@ static void scan_chan(struct xgpu_xenbus *x, struct xb_dev *dev, uint32_t n)
 			xgpu_xen_channel_kill(c->tc, c->end);
 			c->st = CH_CLOSING;
 		} else {
-			snprintf(err, sizeof err, "state %llu on a connected channel", (unsigned long long)fs);
+			snprintf(err, sizeof err, "state %llu on a connected channel",
+				 (unsigned long long)fs);
 			chan_violation(c, err);
 		}
 		break;
@@ -738,9 +742,9 @@ static void channel_closed(struct xgpu_xenbus *x, struct xgpu_xen_chan *tc, stru
 	xgpu_xen_chan_free(tc);
 	c->tc = NULL;
 	char path[PATH_MAX_LEN + 32];
-	const char *end = why == XGPU_XEN_END_FE_DEAD ? "the guest process is gone"
+	const char *end = why == XGPU_XEN_END_FE_DEAD            ? "the guest process is gone"
 			  : why == XGPU_XEN_END_KILLED && c->end ? c->end
-			  : x->closing				 ? "xgpud stopped"
+			  : x->closing                           ? "xgpud stopped"
 								 : "closed by xgpud: broken ring";
 	c->end = NULL;
 	glog(dev, XGPU_LOG_INFO, "vgpu channel %u closed: %s", c->n, end);
@@ -771,7 +775,7 @@ static void channel_closed(struct xgpu_xenbus *x, struct xgpu_xen_chan *tc, stru
 /* ---- policy ----------------------------------------------------------------------- */
 
 static const struct xgpu_policy_ops *policy_key(struct xgpu_xenbus *x, const char *path, char **raw_slot,
-						 const struct xgpu_policy_ops *cur, bool *changed)
+						const struct xgpu_policy_ops *cur, bool *changed)
 {
 	char *raw = xread(x, path);
 	bool garbage = !raw && errno == EINVAL;
@@ -786,8 +790,8 @@ static const struct xgpu_policy_ops *policy_key(struct xgpu_xenbus *x, const cha
 		return NULL;
 	const struct xgpu_policy_ops *ops = raw ? xgpu_policy_find(raw) : NULL;
 	if (!ops) {
-		xlog_warn("%s = '%.32s': unknown policy (known: %s); ignored", path, raw ? raw : "(unreadable)",
-			  xgpu_policy_names());
+		xlog_warn("%s = '%.32s': unknown policy (known: %s); ignored", path,
+			  raw ? raw : "(unreadable)", xgpu_policy_names());
 		return cur;
 	}
 	return ops;

@@ -366,7 +366,8 @@ int main(int argc, char **argv)
 		struct epoll_event xe = {.events = EPOLLIN, .data.ptr = &xb};
 		for (int i = 0; i < nx; i++)
 			if (epoll_ctl(ep, EPOLL_CTL_ADD, xfds[i], &xe) < 0) {
-				snprintf(err, sizeof err, "Xen transport: cannot watch its fds: %s", strerror(errno));
+				snprintf(err, sizeof err, "Xen transport: cannot watch its fds: %s",
+					 strerror(errno));
 				xgpu_xenbus_close(xb);
 				xb = NULL;
 				break;

@@ -230,8 +230,8 @@ struct lie {
 	int port_override;   /* published event-channel; 0: the true port */
 	uint32_t root_version;
 	uint32_t protocol; /* 0: ours */
-	uint32_t task;	   /* published task key; 0: 77 */
-	bool task_zero;	   /* publish task 0 */
+	uint32_t task;     /* published task key; 0: 77 */
+	bool task_zero;    /* publish task 0 */
 };
 
 static void guest_open(struct guest *g, uint32_t domid, uint32_t n)
@@ -260,7 +260,8 @@ static void guest_close(struct guest *g)
 	g->xs = NULL;
 }
 
-static void gkey(struct guest *g, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void gkey(struct guest *g, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void gkey(struct guest *g, const char *key, const char *fmt, ...)
 {
 	char path[192], val[64];
@@ -290,18 +291,16 @@ static void guest_share(struct guest *g, const struct lie *l)
 	memcpy(g->dirs, g->refs, g->npages * sizeof(uint32_t));
 	g->port = g->evt->ops->bind_unbound_port(g->evt, l->port_for);
 	assert_true(g->port > 0);
-	g->root = g->gs->ops->share_page_notify(g->gs, l->grant_to, true, (int32_t)XGPU_XEN_ROOT_FE_ALIVE_OFFSET,
-						g->port, &g->rootref);
+	g->root = g->gs->ops->share_page_notify(g->gs, l->grant_to, true,
+						(int32_t)XGPU_XEN_ROOT_FE_ALIVE_OFFSET, g->port, &g->rootref);
 	assert_non_null(g->root);
 	g->root->magic = XGPU_XEN_ROOT_MAGIC;
 	g->root->version = l->root_version ? l->root_version : XGPU_PROTO_VERSION;
 	g->root->npages = g->npages;
 	g->root->ndir = 1;
 	g->root->fe_alive = 1;
-	g->root->hello = (struct xgpu_hello){.magic = XGPU_PROTO_MAGIC,
-					     .version = XGPU_PROTO_VERSION,
-					     .kind = XGPU_CONN_CHANNEL,
-					     .task = 77};
+	g->root->hello = (struct xgpu_hello){
+	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .kind = XGPU_CONN_CHANNEL, .task = 77};
 	g->root->dir_refs[0] = g->dirrefs[0];
 }
 
