@@ -688,7 +688,8 @@ static void scan_chan(struct xgpu_xenbus *x, struct xb_dev *dev, uint32_t n)
 		if (fs == XGPU_XB_INITIALISED || fs == XGPU_XB_CONNECTED) {
 			if (!params_unchanged(c, err, sizeof err))
 				chan_violation(c, err);
-		} else if (fs == XGPU_XB_CLOSING) {
+		} else if (fs == XGPU_XB_CLOSING || fs == XGPU_XB_CLOSED) {
+			/* Closed: a guest that gave up waiting for us; as orderly. */
 			c->end = "guest closing";
 			xgpu_xen_channel_kill(c->tc, c->end);
 			c->st = CH_CLOSING;
