@@ -8,6 +8,7 @@
  *
  *   xenliar MODE      bad-ref-count huge-ref-count foreign-port out-of-order
  *                     rewrite-ring-ref vanish bad-protocol
+ *   xenliar ls PATH   (for tests) the children of a xenstore node
  */
 #include "proto.h"
 #include "shm.h"
@@ -435,6 +436,30 @@ static bool mode_vanish(void)
 	return ok;
 }
 
+/* For tests: the children of path, one a line, or "absent" (exit 1). */
+static int list(const char *path)
+{
+	char err[256];
+	struct xgpu_xs *xs = xgpu_xs_open(err, sizeof err);
+	if (!xs)
+		die("%s", err);
+	unsigned num = 0;
+	char **names = xs->ops->directory(xs, 0, path, &num);
+	if (!names) {
+		int e = errno;
+		xs->ops->close(xs);
+		if (e != ENOENT)
+			die("%s: %s", path, strerror(e));
+		printf("absent\n");
+		return 1;
+	}
+	for (unsigned i = 0; i < num; i++)
+		printf("%s\n", names[i]);
+	free(names);
+	xs->ops->close(xs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -442,11 +467,13 @@ int main(int argc, char **argv)
 	long v;
 	if (t && xgpu_parse_long(t, 1, 600000, &v) == 0)
 		timeout_ms = (int)v;
-	if (argc != 2) {
+	if (argc != 2 && !(argc == 3 && !strcmp(argv[1], "ls"))) {
 		fprintf(stderr, "usage: xenliar bad-ref-count|huge-ref-count|foreign-port|out-of-order|"
-				"rewrite-ring-ref|vanish|bad-protocol\n");
+				"rewrite-ring-ref|vanish|bad-protocol\n       xenliar ls PATH\n");
 		return 2;
 	}
+	if (argc == 3 && !strcmp(argv[1], "ls"))
+		return list(argv[2]);
 	const char *m = argv[1];
 	if (!strcmp(m, "vanish")) {
 		bool ok = mode_vanish();
