@@ -163,11 +163,16 @@ TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
 
-LIBS_COMMON := -lzstd -llz4 -ldl -lrt
+# Xen's service libraries (libxen-dev): xenstore, grants and event channels,
+# used by xgpud and by the frontend library in a guest.
+XEN_LIBS := $(shell pkg-config --libs xenstore xengnttab xenevtchn 2>/dev/null || echo -lxenstore -lxengnttab -lxenevtchn)
+LIBS_COMMON := -lzstd -llz4 -ldl -lrt $(XEN_LIBS)
+# libxenctrl: the `xen` hypervisor schedule source (weights, caps, VCPUs).
+XENCTRL_LIBS := $(shell pkg-config --libs xencontrol 2>/dev/null || echo -lxenctrl)
 # libxlutil is xl's config parser (xgpud --config; Debian libxen-dev). Its
 # pkg-config name is xlutil; -lxlutil is what that says on Debian 12.
 XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
-LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(LIBS_COMMON) -lm
+LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(LIBS_COMMON) -lm
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
