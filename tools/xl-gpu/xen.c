@@ -180,8 +180,9 @@ static int xs_rm_any(struct xgpu_xs *xs, xgpu_xs_tx tx, const char *path, struct
 }
 
 /* Runs body inside a transaction, retried while another writer wins
- * (EAGAIN) up to XS_TX_TRIES times. body returns 0 to commit, anything
- * else to abort (then its value is returned, with its message in e). */
+ * (EAGAIN) up to XS_TX_TRIES times. body returns 0 to commit, -1 when an
+ * op failed (errno says whether to retry), 1 to refuse (never retried);
+ * both abort, and the message is in e. */
 typedef int (*tx_body)(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu_errbuf *e);
 
 static int xs_transact(struct xgpu_xs *xs, tx_body body, void *arg, struct xgpu_errbuf *e)
@@ -198,7 +199,7 @@ static int xs_transact(struct xgpu_xs *xs, tx_body body, void *arg, struct xgpu_
 			xs->ops->transaction_end(xs, tx, true);
 			if (r < 0 && saved == EAGAIN && attempt < XS_TX_TRIES)
 				continue;
-			return r;
+			return -1;
 		}
 		if (xs->ops->transaction_end(xs, tx, false) == 0)
 			return 0;
@@ -388,7 +389,6 @@ out:
 struct attach_args {
 	uint32_t domid;
 	const struct xgpu_gpuspec *spec;
-	bool already; /* set when the device exists */
 };
 
 static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu_errbuf *e)
@@ -401,11 +401,11 @@ static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 	/* Checked inside the transaction, so two racing attaches cannot both
 	 * write: the second's commit fails and its retry sees the first. */
 	if (xs_exists(xs, tx, p.be) || xs_exists(xs, tx, p.fe)) {
-		a->already = true;
-		return xgpu_fail(e,
-				 "domain %u already has a GPU device (%s or %s exists); detach it first "
-				 "with: xl-gpu detach %u",
-				 domid, p.be, p.fe, domid);
+		xgpu_fail(e,
+			  "domain %u already has a GPU device (%s or %s exists); detach it first with: "
+			  "xl-gpu detach %u",
+			  domid, p.be, p.fe, domid);
+		return 1;
 	}
 	/* dom0 owns the backend; the guest reads it (its config) and nothing
 	 * else may. The guest owns its frontend; dom0 reads it anyway. */
@@ -481,7 +481,7 @@ static int attach_dev(struct xgpu_xs *xs, const char *cmd, uint32_t domid, const
 		return err(cmd, "%s", msg);
 	if (!live)
 		return err(cmd, "domain %u does not exist", domid);
-	struct attach_args a = {domid, spec, false};
+	struct attach_args a = {domid, spec};
 	if (xs_transact(xs, attach_body, &a, &e))
 		return err(cmd, "%s", msg);
 	return 0;
@@ -611,7 +611,8 @@ int xlgpu_xen_detach(int argc, char **argv)
 		if (watching)
 			xs->ops->unwatch(xs, state_path, token);
 	} else {
-		acked = state == XGPU_XB_CLOSED;
+		/* Already Closed, or no backend left for xgpud to close. */
+		acked = state == XGPU_XB_CLOSED || state == -1;
 	}
 	if (!acked)
 		fprintf(stderr,
@@ -761,9 +762,11 @@ static int credit_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 {
 	struct credit_args *a = arg;
 	char path[PATH_LEN + 16], val[64];
-	if (!xs_exists(xs, tx, a->p->be))
-		return xgpu_fail(e, "domain %u has no GPU device (no %s); attach one with: xl-gpu attach %u",
-				 a->domid, a->p->be, a->domid);
+	if (!xs_exists(xs, tx, a->p->be)) {
+		xgpu_fail(e, "domain %u has no GPU device (no %s); attach one with: xl-gpu attach %u",
+			  a->domid, a->p->be, a->domid);
+		return 1;
+	}
 	/* Existing keys keep the permissions attach gave them. */
 	if (a->credit > 0) {
 		snprintf(path, sizeof path, "%s/credit", a->p->be);
