@@ -238,7 +238,8 @@ $(XGPUD): $(call obj,backend/xgpud.c) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
-$(XLGPU): $(call obj,$(XLGPU_SRC)) $(COMMON_A)
+# xl-gpu checks policy names against the backend's registry (Xen mode).
+$(XLGPU): $(call obj,$(XLGPU_SRC)) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
