@@ -107,9 +107,42 @@ static uint64_t env_size(const char *name, uint64_t dflt)
 	return v;
 }
 
+/* XGPU_TRANSPORT=local|xen wins; else Xen in a domU (or on xgpu-xenstub),
+ * local everywhere else, dom0 included. */
+static const struct xgpu_fe_transport_ops *pick_transport(bool loud)
+{
+	const char *t = getenv("XGPU_TRANSPORT");
+	if (t && *t) {
+		if (!strcmp(t, "local"))
+			return &xgpu_fe_transport_local;
+		if (!strcmp(t, "xen"))
+			return &xgpu_fe_transport_xen;
+		if (loud && !quiet())
+			fprintf(stderr, "xgpu: XGPU_TRANSPORT=%s is not a transport (local or xen)\n", t);
+		return NULL;
+	}
+	const char *stub = getenv("XGPU_XEN_STUB");
+	if (stub && *stub)
+		return &xgpu_fe_transport_xen;
+	FILE *f = fopen("/proc/xen/capabilities", "re");
+	if (!f)
+		return &xgpu_fe_transport_local;
+	char caps[256];
+	size_t n = fread(caps, 1, sizeof caps - 1, f);
+	fclose(f);
+	caps[n] = '\0';
+	return strstr(caps, "control_d") ? &xgpu_fe_transport_local : &xgpu_fe_transport_xen;
+}
+
 static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, bool loud)
 {
-	struct xgpu_shm_params p = {.nr_slots = 64, .data_size = (uint32_t)(4u << 20)};
+	const struct xgpu_fe_transport_ops *ops = pick_transport(loud);
+	if (!ops)
+		return cudaErrorInvalidValue;
+	/* Xen: every region page is a grant, and gntalloc's default budget is
+	 * 1024 of them for the whole domain, so a smaller default data area. */
+	uint32_t dflt_data = ops == &xgpu_fe_transport_xen ? (512u << 10) : (4u << 20);
+	struct xgpu_shm_params p = {.nr_slots = 64, .data_size = dflt_data};
 	uint64_t data = env_size("XGPU_DATA_SIZE", p.data_size);
 	if (data >= XGPU_SHM_MIN_DATA && data <= XGPU_SHM_MAX_DATA && !(data & (data - 1)))
 		p.data_size = (uint32_t)data;
@@ -134,7 +167,7 @@ static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, boo
 	if (dom)
 		xgpu_strlcpy(hello.domain, dom, sizeof hello.domain);
 	c->spin_ns = env_size("XGPU_SPIN_US", 50) * 1000;
-	c->ch.ops = &xgpu_fe_transport_local;
+	c->ch.ops = ops;
 	char err[320];
 	int r = c->ch.ops->open(&c->ch, region, layout_region, &p, &hello, &c->ack, err, sizeof err);
 	if (r) {

@@ -42,5 +42,6 @@ struct xgpu_fe_transport_ops {
 };
 
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_local;
+extern const struct xgpu_fe_transport_ops xgpu_fe_transport_xen;
 
 #endif
