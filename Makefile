@@ -242,7 +242,8 @@ $(XGPUD): $(call obj,backend/xgpud.c) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
-$(XLGPU): $(call obj,$(XLGPU_SRC)) $(COMMON_A)
+# xl-gpu checks policy names against the backend's registry (Xen mode).
+$(XLGPU): $(call obj,$(XLGPU_SRC)) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
@@ -292,6 +293,8 @@ TEST_LIBS_test_xenstub := $(XENSTUB_A)
 # The `xen` source against a fake hypervisor (and the real open, failing).
 TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o \
 	$(OBJ)/backend/hypsrc_local.o
+# xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
+TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)

@@ -63,8 +63,10 @@ static void wake_poller(struct xgpu_sched_dom *sd)
 	xgpu_domain_wake(sd->owner);
 }
 
-static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, char *err,
-					 size_t errlen)
+/* domid 0: the next local one. spec: the domain's settings (a Xen domain's
+ * from xenstore), or NULL for its --config entry. */
+static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, uint32_t domid,
+					 const struct xgpu_gpuspec *spec, char *err, size_t errlen)
 {
 	struct xgpu_domain *dom = calloc(1, sizeof *dom);
 	if (!dom) {
@@ -75,7 +77,9 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	snprintf(dom->name, sizeof dom->name, "%s", name);
 	dom->owner_uid = uid;
 	/* Settings for this domain from --config, else the defaults. */
-	const struct xgpu_gpuspec *spec = d->conf ? xgpud_config_domain(d->conf, name) : NULL;
+	bool from_config = !spec;
+	if (!spec)
+		spec = d->conf ? xgpud_config_domain(d->conf, name) : NULL;
 	dom->allowed_gpus = spec && spec->has_gpus ? spec->gpus : ~UINT64_C(0);
 	dom->gpu = pick_gpu(d, dom->allowed_gpus);
 	if (!dom->gpu) {
@@ -85,7 +89,8 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 		free(dom);
 		return NULL;
 	}
-	dom->domid = ++d->next_domid;
+	dom->domid = domid ? domid : ++d->next_domid;
+	dom->xen = domid != 0;
 	dom->mem_limit = spec && spec->has_mem ? spec->mem : d->o.mem_limit;
 	if (!dom->mem_limit || dom->mem_limit > dom->gpu->total_mem)
 		dom->mem_limit = dom->gpu->total_mem;
@@ -119,7 +124,10 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	xlog_info(
 	    "domain %s (domid %u, uid %u) created on GPU %d (%s): credit %u, SLO %.2f, memory limit %s%s",
 	    dom->name, dom->domid, (unsigned)uid, dom->gpu->index, dom->gpu->name, dom->sd.credit,
-	    dom->sd.sla, lim, spec ? " (from --config)" : "");
+	    dom->sd.sla, lim,
+	    spec && from_config ? " (from --config)"
+	    : spec              ? " (from xenstore)"
+				: "");
 	return dom;
 }
 
@@ -175,7 +183,7 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 		snprintf(err, errlen, "uid %u already owns %u domains", (unsigned)uid,
 			 d->o.max_domains_per_uid);
 	} else if (!dom) {
-		dom = domain_create(d, name, owner >= 0 ? (uid_t)owner : uid, err, errlen);
+		dom = domain_create(d, name, owner >= 0 ? (uid_t)owner : uid, 0, NULL, err, errlen);
 		if (dom) {
 			dom->next = d->domains;
 			d->domains = dom;
@@ -184,6 +192,66 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 	}
 	pthread_mutex_unlock(&d->domains_lock);
 	return dom;
+}
+
+struct xgpu_domain *xgpu_domain_get_xen(struct xgpud *d, uint32_t domid, const char *name,
+					const struct xgpu_gpuspec *spec, char *err, size_t errlen)
+{
+	char dflt[32];
+	snprintf(dflt, sizeof dflt, "dom%u", (unsigned)domid);
+	pthread_mutex_lock(&d->domains_lock);
+	struct xgpu_domain *dom = d->domains;
+	while (dom && !(dom->xen && dom->domid == domid))
+		dom = dom->next;
+	if (!dom) {
+		/* A guest's name is the toolstack's, but another domain may hold
+		 * it (a local one, or a Xen domain that died and came back):
+		 * then the domid names it. */
+		bool taken = !name || !valid_name(name);
+		for (struct xgpu_domain *o = d->domains; o && !taken; o = o->next)
+			taken = !strcmp(o->name, name);
+		if (taken)
+			name = dflt;
+		for (struct xgpu_domain *o = d->domains; o && name == dflt; o = o->next)
+			if (!strcmp(o->name, name)) {
+				snprintf(err, errlen, "a domain named %s exists already", name);
+				pthread_mutex_unlock(&d->domains_lock);
+				return NULL;
+			}
+		if (atomic_load(&d->stopping)) {
+			snprintf(err, errlen, "xgpud is stopping");
+		} else if (d->ndomains >= d->o.max_domains) {
+			snprintf(err, errlen, "xgpud already serves %u domains", d->o.max_domains);
+		} else {
+			dom = domain_create(d, name, 0, domid, spec, err, errlen);
+			if (dom) {
+				dom->next = d->domains;
+				d->domains = dom;
+				d->ndomains++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&d->domains_lock);
+	return dom;
+}
+
+void xgpu_domain_remove(struct xgpud *d, struct xgpu_domain *dom)
+{
+	pthread_mutex_lock(&d->domains_lock);
+	struct xgpu_domain **pp = &d->domains;
+	while (*pp && *pp != dom)
+		pp = &(*pp)->next;
+	bool found = *pp != NULL;
+	if (found) {
+		*pp = dom->next;
+		d->ndomains--;
+	}
+	pthread_mutex_unlock(&d->domains_lock);
+	if (!found)
+		return;
+	xlog_info("domain %s (domid %u) removed", dom->name, dom->domid);
+	xgpu_domain_stop(dom);
+	xgpu_domain_free(dom);
 }
 
 void xgpu_domain_wake(struct xgpu_domain *dom)

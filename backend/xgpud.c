@@ -7,6 +7,9 @@
 #include "policy.h"
 #include "transport_local.h"
 #include "util.h"
+#include "xenbus.h"
+#include "xenif.h"
+#include "xenvgpu.h"
 #include "xgpud.h"
 
 #include <errno.h>
@@ -274,11 +277,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (!d.o.transport)
 		d.o.transport = in_xen_dom0() ? "xen" : "local";
-	if (strcmp(d.o.transport, "local")) {
-		fprintf(stderr,
-			"xgpud: transport '%s' is not available in this build; only 'local' is "
-			"(use --transport local)\n",
-			d.o.transport);
+	bool xen = !strcmp(d.o.transport, "xen");
+	if (!xen && strcmp(d.o.transport, "local")) {
+		fprintf(stderr, "xgpud: unknown transport '%s' (known: local, xen)\n", d.o.transport);
 		return 2;
 	}
 	/* The command line wins over the file, the file over the defaults. */
@@ -305,7 +306,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!d.o.hyp_source)
-		d.o.hyp_source = strcmp(d.o.transport, "xen") ? "local" : "xen";
+		d.o.hyp_source = xen && !xgpu_xen_stub_selected() ? "xen" : "local";
 	char herr[256];
 	d.hyp_ops = xgpu_hyp_find(d.o.hyp_source, &d.hyp_args, herr, sizeof herr);
 	if (!d.hyp_ops) {
@@ -328,6 +329,19 @@ int main(int argc, char **argv)
 		xlog_err("%s", ep >= 0 ? err : "cannot create the main loop's epoll");
 		return 1;
 	}
+	if (xen && !d.o.foreground) {
+		/* Say now, on the terminal, if Xen cannot be reached; the real
+		 * connection is made after detaching (libxenstore's watch thread
+		 * would not survive the fork). */
+		struct xgpu_xs *probe = xgpu_xs_open(err, sizeof err);
+		if (!probe) {
+			xlog_err("Xen transport: %s", err);
+			xgpu_local_close(listener);
+			unlink(path);
+			return 1;
+		}
+		probe->ops->close(probe);
+	}
 	if (!d.o.foreground) {
 		if (daemon(0, d.o.log_file != NULL) < 0) {
 			xlog_err("cannot detach: %s", strerror(errno));
@@ -343,7 +357,32 @@ int main(int argc, char **argv)
 		xgpud_shutdown(&d);
 		return 1;
 	}
-	xlog_info("listening on %s (local transport)", path);
+	xlog_info("listening on %s (local transport%s)", path, xen ? "; control requests" : "");
+	struct xgpu_xenbus *xb = NULL;
+	if (xen) {
+		xb = xgpu_xenbus_open(&d, err, sizeof err);
+		int xfds[2];
+		int nx = xb ? xgpu_xenbus_fds(xb, xfds) : 0;
+		struct epoll_event xe = {.events = EPOLLIN, .data.ptr = &xb};
+		for (int i = 0; i < nx; i++)
+			if (epoll_ctl(ep, EPOLL_CTL_ADD, xfds[i], &xe) < 0) {
+				snprintf(err, sizeof err, "Xen transport: cannot watch its fds: %s",
+					 strerror(errno));
+				xgpu_xenbus_close(xb);
+				xb = NULL;
+				break;
+			}
+		if (!xb) {
+			xlog_err("%s", err);
+			xgpu_local_close(listener);
+			unlink(path);
+			xgpud_shutdown(&d);
+			return 1;
+		}
+		xlog_info("Xen transport: serving vgpu devices under %s%s", XGPU_XS_BACKEND_ROOT,
+			  xgpu_xen_stub_selected() ? " (xgpu-xenstub)" : "");
+		xgpu_xenbus_process(xb);
+	}
 
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	struct epoll_event se = {.events = EPOLLIN, .data.ptr = &sfd};
@@ -366,6 +405,8 @@ int main(int argc, char **argv)
 				if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
 					xlog_info("signal %u: stopping", si.ssi_signo);
 				stop = true;
+			} else if (ev[i].data.ptr == &xb) {
+				xgpu_xenbus_process(xb);
 			} else if (xgpu_local_owns(listener, ev[i].data.ptr)) {
 				xgpu_local_event(&d, listener, ev[i].data.ptr);
 			}
@@ -377,6 +418,8 @@ int main(int argc, char **argv)
 	atomic_store(&d.stopping, true);
 	xgpu_control_drain();
 	xgpud_shutdown(&d);
+	/* After the pollers closed every channel: their notices tidy xenstore. */
+	xgpu_xenbus_close(xb);
 	close(ep);
 	close(sfd);
 	xgpud_config_free(&conf);

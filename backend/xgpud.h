@@ -222,6 +222,7 @@ struct xgpu_domain {
 	struct xgpud *d;
 	char name[XGPU_DOMAIN_NAME_MAX];
 	uint32_t domid;
+	bool xen; /* a Xen guest: domid is its Xen domid */
 	uid_t owner_uid;
 	struct xgpu_gpu *gpu;
 	uint64_t mem_limit;
@@ -298,6 +299,15 @@ void xgpud_shutdown(struct xgpud *d);
  * (root may join any domain by name). Returns NULL with a reason in err if
  * uid may not join or create it. */
 struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen);
+/* The domain of Xen guest domid, creating it (owned by root) with name (or
+ * "dom<domid>" when the name is bad or taken) and spec's settings (NULL:
+ * its --config entry) if needed. spec must outlive the domain (the poller
+ * reads its task weights). NULL with a reason in err. */
+struct xgpu_domain *xgpu_domain_get_xen(struct xgpud *d, uint32_t domid, const char *name,
+					const struct xgpu_gpuspec *spec, char *err, size_t errlen);
+/* Drops a domain that has no channels left: unlists it, stops its poller
+ * and frees it (main thread). */
+void xgpu_domain_remove(struct xgpud *d, struct xgpu_domain *dom);
 /* Hands a new channel to its domain's poller, starting the poller if the
  * domain had none. Returns -1 if no thread could be started. */
 int xgpu_domain_add_channel(struct xgpu_domain *dom, struct xgpu_channel *ch);

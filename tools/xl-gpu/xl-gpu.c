@@ -1,8 +1,9 @@
 /* xl-gpu.c - the xgpu command-line tool, in the style of xl: asks the local
  * xgpud (over its socket, found as the daemon and the frontend find it) for
- * its domains and statistics. */
+ * its domains and statistics; the Xen-mode commands live in xen.c. */
 #include "proto.h"
 #include "util.h"
+#include "xen.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -15,11 +16,12 @@
 #include <unistd.h>
 
 static const char *socket_opt;
+static enum xlgpu_mode mode = XLGPU_MODE_AUTO;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: xl-gpu [--socket PATH] COMMAND [ARGS]\n"
-		   "Inspect xgpu's GPU sharing daemon (xgpud).\n"
+	fprintf(f, "Usage: xl-gpu [--socket PATH] [--xen | --local] COMMAND [ARGS]\n"
+		   "Inspect and control xgpu's GPU sharing daemon (xgpud).\n"
 		   "\n"
 		   "Commands:\n"
 		   "  list              domains: GPU, processes, credit, calls, memory\n"
@@ -30,7 +32,22 @@ static void usage(FILE *f)
 		   "  credit DOMAIN [-w CREDIT] [-s SLA]\n"
 		   "                    show or set a domain's (name or domid) GPU credit, 1-65535\n"
 		   "                    (default 256), and SLO, the GPU share it expects, 0-1\n"
+		   "  attach DOMID [CFGFILE]\n"
+		   "                    give Xen domain DOMID a GPU device, set up as CFGFILE's\n"
+		   "                    gpu = [ \"gpus=0, credit=512, sla=0.5, mem=4G\" ] says (defaults:\n"
+		   "                    gpus=all, credit 256, no SLA, no memory limit)\n"
+		   "  detach DOMID [-t SECS]\n"
+		   "                    remove it, once xgpud has closed it (waits up to SECS, 10)\n"
+		   "  create CFGFILE [XL CREATE OPTIONS]\n"
+		   "                    check CFGFILE's gpu line, run 'xl create', then attach\n"
+		   "                    ($XL names the xl binary)\n"
 		   "  help              this text\n"
+		   "\n"
+		   "Modes: list and stats always ask xgpud over its socket. credit and policy do\n"
+		   "too in local mode; in Xen mode they write xenstore keys that xgpud applies.\n"
+		   "Xen mode is --xen, or (unless --local) when $XGPU_XEN_STUB is set or this is\n"
+		   "dom0 (/proc/xen/capabilities says control_d). attach, detach and create\n"
+		   "always use xenstore.\n"
 		   "\n"
 		   "The socket is --socket, else $XGPU_SOCKET, else $XDG_RUNTIME_DIR/xgpu.sock,\n"
 		   "else /run/xgpu/xgpud.sock.\n");
@@ -225,6 +242,8 @@ static int cmd_policy(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (xlgpu_xen_selected(mode))
+		return xlgpu_xen_policy(name, gpu);
 	json_t *req = json_pack("{s:s}", "cmd", "policy");
 	if (name)
 		json_object_set_new(req, "name", json_string(name));
@@ -281,6 +300,8 @@ static int cmd_credit(int argc, char **argv)
 			"xl-gpu: credit: which domain? (usage: credit DOMAIN [-w CREDIT] [-s SLA])\n");
 		return 2;
 	}
+	if (xlgpu_xen_selected(mode))
+		return xlgpu_xen_credit(dom, credit, sla);
 	json_t *req = json_pack("{s:s}", "cmd", "credit");
 	long domid;
 	/* A number is a domid, as with xl; anything else a name. */
@@ -304,13 +325,23 @@ static int cmd_credit(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"socket", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+	static const struct option opts[] = {{"socket", required_argument, 0, 's'},
+					     {"help", no_argument, 0, 'h'},
+					     {"xen", no_argument, 0, 'X'},
+					     {"local", no_argument, 0, 'L'},
+					     {0, 0, 0, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 's')
 			socket_opt = optarg;
-		else if (c == 'h') {
+		else if (c == 'X' || c == 'L') {
+			enum xlgpu_mode m = c == 'X' ? XLGPU_MODE_XEN : XLGPU_MODE_LOCAL;
+			if (mode != XLGPU_MODE_AUTO && mode != m) {
+				fprintf(stderr, "xl-gpu: --xen and --local cannot both be given\n");
+				return 2;
+			}
+			mode = m;
+		} else if (c == 'h') {
 			usage(stdout);
 			return 0;
 		} else {
@@ -337,6 +368,17 @@ int main(int argc, char **argv)
 		return cmd_policy(rest, args);
 	if (!strcmp(cmd, "credit"))
 		return cmd_credit(rest, args);
+	if (!strcmp(cmd, "attach") || !strcmp(cmd, "detach") || !strcmp(cmd, "create")) {
+		if (mode == XLGPU_MODE_LOCAL) {
+			fprintf(stderr, "xl-gpu: %s works on Xen's xenstore; not with --local\n", cmd);
+			return 2;
+		}
+		if (!strcmp(cmd, "attach"))
+			return xlgpu_xen_attach(rest, args);
+		if (!strcmp(cmd, "detach"))
+			return xlgpu_xen_detach(rest, args);
+		return xlgpu_xen_create(rest, args);
+	}
 	if (!strcmp(cmd, "list") || !strcmp(cmd, "stats"))
 		fprintf(stderr, "xl-gpu: %s: unexpected argument '%s'\n", cmd, args[rest == 1 ? 0 : 1]);
 	else
