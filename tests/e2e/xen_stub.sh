@@ -126,6 +126,19 @@ for d in 1 2; do
 done
 [ ${#liar_failed[@]} -eq 0 ] || fail "xgpud did not refuse xenliar ${liar_failed[*]}"
 
+# Channels opened and closed by the library's own client (graceful
+# Closing/Closed), and channels xgpud closes on a broken ring: the
+# frontend must see the backend go.
+for m in "nops 200" malformed corrupt-ring; do
+	# shellcheck disable=SC2086
+	XGPU_XEN_DOMID=1 XGPU_TRANSPORT=xen "$B/tests/tools/rawclient" $m >"$T/raw.out" 2>&1 || {
+		cat "$T/raw.out" >&2
+		fail "rawclient $m in domain 1 failed"
+	}
+	check_clean "$T/raw.out" "rawclient $m"
+	note "rawclient $m in domain 1: ok"
+done
+
 for d in 1 2; do
 	calls=$(dom_stat_id "$d" calls) || fail "xl-gpu stats shows no domain with domid $d"
 	note "domid $d ($(dom_stat_id "$d" name)): $calls calls"
