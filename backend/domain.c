@@ -172,7 +172,11 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 	struct xgpu_domain *dom = d->domains;
 	while (dom && strcmp(dom->name, name))
 		dom = dom->next;
-	if (dom && uid != dom->owner_uid && uid != 0) {
+	if (dom && dom->xen) {
+		/* Its poller's life follows the guest's channels (xenbus.c). */
+		snprintf(err, errlen, "domain %s is a Xen guest; local processes may not join it", name);
+		dom = NULL;
+	} else if (dom && uid != dom->owner_uid && uid != 0) {
 		snprintf(err, errlen, "domain %s belongs to uid %u", name, (unsigned)dom->owner_uid);
 		dom = NULL;
 	} else if (!dom && atomic_load(&d->stopping)) {

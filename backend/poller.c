@@ -260,7 +260,7 @@ void *xgpu_poller_main(void *arg)
 	memcpy(tname + 6, dom->name, sizeof tname - 7);
 	tname[15] = '\0';
 	pthread_setname_np(pthread_self(), tname);
-	uint64_t last_work = xgpu_now_ns();
+	uint64_t last_work = xgpu_now_ns(), last_look = last_work;
 
 	while (!atomic_load(&d->stopping)) {
 		take_incoming(dom);
@@ -280,6 +280,16 @@ void *xgpu_poller_main(void *arg)
 		uint64_t now = xgpu_now_ns();
 		if (progress) {
 			last_work = now;
+			/* A channel that never lets its poller sleep still gets
+			 * its wait fd looked at (a close the main thread asked
+			 * for, the guest's end going away). */
+			if (now - last_look >= 1000000u) {
+				struct epoll_event evs[32];
+				int n = epoll_wait(dom->epfd, evs, 32, 0);
+				if (n > 0)
+					handle_events(dom, evs, n);
+				last_look = now;
+			}
 			continue;
 		}
 		bool waiting_for_slot;

@@ -21,6 +21,7 @@
 #include "proto.h"
 #include "scheduler.h"
 #include "shm.h"
+#include "util.h"
 #include "xenbus.h"
 #include "xenif.h"
 #include "xenvgpu.h"
@@ -706,6 +707,33 @@ static void test_live_keys(void **state)
 	roundtrip(&honest);
 }
 
+/* Keeps a channel's poller busy with NOPs, never letting it sleep, until
+ * xgpud lets go of the root page (or 10 s pass). */
+static void *flood(void *arg)
+{
+	struct guest *g = arg;
+	uint64_t sent = 0, got = 0;
+	for (uint64_t until = xgpu_now_ns() + 10000000000ull; xgpu_now_ns() < until;) {
+		if (!__atomic_load_n(&g->root->be_alive, __ATOMIC_ACQUIRE))
+			break;
+		while (xgpu_slot_ready(&g->v.rsp)) {
+			xgpu_q_release(&g->v.rsp, 1);
+			got++;
+		}
+		if (sent - got < 8 && xgpu_q_space_for(&g->v.req, 1) > 0) {
+			uint8_t *slot = xgpu_q_unit(&g->v.req, g->v.req.idx);
+			struct xgpu_req_hdr h = {
+			    .call = XGPU_CALL_NOP, .len = sizeof(struct xgpu_req_NOP), .seq = ++sent};
+			memcpy(slot, &h, sizeof h);
+			memset(slot + sizeof h, 0, sizeof(struct xgpu_req_NOP));
+			xgpu_slot_seal(&g->v.req);
+			if (xgpu_q_publish(&g->v.req, 1))
+				g->evt->ops->notify(g->evt, (uint32_t)g->port);
+		}
+	}
+	return (void *)(uintptr_t)got;
+}
+
 static void test_detach(void **state)
 {
 	(void)state;
@@ -714,8 +742,15 @@ static void test_detach(void **state)
 	guest_open(&g, 2, 20);
 	assert_int_equal(guest_connect(&g, &none), 4);
 	roundtrip(&g);
+	/* A guest that keeps its poller busy is detached all the same. */
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, flood, &g), 0);
+	usleep(50000);
 	wr(BE "/2/0/state", "5");
 	WAIT_UNTIL(num(BE "/2/0/state") == 6);
+	void *got;
+	pthread_join(t, &got);
+	assert_true((uintptr_t)got > 10);
 	assert_false(exists(BE "/2/0/channel"));
 	assert_int_equal(__atomic_load_n(&g.root->be_alive, __ATOMIC_ACQUIRE), 0);
 	guest_close(&g);
