@@ -59,6 +59,8 @@ FRONTEND_SRC := $(wildcard frontend/*.c)
 BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) $(wildcard policies/*.c)
 SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
 XLGPU_SRC := $(wildcard tools/xl-gpu/*.c)
+# xgpu-xenstub: the in-memory Xen; its archive serves tests in-process.
+XENSTUB_SRC := $(filter-out tools/xenstub/main.c,$(wildcard tools/xenstub/*.c))
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
@@ -66,11 +68,13 @@ COMMON_A := $(BUILD)/libxgpu-common.a
 FRONTEND_A := $(BUILD)/libxgpu-frontend.a
 BACKEND_A := $(BUILD)/libxgpu-backend.a
 SIMDRV_A := $(BUILD)/libxgpu-simdrv.a
+XENSTUB_A := $(BUILD)/libxgpu-xenstub.a
 
 CUDART := $(LIB)/libcudart.so.13
 SIMDRV := $(LIB)/libxgpu-simdrv.so
 XGPUD := $(BIN)/xgpud
 XLGPU := $(BIN)/xl-gpu
+XENSTUB := $(BIN)/xgpu-xenstub
 
 # Bundled workloads: tools/workloads/<name>/<name>.cu, plus simkernels.c (the
 # host implementation the simulated driver uses).
@@ -176,7 +180,7 @@ LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(LIBS_COMMON) -lm
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
-all: $(DEPS_STAMP) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
+all: $(DEPS_STAMP) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -190,11 +194,16 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
+# xenctrl.h pulls in Xen's public headers, which refuse strict ISO C
+# (anonymous unions); only the `xen` schedule source includes it.
+$(OBJ)/backend/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
+
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
 $(BACKEND_A): $(call obj,$(BACKEND_SRC))
 $(SIMDRV_A): $(call obj,$(SIMDRV_SRC))
-$(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A):
+$(XENSTUB_A): $(call obj,$(XENSTUB_SRC))
+$(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A) $(XENSTUB_A):
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -239,6 +248,11 @@ $(XLGPU): $(call obj,$(XLGPU_SRC)) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
+$(XENSTUB): $(call obj,tools/xenstub/main.c) $(XENSTUB_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+
 $(LIB)/simkernels/%.so: tools/workloads/%/simkernels.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
@@ -272,9 +286,13 @@ TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
-	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o
+	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
+TEST_LIBS_test_xenstub := $(XENSTUB_A)
+# The `xen` source against a fake hypervisor (and the real open, failing).
+TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o \
+	$(OBJ)/backend/hypsrc_local.o
 define unit_rule
 $(TST)/$(1): tests/unit/$(1).c $$(TEST_LIBS_$(1)) $(COMMON_A)
 	@mkdir -p $$(dir $$@)

@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local};
+static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local, &xgpu_hyp_xen};
 
 /* Named in the brief but not written yet; kept apart so that asking for them
  * says "not built" rather than "unknown", which would suggest a typo. */
-static const char *const reserved[] = {"xen", "xenpatch"};
+static const char *const reserved[] = {"xenpatch"};
 
 static char names[128];
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;

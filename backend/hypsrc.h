@@ -3,9 +3,9 @@
  * augc, cosched; BRIEF section 6, Pegasus Algorithm 2).
  *
  * One interface, several sources: `sim` (a deterministic simulated Xen credit
- * scheduler), `local` (Linux threads of a domain's client processes), and
- * later `xen` (stock Xen, polled) and `xenpatch` (the patched credit
- * scheduler's export). A source is used by one GPU scheduler thread at a
+ * scheduler), `local` (Linux threads of a domain's client processes), `xen`
+ * (stock Xen, polled through libxenctrl; hypsrc_xen.c), and later
+ * `xenpatch` (the patched credit scheduler's export). A source is used by one GPU scheduler thread at a
  * time and needs no locking of its own.
  */
 #ifndef XGPU_HYPSRC_H
@@ -66,5 +66,6 @@ const char *xgpu_hyp_names(void);
 
 extern const struct xgpu_hyp_ops xgpu_hyp_sim;
 extern const struct xgpu_hyp_ops xgpu_hyp_local;
+extern const struct xgpu_hyp_ops xgpu_hyp_xen;
 
 #endif

@@ -45,7 +45,7 @@ static void registry_finds_sources_and_explains_misses(void **state)
 {
 	char err[256];
 	const char *args = "untouched";
-	assert_string_equal(xgpu_hyp_names(), "sim, local");
+	assert_string_equal(xgpu_hyp_names(), "sim, local, xen");
 
 	assert_ptr_equal(xgpu_hyp_find("sim", &args, err, sizeof err), &xgpu_hyp_sim);
 	assert_null(args);
@@ -58,11 +58,12 @@ static void registry_finds_sources_and_explains_misses(void **state)
 	assert_string_equal(xgpu_hyp_sim.name, "sim");
 	assert_string_equal(xgpu_hyp_local.name, "local");
 
+	assert_ptr_equal(xgpu_hyp_find("xen", &args, err, sizeof err), &xgpu_hyp_xen);
+	assert_null(args);
+	assert_string_equal(xgpu_hyp_xen.name, "xen");
+
 	/* Reserved names say "not built", not "unknown". */
 	err[0] = '\0';
-	assert_null(xgpu_hyp_find("xen", &args, err, sizeof err));
-	assert_string_equal(err, "hypervisor schedule source 'xen' is not available in this build yet; "
-				 "available: sim, local");
 	assert_null(xgpu_hyp_find("xenpatch:foo=1", &args, err, sizeof err));
 	assert_non_null(strstr(err, "'xenpatch' is not available in this build yet"));
 
@@ -72,7 +73,7 @@ static void registry_finds_sources_and_explains_misses(void **state)
 		err[0] = '\0';
 		assert_null(xgpu_hyp_find(bad[i], &args, err, sizeof err));
 		assert_non_null(strstr(err, bad[i]));
-		assert_non_null(strstr(err, "available: sim, local"));
+		assert_non_null(strstr(err, "available: sim, local, xen"));
 		assert_null(strstr(err, "not available"));
 	}
 	assert_null(xgpu_hyp_find("", &args, err, sizeof err));
