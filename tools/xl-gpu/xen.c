@@ -614,11 +614,18 @@ int xlgpu_xen_detach(int argc, char **argv)
 		/* Already Closed, or no backend left for xgpud to close. */
 		acked = state == XGPU_XB_CLOSED || state == -1;
 	}
-	if (!acked)
-		fprintf(stderr,
-			"xl-gpu: detach: warning: xgpud did not acknowledge (%s is %s, not %d, after %ld s); "
-			"removing the device anyway\n",
-			state_path, state == -2 ? "unreadable" : "not Closed", XGPU_XB_CLOSED, timeout);
+	if (!acked) {
+		char seen[32];
+		if (state == -2)
+			xgpu_strlcpy(seen, "unreadable", sizeof seen);
+		else
+			snprintf(seen, sizeof seen, "still %d", state);
+		fprintf(
+		    stderr,
+		    "xl-gpu: detach: warning: xgpud did not acknowledge: %s is %s, not %d (Closed), after "
+		    "%ld s; removing the device anyway\n",
+		    state_path, seen, XGPU_XB_CLOSED, timeout);
+	}
 	char msg[512];
 	struct xgpu_errbuf e = {msg, sizeof msg};
 	if (xs_transact(xs, detach_body, &p, &e)) {
