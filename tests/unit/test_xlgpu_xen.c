@@ -469,6 +469,15 @@ static void test_credit_xen(void **state)
 	assert_int_equal(xgpu_xenstub_introduce(stub, 6, "guest6"), 0);
 	expect_refused(xl("credit", "guest6", "-w", "5"), 1, "domain 6 has no GPU device", NULL);
 	expect_no_device(6);
+	/* Names are the guests' to write: a second "guest5" makes the name
+	 * ambiguous, and control characters are not printed. */
+	assert_int_equal(xs->ops->write(xs, 0, "/local/domain/6/name", "guest5", 6), 0);
+	expect_refused(xl("credit", "guest5"), 1, "'guest5'", "5 and 6", NULL);
+	assert_int_equal(xs->ops->write(xs, 0, "/local/domain/5/name", "ev\033[2Jil", 9), 0);
+	r = xl("credit", "5");
+	expect_success(r);
+	assert_null(strchr(r->out, '\033'));
+	assert_non_null(strstr(r->out, "ev?[2Jil"));
 	/* --local goes to the (absent) daemon and leaves xenstore alone. */
 	expect_refused(xl("--local", "credit", "5", "-w", "9"), 1, "cannot reach xgpud", NULL);
 	expect_key(BE5 "/credit", "800");

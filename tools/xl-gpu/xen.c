@@ -820,7 +820,13 @@ int xlgpu_xen_credit(const char *dom, long credit, double sla)
 	snprintf(path, sizeof path, "%s/sla", p.be);
 	sv = xs->ops->read(xs, 0, path, &len);
 	printf("%-20s %5s %7s %6s\n", "Name", "ID", "Credit", "SLA");
-	printf("%-20s %5u %7s %6.3f\n", name ? name : "-", domid, cv ? cv : "-", sv ? strtod(sv, NULL) : 0.0);
+	/* The name is the guest's to write: shown bounded and printable only. */
+	char shown[65] = "-";
+	for (unsigned i = 0; name && name[i] && i + 1 < sizeof shown; i++) {
+		shown[i] = isprint((unsigned char)name[i]) ? name[i] : '?';
+		shown[i + 1] = '\0';
+	}
+	printf("%-20s %5u %7s %6.3f\n", shown, domid, cv ? cv : "-", sv ? strtod(sv, NULL) : 0.0);
 out:
 	free(name);
 	free(cv);
