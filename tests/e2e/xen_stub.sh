@@ -139,6 +139,15 @@ for m in "nops 200" malformed corrupt-ring; do
 	note "rawclient $m in domain 1: ok"
 done
 
+# Threads and a fork: the child drops the parent's channel without
+# touching it and opens its own.
+in_dom 2 "$B/tests/cuda/threads" >"$T/threads.out" 2>&1 || {
+	cat "$T/threads.out" >&2
+	fail "threads (with fork) in domain 2 failed"
+}
+check_verified "$T/threads.out" "threads in domain 2"
+note "threads (with fork) in domain 2: ok"
+
 for d in 1 2; do
 	calls=$(dom_stat_id "$d" calls) || fail "xl-gpu stats shows no domain with domid $d"
 	note "domid $d ($(dom_stat_id "$d" name)): $calls calls"
