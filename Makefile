@@ -290,6 +290,9 @@ TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policie
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
 TEST_LIBS_test_xenstub := $(XENSTUB_A)
+# The real xl-gpu binary in Xen mode against the in-process stub.
+TEST_LIBS_test_xlgpu_xen := $(XENSTUB_A)
+$(TST)/test_xlgpu_xen: | $(XLGPU)
 # The `xen` source against a fake hypervisor (and the real open, failing).
 TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o \
 	$(OBJ)/backend/hypsrc_local.o

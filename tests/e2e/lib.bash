@@ -14,9 +14,11 @@ export XGPU_SIM_KERNELS=$B/lib/simkernels:$B/tests/simkernels
 XGPUD_PID=
 XGPUD_LOG=$T/xgpud.log
 
-# A sanitized frontend must have the ASan runtime loaded first.
+# A sanitized frontend must have the ASan runtime loaded first. (grep reads
+# all of ldd's output: with -q, ldd could die of SIGPIPE and pipefail would
+# call the library unsanitized.)
 CUDA_PRELOAD=
-if ldd "$B/lib/libcudart.so.13" 2>/dev/null | grep -q libasan; then
+if ldd "$B/lib/libcudart.so.13" 2>/dev/null | grep libasan >/dev/null; then
 	CUDA_PRELOAD=$(gcc -print-file-name=libasan.so)
 fi
 

@@ -32,14 +32,34 @@ stub_cleanup() {
 trap stub_cleanup EXIT
 
 "$B/bin/xgpu-xenstub" --socket "$XGPU_XEN_STUB" --domain 1:guest1 --domain 2:guest2 --domain 3:liar \
-	>"$STUB_LOG" 2>&1 &
+	--domain 4:bare >"$STUB_LOG" 2>&1 &
 STUB_PID=$!
 wait_for 10 test -S "$XGPU_XEN_STUB" || fail "xgpu-xenstub did not come up"
 
-start_xgpud --transport xen
+# expect_error DOMID TEXT [VAR=value...]: a program in the domain fails
+# and the frontend's message says TEXT.
+expect_error() {
+	local d=$1 text=$2 out
+	shift 2
+	if out=$(run_cuda XGPU_XEN_DOMID="$d" XGPU_XEN_TIMEOUT_MS=500 "$@" "$B/bin/vectorAdd" -n 1000 -i 1 2>&1); then
+		echo "$out" >&2
+		fail "vectorAdd in domain $d worked where it should say: $text"
+	fi
+	echo "$out" | grep -qF "$text" || {
+		echo "$out" >&2
+		fail "the frontend in domain $d did not say: $text"
+	}
+	note "domain $d: $(echo "$out" | grep -F "$text" | head -n 1)"
+}
+
 for d in 1 2 3; do
 	"$B/bin/xl-gpu" attach "$d" || fail "xl-gpu attach $d failed"
 done
+# Before xgpud runs: the device is there but nobody adopted it.
+expect_error 1 "xgpud in dom0 has not picked up the vgpu device of domain 1"
+start_xgpud --transport xen
+expect_error 4 "this domain has no vgpu device; run xl-gpu attach 4 in dom0"
+expect_error 1 "XGPU_TRANSPORT=carrier-pigeon is not a transport" XGPU_TRANSPORT=carrier-pigeon
 wait_for 10 "$LIAR" ls "$BE/1/0" || fail "no backend directory for domain 1 after attach"
 
 # in_dom DOMID CMD...: runs CMD as a process of that domain.
@@ -79,9 +99,9 @@ dom_stat_id() {
 note "vectorAdd and BlackScholes in domains 1 and 2 while xenliar lies from domain 3"
 pids=()
 for d in 1 2; do
-	in_dom "$d" "$B/bin/vectorAdd" -n 200000 -i 40 >"$T/va$d.out" 2>&1 &
+	in_dom "$d" "$B/bin/vectorAdd" -n 200000 -i 300 >"$T/va$d.out" 2>&1 &
 	pids+=($!)
-	in_dom "$d" "$B/bin/BlackScholes" -n 200000 -i 40 >"$T/bs$d.out" 2>&1 &
+	in_dom "$d" "$B/bin/BlackScholes" -n 200000 -i 200 >"$T/bs$d.out" 2>&1 &
 	pids+=($!)
 done
 
@@ -105,6 +125,28 @@ for d in 1 2; do
 	check_verified "$T/bs$d.out" "BlackScholes in domain $d"
 done
 [ ${#liar_failed[@]} -eq 0 ] || fail "xgpud did not refuse xenliar ${liar_failed[*]}"
+
+# Channels opened and closed by the library's own client (graceful
+# Closing/Closed), and channels xgpud closes on a broken ring: the
+# frontend must see the backend go.
+for m in "nops 200" malformed corrupt-ring; do
+	# shellcheck disable=SC2086
+	XGPU_XEN_DOMID=1 XGPU_TRANSPORT=xen "$B/tests/tools/rawclient" $m >"$T/raw.out" 2>&1 || {
+		cat "$T/raw.out" >&2
+		fail "rawclient $m in domain 1 failed"
+	}
+	check_clean "$T/raw.out" "rawclient $m"
+	note "rawclient $m in domain 1: ok"
+done
+
+# Threads and a fork: the child drops the parent's channel without
+# touching it and opens its own.
+in_dom 2 "$B/tests/cuda/threads" >"$T/threads.out" 2>&1 || {
+	cat "$T/threads.out" >&2
+	fail "threads (with fork) in domain 2 failed"
+}
+check_verified "$T/threads.out" "threads in domain 2"
+note "threads (with fork) in domain 2: ok"
 
 for d in 1 2; do
 	calls=$(dom_stat_id "$d" calls) || fail "xl-gpu stats shows no domain with domid $d"

@@ -242,7 +242,9 @@ static bool reaction(struct liar *l, bool ack_ok)
 	char path[160], epath[160];
 	snprintf(path, sizeof path, "%s/state", l->be_chan);
 	snprintf(epath, sizeof epath, "%s/error", l->be_chan);
-	unsigned mask = 1u << XGPU_XB_CLOSING | 1u << XGPU_XB_CLOSED | 1u << 31;
+	/* Not "absent": the backend's directory may not exist yet, and it
+	 * goes only after ours does. */
+	unsigned mask = 1u << XGPU_XB_CLOSING | 1u << XGPU_XB_CLOSED;
 	if (ack_ok)
 		mask |= 1u << XGPU_XB_CONNECTED;
 	int s = wait_state(l, path, mask, timeout_ms);

@@ -614,11 +614,18 @@ int xlgpu_xen_detach(int argc, char **argv)
 		/* Already Closed, or no backend left for xgpud to close. */
 		acked = state == XGPU_XB_CLOSED || state == -1;
 	}
-	if (!acked)
-		fprintf(stderr,
-			"xl-gpu: detach: warning: xgpud did not acknowledge (%s is %s, not %d, after %ld s); "
-			"removing the device anyway\n",
-			state_path, state == -2 ? "unreadable" : "not Closed", XGPU_XB_CLOSED, timeout);
+	if (!acked) {
+		char seen[32];
+		if (state == -2)
+			xgpu_strlcpy(seen, "unreadable", sizeof seen);
+		else
+			snprintf(seen, sizeof seen, "still %d", state);
+		fprintf(
+		    stderr,
+		    "xl-gpu: detach: warning: xgpud did not acknowledge: %s is %s, not %d (Closed), after "
+		    "%ld s; removing the device anyway\n",
+		    state_path, seen, XGPU_XB_CLOSED, timeout);
+	}
 	char msg[512];
 	struct xgpu_errbuf e = {msg, sizeof msg};
 	if (xs_transact(xs, detach_body, &p, &e)) {
@@ -813,7 +820,13 @@ int xlgpu_xen_credit(const char *dom, long credit, double sla)
 	snprintf(path, sizeof path, "%s/sla", p.be);
 	sv = xs->ops->read(xs, 0, path, &len);
 	printf("%-20s %5s %7s %6s\n", "Name", "ID", "Credit", "SLA");
-	printf("%-20s %5u %7s %6.3f\n", name ? name : "-", domid, cv ? cv : "-", sv ? strtod(sv, NULL) : 0.0);
+	/* The name is the guest's to write: shown bounded and printable only. */
+	char shown[65] = "-";
+	for (unsigned i = 0; name && name[i] && i + 1 < sizeof shown; i++) {
+		shown[i] = isprint((unsigned char)name[i]) ? name[i] : '?';
+		shown[i + 1] = '\0';
+	}
+	printf("%-20s %5u %7s %6.3f\n", shown, domid, cv ? cv : "-", sv ? strtod(sv, NULL) : 0.0);
 out:
 	free(name);
 	free(cv);
