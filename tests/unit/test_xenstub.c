@@ -246,6 +246,20 @@ static void permissions(void **state)
 	assert_int_equal(g->ops->set_perms(g, 0, "/shared", bp, 2), -1);
 	assert_int_equal(errno, EACCES);
 	assert_int_equal(g->ops->set_perms(g, 0, "/shared/k", bp, 1), 0);
+	/* a guest's node quota */
+	int made = 0;
+	for (int i = 0; i < 2100; i++) {
+		char k[32];
+		snprintf(k, sizeof k, "q/%d", i);
+		if (g7->ops->write(g7, 0, k, "", 0)) {
+			assert_int_equal(errno, ENOSPC);
+			break;
+		}
+		made++;
+	}
+	assert_true(made > 1000 && made < 2000);
+	assert_int_equal(g7->ops->rm(g7, 0, "q"), 0);
+	assert_int_equal(g7->ops->write(g7, 0, "q/again", "", 0), 0);
 	char *dump = xgpu_xenstub_dump(S, "/shared");
 	assert_string_equal(dump, "/shared = \"\" (n0,b5)\n/shared/k = \"v\" (n0)\n");
 	free(dump);

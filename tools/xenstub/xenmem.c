@@ -387,6 +387,14 @@ int xm_read(struct xm *m, struct xm_conn *c, uint32_t tx, const char *path, char
 	return 0;
 }
 
+static unsigned count_owned(const struct xm_node *n, uint32_t domid)
+{
+	unsigned k = n->nperms && n->perms[0].id == domid;
+	for (unsigned i = 0; i < n->nkids; i++)
+		k += count_owned(n->kids[i], domid);
+	return k;
+}
+
 /* Creates abs and missing parents as domid (write on the deepest existing
  * ancestor needed); the node, existing or new, in *out. */
 static int create(struct xm_node *root, uint32_t domid, const char *abs, struct xm_node **out, bool *created)
@@ -401,6 +409,9 @@ static int create(struct xm_node *root, uint32_t domid, const char *abs, struct 
 		if (!k) {
 			if (!*created && !(node_perm(n, domid) & XGPU_XS_PERM_WRITE))
 				return -EACCES;
+			/* a guest cannot grow the store without bound (xenstored's node quota) */
+			if (!*created && domid != 0 && count_owned(root, domid) >= XM_NODE_QUOTA)
+				return -ENOSPC;
 			k = node_new(p, (size_t)(e - p));
 			if (!k)
 				return -ENOMEM;

@@ -14,6 +14,7 @@
 #define XM_PORTS 1024u          /* per domain; port 0 is never used */
 #define XM_WATCHES 256u         /* per connection */
 #define XM_REGIONS 65536u       /* shares or maps per connection */
+#define XM_NODE_QUOTA 2000u     /* nodes a guest domain may own */
 #define XM_TXS 32u              /* open transactions per connection */
 #define XM_OBUF_MAX (16u << 20) /* queued event bytes before a watcher is dropped */
 #define XM_GRANTS (1u << 21)    /* live refs per granting domain */
