@@ -550,6 +550,18 @@ static void test_create(void **state)
 	expect_key("/local/domain/7/device/vgpu/0/state", "1");
 	unlink(logp);
 
+	/* VAR=VALUE arguments override the file, for xl and for xl-gpu. */
+	expect_success(xl("detach", "7", "-t", "0"));
+	char *other = strdup(write_cfg("other.cfg", "name = \"other\"\ngpu = [ \"credit=1\" ]\n"));
+	expect_success(xl_env(env, "create", other, "name=\"guest7\"", "-q", "gpu=[\"credit=9\"]"));
+	slurp(logp, log, sizeof log);
+	snprintf(want, sizeof want, "create %s name=\"guest7\" -q gpu=[\"credit=9\"]\ndomid guest7\n", other);
+	assert_string_equal(log, want);
+	expect_key(XGPU_XS_BACKEND_ROOT "/7/0/credit", "9");
+	expect_refused(xl_env(env, "create", other, "gpu=[\"credit=0\"]"), 1, "credit=0", NULL);
+	free(other);
+	unlink(logp);
+
 	/* A bad gpu line stops everything before xl runs. */
 	char *bad = write_cfg("bad.cfg", "name = \"guest7\"\ngpu = [ \"credit=1, speed=9\" ]\n");
 	expect_refused(xl_env(env, "create", bad), 1, "'speed'", NULL);

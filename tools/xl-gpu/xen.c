@@ -317,15 +317,49 @@ static char *slurp(const char *cmd, const char *path, size_t *len_r)
 	return data;
 }
 
-/* Reads path as xl would and takes its gpu line (at most one entry, a GPU
- * spec without name=) and its name. */
-static int load_cfg(const char *cmd, const char *path, struct dom_cfg *out)
+/* xl create's VAR=VALUE arguments: every argument with a '=' that is not an
+ * option, as xl's main_create takes them. */
+static bool is_cfg_var(const char *arg)
+{
+	return arg[0] != '-' && strchr(arg, '=');
+}
+
+/* Reads path as xl would, with xl create's VAR=VALUE arguments among
+ * args[0..nargs) appended as further lines (later settings win, so they
+ * override the file as they do for xl), and takes the gpu line (at most
+ * one entry, a GPU spec without name=) and the name. */
+static int load_cfg(const char *cmd, const char *path, char **args, int nargs, struct dom_cfg *out)
 {
 	memset(out, 0, sizeof *out);
 	size_t len = 0;
 	char *data = slurp(cmd, path, &len);
 	if (!data)
 		return 1;
+	size_t extra = 0;
+	for (int i = 0; i < nargs; i++)
+		if (is_cfg_var(args[i]))
+			extra += strlen(args[i]) + 1;
+	if (extra) {
+		char *more = realloc(data, len + extra + 2);
+		if (!more) {
+			free(data);
+			return err(cmd, "%s: out of memory", path);
+		}
+		data = more;
+		data[len++] = '\n';
+		for (int i = 0; i < nargs; i++) {
+			if (!is_cfg_var(args[i]))
+				continue;
+			size_t l = strlen(args[i]);
+			memcpy(data + len, args[i], l);
+			len += l;
+			data[len++] = '\n';
+		}
+	}
+	if (len > INT32_MAX) {
+		free(data);
+		return err(cmd, "%s: too large", path);
+	}
 	/* libxlutil asserts on a NUL inside a string. */
 	if (memchr(data, '\0', len)) {
 		free(data);
@@ -510,7 +544,7 @@ int xlgpu_xen_attach(int argc, char **argv)
 		return 1;
 	struct dom_cfg cfg;
 	memset(&cfg, 0, sizeof cfg);
-	if (argc == 2 && load_cfg(cmd, argv[1], &cfg))
+	if (argc == 2 && load_cfg(cmd, argv[1], NULL, 0, &cfg))
 		return 1;
 	struct xgpu_xs *xs = xs_connect(cmd);
 	if (!xs)
@@ -694,11 +728,11 @@ int xlgpu_xen_create(int argc, char **argv)
 {
 	const char *cmd = "create";
 	if (argc < 1 || argv[0][0] == '-')
-		return err(cmd, "usage: create CFGFILE [xl create options]"), 2;
+		return err(cmd, "usage: create CFGFILE [xl create options] [VAR=VALUE]..."), 2;
 	const char *path = argv[0];
 	struct dom_cfg cfg;
 	/* Everything that can be checked is, before a domain exists. */
-	if (load_cfg(cmd, path, &cfg))
+	if (load_cfg(cmd, path, argv + 1, argc - 1, &cfg))
 		return 1;
 	if (!cfg.name[0])
 		return err(cmd, "%s: no name = \"...\"; xl-gpu create needs it to find the new domain", path);
