@@ -245,20 +245,24 @@ xtb_base() {
 	done
 	cp "$XTB_DIR/init-$kind.sh" "$r/init"
 	chmod 755 "$r/init"
+	# Both kinds get the xenstore client (a domU reads and writes its own
+	# directory through /dev/xen/xenbus); dom0 gets the toolstack.
+	local xb=/usr/lib/xen-4.17/bin t tools=/usr/bin/xenstore
+	[ "$kind" = dom0 ] && tools="$tools $xb/xl $xb/xenstored $xb/xenconsoled $xb/xen-init-dom0"
+	mkdir -p "$r/usr/bin"
+	for t in $tools; do
+		[ -f "$XTB_ROOT$t" ] || xtb_die "$t missing from the extracted Xen packages"
+		_xtb_put "$r" "$XTB_ROOT$t" "$t"
+		xtb_add_libs "$r" "$XTB_ROOT$t"
+	done
+	for t in read write ls list rm exists watch chmod; do
+		ln -s xenstore "$r/usr/bin/xenstore-$t"
+	done
+	# glibc loads libgcc_s at run time (pthread_cancel, unwinding); xl needs it.
+	_xtb_put "$r" /lib/x86_64-linux-gnu/libgcc_s.so.1 /lib/x86_64-linux-gnu/libgcc_s.so.1
 	if [ "$kind" = dom0 ]; then
-		mkdir -p "$r"/{var/lib/xen,var/log/xen/console,etc/xen,usr/bin}
+		mkdir -p "$r"/{var/lib/xen,var/log/xen/console,etc/xen}
 		ln -s ../run "$r/var/run"
-		local xb=/usr/lib/xen-4.17/bin t
-		for t in $xb/xl $xb/xenstored $xb/xenconsoled $xb/xen-init-dom0 /usr/bin/xenstore; do
-			[ -f "$XTB_ROOT$t" ] || xtb_die "$t missing from the extracted Xen packages"
-			_xtb_put "$r" "$XTB_ROOT$t" "$t"
-			xtb_add_libs "$r" "$XTB_ROOT$t"
-		done
-		# libxl dlopens nothing we need, but loads libgcc_s for pthread_cancel.
-		_xtb_put "$r" /lib/x86_64-linux-gnu/libgcc_s.so.1 /lib/x86_64-linux-gnu/libgcc_s.so.1
-		for t in read write ls list rm exists watch chmod; do
-			ln -s xenstore "$r/usr/bin/xenstore-$t"
-		done
 		cp "$XTB_ROOT/etc/xen/xl.conf" "$r/etc/xen/" 2>/dev/null || : >"$r/etc/xen/xl.conf"
 		cp "$XTB_DIR/dom0-lib.sh" "$r/xtb/lib.sh"
 		cp "$XTB_VMLINUZ" "$r/xtb/vmlinuz"

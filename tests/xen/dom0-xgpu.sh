@@ -1,0 +1,157 @@
+# dom0-xgpu.sh - xgpu stage of tests/e2e/xen_real.sh, sourced by dom0.sh in
+# dom0 (ok/bad/fails/up and /xtb/lib.sh come from there).
+#   1. xgpud --transport xen --executor sim runs in dom0;
+#   2. domU "honest" is created with a gpu = [...] line (xl-gpu create, or xl
+#      create + xl-gpu attach while create does not exist) and runs vectorAdd
+#      through our frontend over Xen: verified=yes on its console, and
+#      xl-gpu stats shows its domid with calls > 0;
+#   3. domU "liar" runs xenliar in several modes against xgpud: each must be
+#      refused, and xgpud must still be alive;
+#   4. the honest domU, told to go on through xenstore, runs vectorAdd again
+#      and it verifies;
+#   5. xgpud stops cleanly on SIGTERM with no sanitizer report.
+export XGPU_SOCKET=/run/xgpud.sock
+XLOG=/tmp/xgpud.log
+GPU_LINE='gpu = [ "gpus=0, credit=512" ]'
+echo "== xgpu stage at $(up)s"
+
+# xl-gpu create when it exists, else xl create + xl-gpu attach.
+gpu_create() {
+	local cfg=$1 name=$2 id
+	if xl-gpu --help 2>&1 | grep -q '^ *create '; then
+		xl-gpu create "$cfg" 2>&1
+		return
+	fi
+	echo "(xl-gpu has no create command: xl create + xl-gpu attach)"
+	xl create "$cfg" 2>&1 || return 1
+	id=$(xl domid "$name") || return 1
+	xl-gpu attach "$id" "$cfg" 2>&1
+}
+
+# wait_log NAME PATTERN SECONDS: until guest NAME's console shows PATTERN.
+wait_log() {
+	local i=0
+	while ! grep -q "$2" "$(xtb_domu_log "$1")" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -gt "$(($3 * 5))" ] && return 1
+		sleep 0.2
+	done
+}
+
+xgpud_alive() { kill -0 "$XPID" 2>/dev/null; }
+
+# calls DOMID: the domain's call count from xl-gpu stats --json (empty if absent).
+calls() { xl-gpu stats --json 2>/dev/null | jq -e --argjson d "$1" '.domains[] | select(.domid == $d) | .calls' 2>/dev/null; }
+
+xgpud --transport xen --executor sim --foreground --log-level info >"$XLOG" 2>&1 &
+XPID=$!
+i=0
+while ! xl-gpu list >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ "$i" -gt 150 ] || ! xgpud_alive; then
+		break
+	fi
+	sleep 0.2
+done
+if xl-gpu list >/dev/null 2>&1; then
+	ok xgpud-up
+	echo "xgpud up at $(up)s"
+else
+	bad xgpud-up "xgpud --transport xen is not up (exited, or no answer to xl-gpu list in 30 s): $(tail -n 5 $XLOG)"
+fi
+
+honest_ok=0
+if xgpud_alive; then
+	cfg=$(xtb_domu_cfg honest /xtb/domu-honest.cpio "$GPU_LINE")
+	if out=$(gpu_create "$cfg" honest); then
+		ok gpu-create-honest
+	else
+		bad gpu-create-honest "$out"
+	fi
+	echo "$out" | grep -v -e '^Parsing config' -e '^$' | tail -n 5
+	HID=$(xl domid honest 2>/dev/null)
+	if [ -n "$HID" ] && wait_log honest 'HONEST: round 1 done' 120; then
+		if grep -q 'HONEST-1: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
+			ok honest-vectoradd
+			honest_ok=1
+		else
+			bad honest-vectoradd "no verified=yes from the honest domU's first run"
+		fi
+		n=$(calls "$HID")
+		if [ -n "$n" ] && [ "$n" -gt 0 ]; then
+			ok stats-calls
+			echo "xl-gpu stats: domid $HID made $n calls"
+		else
+			bad stats-calls "xl-gpu stats --json shows no calls for domid $HID: $(xl-gpu stats --json 2>&1 | head -c 600)"
+		fi
+	else
+		bad honest-vectoradd "the honest domU (domid ${HID:-none}) did not finish its first run in 120 s"
+	fi
+fi
+
+if [ ! -f /xtb/domu-liar.cpio ]; then
+	bad liar-refused "no lying domU: xenliar was not built (tests/tools/xenliar.c)"
+elif xgpud_alive && [ -n "${HID:-}" ]; then
+	cfg=$(xtb_domu_cfg liar /xtb/domu-liar.cpio "$GPU_LINE")
+	if out=$(gpu_create "$cfg" liar); then
+		ok gpu-create-liar
+	else
+		bad gpu-create-liar "$out"
+	fi
+	if xtb_domu_wait liar 150; then
+		xtb_domu_show liar | grep -e 'LIAR' -e 'xenliar' -e 'ERROR' | head -n 40
+		rc=$(xtb_domu_rc liar)
+		if [ "$rc" = 0 ]; then
+			ok liar-refused
+		else
+			bad liar-refused "xenliar modes not refused (domU status ${rc:-none}): $(grep 'LIAR-FAIL' "$(xtb_domu_log liar)" | tr '\n' ' ')"
+		fi
+	else
+		bad liar-refused "the lying domU still runs after 150 s"
+		xl destroy liar 2>/dev/null
+	fi
+	if xgpud_alive; then
+		ok xgpud-survives-liar
+	else
+		bad xgpud-survives-liar "xgpud died while the lying domU ran"
+	fi
+fi
+
+if [ -n "${HID:-}" ] && xl domid honest >/dev/null 2>&1; then
+	# The honest domU waits for this key before its second run.
+	xenstore-write "/local/domain/$HID/data/xgpu-test-go" 1
+	if xtb_domu_wait honest 120; then
+		if grep -q 'HONEST-2: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
+			ok honest-after-liar
+		else
+			bad honest-after-liar "the honest domU's run after the liar did not verify"
+		fi
+	else
+		bad honest-after-liar "the honest domU still runs 120 s after it was told to go on"
+		xl destroy honest 2>/dev/null
+	fi
+	xtb_domu_show honest | grep -e 'HONEST' -e 'RESULT' -e 'rror' | head -n 30
+fi
+
+if xgpud_alive; then
+	kill -TERM "$XPID"
+	wait "$XPID"
+	st=$?
+	[ "$st" = 0 ] && ok xgpud-exit || bad xgpud-exit "xgpud exited with status $st on SIGTERM"
+else
+	wait "$XPID"
+	bad xgpud-exit "xgpud was gone before the end (status $?)"
+fi
+if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$XLOG"; then
+	bad xgpud-sanitizer "sanitizer report in xgpud's log"
+fi
+for g in honest liar; do
+	if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$(xtb_domu_log $g)" 2>/dev/null; then
+		bad "$g-sanitizer" "sanitizer report on the $g domU's console"
+		xtb_domu_show "$g" | grep -A 30 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' | head -n 40
+	fi
+done
+if [ "$fails" -gt 0 ]; then
+	echo "---- xgpud log (last 60 lines)"
+	tail -n 60 "$XLOG"
+fi

@@ -1,0 +1,18 @@
+#!/bin/sh
+# domu-liar.sh - the lying guest of tests/e2e/xen_real.sh: xenliar lies to
+# xgpud in each mode; xenliar exits 0 only when xgpud refused or closed the
+# channel with an error. Prints LIAR-OK/LIAR-FAIL per mode; the status is the
+# number of modes xgpud did not refuse.
+fails=0
+for mode in ${XENLIAR_MODES:-bad-ref-count huge-ref-count foreign-port out-of-order rewrite-ring-ref vanish bad-protocol}; do
+	/xgpu/bin/xenliar "$mode" >/tmp/liar.out 2>&1
+	rc=$?
+	sed "s/^/LIAR $mode: /" /tmp/liar.out | tail -n 8
+	if [ "$rc" = 0 ]; then
+		echo "LIAR-OK $mode"
+	else
+		echo "LIAR-FAIL $mode (xenliar status $rc)"
+		fails=$((fails + 1))
+	fi
+done
+exit "$fails"
