@@ -26,6 +26,11 @@ t0=$SECONDS
 # runtime preloaded; inside the VMs it sits at the host path ldd found.
 preload=$(ldd "$B/lib/libcudart.so.13" | awk '/libasan/ {print $3}')
 frontend=(--dir "$B/lib:/xgpu/lib" --lib-path "$B/lib" --env "XGPU_PRELOAD=$preload")
+# The sanitizer settings tests/run.sh chose hold inside the VMs too.
+frontend+=(--file "$SRC/tests/lsan.supp:/xgpu/lsan.supp"
+	--env "ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}"
+	--env "UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+	--env "LSAN_OPTIONS=suppressions=/xgpu/lsan.supp:print_suppressions=0")
 
 # mkdomu NAME SCRIPT [mkinitrd options]: a domU initramfs carried into dom0
 # as /xtb/domu-NAME.cpio.
