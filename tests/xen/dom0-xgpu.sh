@@ -3,7 +3,8 @@
 #   1. xgpud --transport xen --executor sim runs in dom0;
 #   2. domUs "honest" and "liar" are created with a gpu = [...] line (xl-gpu
 #      create, or xl create + xl-gpu attach while create does not exist) and
-#      boot together (a domU boot is the slow part under QEMU);
+#      boot together (a domU boot is the slow part under QEMU); each waits
+#      for its turn, given by a xenstore key;
 #   3. the honest domU runs vectorAdd through our frontend over Xen:
 #      verified=yes on its console, and xl-gpu stats shows its domid with
 #      calls > 0;
@@ -38,6 +39,8 @@ create() {
 		ok "gpu-create-$1"
 	else
 		bad "gpu-create-$1" "$out"
+		echo "dom0 memory (MB): $(free -m | awk '/^Mem:/ {print "total " $2 ", used " $3 ", free " $4}')"
+		echo "xgpud: $(grep -E '^Vm(RSS|Size)' /proc/$XPID/status 2>/dev/null | tr -s ' \t\n' ' ')"
 	fi
 	echo "$out" | grep -v -e '^Parsing config' -e '^$' | tail -n 5
 	eval "ID_$1=\$(xl domid $1 2>/dev/null)"
@@ -90,6 +93,10 @@ if xgpud_alive; then
 fi
 
 if [ -n "$ID_honest" ]; then
+	wait_log honest 'HONEST: waiting' 120 || bad honest-boot "the honest domU did not come up in 120 s"
+	[ -z "$ID_liar" ] || wait_log liar 'LIAR: waiting' 120 || bad liar-boot "the lying domU did not come up in 120 s"
+	echo "domUs up at $(up)s"
+	go honest 1
 	if wait_log honest 'HONEST: round 1 done' 150; then
 		echo "honest round 1 done at $(up)s"
 		if grep -q 'HONEST-1: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
@@ -133,7 +140,7 @@ if [ -n "$ID_liar" ]; then
 fi
 
 if [ -n "$ID_honest" ] && xl domid honest >/dev/null 2>&1; then
-	go honest 1
+	go honest 2
 	if xtb_domu_wait honest 120; then
 		echo "honest round 2 done at $(up)s"
 		if grep -q 'HONEST-2: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then

@@ -4,6 +4,7 @@
 # channel with an error. Prints LIAR-OK/LIAR-FAIL per mode; the status is the
 # number of modes xgpud did not refuse. Waits first until dom0 writes
 # data/xgpu-test-go (the honest domU has had its first run).
+echo "LIAR: waiting"
 i=0
 while [ "$(xenstore-read data/xgpu-test-go 2>/dev/null)" != 1 ]; do
 	i=$((i + 1))

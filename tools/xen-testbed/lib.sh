@@ -261,7 +261,7 @@ xtb_base() {
 	# glibc loads libgcc_s at run time (pthread_cancel, unwinding); xl needs it.
 	_xtb_put "$r" /lib/x86_64-linux-gnu/libgcc_s.so.1 /lib/x86_64-linux-gnu/libgcc_s.so.1
 	if [ "$kind" = dom0 ]; then
-		mkdir -p "$r"/{var/lib/xen,var/log/xen/console,etc/xen}
+		mkdir -p "$r"/{var/lib/xen,var/log/xen/console,etc/xen,run/xen}
 		ln -s ../run "$r/var/run"
 		cp "$XTB_ROOT/etc/xen/xl.conf" "$r/etc/xen/" 2>/dev/null || : >"$r/etc/xen/xl.conf"
 		cp "$XTB_DIR/dom0-lib.sh" "$r/xtb/lib.sh"
