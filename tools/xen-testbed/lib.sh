@@ -86,12 +86,8 @@ _xtb_download() {
 	local opt=()
 	[ "$(id -u)" -ne 0 ] || opt=(-o APT::Sandbox::User=root)
 	if ! (cd "$tmp" && apt-get download -q "${opt[@]}" "${need[@]}" >&2); then
-		xtb_log "download failed; refreshing package lists and trying once more"
-		apt-get update -qq >&2 || true
-		(cd "$tmp" && apt-get download -q "${opt[@]}" "${need[@]}" >&2) || {
-			rm -rf "$tmp"
-			xtb_die "apt-get download failed for: ${need[*]} (network? apt sources?)"
-		}
+		rm -rf "$tmp"
+		return 1
 	fi
 	mv "$tmp"/*.deb "$XTB_CACHE/debs/"
 	rm -rf "$tmp"
@@ -103,14 +99,40 @@ _xtb_download() {
 xtb_fetch() {
 	local list
 	list=$(_xtb_versions) || exit 1
+	_xtb_key "$list"
+	if [ ! -f "$XTB_ROOT/.complete" ]; then
+		# shellcheck disable=SC2086
+		if ! _xtb_download $list; then
+			# Stale lists name versions the mirror no longer has (security
+			# updates replace them): refresh, ask again, retry once.
+			xtb_log "download failed; refreshing the package lists and trying once more"
+			apt-get update -qq >&2 || xtb_die "apt-get update failed; cannot download the Xen packages"
+			list=$(XTB_PKG_LIST= _xtb_versions) || exit 1
+			_xtb_key "$list"
+			# shellcheck disable=SC2086
+			_xtb_download $list || xtb_die "apt-get download failed for the packages above (network? apt sources with bookworm and bookworm-security?)"
+		fi
+	fi
+	_xtb_extract "$list"
+	XTB_PKG_LIST=$list
+	XTB_KVER=$(ls "$XTB_ROOT/lib/modules")
+	XTB_XEN_ELF=$XTB_ROOT/xen.elf
+	XTB_VMLINUZ=$XTB_ROOT/vmlinuz
+}
+
+# _xtb_key LIST: the cache key of a package list, and its extraction dir.
+_xtb_key() {
 	XTB_KEY=$( (
-		echo "$list"
+		echo "$1"
 		echo layout-1
 	) | sha256sum | cut -c1-16)
 	XTB_ROOT=$XTB_CACHE/root-$XTB_KEY
+}
+
+# _xtb_extract LIST: unpacks the downloaded packages into XTB_ROOT once.
+_xtb_extract() {
+	local list=$1
 	if [ ! -f "$XTB_ROOT/.complete" ]; then
-		# shellcheck disable=SC2086
-		_xtb_download $list
 		local tmp=$XTB_ROOT.tmp.$$ pv p v deb
 		rm -rf "$tmp"
 		mkdir -p "$tmp"
@@ -138,10 +160,6 @@ xtb_fetch() {
 		mv "$tmp" "$XTB_ROOT"
 		xtb_log "extracted into $XTB_ROOT"
 	fi
-	XTB_PKG_LIST=$list
-	XTB_KVER=$(ls "$XTB_ROOT/lib/modules")
-	XTB_XEN_ELF=$XTB_ROOT/xen.elf
-	XTB_VMLINUZ=$XTB_ROOT/vmlinuz
 }
 
 # Library directories searched before the host's: the extracted Xen libraries
@@ -214,7 +232,7 @@ xtb_add() {
 # xtb_cpio DIR OUT: packs DIR as a newc archive (uncompressed: the kernel
 # unpacks it faster under the emulated CPU than it would gunzip it).
 xtb_cpio() {
-	(cd "$1" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) >"$2.tmp" && mv "$2.tmp" "$2"
+	(cd "$1" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc --quiet -R 0:0) >"$2.tmp.$$" && mv "$2.tmp.$$" "$2"
 }
 
 # xtb_busybox ROOTFS: busybox (the static one from the package) and its applets.
@@ -267,7 +285,10 @@ xtb_base() {
 		cp "$XTB_DIR/dom0-lib.sh" "$r/xtb/lib.sh"
 		cp "$XTB_VMLINUZ" "$r/xtb/vmlinuz"
 	fi
-	(cd "$r" && find . -mindepth 1 -not -type d) >"$XTB_BASE.list"
+	# Another run may build the same base at the same time: each writes
+	# its own temporary and renames it into place.
+	(cd "$r" && find . -mindepth 1 -not -type d) >"$XTB_BASE.list.$$"
+	mv "$XTB_BASE.list.$$" "$XTB_BASE.list"
 	xtb_cpio "$r" "$XTB_BASE"
 	rm -rf "$r"
 }
