@@ -120,6 +120,7 @@ if [ -n "$ID_liar" ]; then
 	go liar 1
 	if xtb_domu_wait liar 150; then
 		echo "liar done at $(up)s"
+		[ -n "$(xtb_domu_rc liar)" ] || echo "(the liar's domain is gone but its script reported no status; last xl domid error: $(cat /tmp/xtb-domid.err))"
 		xtb_domu_show liar | grep -e 'LIAR' -e 'ERROR' | grep -v ': wrote ' | head -n 60
 		rc=$(xtb_domu_rc liar)
 		if [ "$rc" = 0 ]; then

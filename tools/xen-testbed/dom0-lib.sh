@@ -26,10 +26,17 @@ xtb_domu_cfg() {
 xtb_domu_log() { echo "/var/log/xen/console/guest-$1.log"; }
 
 # xtb_domu_wait NAME SECONDS: waits until guest NAME is gone (it powered off);
-# fails if it is still there after SECONDS.
+# fails if it is still there after SECONDS. `xl domid` now and then fails for
+# a live guest while other programs write to xenstore, so a guest counts as
+# gone only after three failures in a row.
 xtb_domu_wait() {
-	local i=0
-	while xl domid "$1" >/dev/null 2>&1; do
+	local i=0 gone=0
+	while [ "$gone" -lt 3 ]; do
+		if xl domid "$1" >/dev/null 2>/tmp/xtb-domid.err; then
+			gone=0
+		else
+			gone=$((gone + 1))
+		fi
 		i=$((i + 1))
 		[ "$i" -gt "$(($2 * 5))" ] && return 1
 		sleep 0.2
