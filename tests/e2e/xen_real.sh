@@ -8,7 +8,8 @@
 #   xgpu stage (tests/xen/dom0-xgpu.sh): xgpud with the Xen transport serves
 #     an honest domU's vectorAdd (verified, and counted in xl-gpu stats),
 #     refuses every lie of a domU running xenliar and stays up, then serves
-#     the honest domU again; it exits cleanly, and nothing tripped a sanitizer.
+#     the honest domU again, and again while the liar lies once more; it
+#     exits cleanly, and nothing tripped a sanitizer.
 #
 # XGPU_XEN_TEST=0 skips it (saying so); XGPU_XEN_STAGE=smoke runs only the
 # smoke stage. Guest packages are cached under ${XGPU_CACHE_DIR:-~/.cache/xgpu}.
@@ -74,7 +75,8 @@ esac
 if [ "$stage" = smoke ]; then
 	grep -q "^CHECK ok domu-console" "$T/dom0.out" || fail "the smoke domU's console check did not run"
 else
-	for c in xgpud-up honest-vectoradd stats-calls liar-refused xgpud-survives-liar honest-after-liar xgpud-exit; do
+	for c in xgpud-up honest-vectoradd stats-calls liar-refused xgpud-survives-liar honest-after-liar \
+		honest-during-liar xgpud-survives-concurrent-liar xgpud-exit; do
 		grep -q "^CHECK ok $c\$" "$T/dom0.out" || fail "check $c did not pass in dom0"
 	done
 fi
