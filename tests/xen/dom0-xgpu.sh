@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC3043,SC2154  # busybox ash; sourced by dom0.sh
 # dom0-xgpu.sh - xgpu stage of tests/e2e/xen_real.sh, sourced by dom0.sh in
 # dom0 (ok/bad/fails/up and /xtb/lib.sh come from there).
 #   1. xgpud --transport xen --executor sim runs in dom0;
@@ -83,7 +84,7 @@ else
 	bad xgpud-up "xgpud --transport xen is not up (exited, or no answer to xl-gpu list in 30 s): $(tail -n 5 $XLOG)"
 fi
 
-ID_honest= ID_liar=
+ID_honest='' ID_liar=''
 if xgpud_alive; then
 	create honest
 	if [ -f /xtb/domu-liar.cpio ]; then

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC3043  # busybox ash has local
 # domu-honest.sh - the honest guest of tests/e2e/xen_real.sh: runs vectorAdd
 # through our frontend over the Xen transport when dom0 writes the round to
 # data/xgpu-test-go in its xenstore directory: round 1 once both domUs are

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC3043  # busybox ash has local
 # domu-liar.sh - the lying guest of tests/e2e/xen_real.sh: xenliar lies to
 # xgpud in each mode (xenliar exits 0 only when xgpud refused or closed the
 # channel with an error), in two passes, each started when dom0 writes the

@@ -20,7 +20,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-tmo=240 log= mem=2048 smp=2 xen_args= initrd= mk=()
+tmo=240 log='' mem=2048 smp=2 xen_args='' initrd='' mk=()
 while (($#)); do
 	case $1 in
 	--timeout) tmo=$2; shift 2 ;;

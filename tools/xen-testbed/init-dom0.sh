@@ -29,7 +29,7 @@ xen-init-dom0 >/tmp/xen-init-dom0.log 2>&1 || fail "xen-init-dom0: $(cat /tmp/xe
 xenconsoled -i --log=guest --log-dir=/var/log/xen/console >/var/log/xen/xenconsoled.log 2>&1 &
 [ -f /xtb/env ] && . /xtb/env
 echo "XTB-BEGIN dom0 up at $(up)s"
-cd /xtb
+cd /xtb || exit 125
 sh /xtb/run </dev/null 2>&1
 rc=$?
 echo "XTB-END at $(up)s"

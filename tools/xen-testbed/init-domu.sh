@@ -15,7 +15,7 @@ for m in xen-evtchn xen-gntdev xen-gntalloc; do
 done
 [ -f /xtb/env ] && . /xtb/env
 echo "XTB-DOMU-BEGIN up at $(cut -d' ' -f1 /proc/uptime)s"
-cd /xtb
+cd /xtb || exit 1
 sh /xtb/run </dev/null 2>&1
 echo "XTB-DOMU-RC=$?"
 poweroff -f

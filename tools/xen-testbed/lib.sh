@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # lib.sh - shared by the xen-testbed scripts (sourced, not run): the package
 # cache (Debian's Xen 4.17, kernel and busybox, downloaded and extracted, never
 # installed on the host) and the initramfs assembly (files + the shared
@@ -107,7 +108,7 @@ xtb_fetch() {
 			# updates replace them): refresh, ask again, retry once.
 			xtb_log "download failed; refreshing the package lists and trying once more"
 			apt-get update -qq >&2 || xtb_die "apt-get update failed; cannot download the Xen packages"
-			list=$(XTB_PKG_LIST= _xtb_versions) || exit 1
+			list=$(XTB_PKG_LIST='' _xtb_versions) || exit 1
 			_xtb_key "$list"
 			# shellcheck disable=SC2086
 			_xtb_download $list || xtb_die "apt-get download failed for the packages above (network? apt sources with bookworm and bookworm-security?)"
@@ -116,7 +117,7 @@ xtb_fetch() {
 	_xtb_extract "$list"
 	XTB_PKG_LIST=$list
 	XTB_KVER=$(ls "$XTB_ROOT/lib/modules")
-	XTB_XEN_ELF=$XTB_ROOT/xen.elf
+	export XTB_XEN_ELF=$XTB_ROOT/xen.elf
 	XTB_VMLINUZ=$XTB_ROOT/vmlinuz
 }
 

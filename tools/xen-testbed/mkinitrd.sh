@@ -23,7 +23,7 @@ set -euo pipefail
 kind=${1:-}
 [ "$kind" = dom0 ] || [ "$kind" = domu ] || xtb_die "usage: mkinitrd.sh dom0|domu -o OUT [--file SRC[:DEST]] [--dir SRC:DEST] [--lib-path DIRS] [--env NAME=VALUE] SCRIPT"
 shift
-out= script= files=() dirs=() envs=()
+out='' script='' files=() dirs=() envs=()
 XTB_LIB_PATH=
 while (($#)); do
 	case $1 in
@@ -43,7 +43,8 @@ export XTB_LIB_PATH
 
 xtb_fetch
 xtb_base "$kind"
-XTB_HAVE=$XTB_BASE.list
+XTB_HAVE=$XTB_BASE.list # read by xtb_add_libs
+export XTB_HAVE
 
 r=$(mktemp -d "${TMPDIR:-/tmp}/xtb-initrd.XXXXXX")
 trap 'rm -rf "$r" "$r.cpio"' EXIT
