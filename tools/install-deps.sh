@@ -5,6 +5,9 @@
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev liblz4-dev jq procps)
+# The real-Xen test (tools/xen-testbed, tests/e2e/xen_real.sh) boots Xen under QEMU;
+# the guest packages themselves are downloaded into a cache, never installed.
+PACKAGES+=(qemu-system-x86 cpio)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,207 @@
+# shellcheck shell=sh disable=SC3043,SC2154  # busybox ash; sourced by dom0.sh
+# dom0-xgpu.sh - xgpu stage of tests/e2e/xen_real.sh, sourced by dom0.sh in
+# dom0 (ok/bad/fails/up and /xtb/lib.sh come from there).
+#   1. xgpud --transport xen --executor sim runs in dom0;
+#   2. domUs "honest" and "liar" are created with a gpu = [...] line (xl-gpu
+#      create, or xl create + xl-gpu attach while create does not exist) and
+#      boot together (a domU boot is the slow part under QEMU); each waits
+#      for its turn, given by a xenstore key;
+#   3. the honest domU runs vectorAdd through our frontend over Xen:
+#      verified=yes on its console, and xl-gpu stats shows its domid with
+#      calls > 0;
+#   4. told to go (a xenstore key), the liar runs xenliar in each mode: every
+#      lie must be refused, and xgpud must stay up;
+#   5. told to go, the honest domU runs vectorAdd again and it verifies;
+#   6. the liar lies again while the honest domU runs vectorAdd three times:
+#      every run verifies, xgpud stays up;
+#   7. xgpud stops cleanly on SIGTERM; no sanitizer report anywhere.
+export XGPU_SOCKET=/run/xgpud.sock
+XLOG=/tmp/xgpud.log
+GPU_LINE='gpu = [ "gpus=0, credit=512" ]'
+echo "== xgpu stage at $(up)s"
+
+# xl-gpu create when it exists, else xl create + xl-gpu attach.
+gpu_create() {
+	local cfg=$1 name=$2 id
+	if xl-gpu --help 2>&1 | grep -q '^ *create '; then
+		xl-gpu create "$cfg" 2>&1
+		return
+	fi
+	echo "(xl-gpu has no create command: xl create + xl-gpu attach)"
+	xl create "$cfg" 2>&1 || return 1
+	id=$(xl domid "$name") || return 1
+	xl-gpu attach "$id" "$cfg" 2>&1
+}
+
+# create NAME: a domU from /xtb/domu-NAME.cpio with a GPU; sets its domid
+# in ID_<NAME>.
+create() {
+	local cfg out
+	cfg=$(xtb_domu_cfg "$1" "/xtb/domu-$1.cpio" "$GPU_LINE")
+	if out=$(gpu_create "$cfg" "$1"); then
+		ok "gpu-create-$1"
+	else
+		bad "gpu-create-$1" "$out"
+		echo "dom0 memory (MB): $(free -m | awk '/^Mem:/ {print "total " $2 ", used " $3 ", free " $4}')"
+		echo "xgpud: $(grep -E '^Vm(RSS|Size)' /proc/$XPID/status 2>/dev/null | tr -s ' \t\n' ' ')"
+	fi
+	echo "$out" | grep -v -e '^Parsing config' -e '^$' | tail -n 5
+	eval "ID_$1=\$(xl domid $1 2>/dev/null)"
+}
+
+# go NAME: lets the domU's script go on past its next wait.
+go() { xenstore-write "/local/domain/$(xl domid "$1")/data/xgpu-test-go" "$2"; }
+
+# wait_log NAME PATTERN SECONDS: until guest NAME's console shows PATTERN.
+wait_log() {
+	local i=0
+	while ! grep -q "$2" "$(xtb_domu_log "$1")" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -gt "$(($3 * 5))" ] && return 1
+		sleep 0.2
+	done
+}
+
+xgpud_alive() { kill -0 "$XPID" 2>/dev/null; }
+
+# calls DOMID: the domain's call count from xl-gpu stats --json (empty if absent).
+calls() { xl-gpu stats --json 2>/dev/null | jq -e --argjson d "$1" '.domains[] | select(.domid == $d) | .calls' 2>/dev/null; }
+
+xgpud --transport xen --executor sim --foreground --log-level info >"$XLOG" 2>&1 &
+XPID=$!
+i=0
+while ! xl-gpu list >/dev/null 2>&1; do
+	i=$((i + 1))
+	if [ "$i" -gt 150 ] || ! xgpud_alive; then
+		break
+	fi
+	sleep 0.2
+done
+if xl-gpu list >/dev/null 2>&1; then
+	ok xgpud-up
+	echo "xgpud up at $(up)s"
+else
+	bad xgpud-up "xgpud --transport xen is not up (exited, or no answer to xl-gpu list in 30 s): $(tail -n 5 $XLOG)"
+fi
+
+ID_honest='' ID_liar=''
+if xgpud_alive; then
+	create honest
+	if [ -f /xtb/domu-liar.cpio ]; then
+		create liar
+	else
+		bad liar-refused "no lying domU: xenliar was not built (tests/tools/xenliar.c)"
+	fi
+	echo "domUs created at $(up)s: honest=${ID_honest:-none} liar=${ID_liar:-none}"
+fi
+
+if [ -n "$ID_honest" ]; then
+	wait_log honest 'HONEST: waiting' 120 || bad honest-boot "the honest domU did not come up in 120 s"
+	[ -z "$ID_liar" ] || wait_log liar 'LIAR: waiting' 120 || bad liar-boot "the lying domU did not come up in 120 s"
+	echo "domUs up at $(up)s"
+	go honest 1
+	if wait_log honest 'HONEST: round 1 done' 150; then
+		echo "honest round 1 done at $(up)s"
+		if grep -q 'HONEST-1: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
+			ok honest-vectoradd
+		else
+			bad honest-vectoradd "no verified=yes from the honest domU's first run"
+		fi
+		n=$(calls "$ID_honest")
+		if [ -n "$n" ] && [ "$n" -gt 0 ]; then
+			ok stats-calls
+			echo "xl-gpu stats: domid $ID_honest made $n calls"
+		else
+			bad stats-calls "xl-gpu stats --json shows no calls for domid $ID_honest: $(xl-gpu stats --json 2>&1 | head -c 600)"
+		fi
+	else
+		bad honest-vectoradd "the honest domU (domid $ID_honest) did not finish its first run in 150 s"
+	fi
+fi
+
+if [ -n "$ID_liar" ]; then
+	go liar 1
+	if wait_log liar 'LIAR: pass 1 done' 150; then
+		echo "liar pass 1 done at $(up)s"
+		if grep -q 'LIAR1-FAIL' "$(xtb_domu_log liar)"; then
+			bad liar-refused "xgpud did not refuse: $(grep 'LIAR1-FAIL' "$(xtb_domu_log liar)" | tr '\n' ' ')"
+		else
+			ok liar-refused
+		fi
+	else
+		bad liar-refused "the lying domU did not finish its first pass in 150 s"
+	fi
+	if xgpud_alive; then
+		ok xgpud-survives-liar
+	else
+		bad xgpud-survives-liar "xgpud died while the lying domU ran"
+	fi
+fi
+
+if [ -n "$ID_honest" ] && xgpud_alive; then
+	go honest 2
+	if wait_log honest 'HONEST: round 2 done' 120; then
+		echo "honest round 2 done at $(up)s"
+		if grep -q 'HONEST-2: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
+			ok honest-after-liar
+		else
+			bad honest-after-liar "the honest domU's run after the liar did not verify"
+		fi
+	else
+		bad honest-after-liar "the honest domU did not finish its second run in 120 s"
+	fi
+fi
+
+# Both at once: the liar's second pass while the honest guest runs three
+# programs; each must still compute the right result.
+if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
+	go liar 2
+	go honest 3
+	wait_log honest 'HONEST: round 3 done' 150 || bad honest-during-liar "the honest domU did not finish round 3 in 150 s"
+	echo "honest round 3 done at $(up)s"
+	n=$(grep -c 'HONEST-3[abc]: RESULT .*verified=yes' "$(xtb_domu_log honest)")
+	if [ "$n" = 3 ]; then
+		ok honest-during-liar
+	else
+		bad honest-during-liar "$((3 - n)) of 3 vectorAdd runs did not verify while the liar lied: $(grep -e 'HONEST-3.: RESULT' -e 'HONEST-3.: Result' "$(xtb_domu_log honest)" | tr '\n' ' ')"
+	fi
+	wait_log liar 'LIAR: pass 2 done' 150 || bad liar-pass2 "the lying domU did not finish its second pass in 150 s"
+	echo "liar pass 2 done at $(up)s"
+	if xgpud_alive; then
+		ok xgpud-survives-concurrent-liar
+	else
+		bad xgpud-survives-concurrent-liar "xgpud died during the liar's second pass"
+	fi
+fi
+for g in honest liar; do
+	[ -n "$(eval echo \$ID_$g)" ] || continue
+	xtb_domu_wait "$g" 60 || {
+		echo "$g still runs; destroying it"
+		xl destroy "$g" 2>/dev/null
+	}
+done
+xtb_domu_show liar | grep -e 'LIAR' -e 'ERROR' | head -n 80
+xtb_domu_show honest | grep -e 'HONEST' -e 'rror' | head -n 60
+
+if xgpud_alive; then
+	kill -TERM "$XPID"
+	wait "$XPID"
+	st=$?
+	[ "$st" = 0 ] && ok xgpud-exit || bad xgpud-exit "xgpud exited with status $st on SIGTERM"
+else
+	wait "$XPID"
+	bad xgpud-exit "xgpud was gone before the end (status $?)"
+fi
+if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$XLOG"; then
+	bad xgpud-sanitizer "sanitizer report in xgpud's log"
+fi
+for g in honest liar; do
+	if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$(xtb_domu_log $g)" 2>/dev/null; then
+		bad "$g-sanitizer" "sanitizer report on the $g domU's console"
+		xtb_domu_show "$g" | grep -A 30 -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' | head -n 40
+	fi
+done
+if [ "$fails" -gt 0 ]; then
+	echo "---- xgpud log (last 60 lines)"
+	tail -n 60 "$XLOG"
+fi

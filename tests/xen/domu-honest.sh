@@ -1,0 +1,42 @@
+#!/bin/sh
+# shellcheck disable=SC3043  # busybox ash has local
+# domu-honest.sh - the honest guest of tests/e2e/xen_real.sh: runs vectorAdd
+# through our frontend over the Xen transport when dom0 writes the round to
+# data/xgpu-test-go in its xenstore directory: round 1 once both domUs are
+# up, round 2 after the liar's first pass, round 3 (three runs, HONEST-3a..c)
+# while the liar lies again. Results go to the console with HONEST-<run>:
+# prefixes; "HONEST: round <n> done" ends each round.
+run() {
+	env ${XGPU_PRELOAD:+LD_PRELOAD=$XGPU_PRELOAD} LD_LIBRARY_PATH=/xgpu/lib XGPU_TRANSPORT=xen \
+		/xgpu/bin/vectorAdd -n 20000 -i 2 >/tmp/va$1.out 2>&1
+	local rc=$?
+	sed "s/^/HONEST-$1: /" /tmp/va$1.out | tail -n 40
+	echo "HONEST-$1: status $rc, $(wc -c </tmp/va$1.out) bytes of output"
+	[ "$rc" = 0 ] || fails=$((fails + 1))
+}
+# wait_go N: until dom0 writes N to data/xgpu-test-go (3 minutes at most).
+wait_go() {
+	local i=0
+	while [ "$(xenstore-read data/xgpu-test-go 2>/dev/null)" != "$1" ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 900 ]; then
+			echo "HONEST: dom0 never said go $1"
+			exit 99
+		fi
+		sleep 0.2
+	done
+}
+fails=0
+echo "HONEST: waiting"
+wait_go 1
+run 1
+echo "HONEST: round 1 done"
+wait_go 2
+run 2
+echo "HONEST: round 2 done"
+wait_go 3
+run 3a
+run 3b
+run 3c
+echo "HONEST: round 3 done"
+exit "$fails"

@@ -1,0 +1,42 @@
+#!/bin/sh
+# shellcheck disable=SC3043  # busybox ash has local
+# domu-liar.sh - the lying guest of tests/e2e/xen_real.sh: xenliar lies to
+# xgpud in each mode (xenliar exits 0 only when xgpud refused or closed the
+# channel with an error), in two passes, each started when dom0 writes the
+# pass number to data/xgpu-test-go in this domain's xenstore directory: pass 1
+# alone, pass 2 while the honest guest runs programs. Prints LIAR<pass>-OK or
+# LIAR<pass>-FAIL per mode and "LIAR: pass <n> done"; the exit status is the
+# number of lies xgpud did not refuse.
+wait_go() {
+	local i=0
+	while [ "$(xenstore-read data/xgpu-test-go 2>/dev/null)" != "$1" ]; do
+		i=$((i + 1))
+		if [ "$i" -gt 900 ]; then
+			echo "LIAR: dom0 never said go $1"
+			exit 99
+		fi
+		sleep 0.2
+	done
+	echo "LIAR: go $1 at $(cut -d' ' -f1 /proc/uptime)s"
+}
+fails=0
+lie() {
+	for mode in ${XENLIAR_MODES:-bad-ref-count huge-ref-count foreign-port out-of-order rewrite-ring-ref vanish bad-protocol}; do
+		/xgpu/bin/xenliar "$mode" >/tmp/liar.out 2>&1
+		rc=$?
+		grep -v ': wrote ' /tmp/liar.out | sed "s/^/LIAR$1 $mode: /" | tail -n 8
+		if [ "$rc" = 0 ]; then
+			echo "LIAR$1-OK $mode"
+		else
+			echo "LIAR$1-FAIL $mode (xenliar status $rc)"
+			fails=$((fails + 1))
+		fi
+	done
+	echo "LIAR: pass $1 done"
+}
+echo "LIAR: waiting"
+wait_go 1
+lie 1
+wait_go 2
+lie 2
+exit "$fails"

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# boot.sh - boots Debian's Xen 4.17 with a PV dom0 under QEMU's software CPU
+# (no KVM, no Xen on the host) and runs a script as root in dom0.
+#
+#   boot.sh [options] [mkinitrd options] SCRIPT
+#
+#   --timeout SECONDS   kill the VM after this long (default 240); exit 124
+#   --log FILE          keep the whole serial console (Xen + dom0) in FILE
+#   --mem MB            machine memory (default 2048; dom0 gets 1024)
+#   --smp N             CPUs (default 2)
+#   --xen-args ARGS     appended to the Xen command line (e.g. sched=credit)
+#   --initrd FILE       keep the built dom0 initramfs in FILE
+#   --file/--dir/--lib-path/--env  passed to mkinitrd.sh dom0 (see there)
+#
+# dom0 has xenstored, xenconsoled (guest consoles in
+# /var/log/xen/console/guest-<name>.log), xl, xenstore-*, the guest kernel at
+# /xtb/vmlinuz and helpers in /xtb/lib.sh. SCRIPT's output is printed on
+# stdout; boot.sh exits with SCRIPT's exit status, 124 if the VM ran out of
+# time, 125 if the VM ended without reporting one.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+tmo=240 log='' mem=2048 smp=2 xen_args='' initrd='' mk=()
+while (($#)); do
+	case $1 in
+	--timeout) tmo=$2; shift 2 ;;
+	--log) log=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--xen-args) xen_args=$2; shift 2 ;;
+	--initrd) initrd=$2; shift 2 ;;
+	--file | --dir | --lib-path | --env) mk+=("$1" "$2"); shift 2 ;;
+	-*) xtb_die "boot.sh: unknown option $1" ;;
+	*) mk+=("$1"); shift ;;
+	esac
+done
+command -v qemu-system-x86_64 >/dev/null || xtb_die "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86; tools/install-deps.sh does it)"
+command -v cpio >/dev/null || xtb_die "cpio is not installed (apt-get install cpio)"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/xtb-boot.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+[ -n "$initrd" ] || initrd=$work/dom0.cpio
+[ -n "$log" ] || log=$work/serial.log
+
+t0=$(date +%s.%N)
+xtb_fetch
+XTB_PKG_LIST=$XTB_PKG_LIST "$(dirname "$0")/mkinitrd.sh" dom0 -o "$initrd" "${mk[@]}"
+t1=$(date +%s.%N)
+
+# -cpu max,-smap: with SMAP visible, dom0 dies at its first trap under TCG.
+# Xen owns the serial port; dom0's console (hvc0) goes through Xen to it.
+rc=0
+timeout -k 5 "$tmo" qemu-system-x86_64 -accel tcg,thread=multi -cpu max,-smap \
+	-m "$mem" -smp "$smp" -nographic -no-reboot -serial mon:stdio -monitor none \
+	-kernel "$XTB_XEN_ELF" \
+	-append "console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=$smp loglvl=warning guest_loglvl=warning $xen_args" \
+	-initrd "$XTB_VMLINUZ console=hvc0 earlyprintk=xen panic=-1 loglevel=4,$initrd" \
+	</dev/null 2>&1 | tr -d '\r' >"$log" || rc=$?
+t2=$(date +%s.%N)
+
+# The script's output: between the markers, without the hypervisor's lines.
+sed -n '/^XTB-BEGIN/,/^XTB-RC=/p' "$log" | grep -av -e '^(XEN)' -e '^XTB-BEGIN' -e '^XTB-END' -e '^XTB-RC=' || true
+grep -a '^XTB-ERROR' "$log" >&2 || true
+src=$(sed -n 's/^XTB-RC=\([0-9]*\)$/\1/p' "$log" | tail -n1)
+begin=$(sed -n 's/^XTB-BEGIN dom0 up at \([0-9.]*\)s.*/\1/p' "$log")
+xtb_log "$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v u="${begin:-?}" \
+	'BEGIN { printf "initramfs %.1fs, VM %.1fs (dom0 script started at dom0 uptime %ss)", b - a, c - b, u }')"
+if [ -n "$src" ]; then
+	exit "$src"
+fi
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	xtb_log "the VM did not finish within ${tmo}s; last console lines:"
+	tail -n 30 "$log" >&2
+	exit 124
+fi
+xtb_log "the VM ended (qemu status $rc) without reporting the script's status; last console lines:"
+tail -n 30 "$log" >&2
+exit 125
