@@ -265,6 +265,20 @@ static void read_live_keys(struct xb_dev *dev)
 			continue; /* removed: the value stays */
 		struct xgpu_gpuspec s;
 		char err[192];
+		/* mem-limit "0" is what xl-gpu writes for "no limit": the daemon's default. */
+		if (!garbage && !strcmp(live_keys[i], "mem-limit") && !strcmp(raw, "0")) {
+			dev->spec.has_mem = false;
+			if (dom) {
+				struct xgpud *d = dom->d;
+				uint64_t lim = d->o.mem_limit && d->o.mem_limit < dom->gpu->total_mem
+						   ? d->o.mem_limit
+						   : dom->gpu->total_mem;
+				__atomic_store_n(&dom->mem_limit, lim, __ATOMIC_RELAXED);
+				xlog_info("domain %s: memory limit back to the default (xenstore %s = 0)",
+					  dom->name, path);
+			}
+			continue;
+		}
 		if (garbage || parse_item(spec_item(live_keys[i]), raw, &s, err, sizeof err) < 0) {
 			xlog_warn("%s = '%.64s': %s; ignored", path, raw ? raw : "(unreadable)",
 				  garbage ? "unreadable" : err);

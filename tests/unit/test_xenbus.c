@@ -692,6 +692,11 @@ static void test_live_keys(void **state)
 	wr(BE "/1/0/mem-limit", "1G");
 	WAIT_UNTIL(__atomic_load_n(&dom->mem_limit, __ATOMIC_RELAXED) == (1ull << 30) ||
 		   dom->gpu->total_mem < (1ull << 30));
+	/* "0" (xl-gpu's "no limit") restores the default, without a warning. */
+	wr(BE "/1/0/mem-limit", "0");
+	WAIT_UNTIL(log_has_now("memory limit back to the default"));
+	assert_true(__atomic_load_n(&dom->mem_limit, __ATOMIC_RELAXED) == dom->gpu->total_mem);
+	assert_false(log_has("mem-limit = '0'"));
 
 	struct xgpu_sched *s = T.d.gpus[0].sched;
 	wr(BE "/policy", "accc");
