@@ -107,6 +107,27 @@ static uint64_t env_size(const char *name, uint64_t dflt)
 	return v;
 }
 
+int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, size_t errlen)
+{
+	if (ack->magic != XGPU_PROTO_MAGIC) {
+		snprintf(err, errlen, "%s (bad handshake magic)", peer);
+		return cudaErrorNoDevice;
+	}
+	if (ack->version != XGPU_PROTO_VERSION) {
+		snprintf(err, errlen,
+			 "protocol version mismatch: this libcudart.so.13 speaks xgpu protocol %u, xgpud "
+			 "speaks %u; install matching versions",
+			 XGPU_PROTO_VERSION, ack->version);
+		return cudaErrorInsufficientDriver;
+	}
+	if (ack->status != 0) {
+		ack->message[sizeof ack->message - 1] = '\0';
+		snprintf(err, errlen, "xgpud refused the channel: %s", ack->message);
+		return ack->status;
+	}
+	return 0;
+}
+
 /* XGPU_TRANSPORT=local|xen wins; else Xen in a domU (or on xgpu-xenstub),
  * local everywhere else, dom0 included. */
 static const struct xgpu_fe_transport_ops *pick_transport(bool loud)

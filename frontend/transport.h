@@ -41,6 +41,11 @@ struct xgpu_fe_transport_ops {
 	void (*abandon)(struct xgpu_fe_chan *ch);
 };
 
+/* Checks xgpud's answer to the handshake for every transport: 0, or a
+ * cudaError_t with a message for the user in err (peer names where the
+ * answer came from, for the bad-magic case). */
+int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, size_t errlen);
+
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_local;
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_xen;
 

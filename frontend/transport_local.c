@@ -116,25 +116,10 @@ static int local_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(v
 		snprintf(err, errlen, "xgpud at %s did not answer the handshake", path);
 		goto fail;
 	}
-	if (ack->magic != XGPU_PROTO_MAGIC) {
-		snprintf(err, errlen, "%s is not an xgpud socket (bad handshake magic)", path);
+	char peer[300];
+	snprintf(peer, sizeof peer, "%s is not an xgpud socket", path);
+	if ((status = xgpu_fe_check_ack(ack, peer, err, errlen)) != 0)
 		goto fail;
-	}
-	if (ack->version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen,
-			 "protocol version mismatch: this libcudart.so.13 speaks xgpu protocol %u, xgpud "
-			 "speaks %u; "
-			 "install matching versions",
-			 XGPU_PROTO_VERSION, ack->version);
-		status = cudaErrorInsufficientDriver;
-		goto fail;
-	}
-	if (ack->status != 0) {
-		ack->message[sizeof ack->message - 1] = '\0';
-		snprintf(err, errlen, "xgpud refused the channel: %s", ack->message);
-		status = ack->status;
-		goto fail;
-	}
 	ch->region = region;
 	ch->region_size = region_size;
 	ch->priv = lc;

@@ -359,25 +359,6 @@ static int find_device(struct xen_chan *xc, char *err, size_t errlen)
 	return 0;
 }
 
-static int check_ack(const struct xgpu_hello_ack *ack, uint32_t domid, char *err, size_t errlen)
-{
-	if (ack->magic != XGPU_PROTO_MAGIC) {
-		snprintf(
-		    err, errlen,
-		    "xgpud's answer in the root page of domain %u's channel is not a handshake (bad magic)",
-		    domid);
-		return cudaErrorNoDevice;
-	}
-	if (ack->version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen,
-			 "protocol version mismatch: this libcudart.so.13 speaks xgpu protocol %u, xgpud "
-			 "speaks %u; install matching versions",
-			 XGPU_PROTO_VERSION, ack->version);
-		return cudaErrorInsufficientDriver;
-	}
-	return 0;
-}
-
 static void xen_release(struct xen_chan *xc)
 {
 	struct xen_share *s = xc->segs;
@@ -495,14 +476,10 @@ static int xen_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(voi
 		goto fail;
 	}
 	memcpy(ack, &xc->region.root->ack, sizeof *ack);
-	if ((status = check_ack(ack, xc->domid, err, errlen)) != 0)
+	char peer[96];
+	snprintf(peer, sizeof peer, "the root page of domain %u's channel holds no xgpud answer", xc->domid);
+	if ((status = xgpu_fe_check_ack(ack, peer, err, errlen)) != 0)
 		goto fail;
-	if (ack->status != 0) {
-		ack->message[sizeof ack->message - 1] = '\0';
-		snprintf(err, errlen, "xgpud refused the channel: %s", ack->message);
-		status = ack->status;
-		goto fail;
-	}
 	xc->be_alive_seen = __atomic_load_n(&xc->region.root->be_alive, __ATOMIC_ACQUIRE) != 0;
 	set_state(xc, XGPU_XB_CONNECTED);
 	ch->region = xc->region.pages;
