@@ -78,7 +78,8 @@ if [ "$stage" = smoke ]; then
 	grep -q "^CHECK ok domu-console" "$T/dom0.out" || fail "the smoke domU's console check did not run"
 else
 	for c in xgpud-up honest-vectoradd stats-calls liar-refused xgpud-survives-liar honest-after-liar \
-		honest-during-liar xgpud-survives-concurrent-liar xgpud-exit; do
+		honest-during-liar xgpud-survives-concurrent-liar policy-live hyp-xen-weight xenstore-credit-live detach \
+		xgpud-exit; do
 		grep -q "^CHECK ok $c\$" "$T/dom0.out" || fail "check $c did not pass in dom0"
 	done
 fi

@@ -14,6 +14,10 @@
 #   5. told to go, the honest domU runs vectorAdd again and it verifies;
 #   6. the liar lies again while the honest domU runs vectorAdd three times:
 #      every run verifies, xgpud stays up;
+#   Between rounds: xl-gpu policy xc and xl-gpu credit (and xenstore-write)
+#      apply live through xenstore; under xc the xen schedule source shows
+#      the hypervisor's CPU weight of the domain and follows `xl sched-credit2
+#      -w`; xl-gpu detach is acknowledged and removes both directories;
 #   7. xgpud stops cleanly on SIGTERM; no sanitizer report anywhere.
 export XGPU_SOCKET=/run/xgpud.sock
 XLOG=/tmp/xgpud.log
@@ -119,6 +123,52 @@ if [ -n "$ID_honest" ]; then
 	fi
 fi
 
+# stat DOMID KEY: one of the domain's numbers from xl-gpu stats --json.
+stat() { xl-gpu stats --json 2>/dev/null | jq -e --argjson d "$1" --arg k "$2" '.domains[] | select(.domid == $d) | .[$k]' 2>/dev/null; }
+# until_stat DOMID KEY VALUE SECONDS: waits for the stat to read VALUE.
+until_stat() {
+	local i=0
+	while [ "$(stat "$1" "$2")" != "$3" ]; do
+		i=$((i + 1))
+		[ "$i" -gt "$(($4 * 5))" ] && return 1
+		sleep 0.2
+	done
+}
+# sched_weight NAME: the domain's CPU weight as xl shows it (credit2, Debian's
+# default scheduler, or credit).
+sched_weight() { { xl sched-credit2 -d "$1" 2>/dev/null || xl sched-credit -d "$1" 2>/dev/null; } | awk 'NR == 2 {print $3}'; }
+
+# Policy through xenstore, applied live: xc coordinates with the CPU
+# scheduler through the xen schedule source (xgpud's default on real Xen),
+# which reads weights from the hypervisor with libxenctrl while there is work.
+if [ -n "$ID_honest" ] && xgpud_alive; then
+	xl-gpu policy xc >/dev/null 2>&1
+	i=0
+	while [ "$(xl-gpu stats --json 2>/dev/null | jq -r .policy)" != xc ] && [ "$i" -lt 25 ]; do
+		i=$((i + 1))
+		sleep 0.2
+	done
+	src=$(xl-gpu stats --json 2>/dev/null | jq -r '.policy + " " + .hyp_source')
+	if [ "$src" = "xc xen" ]; then
+		ok policy-live
+	else
+		bad policy-live "policy and schedule source are '$src' after xl-gpu policy xc, not 'xc xen'"
+	fi
+	# Credit through xenstore, applied live: xl-gpu (Xen mode in dom0) and a
+	# plain xenstore-write do the same.
+	xl-gpu credit honest -w 1024 >/dev/null 2>&1
+	if until_stat "$ID_honest" credit 1024 5; then
+		xenstore-write "/local/domain/0/backend/vgpu/$ID_honest/0/credit" 768
+		if until_stat "$ID_honest" credit 768 5; then
+			ok xenstore-credit-live
+		else
+			bad xenstore-credit-live "credit $(stat "$ID_honest" credit) after xenstore-write 768"
+		fi
+	else
+		bad xenstore-credit-live "credit $(stat "$ID_honest" credit) after xl-gpu credit honest -w 1024"
+	fi
+fi
+
 if [ -n "$ID_liar" ]; then
 	go liar 1
 	if wait_log liar 'LIAR: pass 1 done' 150; then
@@ -151,6 +201,20 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 		bad honest-after-liar "the honest domU did not finish its second run in 120 s"
 	fi
 fi
+# Round 2 ran under xc: the schedule source has read the domain's CPU weight
+# from the hypervisor. Change it with xl; round 3 must see the new one.
+W0=''
+if [ -n "$ID_honest" ] && xgpud_alive; then
+	W0=$(sched_weight honest)
+	w=$(stat "$ID_honest" cpu_weight)
+	if [ -n "$W0" ] && [ "$w" = "$W0" ]; then
+		echo "xen source: cpu_weight $w, as xl shows it"
+		{ xl sched-credit2 -d honest -w 512 2>/dev/null || xl sched-credit -d honest -w 512; } >/dev/null
+	else
+		bad hyp-xen-weight "cpu_weight '$w' in xl-gpu stats after round 2, '$W0' in xl"
+		W0=''
+	fi
+fi
 
 # Both at once: the liar's second pass while the honest guest runs three
 # programs; each must still compute the right result.
@@ -173,6 +237,27 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 		bad xgpud-survives-concurrent-liar "xgpud died during the liar's second pass"
 	fi
 fi
+if [ -n "$W0" ]; then
+	if until_stat "$ID_honest" cpu_weight 512 5; then
+		ok hyp-xen-weight
+		echo "xen source: cpu_weight 512 after xl sched-credit* -w 512"
+	else
+		bad hyp-xen-weight "cpu_weight $(stat "$ID_honest" cpu_weight) after xl set the weight to 512"
+	fi
+fi
+# Detach: xgpud acknowledges (no warning from xl-gpu) and both directories go.
+if [ -n "$ID_honest" ] && xgpud_alive; then
+	out=$(xl-gpu detach "$ID_honest" -t 20 2>&1)
+	if [ $? = 0 ] && ! echo "$out" | grep -qi 'warn\|not acknowledge' &&
+		! xenstore-exists "/local/domain/0/backend/vgpu/$ID_honest" &&
+		! xenstore-exists "/local/domain/$ID_honest/device/vgpu"; then
+		ok detach
+	else
+		bad detach "xl-gpu detach $ID_honest: $out"
+	fi
+fi
+# The honest domU waits for this before it powers off.
+[ -n "$ID_honest" ] && go honest 4
 for g in honest liar; do
 	[ -n "$(eval echo \$ID_$g)" ] || continue
 	xtb_domu_wait "$g" 60 || {

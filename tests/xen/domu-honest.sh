@@ -4,7 +4,8 @@
 # through our frontend over the Xen transport when dom0 writes the round to
 # data/xgpu-test-go in its xenstore directory: round 1 once both domUs are
 # up, round 2 after the liar's first pass, round 3 (three runs, HONEST-3a..c)
-# while the liar lies again. Results go to the console with HONEST-<run>:
+# while the liar lies again, then (go 4) it exits once dom0 has detached
+# its device. Results go to the console with HONEST-<run>:
 # prefixes; "HONEST: round <n> done" ends each round.
 run() {
 	env ${XGPU_PRELOAD:+LD_PRELOAD=$XGPU_PRELOAD} LD_LIBRARY_PATH=/xgpu/lib XGPU_TRANSPORT=xen \
@@ -39,4 +40,6 @@ run 3a
 run 3b
 run 3c
 echo "HONEST: round 3 done"
+# Alive while dom0 detaches the device.
+wait_go 4
 exit "$fails"
