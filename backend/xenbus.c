@@ -550,13 +550,21 @@ static int chan_key(struct xb_chan *c, const char *key, uint64_t lo, uint64_t hi
 	char path[PATH_MAX_LEN + 32];
 	chan_path(c->dev, true, c->n, key, path, sizeof path);
 	uint64_t v;
-	if (xgpu_xs_read_u64(c->dev->x->xs, 0, path, UINT64_MAX, &v) < 0 || v < lo || v > hi) {
-		char *raw = errno == ENOENT ? NULL : xread(c->dev->x, path);
-		snprintf(err, errlen, "%s = '%.24s': %s", key, raw ? raw : "",
-			 errno == ENOENT && !raw ? "missing" : "not a number in range");
+	int r = xgpu_xs_read_u64(c->dev->x->xs, 0, path, UINT64_MAX, &v);
+	if (r < 0 || v < lo || v > hi) {
+		/* errno is the read's only when it failed. */
+		bool missing = r < 0 && errno == ENOENT;
+		char *raw = missing ? NULL : xread(c->dev->x, path);
+		/* The guest's bytes go into a log line and an error key:
+		 * printable ones only, so it cannot forge lines. */
+		char shown[25] = "";
+		for (size_t i = 0; raw && raw[i] && i < sizeof shown - 1; i++)
+			shown[i] = raw[i] >= 0x20 && raw[i] < 0x7f ? raw[i] : '?';
 		if (raw)
-			snprintf(err, errlen, "%s = '%.24s': need %llu to %llu", key, raw,
+			snprintf(err, errlen, "%s = '%s': need %llu to %llu", key, shown,
 				 (unsigned long long)lo, (unsigned long long)hi);
+		else
+			snprintf(err, errlen, "%s: %s", key, missing ? "missing" : "not a number in range");
 		free(raw);
 		return -1;
 	}

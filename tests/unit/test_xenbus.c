@@ -138,6 +138,20 @@ static bool log_has_now(const char *what)
 	return found;
 }
 
+/* Whether a line of the log starts with what (a line a guest forged). */
+static bool log_line_starts(const char *what)
+{
+	FILE *f = fopen(T.logpath, "r");
+	if (!f)
+		return false;
+	char line[1024];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f))
+		found = !strncmp(line, what, strlen(what));
+	fclose(f);
+	return found;
+}
+
 /* The tee thread may be a moment behind. */
 static bool log_has(const char *what)
 {
@@ -499,6 +513,9 @@ static void test_liars(void **state)
 	liar(7, &(struct lie){.task_zero = true}, "task", false);
 	liar(8, &(struct lie){.pages_s = "12abc"}, "ring-pages = '12abc'", false);
 	liar(9, &(struct lie){.task = 5}, "names task 77, the task key 5", true);
+	/* A value's bytes reach the log printable only: no forged lines. */
+	liar(15, &(struct lie){.pages_s = "1\nFORGED xgpud line"}, "ring-pages = '1?FORGED", false);
+	assert_false(log_line_starts("FORGED"));
 }
 
 static void test_out_of_order(void **state)
