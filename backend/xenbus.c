@@ -72,6 +72,7 @@ struct xb_dev {
 	char refused[192];        /* why adoption failed, as last logged */
 	char be[PATH_MAX_LEN], fe[PATH_MAX_LEN];
 	bool fe_watched;
+	bool rescan; /* an event asked for scan_fe: done once per round */
 	struct xb_chan ch[XGPU_XEN_MAX_CHANNELS];
 };
 
@@ -935,7 +936,9 @@ static void frontend_event(struct xgpu_xenbus *x, const char *path)
 			return;
 		}
 	}
-	scan_fe(x, dev);
+	/* A whole-device scan costs a read per channel: one per round, however
+	 * many writes of the guest asked for it. */
+	dev->rescan = true;
 }
 
 /* Events handled per call: a flood of them waits for the next round of the
@@ -961,6 +964,16 @@ void xgpu_xenbus_process(struct xgpu_xenbus *x)
 			sweep(x);
 		free(path);
 		free(token);
+	}
+	/* From the head each time: a scan may sweep (free) other devices. */
+	for (;;) {
+		struct xb_dev *dev = x->devs;
+		while (dev && !dev->rescan)
+			dev = dev->next;
+		if (!dev)
+			break;
+		dev->rescan = false;
+		scan_fe(x, dev);
 	}
 }
 
