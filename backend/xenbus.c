@@ -737,8 +737,25 @@ static void scan_fe(struct xgpu_xenbus *x, struct xb_dev *dev)
 	snprintf(path, sizeof path, "%s/state", dev->fe);
 	uint64_t st;
 	if (xgpu_xs_read_u64(x->xs, 0, path, UINT32_MAX, &st) == 0 && st == XGPU_XB_CONNECTED) {
+		/* InitWait -> Connected only: never over the toolstack's Closing
+		 * (a guest writing in a loop would otherwise undo a detach whose
+		 * event is still queued), hence the transaction. */
 		snprintf(path, sizeof path, "%s/state", dev->be);
-		xset(x, path, "4");
+		for (int attempt = 0; attempt < 8; attempt++) {
+			xgpu_xs_tx tx = x->xs->ops->transaction_start(x->xs);
+			if (!tx)
+				break;
+			uint64_t be = 0;
+			bool wr = xgpu_xs_read_u64(x->xs, tx, path, XGPU_XB_CLOSED, &be) == 0 &&
+				  be == XGPU_XB_INITWAIT;
+			if (wr && x->xs->ops->write(x->xs, tx, path, "4", 1) < 0) {
+				xlog_warn("xenstore: cannot write %s = 4: %s", path, strerror(errno));
+				x->xs->ops->transaction_end(x->xs, tx, true);
+				break;
+			}
+			if (x->xs->ops->transaction_end(x->xs, tx, !wr) == 0 || errno != EAGAIN)
+				break;
+		}
 	}
 	bool listed[XGPU_XEN_MAX_CHANNELS] = {false};
 	snprintf(path, sizeof path, "%s/channel", dev->fe);

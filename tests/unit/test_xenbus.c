@@ -780,6 +780,32 @@ static void test_detach(void **state)
 	roundtrip(&honest);
 }
 
+/* A guest writing in its device directory while the toolstack detaches
+ * cannot write Connected over the backend's Closing. */
+static void test_detach_under_guest_writes(void **state)
+{
+	(void)state;
+	assert_int_equal(xgpu_xenstub_introduce(T.stub, 4, "busy4"), 0);
+	attach(4, "256");
+	WAIT_UNTIL(num(BE "/4/0/state") == 2);
+	struct guest g;
+	guest_open(&g, 4, 0);
+	const char *fst = "/local/domain/4/device/vgpu/0/state";
+	assert_int_equal(g.xs->ops->write(g.xs, 0, fst, "4", 1), 0);
+	WAIT_UNTIL(num(BE "/4/0/state") == 4);
+	/* More writes than xgpud handles in one round, queued before the
+	 * toolstack's Closing. */
+	for (int i = 0; i < 600; i++)
+		assert_int_equal(g.xs->ops->write(g.xs, 0, fst, "4", 1), 0);
+	wr(BE "/4/0/state", "5");
+	usleep(100000);
+	WAIT_UNTIL(num(BE "/4/0/state") == 6);
+	guest_close(&g);
+	assert_int_equal(xgpu_xenstub_release(T.stub, 4), 0);
+	WAIT_UNTIL(!exists(BE "/4") && xdom(4) == NULL);
+	roundtrip(&honest);
+}
+
 static void test_release_sweeps(void **state)
 {
 	(void)state;
@@ -910,6 +936,7 @@ int main(void)
 	    cmocka_unit_test(test_guest_close),
 	    cmocka_unit_test(test_live_keys),
 	    cmocka_unit_test(test_detach),
+	    cmocka_unit_test(test_detach_under_guest_writes),
 	    cmocka_unit_test(test_release_sweeps),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
