@@ -272,13 +272,15 @@ static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h
 		dlog_warn(dom, "domain %s: pid %d left during the handshake", dom->name, (int)cred->pid);
 		goto fail;
 	}
+	/* Once handed over, ch is the poller's (it may close and free it at once). */
+	uint32_t id = ch->id;
 	if (xgpu_domain_add_channel(dom, ch) < 0) {
 		dlog_warn(dom, "domain %s: no poller thread for pid %d's channel", dom->name, (int)cred->pid);
 		goto fail;
 	}
 	close(memfd);
 	dlog_info(dom, "domain %s: channel %u opened by pid %d (uid %u, task %u, runtime %d)", dom->name,
-		  ch->id, (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
+		  id, (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
 	return true;
 fail:
 	munmap(region, size);

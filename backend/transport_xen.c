@@ -458,13 +458,15 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 				     .device_count = 1};
 	answer(c, &ack);
 	__atomic_store_n(&c->root->be_alive, 1, __ATOMIC_RELEASE);
+	/* Once handed over, ch is the poller's: it may close and free it at
+	 * once (a guest that clears fe_alive), so nothing below reads it. */
 	if (xgpu_domain_add_channel(dom, ch) < 0) {
 		snprintf(err, errlen, "no poller thread for the channel");
 		status = cudaErrorDevicesUnavailable;
 		goto fail;
 	}
 	dlog_info(dom, "domain %s: channel %u opened as vgpu channel %u (task %u, %u ring pages, runtime %d)",
-		  dom->name, ch->id, p->n, p->task, p->ring_pages, h.runtime_version);
+		  dom->name, ack.channel_id, p->n, p->task, p->ring_pages, h.runtime_version);
 	return c;
 fail : {
 	struct xgpu_hello_ack nack = {

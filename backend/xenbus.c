@@ -72,6 +72,7 @@ struct xb_dev {
 	char refused[192];        /* why adoption failed, as last logged */
 	char be[PATH_MAX_LEN], fe[PATH_MAX_LEN];
 	bool fe_watched;
+	bool rescan; /* an event asked for scan_fe: done once per round */
 	struct xb_chan ch[XGPU_XEN_MAX_CHANNELS];
 };
 
@@ -550,13 +551,21 @@ static int chan_key(struct xb_chan *c, const char *key, uint64_t lo, uint64_t hi
 	char path[PATH_MAX_LEN + 32];
 	chan_path(c->dev, true, c->n, key, path, sizeof path);
 	uint64_t v;
-	if (xgpu_xs_read_u64(c->dev->x->xs, 0, path, UINT64_MAX, &v) < 0 || v < lo || v > hi) {
-		char *raw = errno == ENOENT ? NULL : xread(c->dev->x, path);
-		snprintf(err, errlen, "%s = '%.24s': %s", key, raw ? raw : "",
-			 errno == ENOENT && !raw ? "missing" : "not a number in range");
+	int r = xgpu_xs_read_u64(c->dev->x->xs, 0, path, UINT64_MAX, &v);
+	if (r < 0 || v < lo || v > hi) {
+		/* errno is the read's only when it failed. */
+		bool missing = r < 0 && errno == ENOENT;
+		char *raw = missing ? NULL : xread(c->dev->x, path);
+		/* The guest's bytes go into a log line and an error key:
+		 * printable ones only, so it cannot forge lines. */
+		char shown[25] = "";
+		for (size_t i = 0; raw && raw[i] && i < sizeof shown - 1; i++)
+			shown[i] = raw[i] >= 0x20 && raw[i] < 0x7f ? raw[i] : '?';
 		if (raw)
-			snprintf(err, errlen, "%s = '%.24s': need %llu to %llu", key, raw,
+			snprintf(err, errlen, "%s = '%s': need %llu to %llu", key, shown,
 				 (unsigned long long)lo, (unsigned long long)hi);
+		else
+			snprintf(err, errlen, "%s: %s", key, missing ? "missing" : "not a number in range");
 		free(raw);
 		return -1;
 	}
@@ -728,8 +737,25 @@ static void scan_fe(struct xgpu_xenbus *x, struct xb_dev *dev)
 	snprintf(path, sizeof path, "%s/state", dev->fe);
 	uint64_t st;
 	if (xgpu_xs_read_u64(x->xs, 0, path, UINT32_MAX, &st) == 0 && st == XGPU_XB_CONNECTED) {
+		/* InitWait -> Connected only: never over the toolstack's Closing
+		 * (a guest writing in a loop would otherwise undo a detach whose
+		 * event is still queued), hence the transaction. */
 		snprintf(path, sizeof path, "%s/state", dev->be);
-		xset(x, path, "4");
+		for (int attempt = 0; attempt < 8; attempt++) {
+			xgpu_xs_tx tx = x->xs->ops->transaction_start(x->xs);
+			if (!tx)
+				break;
+			uint64_t be = 0;
+			bool wr = xgpu_xs_read_u64(x->xs, tx, path, XGPU_XB_CLOSED, &be) == 0 &&
+				  be == XGPU_XB_INITWAIT;
+			if (wr && x->xs->ops->write(x->xs, tx, path, "4", 1) < 0) {
+				xlog_warn("xenstore: cannot write %s = 4: %s", path, strerror(errno));
+				x->xs->ops->transaction_end(x->xs, tx, true);
+				break;
+			}
+			if (x->xs->ops->transaction_end(x->xs, tx, !wr) == 0 || errno != EAGAIN)
+				break;
+		}
 	}
 	bool listed[XGPU_XEN_MAX_CHANNELS] = {false};
 	snprintf(path, sizeof path, "%s/channel", dev->fe);
@@ -927,7 +953,9 @@ static void frontend_event(struct xgpu_xenbus *x, const char *path)
 			return;
 		}
 	}
-	scan_fe(x, dev);
+	/* A whole-device scan costs a read per channel: one per round, however
+	 * many writes of the guest asked for it. */
+	dev->rescan = true;
 }
 
 /* Events handled per call: a flood of them waits for the next round of the
@@ -953,6 +981,16 @@ void xgpu_xenbus_process(struct xgpu_xenbus *x)
 			sweep(x);
 		free(path);
 		free(token);
+	}
+	/* From the head each time: a scan may sweep (free) other devices. */
+	for (;;) {
+		struct xb_dev *dev = x->devs;
+		while (dev && !dev->rescan)
+			dev = dev->next;
+		if (!dev)
+			break;
+		dev->rescan = false;
+		scan_fe(x, dev);
 	}
 }
 

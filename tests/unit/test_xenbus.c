@@ -138,6 +138,20 @@ static bool log_has_now(const char *what)
 	return found;
 }
 
+/* Whether a line of the log starts with what (a line a guest forged). */
+static bool log_line_starts(const char *what)
+{
+	FILE *f = fopen(T.logpath, "r");
+	if (!f)
+		return false;
+	char line[1024];
+	bool found = false;
+	while (!found && fgets(line, sizeof line, f))
+		found = !strncmp(line, what, strlen(what));
+	fclose(f);
+	return found;
+}
+
 /* The tee thread may be a moment behind. */
 static bool log_has(const char *what)
 {
@@ -499,6 +513,9 @@ static void test_liars(void **state)
 	liar(7, &(struct lie){.task_zero = true}, "task", false);
 	liar(8, &(struct lie){.pages_s = "12abc"}, "ring-pages = '12abc'", false);
 	liar(9, &(struct lie){.task = 5}, "names task 77, the task key 5", true);
+	/* A value's bytes reach the log printable only: no forged lines. */
+	liar(15, &(struct lie){.pages_s = "1\nFORGED xgpud line"}, "ring-pages = '1?FORGED", false);
+	assert_false(log_line_starts("FORGED"));
 }
 
 static void test_out_of_order(void **state)
@@ -763,6 +780,32 @@ static void test_detach(void **state)
 	roundtrip(&honest);
 }
 
+/* A guest writing in its device directory while the toolstack detaches
+ * cannot write Connected over the backend's Closing. */
+static void test_detach_under_guest_writes(void **state)
+{
+	(void)state;
+	assert_int_equal(xgpu_xenstub_introduce(T.stub, 4, "busy4"), 0);
+	attach(4, "256");
+	WAIT_UNTIL(num(BE "/4/0/state") == 2);
+	struct guest g;
+	guest_open(&g, 4, 0);
+	const char *fst = "/local/domain/4/device/vgpu/0/state";
+	assert_int_equal(g.xs->ops->write(g.xs, 0, fst, "4", 1), 0);
+	WAIT_UNTIL(num(BE "/4/0/state") == 4);
+	/* More writes than xgpud handles in one round, queued before the
+	 * toolstack's Closing. */
+	for (int i = 0; i < 600; i++)
+		assert_int_equal(g.xs->ops->write(g.xs, 0, fst, "4", 1), 0);
+	wr(BE "/4/0/state", "5");
+	usleep(100000);
+	WAIT_UNTIL(num(BE "/4/0/state") == 6);
+	guest_close(&g);
+	assert_int_equal(xgpu_xenstub_release(T.stub, 4), 0);
+	WAIT_UNTIL(!exists(BE "/4") && xdom(4) == NULL);
+	roundtrip(&honest);
+}
+
 static void test_release_sweeps(void **state)
 {
 	(void)state;
@@ -893,6 +936,7 @@ int main(void)
 	    cmocka_unit_test(test_guest_close),
 	    cmocka_unit_test(test_live_keys),
 	    cmocka_unit_test(test_detach),
+	    cmocka_unit_test(test_detach_under_guest_writes),
 	    cmocka_unit_test(test_release_sweeps),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
