@@ -523,8 +523,9 @@ static enum xgpu_wait_result xen_wait(struct xgpu_fe_chan *ch, int timeout_ms)
 	if (r > 0 && (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL)))
 		xc->gone = true;
 	if (r > 0 && (pfd[0].revents & POLLIN)) {
+		/* Bounded: a backend that keeps signalling cannot hold us here. */
 		int p;
-		while ((p = xc->ev->ops->pending(xc->ev)) >= 0)
+		for (int budget = 256; budget > 0 && (p = xc->ev->ops->pending(xc->ev)) >= 0; budget--)
 			xc->ev->ops->unmask(xc->ev, (uint32_t)p);
 	}
 	if (xs_locked) {
