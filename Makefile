@@ -5,6 +5,7 @@
 #   make demo     run xgpud in local mode with three domains of bundled workloads
 #   make bench    run the benchmarks and write tables into docs/results/
 #   make gpu-validate  xgpu against NVIDIA's runtime on a GPU machine (see docs/operations.md)
+#   make xen-test  only the real-Xen test (Xen 4.17 under QEMU; see docs/xen.md)
 #
 # Set CUDA_HOME if the CUDA toolkit is not in /usr/local/cuda.
 
