@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local, &xgpu_hyp_xen};
+static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local, &xgpu_hyp_xen,
+						     &xgpu_hyp_xentrace};
 
 /* Named in the brief but not written yet; kept apart so that asking for them
  * says "not built" rather than "unknown", which would suggest a typo. */

@@ -4,7 +4,8 @@
  *
  * One interface, several sources: `sim` (a deterministic simulated Xen credit
  * scheduler), `local` (Linux threads of a domain's client processes), `xen`
- * (stock Xen, polled through libxenctrl; hypsrc_xen.c), and later
+ * (stock Xen, polled through libxenctrl; hypsrc_xen.c), `xentrace` (stock
+ * Xen's trace buffers: scheduler switch records; hypsrc_xentrace.c), and later
  * `xenpatch` (the patched credit scheduler's export). A source is used by one GPU scheduler thread at a
  * time and needs no locking of its own.
  */
@@ -67,5 +68,6 @@ const char *xgpu_hyp_names(void);
 extern const struct xgpu_hyp_ops xgpu_hyp_sim;
 extern const struct xgpu_hyp_ops xgpu_hyp_local;
 extern const struct xgpu_hyp_ops xgpu_hyp_xen;
+extern const struct xgpu_hyp_ops xgpu_hyp_xentrace;
 
 #endif
