@@ -45,7 +45,7 @@ static void registry_finds_sources_and_explains_misses(void **state)
 {
 	char err[256];
 	const char *args = "untouched";
-	assert_string_equal(xgpu_hyp_names(), "sim, local, xen");
+	assert_string_equal(xgpu_hyp_names(), "sim, local, xen, xentrace");
 
 	assert_ptr_equal(xgpu_hyp_find("sim", &args, err, sizeof err), &xgpu_hyp_sim);
 	assert_null(args);
