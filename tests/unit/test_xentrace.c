@@ -3,7 +3,8 @@
  * every short prefix, garbage event ids); recorded buffers from
  * tests/data/xentrace/ (gen.py writes them in Xen's layout): one CPU's
  * records, xentrace's file format with CPU-change markers, a record cut at
- * the end, garbage in the middle, lost-records markers; the per-PCPU switch
+ * the end, garbage in the middle, lost-records markers, and a real recording
+ * of Xen 4.17 (record-real.sh); the per-PCPU switch
  * state machine; draining a fake t_buf whose indexes wrap many times (with
  * Xen's wrap-padding records), bogus indexes and garbage in a ring; the
  * source's refresh over fake rings and a fake hypervisor; the real open
@@ -285,6 +286,115 @@ static void test_recorded_garbage(void **state)
 	assert_true(s.pcpu[0].switches == 1);
 	assert_true(s.pcpu[0].prev_ran_ns == 5000);
 	xt_state_free(&s);
+	free(buf);
+}
+
+/* A real recording: Debian's xentrace on Xen 4.17 (credit, 2 CPUs, QEMU) with
+ * a spinning PV domU (domid 1), made by record-real.sh. */
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void test_recorded_real_xen(void **state)
+{
+	size_t len;
+	uint8_t *buf = read_data("real_credit_2cpu.bin", &len);
+	assert_true(len > 1000);
+	size_t max = len / 4;
+	struct xt_rec *r = malloc(max * sizeof *r);
+	size_t used;
+	enum xt_status how;
+	size_t n = xt_decode_all(buf, len, r, max, &used, &how);
+	assert_int_equal(how, XT_OK);
+	assert_int_equal(used, len);
+
+	/* Walk it as xt_feed_bytes does, checking facts along the way. */
+	struct xt_state s;
+	assert_int_equal(xt_state_init(&s, 2, 0), 0); /* TSC ticks: the frequency is estimated below */
+	unsigned cpu = 0, chunks = 0, dom1_runs[2] = {0, 0};
+	uint64_t last_tsc[2] = {0, 0}, switch_tsc[2] = {0, 0};
+	bool have_switch[2] = {false, false};
+	uint32_t run_dom[2] = {0, 0}, run_v[2] = {0, 0};
+	/* (Xen's ns for a run, our TSC ticks for it) for the same run */
+	size_t npairs = 0;
+	uint64_t *ran_ns = malloc(n * sizeof *ran_ns), *ran_tsc = malloc(n * sizeof *ran_tsc);
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].event == TRC_TRACE_CPU_CHANGE) {
+			assert_true(r[i].nextra >= 2);
+			cpu = r[i].extra[0];
+			assert_true(cpu < 2);
+			chunks++;
+			continue;
+		}
+		assert_true(r[i].has_tsc); /* every scheduler record is timestamped */
+		assert_true(r[i].tsc >= last_tsc[cpu]);
+		last_tsc[cpu] = r[i].tsc;
+		assert_true((r[i].event & 0x0fff0000u) == 0x00020000u || r[i].event == TRC_LOST_RECORDS);
+		if (r[i].event == TRC_SCHED_SWITCH_INFPREV && have_switch[cpu] &&
+		    r[i].extra[0] == run_dom[cpu] && r[i].extra[1] == run_v[cpu]) {
+			ran_ns[npairs] = r[i].extra[2];
+			ran_tsc[npairs] = r[i].tsc - switch_tsc[cpu];
+			npairs++;
+		}
+		xt_state_feed(&s, cpu, &r[i]);
+		if (r[i].event == TRC_SCHED_SWITCH) {
+			const struct xt_pcpu *p = &s.pcpu[cpu];
+			assert_true(p->known && p->domid == r[i].extra[2] && p->vcpu == r[i].extra[3]);
+			assert_true(p->since_ns == r[i].tsc);
+			have_switch[cpu] = true;
+			switch_tsc[cpu] = r[i].tsc;
+			run_dom[cpu] = p->domid;
+			run_v[cpu] = p->vcpu;
+			dom1_runs[cpu] += p->domid == 1;
+		}
+	}
+	assert_true(chunks >= 2);
+	assert_true(s.st.bad_pcpu == 0 && s.st.garbage == 0 && s.st.lost_markers == 0);
+	assert_true(s.pcpu[0].known && s.pcpu[1].known);
+	assert_true(s.pcpu[0].switches > 0 && s.pcpu[1].switches > 0);
+	assert_true(s.pcpu[0].switches + s.pcpu[1].switches > 40);
+	/* the spinning domU was switched to (on either PCPU; it may stay on one) */
+	assert_true(dom1_runs[0] + dom1_runs[1] > 0);
+	/* Xen's own run lengths (INFPREV, ns) agree with the TSC between our
+	 * switch records: estimate the TSC frequency from the long runs, then
+	 * nine in ten runs must match within 50 us. */
+	assert_true(npairs > 100);
+	uint64_t *khz = malloc(npairs * sizeof *khz);
+	size_t nk = 0;
+	for (size_t i = 0; i < npairs; i++)
+		if (ran_ns[i] > 1000000)
+			khz[nk++] = ran_tsc[i] * 1000000u / ran_ns[i];
+	assert_true(nk > 10);
+	qsort(khz, nk, sizeof *khz, cmp_u64);
+	uint64_t est = khz[nk / 2];
+	assert_true(est > 100000 && est < 10000000); /* 0.1 to 10 GHz */
+	size_t close = 0;
+	for (size_t i = 0; i < npairs; i++) {
+		uint64_t t = xt_tsc_to_ns(ran_tsc[i], (uint32_t)est);
+		uint64_t d = t > ran_ns[i] ? t - ran_ns[i] : ran_ns[i] - t;
+		close += d < 50000;
+	}
+	print_message("real recording: %zu records, %zu run pairs, TSC ~%llu kHz, %zu within 50 us\n", n,
+		      npairs, (unsigned long long)est, close);
+	assert_true(close * 10 >= npairs * 9);
+
+	/* The file mode of xt_feed_bytes reaches the same end state. */
+	struct xt_state f;
+	assert_int_equal(xt_state_init(&f, 2, 0), 0);
+	assert_int_equal(xt_feed_bytes(&f, 0, buf, len, true, &how), len);
+	for (int c = 0; c < 2; c++) {
+		assert_int_equal(f.pcpu[c].domid, s.pcpu[c].domid);
+		assert_true(f.pcpu[c].since_ns == s.pcpu[c].since_ns);
+		assert_true(f.pcpu[c].switches == s.pcpu[c].switches);
+	}
+	xt_state_free(&f);
+	xt_state_free(&s);
+	free(khz);
+	free(ran_ns);
+	free(ran_tsc);
+	free(r);
 	free(buf);
 }
 
@@ -807,6 +917,7 @@ int main(void)
 	    cmocka_unit_test(test_recorded_xentrace_file),
 	    cmocka_unit_test(test_recorded_truncated),
 	    cmocka_unit_test(test_recorded_garbage),
+	    cmocka_unit_test(test_recorded_real_xen),
 	    cmocka_unit_test(test_state_machine),
 	    cmocka_unit_test(test_ring_wraps),
 	    cmocka_unit_test(test_ring_bogus_and_garbage),
