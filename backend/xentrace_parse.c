@@ -107,14 +107,19 @@ uint64_t xt_tsc_to_ns(uint64_t tsc, uint32_t cpu_khz)
 static void do_switch(struct xt_pcpu *p, uint64_t t, const struct xt_rec *r)
 {
 	uint32_t pdom = r->extra[0], pv = r->extra[1], ndom = r->extra[2], nv = r->extra[3];
-	bool ran_known = false;
-	uint64_t ran = 0;
+	bool ran_known = false, own_known = false;
+	uint64_t ran = 0, own = 0;
+	if (p->known && !p->stale && p->domid == pdom && p->vcpu == pv && p->has_time && t >= p->since_ns) {
+		own = t - p->since_ns;
+		own_known = true;
+	}
 	if (p->ip && p->ip_dom == pdom && p->ip_vcpu == pv) {
-		ran = p->ip_ran;
+		/* Xen's own figure, but cut to 32 bits: a run of 4.3 s or more
+		 * (an idle PCPU) is only right in our times. */
+		ran = own_known && own > UINT32_MAX ? own : p->ip_ran;
 		ran_known = true;
-	} else if (p->known && !p->stale && p->domid == pdom && p->vcpu == pv && p->has_time &&
-		   t >= p->since_ns) {
-		ran = t - p->since_ns;
+	} else if (own_known) {
+		ran = own;
 		ran_known = true;
 	}
 	p->prev_domid = pdom;

@@ -428,6 +428,12 @@ static void test_state_machine(void **state)
 	n += put_rec(b + n, TRC_SCHED_SWITCH, (uint32_t[]){5, 2, 6, 0}, 4, true, 2000);
 	feed_buf(&s, 1, b, n);
 	assert_true(p->prev_known && p->prev_ran_ns == 400);
+	/* INFPREV's 32-bit run length wraps after 4.3 s; our times do not */
+	n = put_switch(b, 2000 + 5000000000ull, 6, 0, (uint32_t)5000000000ull, 6, 0, 0);
+	feed_buf(&s, 1, b, n);
+	assert_true(p->prev_known && p->prev_ran_ns == 5000000000ull);
+	n = put_switch(b, 2000, 6, 0, 0, 6, 0, 0); /* a TSC going back: no own length, since = 2000 */
+	feed_buf(&s, 1, b, n);
 	/* records without TSC take the last time */
 	n = put_rec(b, TRC_SCHED_SWITCH, (uint32_t[]){6, 0, 7, 0}, 4, false, 0);
 	feed_buf(&s, 1, b, n);
