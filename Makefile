@@ -177,6 +177,8 @@ XEN_LIBS := $(shell pkg-config --libs xenstore xengnttab xenevtchn 2>/dev/null |
 LIBS_COMMON := -lzstd -llz4 -ldl -lrt $(XEN_LIBS)
 # libxenctrl: the `xen` hypervisor schedule source (weights, caps, VCPUs).
 XENCTRL_LIBS := $(shell pkg-config --libs xencontrol 2>/dev/null || echo -lxenctrl)
+# The `xentrace` source maps Xen's trace buffers.
+XENCTRL_LIBS += $(shell pkg-config --libs xenforeignmemory 2>/dev/null || echo -lxenforeignmemory)
 # libxlutil is xl's config parser (xgpud --config; Debian libxen-dev). Its
 # pkg-config name is xlutil; -lxlutil is what that says on Debian 12.
 XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
@@ -204,6 +206,7 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 # (anonymous unions); only the `xen` schedule source includes it.
 $(OBJ)/backend/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/xen-sched-patch/reader.o: ALL_CFLAGS += -std=gnu11
+$(OBJ)/backend/hypsrc_xentrace.o: ALL_CFLAGS += -std=gnu11
 
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
@@ -299,7 +302,8 @@ TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
 	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o \
-	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
+	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
+	$(OBJ)/backend/hypsrc_xentrace.o $(OBJ)/backend/xentrace_parse.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
 TEST_LIBS_test_xenstub := $(XENSTUB_A)
@@ -308,11 +312,18 @@ TEST_LIBS_test_xlgpu_xen := $(XENSTUB_A)
 $(TST)/test_xlgpu_xen: | $(XLGPU)
 # The `xen` source against a fake hypervisor (and the real open, failing).
 TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o \
-	$(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
+	$(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
+	$(OBJ)/backend/hypsrc_xentrace.o $(OBJ)/backend/xentrace_parse.o
 # The export reader and the `xenpatch` source over a test writer's pages, and
 # augc/cosched driven over them in virtual time.
 TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
 	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o \
+	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
+	$(OBJ)/backend/hypsrc_xentrace.o $(OBJ)/backend/xentrace_parse.o
+# The `xentrace` source: record parser, ring draining, state machine, refresh
+# over fake rings and recorded buffers (tests/data/xentrace/).
+TEST_LIBS_test_xentrace := $(OBJ)/backend/xentrace_parse.o $(OBJ)/backend/hypsrc_xentrace.o \
+	$(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o \
 	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)

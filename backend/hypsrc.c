@@ -8,11 +8,7 @@
 #include <string.h>
 
 static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local, &xgpu_hyp_xen,
-						     &xgpu_hyp_xenpatch};
-
-/* Named in the brief but not written yet; kept apart so that asking for them
- * says "not built" rather than "unknown", which would suggest a typo. */
-static const char *const reserved[] = {"xentrace"};
+						     &xgpu_hyp_xenpatch, &xgpu_hyp_xentrace};
 
 static char names[128];
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
@@ -47,15 +43,6 @@ const struct xgpu_hyp_ops *xgpu_hyp_find(const char *spec, const char **args, ch
 			if (args)
 				*args = colon ? colon + 1 : NULL;
 			return sources[i];
-		}
-	}
-	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
-		if (strlen(reserved[i]) == len && !strncmp(reserved[i], spec, len)) {
-			snprintf(err, errlen,
-				 "hypervisor schedule source '%s' is not available in this build yet; "
-				 "available: %s",
-				 reserved[i], xgpu_hyp_names());
-			return NULL;
 		}
 	}
 	snprintf(err, errlen, "unknown hypervisor schedule source '%.*s' (in '%s'); available: %s", (int)len,

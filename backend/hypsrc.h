@@ -4,8 +4,10 @@
  *
  * One interface, several sources: `sim` (a deterministic simulated Xen credit
  * scheduler), `local` (Linux threads of a domain's client processes), `xen`
- * (stock Xen, polled through libxenctrl; hypsrc_xen.c), and `xenpatch` (the
- * patched credit scheduler's export; hypsrc_xenpatch.c). A source is used by one GPU scheduler thread at a
+ * (stock Xen, polled through libxenctrl; hypsrc_xen.c), `xenpatch` (the
+ * patched credit scheduler's export; hypsrc_xenpatch.c) and `xentrace` (stock
+ * Xen's trace buffers: scheduler switch records; hypsrc_xentrace.c). A source
+ * is used by one GPU scheduler thread at a
  * time and needs no locking of its own.
  */
 #ifndef XGPU_HYPSRC_H
@@ -67,5 +69,6 @@ const char *xgpu_hyp_names(void);
 extern const struct xgpu_hyp_ops xgpu_hyp_sim;
 extern const struct xgpu_hyp_ops xgpu_hyp_local;
 extern const struct xgpu_hyp_ops xgpu_hyp_xen;
+extern const struct xgpu_hyp_ops xgpu_hyp_xentrace;
 
 #endif

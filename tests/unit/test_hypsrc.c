@@ -46,7 +46,7 @@ static void registry_finds_sources_and_explains_misses(void **state)
 {
 	char err[256];
 	const char *args = "untouched";
-	assert_string_equal(xgpu_hyp_names(), "sim, local, xen, xenpatch");
+	assert_string_equal(xgpu_hyp_names(), "sim, local, xen, xenpatch, xentrace");
 
 	assert_ptr_equal(xgpu_hyp_find("sim", &args, err, sizeof err), &xgpu_hyp_sim);
 	assert_null(args);
@@ -63,11 +63,9 @@ static void registry_finds_sources_and_explains_misses(void **state)
 	assert_null(args);
 	assert_string_equal(xgpu_hyp_xen.name, "xen");
 
-	/* Reserved names say "not built", not "unknown". */
-	err[0] = '\0';
-	assert_null(xgpu_hyp_find("xentrace:foo=1", &args, err, sizeof err));
-	assert_non_null(strstr(err, "'xentrace' is not available in this build yet"));
 	assert_ptr_equal(xgpu_hyp_find("xenpatch", &args, err, sizeof err), &xgpu_hyp_xenpatch);
+	assert_ptr_equal(xgpu_hyp_find("xentrace:pages=8", &args, err, sizeof err), &xgpu_hyp_xentrace);
+	assert_string_equal(args, "pages=8");
 
 	/* Names match whole, not by prefix. */
 	const char *bad[] = {"bogus", "si", "simx", "simulator:pcpus=1", "Sim", ":sim"};
