@@ -26,7 +26,7 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
 NVCCFLAGS ?= -O2 -cudart shared $(CUDA_ARCH)
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -Ipolicies -I$(CUDA_HOME)/include
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -Ipolicies -Ixen-sched-patch -I$(CUDA_HOME)/include
 ifeq ($(SAN),1)
 OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDSAN := -fsanitize=address,undefined
@@ -57,7 +57,8 @@ DEPS_STAMP := build/.deps-ok
 # ---- sources -------------------------------------------------------------
 COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
-BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) $(wildcard policies/*.c)
+BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) $(wildcard policies/*.c) \
+	xen-sched-patch/reader.c
 SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
 XLGPU_SRC := $(wildcard tools/xl-gpu/*.c)
 # xgpu-xenstub: the in-memory Xen; its archive serves tests in-process.
@@ -76,6 +77,8 @@ SIMDRV := $(LIB)/libxgpu-simdrv.so
 XGPUD := $(BIN)/xgpud
 XLGPU := $(BIN)/xl-gpu
 XENSTUB := $(BIN)/xgpu-xenstub
+# Dumps the patched Xen's exported schedule as JSON (xen-sched-patch/).
+SCHEDEXP := $(BIN)/xgpu-schedexp
 
 # Bundled workloads: tools/workloads/<name>/<name>.cu, plus simkernels.c (the
 # host implementation the simulated driver uses).
@@ -177,11 +180,13 @@ XENCTRL_LIBS := $(shell pkg-config --libs xencontrol 2>/dev/null || echo -lxenct
 # libxlutil is xl's config parser (xgpud --config; Debian libxen-dev). Its
 # pkg-config name is xlutil; -lxlutil is what that says on Debian 12.
 XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
-LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(LIBS_COMMON) -lm
+# libxenforeignmemory: maps the patched scheduler's export (the `xenpatch` source).
+XENFMEM_LIBS := $(shell pkg-config --libs xenforeignmemory 2>/dev/null || echo -lxenforeignmemory)
+LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_COMMON) -lm
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
-all: $(DEPS_STAMP) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
+all: $(DEPS_STAMP) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -198,6 +203,7 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 # xenctrl.h pulls in Xen's public headers, which refuse strict ISO C
 # (anonymous unions); only the `xen` schedule source includes it.
 $(OBJ)/backend/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
+$(OBJ)/xen-sched-patch/reader.o: ALL_CFLAGS += -std=gnu11
 
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
@@ -249,6 +255,11 @@ $(XLGPU): $(call obj,$(XLGPU_SRC)) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
+$(SCHEDEXP): $(call obj,tools/schedexp/xgpu-schedexp.c) $(BACKEND_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+
 $(XENSTUB): $(call obj,tools/xenstub/main.c) $(XENSTUB_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
@@ -287,7 +298,8 @@ TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
-	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o
+	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o \
+	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
 TEST_LIBS_test_xenstub := $(XENSTUB_A)
@@ -296,7 +308,12 @@ TEST_LIBS_test_xlgpu_xen := $(XENSTUB_A)
 $(TST)/test_xlgpu_xen: | $(XLGPU)
 # The `xen` source against a fake hypervisor (and the real open, failing).
 TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o \
-	$(OBJ)/backend/hypsrc_local.o
+	$(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
+# The export reader and the `xenpatch` source over a test writer's pages, and
+# augc/cosched driven over them in virtual time.
+TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
+	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o \
+	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule

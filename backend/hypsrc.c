@@ -1,16 +1,18 @@
 /* hypsrc.c - the registry of hypervisor schedule sources: maps the NAME of
  * --hyp-source NAME[:ARGS] to its ops, and says which names exist. */
 #include "hypsrc.h"
+#include "hypsrc_xenpatch.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
-static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local, &xgpu_hyp_xen};
+static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local, &xgpu_hyp_xen,
+						     &xgpu_hyp_xenpatch};
 
 /* Named in the brief but not written yet; kept apart so that asking for them
  * says "not built" rather than "unknown", which would suggest a typo. */
-static const char *const reserved[] = {"xenpatch"};
+static const char *const reserved[] = {"xentrace"};
 
 static char names[128];
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;

@@ -4,8 +4,8 @@
  *
  * One interface, several sources: `sim` (a deterministic simulated Xen credit
  * scheduler), `local` (Linux threads of a domain's client processes), `xen`
- * (stock Xen, polled through libxenctrl; hypsrc_xen.c), and later
- * `xenpatch` (the patched credit scheduler's export). A source is used by one GPU scheduler thread at a
+ * (stock Xen, polled through libxenctrl; hypsrc_xen.c), and `xenpatch` (the
+ * patched credit scheduler's export; hypsrc_xenpatch.c). A source is used by one GPU scheduler thread at a
  * time and needs no locking of its own.
  */
 #ifndef XGPU_HYPSRC_H

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "hypsrc.h"
+#include "hypsrc_xenpatch.h"
 #include "hypsrc_sim.h"
 #include "util.h"
 
@@ -45,7 +46,7 @@ static void registry_finds_sources_and_explains_misses(void **state)
 {
 	char err[256];
 	const char *args = "untouched";
-	assert_string_equal(xgpu_hyp_names(), "sim, local, xen");
+	assert_string_equal(xgpu_hyp_names(), "sim, local, xen, xenpatch");
 
 	assert_ptr_equal(xgpu_hyp_find("sim", &args, err, sizeof err), &xgpu_hyp_sim);
 	assert_null(args);
@@ -64,8 +65,9 @@ static void registry_finds_sources_and_explains_misses(void **state)
 
 	/* Reserved names say "not built", not "unknown". */
 	err[0] = '\0';
-	assert_null(xgpu_hyp_find("xenpatch:foo=1", &args, err, sizeof err));
-	assert_non_null(strstr(err, "'xenpatch' is not available in this build yet"));
+	assert_null(xgpu_hyp_find("xentrace:foo=1", &args, err, sizeof err));
+	assert_non_null(strstr(err, "'xentrace' is not available in this build yet"));
+	assert_ptr_equal(xgpu_hyp_find("xenpatch", &args, err, sizeof err), &xgpu_hyp_xenpatch);
 
 	/* Names match whole, not by prefix. */
 	const char *bad[] = {"bogus", "si", "simx", "simulator:pcpus=1", "Sim", ":sim"};
