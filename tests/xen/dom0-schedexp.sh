@@ -14,6 +14,9 @@
 #   3. xgpud --transport xen --executor sim --hyp-source xenpatch runs augc
 #      and then cosched: stats say hyp_source xenpatch, its log has no
 #      fallback line.
+# With XSP_MODE=stock (Debian's unpatched hypervisor) it checks instead that
+# the export is absent: xgpu-schedexp says so (status 2), and xgpud
+# --hyp-source xenpatch falls back to the xen source with a log line and runs.
 . /xtb/lib.sh
 export PATH=/xgpu/bin:$PATH
 export XGPU_SOCKET=/run/xgpud.sock
@@ -29,6 +32,33 @@ check() {
 	shift 2
 	if jq -e "$@" >/dev/null 2>&1; then ok "$name"; else bad "$name" "$why"; fi
 }
+
+if [ "${XSP_MODE:-patched}" = stock ]; then
+	out=$(xgpu-schedexp 2>&1)
+	rc=$?
+	echo "xgpu-schedexp on stock Xen: status $rc: $out"
+	[ "$rc" = 2 ] && ok stock-absent || bad stock-absent "status $rc"
+	log=/tmp/xgpud-stock.log
+	xgpud --transport xen --executor sim --hyp-source xenpatch --policy augc --foreground \
+		--log-level info >"$log" 2>&1 &
+	xpid=$!
+	i=0
+	while ! xl-gpu list >/dev/null 2>&1; do
+		i=$((i + 1))
+		{ [ "$i" -gt 150 ] || ! kill -0 "$xpid" 2>/dev/null; } && break
+		sleep 0.2
+	done
+	grep -i xenpatch "$log" | head -n 3
+	if kill -0 "$xpid" 2>/dev/null && grep -q 'xenpatch: .*falling back' "$log"; then
+		ok stock-fallback
+	else
+		bad stock-fallback "xgpud did not fall back and run: $(tail -n 3 "$log")"
+	fi
+	kill -TERM "$xpid" 2>/dev/null
+	wait "$xpid"
+	echo "== done at $(up)s, $fails failed"
+	exit "$fails"
+fi
 
 sched=$(xl info | awk -F': *' '/^xen_scheduler/ {print $2}')
 ncpus=$(xl info | awk -F': *' '/^nr_cpus/ {print $2}')
