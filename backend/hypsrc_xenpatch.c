@@ -7,7 +7,9 @@
  * credit it has left) and the tracked VCPUs at the head of its run queue
  * (upcoming, in run-queue order), which is what augc weighs; idle and
  * untracked domains are left out. Weight and cap come from the domain
- * slots; a domain without a slot is unknown (-1). seq changes whenever an
+ * slots, as of the last refresh or track (which reads the pages too, so a
+ * domain's weight is known as soon as it is added); a domain without a slot
+ * is unknown (-1). seq changes whenever an
  * entry (credit included) or a tracked domain's weight does. A record the
  * reader could not copy consistently keeps its last copy (the reader
  * reports it stale).
@@ -37,6 +39,7 @@ struct xp_src {
 	size_t ndom, dom_cap;
 	uint64_t seq;
 	bool warned_stale;
+	bool weights_dirty; /* weights changed outside a refresh (track) */
 	unsigned nlast;
 	struct xgpu_hyp_entry last[XGPU_HYP_MAX_ENTRIES];
 };
@@ -164,6 +167,8 @@ static void xp_close(struct xgpu_hyp *h)
 	free(s);
 }
 
+static bool weights(struct xp_src *s);
+
 static void xp_track(struct xgpu_hyp *h, uint32_t domid)
 {
 	struct xp_src *s = P(h);
@@ -185,6 +190,10 @@ static void xp_track(struct xgpu_hyp *h, uint32_t domid)
 	memmove(&s->dom[at + 1], &s->dom[at], (s->ndom - at) * sizeof *s->dom);
 	s->dom[at] = (struct xp_dom){.domid = domid};
 	s->ndom++;
+	/* Its weight from now, as `sim` answers at once: a read costs no
+	 * hypercall. */
+	xgpu_schedexp_read(s->r, s->snap);
+	s->weights_dirty |= weights(s);
 }
 
 static void xp_untrack(struct xgpu_hyp *h, uint32_t domid)
@@ -265,7 +274,8 @@ static int xp_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snaps
 		for (unsigned i = 0; i < rec->nrunq && i < XGPU_SCHEDEXP_RUNQ; i++)
 			add(s, snap, &n, &rec->runq[i], p, false);
 	}
-	bool same = !weights(s) && n == s->nlast;
+	bool same = !weights(s) && !s->weights_dirty && n == s->nlast;
+	s->weights_dirty = false;
 	for (unsigned i = 0; same && i < n; i++)
 		same = entry_eq(&snap->e[i], &s->last[i]);
 	if (!same) {

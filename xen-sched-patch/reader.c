@@ -6,7 +6,7 @@
  * between two loads of its seq (acquire ordering), keeps the copy only when
  * both are the same even value, retries a bounded number of times, and
  * validates what it kept; the hypervisor is never waited for. The pages are
- * read with relaxed 64-bit atomic loads, so a concurrent writer (the
+ * read with relaxed 32-bit atomic loads (a writer stores 32-bit words too), so a concurrent writer (the
  * hypervisor, or a test's thread) is never a data race in C11 terms. */
 #include "reader.h"
 
@@ -22,8 +22,9 @@
 #include <xenforeignmemory.h>
 #include <xentoollog.h>
 
-_Static_assert(XGPU_SCHEDEXP_PCPU_SIZE % 8 == 0 && XGPU_SCHEDEXP_DOM_SIZE % 8 == 0,
-	       "records are copied in 64-bit words");
+_Static_assert(XGPU_SCHEDEXP_PCPU_SIZE % 4 == 0 && XGPU_SCHEDEXP_DOM_SIZE % 4 == 0 &&
+		   sizeof(struct xgpu_schedexp_header) % 4 == 0,
+	       "records are copied in 32-bit words");
 
 struct xgpu_schedexp_reader {
 	const struct xgpu_schedexp_map_ops *ops;
@@ -39,9 +40,9 @@ struct xgpu_schedexp_reader {
 
 static void copy_words(void *dst, const void *src, size_t len)
 {
-	const uint64_t *s = src;
-	uint64_t *d = dst;
-	for (size_t i = 0; i < len / 8; i++)
+	const uint32_t *s = src;
+	uint32_t *d = dst;
+	for (size_t i = 0; i < len / 4; i++)
 		d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
 }
 
