@@ -389,9 +389,11 @@ format:
 clean:
 	rm -rf build
 
-# Only the real-Xen test (Xen 4.17 + PV dom0/domUs under QEMU, see
-# tools/xen-testbed/README.md); `make test` runs it too.
+# Only the real-Xen tests (Xen 4.17 + PV dom0/domUs under QEMU, see
+# tools/xen-testbed/README.md; and the patched hypervisor of
+# xen-sched-patch/); `make test` runs them too.
 .PHONY: xen-test
 xen-test:
 	@$(MAKE) --no-print-directory SAN=1 tests-build
 	@tests/run.sh build/san xen_real
+	@tests/run.sh build/san xen_sched_patch

@@ -8,6 +8,9 @@ PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev 
 # The real-Xen test (tools/xen-testbed, tests/e2e/xen_real.sh) boots Xen under QEMU;
 # the guest packages themselves are downloaded into a cache, never installed.
 PACKAGES+=(qemu-system-x86 cpio)
+# xen-sched-patch/build.sh builds Xen's hypervisor from Debian's source package
+# (apt-get source, into a cache) for tests/e2e/xen_sched_patch.sh.
+PACKAGES+=(dpkg-dev flex bison python3)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

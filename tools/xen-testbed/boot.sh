@@ -9,6 +9,8 @@
 #   --mem MB            machine memory (default 2048; dom0 gets 1024)
 #   --smp N             CPUs (default 2)
 #   --xen-args ARGS     appended to the Xen command line (e.g. sched=credit)
+#   --xen-elf FILE      boot this hypervisor (an uncompressed multiboot ELF,
+#                       e.g. xen-sched-patch/build.sh's) instead of Debian's
 #   --cpu MODEL         QEMU CPU model (default $XTB_CPU, else Haswell-noTSX)
 #   --initrd FILE       keep the built dom0 initramfs in FILE
 #   --file/--dir/--lib-path/--env  passed to mkinitrd.sh dom0 (see there)
@@ -21,7 +23,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-tmo=240 log='' mem=2048 smp=2 xen_args='' initrd='' cpu=${XTB_CPU:-Haswell-noTSX} mk=()
+tmo=240 log='' mem=2048 smp=2 xen_args='' xen_elf='' initrd='' cpu=${XTB_CPU:-Haswell-noTSX} mk=()
 while (($#)); do
 	case $1 in
 	--timeout) tmo=$2; shift 2 ;;
@@ -29,6 +31,7 @@ while (($#)); do
 	--mem) mem=$2; shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--xen-args) xen_args=$2; shift 2 ;;
+	--xen-elf) xen_elf=$2; shift 2 ;;
 	--cpu) cpu=$2; shift 2 ;;
 	--initrd) initrd=$2; shift 2 ;;
 	--file | --dir | --lib-path | --env) mk+=("$1" "$2"); shift 2 ;;
@@ -46,6 +49,7 @@ trap 'rm -rf "$work"' EXIT
 
 t0=$(date +%s.%N)
 xtb_fetch
+[ -z "$xen_elf" ] || [ -s "$xen_elf" ] || xtb_die "boot.sh: --xen-elf $xen_elf: no such file"
 XTB_PKG_LIST=$XTB_PKG_LIST "$(dirname "$0")/mkinitrd.sh" dom0 -o "$initrd" "${mk[@]}"
 t1=$(date +%s.%N)
 
@@ -60,7 +64,7 @@ t1=$(date +%s.%N)
 rc=0
 timeout -k 5 "$tmo" qemu-system-x86_64 -accel tcg,thread=multi -cpu "$cpu" \
 	-m "$mem" -smp "$smp" -nographic -no-reboot -serial mon:stdio -monitor none \
-	-kernel "$XTB_XEN_ELF" \
+	-kernel "${xen_elf:-$XTB_XEN_ELF}" \
 	-append "console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=$smp loglvl=warning guest_loglvl=warning $xen_args" \
 	-initrd "$XTB_VMLINUZ console=hvc0 earlyprintk=xen panic=-1 loglevel=4,$initrd" \
 	</dev/null 2>&1 | tr -d '\r' >"$log" || rc=$?
