@@ -49,3 +49,25 @@ const struct xgpu_hyp_ops *xgpu_hyp_find(const char *spec, const char **args, ch
 		 spec, spec, xgpu_hyp_names());
 	return NULL;
 }
+
+static bool entry_eq(const struct xgpu_hyp_entry *a, const struct xgpu_hyp_entry *b)
+{
+	return a->domid == b->domid && a->vcpu == b->vcpu && a->pcpu == b->pcpu && a->credit == b->credit &&
+	       a->running == b->running;
+}
+
+void xgpu_hyp_publish(struct xgpu_hyp_published *v, struct xgpu_hyp_snapshot *snap, unsigned n, bool changed,
+		      uint64_t now_ns)
+{
+	bool same = !changed && n == v->n;
+	for (unsigned i = 0; same && i < n; i++)
+		same = entry_eq(&snap->e[i], &v->e[i]);
+	if (!same) {
+		v->seq++;
+		memcpy(v->e, snap->e, n * sizeof *snap->e);
+		v->n = n;
+	}
+	snap->n = n;
+	snap->seq = v->seq;
+	snap->now_ns = now_ns;
+}

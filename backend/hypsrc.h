@@ -62,6 +62,19 @@ struct xgpu_hyp_ops {
 	int (*weight)(struct xgpu_hyp *h, uint32_t domid, uint32_t *weight, uint32_t *cap);
 };
 
+/* What a source last published, kept by xgpu_hyp_publish. */
+struct xgpu_hyp_published {
+	uint64_t seq;
+	unsigned n;
+	struct xgpu_hyp_entry e[XGPU_HYP_MAX_ENTRIES];
+};
+
+/* Ends every source's refresh: snap->e[0..n) hold the entries; snap->seq
+ * moves when they differ from the view's, or when changed says something
+ * outside the entries (a weight) did. */
+void xgpu_hyp_publish(struct xgpu_hyp_published *v, struct xgpu_hyp_snapshot *snap, unsigned n, bool changed,
+		      uint64_t now_ns);
+
 /* "NAME" or "NAME:ARGS"; NULL with a message naming the known sources. */
 const struct xgpu_hyp_ops *xgpu_hyp_find(const char *spec, const char **args, char *err, size_t errlen);
 const char *xgpu_hyp_names(void);

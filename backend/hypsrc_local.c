@@ -42,9 +42,7 @@ struct local {
 	size_t ndom, dom_cap;
 	bool weights_read;
 	uint64_t weights_ns;
-	uint64_t seq;
-	unsigned nlast;
-	struct xgpu_hyp_entry last[XGPU_HYP_MAX_ENTRIES];
+	struct xgpu_hyp_published view; /* what the last refresh published */
 };
 
 static struct local *L(struct xgpu_hyp *h)
@@ -286,11 +284,6 @@ static void local_set_pids(struct xgpu_hyp *h, uint32_t domid, const pid_t *pids
 	d->npids = n;
 }
 
-static bool entry_eq(const struct xgpu_hyp_entry *a, const struct xgpu_hyp_entry *b)
-{
-	return a->domid == b->domid && a->vcpu == b->vcpu && a->pcpu == b->pcpu && a->running == b->running;
-}
-
 static int local_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snapshot *snap)
 {
 	struct local *l = L(h);
@@ -325,17 +318,7 @@ static int local_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_sn
 		if (weights_due || !d->weight_known)
 			dom_read_weight(d);
 	}
-	bool same = n == l->nlast;
-	for (unsigned i = 0; same && i < n; i++)
-		same = entry_eq(&snap->e[i], &l->last[i]);
-	if (!same) {
-		l->seq++;
-		memcpy(l->last, snap->e, n * sizeof *snap->e);
-		l->nlast = n;
-	}
-	snap->n = n;
-	snap->seq = l->seq;
-	snap->now_ns = now_ns;
+	xgpu_hyp_publish(&l->view, snap, n, false, now_ns);
 	return 0;
 }
 

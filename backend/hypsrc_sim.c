@@ -92,9 +92,7 @@ struct sim {
 	uint64_t now_ms;
 	uint64_t periodic_ms; /* the last ms whose tick and accounting ran */
 	uint64_t last_ns;
-	uint64_t seq;
-	unsigned nlast;
-	struct xgpu_hyp_entry last[XGPU_HYP_MAX_ENTRIES];
+	struct xgpu_hyp_published view; /* what the last refresh published */
 };
 
 static struct sim *S(struct xgpu_hyp *h)
@@ -650,12 +648,6 @@ static void sim_set_pids(struct xgpu_hyp *h, uint32_t domid, const pid_t *pids, 
 	/* Simulated domains have no processes. */
 }
 
-static bool entry_eq(const struct xgpu_hyp_entry *a, const struct xgpu_hyp_entry *b)
-{
-	return a->domid == b->domid && a->vcpu == b->vcpu && a->pcpu == b->pcpu && a->credit == b->credit &&
-	       a->running == b->running;
-}
-
 static int sim_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snapshot *snap)
 {
 	struct sim *s = S(h);
@@ -678,17 +670,7 @@ static int sim_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snap
 							       .running = i == 0};
 		}
 	}
-	bool same = n == s->nlast;
-	for (unsigned i = 0; same && i < n; i++)
-		same = entry_eq(&snap->e[i], &s->last[i]);
-	if (!same) {
-		s->seq++;
-		memcpy(s->last, snap->e, n * sizeof *snap->e);
-		s->nlast = n;
-	}
-	snap->n = n;
-	snap->seq = s->seq;
-	snap->now_ns = s->last_ns;
+	xgpu_hyp_publish(&s->view, snap, n, false, s->last_ns);
 	return 0;
 }
 

@@ -44,10 +44,8 @@ struct xen_src {
 	int sched;           /* XGPU_XEN_SCHED_CREDIT(2), or another: weights unknown */
 	struct xen_dom *dom; /* sorted by domid */
 	size_t ndom, dom_cap;
-	uint64_t seq;
 	bool warned_down;
-	unsigned nlast;
-	struct xgpu_hyp_entry last[XGPU_HYP_MAX_ENTRIES];
+	struct xgpu_hyp_published view; /* what the last refresh published */
 };
 
 static struct xen_src *X(struct xgpu_hyp *h)
@@ -205,11 +203,6 @@ static bool weight_of(struct xen_src *s, struct xen_dom *d)
 	return changed;
 }
 
-static bool entry_eq(const struct xgpu_hyp_entry *a, const struct xgpu_hyp_entry *b)
-{
-	return a->domid == b->domid && a->vcpu == b->vcpu && a->pcpu == b->pcpu && a->running == b->running;
-}
-
 static int xen_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snapshot *snap)
 {
 	struct xen_src *s = X(h);
@@ -269,17 +262,7 @@ static int xen_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snap
 		return -1;
 	}
 	s->warned_down = false;
-	bool same = !weights_changed && n == s->nlast;
-	for (unsigned i = 0; same && i < n; i++)
-		same = entry_eq(&snap->e[i], &s->last[i]);
-	if (!same) {
-		s->seq++;
-		memcpy(s->last, snap->e, n * sizeof *snap->e);
-		s->nlast = n;
-	}
-	snap->n = n;
-	snap->seq = s->seq;
-	snap->now_ns = now_ns;
+	xgpu_hyp_publish(&s->view, snap, n, weights_changed, now_ns);
 	return 0;
 }
 

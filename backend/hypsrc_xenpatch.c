@@ -37,11 +37,9 @@ struct xp_src {
 	struct xgpu_schedexp_snapshot *snap;
 	struct xp_dom *dom; /* sorted by domid */
 	size_t ndom, dom_cap;
-	uint64_t seq;
 	bool warned_stale;
-	bool weights_dirty; /* weights changed outside a refresh (track) */
-	unsigned nlast;
-	struct xgpu_hyp_entry last[XGPU_HYP_MAX_ENTRIES];
+	bool weights_dirty;             /* weights changed outside a refresh (track) */
+	struct xgpu_hyp_published view; /* what the last refresh published */
 };
 
 static struct xp_src *P(struct xgpu_hyp *h)
@@ -215,12 +213,6 @@ static void xp_set_pids(struct xgpu_hyp *h, uint32_t domid, const pid_t *pids, u
 {
 }
 
-static bool entry_eq(const struct xgpu_hyp_entry *a, const struct xgpu_hyp_entry *b)
-{
-	return a->domid == b->domid && a->vcpu == b->vcpu && a->pcpu == b->pcpu && a->credit == b->credit &&
-	       a->running == b->running;
-}
-
 static void add(struct xp_src *s, struct xgpu_hyp_snapshot *snap, unsigned *n,
 		const struct xgpu_schedexp_unit *u, uint32_t pcpu, bool running)
 {
@@ -274,18 +266,9 @@ static int xp_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snaps
 		for (unsigned i = 0; i < rec->nrunq && i < XGPU_SCHEDEXP_RUNQ; i++)
 			add(s, snap, &n, &rec->runq[i], p, false);
 	}
-	bool same = !weights(s) && !s->weights_dirty && n == s->nlast;
+	bool changed = weights(s) || s->weights_dirty;
 	s->weights_dirty = false;
-	for (unsigned i = 0; same && i < n; i++)
-		same = entry_eq(&snap->e[i], &s->last[i]);
-	if (!same) {
-		s->seq++;
-		memcpy(s->last, snap->e, n * sizeof *snap->e);
-		s->nlast = n;
-	}
-	snap->n = n;
-	snap->seq = s->seq;
-	snap->now_ns = now_ns;
+	xgpu_hyp_publish(&s->view, snap, n, changed, now_ns);
 	return 0;
 }
 

@@ -42,11 +42,10 @@ struct xt_src {
 	struct xt_state st;
 	uint32_t *tracked;
 	size_t ntracked, tracked_cap;
-	uint64_t seq, xen_seq;
+	uint64_t xen_seq;
 	bool xen_seq_known, warned_xen, warned_lost;
 	uint64_t lost_seen;
-	unsigned nlast;
-	struct xgpu_hyp_entry last[XGPU_HYP_MAX_ENTRIES];
+	struct xgpu_hyp_published view; /* what the last refresh published */
 	struct xgpu_hyp_snapshot polled;
 };
 
@@ -186,11 +185,6 @@ static void xt_set_pids(struct xgpu_hyp *h, uint32_t domid, const pid_t *pids, u
 {
 }
 
-static bool entry_eq(const struct xgpu_hyp_entry *a, const struct xgpu_hyp_entry *b)
-{
-	return a->domid == b->domid && a->vcpu == b->vcpu && a->pcpu == b->pcpu && a->running == b->running;
-}
-
 static int xt_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snapshot *snap)
 {
 	struct xt_src *s = S(h);
@@ -244,17 +238,7 @@ static int xt_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snaps
 				break;
 			}
 	}
-	bool same = !xen_changed && n == s->nlast;
-	for (unsigned i = 0; same && i < n; i++)
-		same = entry_eq(&snap->e[i], &s->last[i]);
-	if (!same) {
-		s->seq++;
-		memcpy(s->last, snap->e, n * sizeof *snap->e);
-		s->nlast = n;
-	}
-	snap->n = n;
-	snap->seq = s->seq;
-	snap->now_ns = now_ns;
+	xgpu_hyp_publish(&s->view, snap, n, xen_changed, now_ns);
 	return 0;
 }
 
