@@ -82,7 +82,9 @@ SCHEDEXP := $(BIN)/xgpu-schedexp
 
 # Bundled workloads: tools/workloads/<name>/<name>.cu, plus simkernels.c (the
 # host implementation the simulated driver uses).
-WORKLOADS := $(notdir $(wildcard tools/workloads/*))
+WORKLOADS := $(notdir $(patsubst %/,%,$(dir $(wildcard tools/workloads/*/*.cu))))
+# What the workloads (and gpu-validate's bandwidth program) share.
+WORKLOAD_H := tools/workloads/workload.h
 WORKLOAD_BINS := $(patsubst %,$(BIN)/%,$(WORKLOADS))
 WORKLOAD_SIMK := $(patsubst %,$(LIB)/simkernels/%.so,$(notdir $(patsubst %/simkernels.c,%,$(wildcard tools/workloads/*/simkernels.c))))
 
@@ -276,7 +278,7 @@ $(LIB)/simkernels/%.so: tools/workloads/%/simkernels.c backend/simdrv/simkernel.
 # nvcc needs no GPU to compile; the binaries link against libcudart.so.13 by
 # SONAME, so LD_LIBRARY_PATH=build/lib makes them run through xgpu.
 define workload_rule
-$(BIN)/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workloads/$(1)/*.h) | $(DEPS_STAMP)
+$(BIN)/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workloads/$(1)/*.h) $(WORKLOAD_H) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
 	$$(call say,NVCC,$$@)
 	$$(Q)$$(NVCC) $$(NVCCFLAGS) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
@@ -375,7 +377,7 @@ bench: all
 # CUDA-semantics tests natively and through xgpu, on a GPU machine (simulated
 # without one); tables and logs in build/gpu-validate/. Not part of `make test`.
 GPUVAL_BW := $(BIN)/gpuval-bandwidth
-$(GPUVAL_BW): tools/gpu-validate/bandwidth.cu | $(DEPS_STAMP)
+$(GPUVAL_BW): tools/gpu-validate/bandwidth.cu $(WORKLOAD_H) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<

@@ -20,27 +20,7 @@
 
 static const char *kWorkload = "bandwidth";
 
-static void cuda_fail(cudaError_t err, const char *what, const char *file, int line)
-{
-	fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, what, cudaGetErrorString(err),
-		cudaGetErrorName(err));
-	printf("RESULT workload=%s verified=no error=%s\n", kWorkload, cudaGetErrorName(err));
-	exit(EXIT_FAILURE);
-}
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t err_ = (call);                                                                   \
-		if (err_ != cudaSuccess)                                                                     \
-			cuda_fail(err_, #call, __FILE__, __LINE__);                                          \
-	} while (0)
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "../workloads/workload.h"
 
 /* "4096", "64K", "16M", "1G": a byte count in [1, 1<<40]; -1 if malformed. */
 static int parse_size(const char *s, size_t *out)
@@ -171,9 +151,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 't':
-			errno = 0;
-			secs = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(secs >= 0) || secs > 3600) {
+			if (parse_seconds(optarg, 3600, &secs)) {
 				fprintf(stderr, "%s: bad seconds '%s'\n", argv[0], optarg);
 				return 2;
 			}

@@ -20,27 +20,14 @@
 
 static const char *kWorkload = "BlackScholes";
 
+#include "../workload.h"
+
 static const float RISKFREE = 0.02f;
 static const float VOLATILITY = 0.30f;
 /* Averaged relative error (L1 norm) and largest absolute error accepted
  * against the double-precision reference. */
 static const double L1_TOLERANCE = 1e-6;
 static const double MAX_ABS_TOLERANCE = 1e-3;
-
-static void cuda_fail(cudaError_t err, const char *what, const char *file, int line)
-{
-	fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, what, cudaGetErrorString(err),
-		cudaGetErrorName(err));
-	printf("RESULT workload=%s verified=no error=%s\n", kWorkload, cudaGetErrorName(err));
-	exit(EXIT_FAILURE);
-}
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t err_ = (call);                                                                   \
-		if (err_ != cudaSuccess)                                                                     \
-			cuda_fail(err_, #call, __FILE__, __LINE__);                                          \
-	} while (0)
 
 /* Polynomial approximation of the cumulative normal distribution
  * (Abramowitz and Stegun 26.2.17). */
@@ -125,25 +112,6 @@ static void BlackScholesCPU(double *call, double *put, const float *S, const flo
 
 /* ---- driver ---------------------------------------------------------------- */
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* FNV-1a (64-bit) over n bytes, continuing from h: the RESULT line's checksum
- * of the prices, equal wherever the kernel computed the same bits. */
-static uint64_t fnv1a64(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *b = (const unsigned char *)p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static float randFloat(uint64_t *state, float low, float high)
 {
 	/* xorshift64*, so inputs are the same on every host */
@@ -168,26 +136,6 @@ static void usage(FILE *f, const char *prog)
 		prog);
 }
 
-static int parse_count(const char *s, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || v < 1)
-		return -1;
-	long long unit = 1;
-	if (*end == 'k' || *end == 'K')
-		unit = 1024;
-	else if (*end == 'm' || *end == 'M')
-		unit = 1024 * 1024;
-	if (unit > 1)
-		end++;
-	if (*end || v > max / unit)
-		return -1;
-	*out = (long)(v * unit);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	long n = 1L << 20, iters = 8;
@@ -195,7 +143,6 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "n:i:t:h", longopts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 'n':
 			/* Sizes of the five arrays must fit comfortably in memory and in int. */
@@ -211,9 +158,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 't':
-			errno = 0;
-			duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(duration >= 0) || duration > 1e7) {
+			if (parse_seconds(optarg, 1e7, &duration)) {
 				fprintf(stderr, "%s: bad duration '%s'\n", argv[0], optarg);
 				return 2;
 			}

@@ -19,20 +19,7 @@
 
 static const char *kWorkload = "callLatency";
 
-static void cuda_fail(cudaError_t err, const char *what, const char *file, int line)
-{
-	fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, what, cudaGetErrorString(err),
-		cudaGetErrorName(err));
-	printf("RESULT workload=%s verified=no error=%s\n", kWorkload, cudaGetErrorName(err));
-	exit(EXIT_FAILURE);
-}
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t err_ = (call);                                                                   \
-		if (err_ != cudaSuccess)                                                                     \
-			cuda_fail(err_, #call, __FILE__, __LINE__);                                          \
-	} while (0)
+#include "../workload.h"
 
 __global__ void emptyKernel()
 {
@@ -47,9 +34,7 @@ __global__ void bump(unsigned int *counter)
 
 static double now_us(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+	return now_s() * 1e6;
 }
 
 /* A growing array of samples in microseconds. */
@@ -133,9 +118,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 't':
-			errno = 0;
-			duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(duration >= 0) || duration > 1e7) {
+			if (parse_seconds(optarg, 1e7, &duration)) {
 				fprintf(stderr, "%s: bad duration '%s'\n", argv[0], optarg);
 				return 2;
 			}

@@ -18,21 +18,7 @@
 
 static const char *kWorkload = "vectorAdd";
 
-/* Reports a failed CUDA call, prints the RESULT line and exits 1. */
-static void cuda_fail(cudaError_t err, const char *what, const char *file, int line)
-{
-	fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, what, cudaGetErrorString(err),
-		cudaGetErrorName(err));
-	printf("RESULT workload=%s verified=no error=%s\n", kWorkload, cudaGetErrorName(err));
-	exit(EXIT_FAILURE);
-}
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t err_ = (call);                                                                   \
-		if (err_ != cudaSuccess)                                                                     \
-			cuda_fail(err_, #call, __FILE__, __LINE__);                                          \
-	} while (0)
+#include "../workload.h"
 
 /* C[i] = A[i] + B[i] for the elements this grid covers. */
 __global__ void vectorAdd(const float *A, const float *B, float *C, int numElements)
@@ -41,25 +27,6 @@ __global__ void vectorAdd(const float *A, const float *B, float *C, int numEleme
 
 	if (i < numElements)
 		C[i] = A[i] + B[i];
-}
-
-/* FNV-1a (64-bit) over n bytes, continuing from h: the RESULT line's checksum
- * of the output, equal wherever the kernel computed the same bits. */
-static uint64_t fnv1a64(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *b = (const unsigned char *)p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static void usage(FILE *f, const char *prog)
@@ -74,27 +41,6 @@ static void usage(FILE *f, const char *prog)
 		prog);
 }
 
-/* "1000", "64K", "1M": a count in [1, max]; -1 if malformed. */
-static int parse_count(const char *s, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || end == s || v < 1)
-		return -1;
-	long long unit = 1;
-	if (*end == 'k' || *end == 'K')
-		unit = 1024;
-	else if (*end == 'm' || *end == 'M')
-		unit = 1024 * 1024;
-	if (unit > 1)
-		end++;
-	if (*end || v > max / unit)
-		return -1;
-	*out = (long)(v * unit);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	long n = 1L << 20, iters = 1;
@@ -102,7 +48,6 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "n:i:t:h", longopts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 'n':
 			if (parse_count(optarg, 0x7fffffffL, &n)) {
@@ -117,9 +62,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 't':
-			errno = 0;
-			duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(duration >= 0) || duration > 1e7) {
+			if (parse_seconds(optarg, 1e7, &duration)) {
 				fprintf(stderr, "%s: bad duration '%s'\n", argv[0], optarg);
 				return 2;
 			}
