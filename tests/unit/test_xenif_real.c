@@ -1,7 +1,8 @@
 /* test_xenif_real.c - the real-Xen side of xenif.h where there is no Xen:
  * every real open fails with a message naming its device node and what to
- * do, without libxen printing anything of its own; the environment picks the
- * stub (XGPU_XEN_STUB, XGPU_XEN_DOMID validated strictly) or real Xen; and
+ * do, without libxen printing anything of its own; without XGPU_XEN_STUB the
+ * environment picks real Xen, and a bad XGPU_XEN_DOMID is refused before any
+ * stub is tried (the stub side is test_xenstub's open_by_environment); and
  * the xenstore helpers: xgpu_xs_read_u64's strict parser (good values,
  * junk, signs, overflow, above max, absent) and xgpu_xs_printf, through a
  * small fake xenstore implemented here. */
@@ -21,51 +22,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* ---- stand-ins for xenif_stub.c --------------------------------------------
- * Weak, so that once xenif_stub.o exists its definitions win wherever both
- * are linked; here they record what xenif.c passed on. */
-static struct {
-	unsigned calls;
-	char path[256];
-	uint32_t domid;
-} stub_seen;
-static struct xgpu_xs fake_stub_xs;
-static struct xgpu_evtchn fake_stub_evtchn;
-static struct xgpu_gntshr fake_stub_gntshr;
-static struct xgpu_gnttab fake_stub_gnttab;
-
-static void stub_record(const char *path, uint32_t domid)
-{
-	stub_seen.calls++;
-	snprintf(stub_seen.path, sizeof stub_seen.path, "%s", path);
-	stub_seen.domid = domid;
-}
-
-__attribute__((weak)) struct xgpu_xs *xgpu_xs_open_stub(const char *path, uint32_t domid, char *err,
-							size_t errlen)
-{
-	stub_record(path, domid);
-	return &fake_stub_xs;
-}
-__attribute__((weak)) struct xgpu_evtchn *xgpu_evtchn_open_stub(const char *path, uint32_t domid, char *err,
-								size_t errlen)
-{
-	stub_record(path, domid);
-	return &fake_stub_evtchn;
-}
-__attribute__((weak)) struct xgpu_gntshr *xgpu_gntshr_open_stub(const char *path, uint32_t domid, char *err,
-								size_t errlen)
-{
-	stub_record(path, domid);
-	return &fake_stub_gntshr;
-}
-__attribute__((weak)) struct xgpu_gnttab *xgpu_gnttab_open_stub(const char *path, uint32_t domid, char *err,
-								size_t errlen)
-{
-	stub_record(path, domid);
-	return &fake_stub_gnttab;
-}
 
 static bool have_xen(void)
 {
@@ -172,7 +128,6 @@ static int env_reset(void **state)
 {
 	unsetenv("XGPU_XEN_STUB");
 	unsetenv("XGPU_XEN_DOMID");
-	memset(&stub_seen, 0, sizeof stub_seen);
 	return 0;
 }
 
@@ -194,32 +149,6 @@ static void env_without_stub_is_real_xen(void **state)
 		assert_null(xgpu_xs_open(err, sizeof err));
 		assert_non_null(strstr(err, "/dev/xen/xenbus"));
 	}
-	assert_int_equal(stub_seen.calls, 0);
-}
-
-static void env_stub_gets_path_and_domid(void **state)
-{
-	char err[256] = "";
-	setenv("XGPU_XEN_STUB", "/run/xgpu/stub.sock", 1);
-	assert_true(xgpu_xen_stub_selected());
-
-	/* Unset or empty: dom0. */
-	assert_ptr_equal(xgpu_xs_open(err, sizeof err), &fake_stub_xs);
-	assert_string_equal(stub_seen.path, "/run/xgpu/stub.sock");
-	assert_int_equal(stub_seen.domid, 0);
-	setenv("XGPU_XEN_DOMID", "", 1);
-	assert_ptr_equal(xgpu_evtchn_open(err, sizeof err), &fake_stub_evtchn);
-	assert_int_equal(stub_seen.domid, 0);
-
-	setenv("XGPU_XEN_DOMID", "7", 1);
-	assert_ptr_equal(xgpu_gntshr_open(err, sizeof err), &fake_stub_gntshr);
-	assert_int_equal(stub_seen.domid, 7);
-	char top[16];
-	snprintf(top, sizeof top, "%u", XGPU_XEN_DOMID_MAX);
-	setenv("XGPU_XEN_DOMID", top, 1);
-	assert_ptr_equal(xgpu_gnttab_open(err, sizeof err), &fake_stub_gnttab);
-	assert_int_equal(stub_seen.domid, XGPU_XEN_DOMID_MAX);
-	assert_int_equal(stub_seen.calls, 4);
 }
 
 static void env_bad_domid_is_refused(void **state)
@@ -236,11 +165,15 @@ static void env_bad_domid_is_refused(void **state)
 		assert_int_equal(errno, EINVAL);
 		assert_non_null(strstr(err, "XGPU_XEN_DOMID"));
 		assert_non_null(strstr(err, bad[i]));
+		/* Refused before the (absent) stub socket is tried. */
+		assert_null(strstr(err, "stub.sock"));
 		assert_null(xgpu_evtchn_open(err, sizeof err));
+		assert_non_null(strstr(err, "XGPU_XEN_DOMID"));
 		assert_null(xgpu_gntshr_open(err, sizeof err));
+		assert_non_null(strstr(err, "XGPU_XEN_DOMID"));
 		assert_null(xgpu_gnttab_open(err, sizeof err));
+		assert_non_null(strstr(err, "XGPU_XEN_DOMID"));
 	}
-	assert_int_equal(stub_seen.calls, 0);
 }
 
 /* ---- helpers over a fake xenstore ----------------------------------------------- */
@@ -414,7 +347,6 @@ int main(void)
 	    cmocka_unit_test(real_opens_name_the_missing_device),
 	    cmocka_unit_test(real_xs_open_names_xenstored_path),
 	    cmocka_unit_test_setup(env_without_stub_is_real_xen, env_reset),
-	    cmocka_unit_test_setup(env_stub_gets_path_and_domid, env_reset),
 	    cmocka_unit_test_setup(env_bad_domid_is_refused, env_reset),
 	    cmocka_unit_test(read_u64_accepts_plain_decimals),
 	    cmocka_unit_test(read_u64_refuses_junk_signs_overflow_and_above_max),

@@ -763,6 +763,36 @@ static void open_by_environment(void **state)
 	setenv("XGPU_XEN_DOMID", "6", 1); /* not introduced */
 	assert_null(xgpu_xs_open(err, sizeof err));
 	assert_non_null(strstr(err, "domain 6"));
+
+	/* The domid each handle plays: unset or empty is dom0; up to the last
+	 * domain id. Read back from the store's relative "domid". */
+	const char *domids[] = {NULL, "", "7", "32751"};
+	const uint64_t want[] = {0, 0, 7, XGPU_XEN_DOMID_MAX};
+	assert_int_equal(xgpu_xenstub_introduce(S, XGPU_XEN_DOMID_MAX, "last"), 0);
+	for (unsigned i = 0; i < 4; i++) {
+		if (domids[i])
+			setenv("XGPU_XEN_DOMID", domids[i], 1);
+		else
+			unsetenv("XGPU_XEN_DOMID");
+		xs = xgpu_xs_open(err, sizeof err);
+		assert_non_null(xs);
+		assert_int_equal(xgpu_xs_read_u64(xs, 0, "domid", XGPU_XEN_DOMID_MAX, &id), 0);
+		assert_int_equal(id, want[i]);
+		xs->ops->close(xs);
+		e = xgpu_evtchn_open(err, sizeof err);
+		assert_non_null(e);
+		e->ops->close(e);
+		gs = xgpu_gntshr_open(err, sizeof err);
+		assert_non_null(gs);
+		gs->ops->close(gs);
+		gt = xgpu_gnttab_open(err, sizeof err);
+		assert_non_null(gt);
+		gt->ops->close(gt);
+	}
+	/* The stub's socket is what XGPU_XEN_STUB names. */
+	setenv("XGPU_XEN_STUB", "/nonexistent/xgpu-stub.sock", 1);
+	assert_null(xgpu_xs_open(err, sizeof err));
+	assert_non_null(strstr(err, "/nonexistent/xgpu-stub.sock"));
 	unsetenv("XGPU_XEN_STUB");
 	unsetenv("XGPU_XEN_DOMID");
 }
