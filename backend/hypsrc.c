@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct xgpu_hyp_ops *const sources[] = {&xgpu_hyp_sim, &xgpu_hyp_local, &xgpu_hyp_xen,
@@ -70,4 +71,69 @@ void xgpu_hyp_publish(struct xgpu_hyp_published *v, struct xgpu_hyp_snapshot *sn
 	snap->n = n;
 	snap->seq = v->seq;
 	snap->now_ns = now_ns;
+}
+
+static uint32_t domset_id(const struct xgpu_hyp_domset *s, size_t i)
+{
+	uint32_t id;
+	memcpy(&id, (const char *)s->v + i * s->elem_size, sizeof id);
+	return id;
+}
+
+/* Where domid is or would go. */
+static size_t domset_index(const struct xgpu_hyp_domset *s, uint32_t domid)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (domset_id(s, mid) < domid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void *xgpu_hyp_domset_find(const struct xgpu_hyp_domset *s, uint32_t domid)
+{
+	size_t i = domset_index(s, domid);
+	return i < s->n && domset_id(s, i) == domid ? (char *)s->v + i * s->elem_size : NULL;
+}
+
+int xgpu_hyp_domset_add(struct xgpu_hyp_domset *s, uint32_t domid)
+{
+	size_t at = domset_index(s, domid);
+	char *base = s->v;
+	if (at < s->n && domset_id(s, at) == domid)
+		return 0;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		base = realloc(s->v, cap * s->elem_size);
+		if (!base)
+			return -1;
+		s->v = base;
+		s->cap = cap;
+	}
+	char *e = base + at * s->elem_size;
+	memmove(e + s->elem_size, e, (s->n - at) * s->elem_size);
+	memset(e, 0, s->elem_size);
+	memcpy(e, &domid, sizeof domid);
+	s->n++;
+	return 1;
+}
+
+void xgpu_hyp_domset_remove(struct xgpu_hyp_domset *s, uint32_t domid)
+{
+	size_t at = domset_index(s, domid);
+	if (at >= s->n || domset_id(s, at) != domid)
+		return;
+	char *e = (char *)s->v + at * s->elem_size;
+	memmove(e, e + s->elem_size, (s->n - at - 1) * s->elem_size);
+	s->n--;
+}
+
+void xgpu_hyp_domset_free(struct xgpu_hyp_domset *s)
+{
+	free(s->v);
+	*s = (struct xgpu_hyp_domset){.elem_size = s->elem_size};
 }

@@ -75,6 +75,21 @@ struct xgpu_hyp_published {
 void xgpu_hyp_publish(struct xgpu_hyp_published *v, struct xgpu_hyp_snapshot *snap, unsigned n, bool changed,
 		      uint64_t now_ns);
 
+/* A source's tracked domains, sorted by domid: elements of elem_size bytes,
+ * each starting with its uint32_t domid. Adding or removing moves the
+ * elements after it, so pointers into v last until the next change. */
+struct xgpu_hyp_domset {
+	void *v;
+	size_t n, cap, elem_size;
+};
+
+void *xgpu_hyp_domset_find(const struct xgpu_hyp_domset *s, uint32_t domid);
+/* Adds domid's element, zeroed but for its domid: 1 if added, 0 if it was
+ * there already, -1 if out of memory. */
+int xgpu_hyp_domset_add(struct xgpu_hyp_domset *s, uint32_t domid);
+void xgpu_hyp_domset_remove(struct xgpu_hyp_domset *s, uint32_t domid);
+void xgpu_hyp_domset_free(struct xgpu_hyp_domset *s);
+
 /* "NAME" or "NAME:ARGS"; NULL with a message naming the known sources. */
 const struct xgpu_hyp_ops *xgpu_hyp_find(const char *spec, const char **args, char *err, size_t errlen);
 const char *xgpu_hyp_names(void);

@@ -41,9 +41,8 @@ struct xen_dom {
 struct xen_src {
 	const struct xgpu_xenctl_ops *ops;
 	void *x;
-	int sched;           /* XGPU_XEN_SCHED_CREDIT(2), or another: weights unknown */
-	struct xen_dom *dom; /* sorted by domid */
-	size_t ndom, dom_cap;
+	int sched;                   /* XGPU_XEN_SCHED_CREDIT(2), or another: weights unknown */
+	struct xgpu_hyp_domset doms; /* struct xen_dom, sorted by domid */
 	bool warned_down;
 	struct xgpu_hyp_published view; /* what the last refresh published */
 };
@@ -53,23 +52,9 @@ static struct xen_src *X(struct xgpu_hyp *h)
 	return (struct xen_src *)h;
 }
 
-static size_t dom_index(const struct xen_src *s, uint32_t domid)
-{
-	size_t lo = 0, hi = s->ndom;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->dom[mid].domid < domid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static struct xen_dom *dom_find(struct xen_src *s, uint32_t domid)
 {
-	size_t i = dom_index(s, domid);
-	return i < s->ndom && s->dom[i].domid == domid ? &s->dom[i] : NULL;
+	return xgpu_hyp_domset_find(&s->doms, domid);
 }
 
 static const char *sched_name(int id)
@@ -98,6 +83,7 @@ int xgpu_hyp_xen_open_with(const struct xgpu_xenctl_ops *ops, const char *args, 
 		snprintf(err, errlen, "xen: out of memory");
 		return -1;
 	}
+	s->doms.elem_size = sizeof(struct xen_dom);
 	s->ops = ops;
 	s->x = ops->open(err, errlen);
 	if (!s->x) {
@@ -133,37 +119,18 @@ static void xen_close(struct xgpu_hyp *h)
 	if (!s)
 		return;
 	s->ops->close(s->x);
-	free(s->dom);
+	xgpu_hyp_domset_free(&s->doms);
 	free(s);
 }
 
 static void xen_track(struct xgpu_hyp *h, uint32_t domid)
 {
-	struct xen_src *s = X(h);
-	size_t at = dom_index(s, domid);
-	if (at < s->ndom && s->dom[at].domid == domid)
-		return;
-	if (s->ndom == s->dom_cap) {
-		size_t cap = s->dom_cap ? s->dom_cap * 2 : 8;
-		struct xen_dom *n = realloc(s->dom, cap * sizeof *n);
-		if (!n)
-			return;
-		s->dom = n;
-		s->dom_cap = cap;
-	}
-	memmove(&s->dom[at + 1], &s->dom[at], (s->ndom - at) * sizeof *s->dom);
-	s->dom[at] = (struct xen_dom){.domid = domid};
-	s->ndom++;
+	xgpu_hyp_domset_add(&X(h)->doms, domid);
 }
 
 static void xen_untrack(struct xgpu_hyp *h, uint32_t domid)
 {
-	struct xen_src *s = X(h);
-	size_t at = dom_index(s, domid);
-	if (at >= s->ndom || s->dom[at].domid != domid)
-		return;
-	memmove(&s->dom[at], &s->dom[at + 1], (s->ndom - at - 1) * sizeof *s->dom);
-	s->ndom--;
+	xgpu_hyp_domset_remove(&X(h)->doms, domid);
 }
 
 /* Xen's VCPUs belong to Xen domains, not to processes. */
@@ -209,8 +176,8 @@ static int xen_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snap
 	unsigned n = 0, answered = 0;
 	bool weights_changed = false;
 	int last_errno = 0;
-	for (size_t i = 0; i < s->ndom; i++) {
-		struct xen_dom *d = &s->dom[i];
+	for (size_t i = 0; i < s->doms.n; i++) {
+		struct xen_dom *d = (struct xen_dom *)s->doms.v + i;
 		bool dying = false;
 		uint32_t max_vcpu = UINT32_MAX;
 		if (s->ops->domain(s->x, d->domid, &dying, &max_vcpu)) {
@@ -251,12 +218,12 @@ static int xen_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_snap
 			    .domid = d->domid, .vcpu = v, .pcpu = pcpu, .credit = 0, .running = true};
 		}
 	}
-	if (s->ndom && !answered) {
+	if (s->doms.n && !answered) {
 		if (!s->warned_down)
 			xlog_warn(
 			    "xen: the hypervisor answered for none of %zu domains: %s; keeping the last "
 			    "schedule",
-			    s->ndom, strerror(last_errno));
+			    s->doms.n, strerror(last_errno));
 		s->warned_down = true;
 		errno = last_errno;
 		return -1;

@@ -35,8 +35,7 @@ struct xp_src {
 	struct xgpu_schedexp_reader *r;
 	struct xgpu_hyp *fb; /* the `xen` source when the export is absent */
 	struct xgpu_schedexp_snapshot *snap;
-	struct xp_dom *dom; /* sorted by domid */
-	size_t ndom, dom_cap;
+	struct xgpu_hyp_domset doms; /* struct xp_dom, sorted by domid */
 	bool warned_stale;
 	bool weights_dirty;             /* weights changed outside a refresh (track) */
 	struct xgpu_hyp_published view; /* what the last refresh published */
@@ -47,23 +46,9 @@ static struct xp_src *P(struct xgpu_hyp *h)
 	return (struct xp_src *)h;
 }
 
-static size_t dom_index(const struct xp_src *s, uint32_t domid)
-{
-	size_t lo = 0, hi = s->ndom;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->dom[mid].domid < domid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static struct xp_dom *dom_find(struct xp_src *s, uint32_t domid)
 {
-	size_t i = dom_index(s, domid);
-	return i < s->ndom && s->dom[i].domid == domid ? &s->dom[i] : NULL;
+	return xgpu_hyp_domset_find(&s->doms, domid);
 }
 
 static int args_ok(const char *args, char *err, size_t errlen)
@@ -88,6 +73,7 @@ static int with_reader(struct xgpu_schedexp_reader *r, struct xgpu_hyp **out, ch
 		return -1;
 	}
 	s->r = r;
+	s->doms.elem_size = sizeof(struct xp_dom);
 	const struct xgpu_schedexp_header *h = xgpu_schedexp_header(r);
 	xlog_info(
 	    "xenpatch: reading the credit scheduler's export: %u PCPUs, %u domain slots, %u frames, tick "
@@ -120,6 +106,7 @@ int xgpu_hyp_xenpatch_open_with(const struct xgpu_schedexp_map_ops *map, void *c
 		snprintf(err, errlen, "xenpatch: out of memory");
 		return -1;
 	}
+	s->doms.elem_size = sizeof(struct xp_dom);
 	char fberr[512];
 	if (xgpu_hyp_xen_open_with(xenctl, NULL, &s->fb, fberr, sizeof fberr)) {
 		snprintf(err, errlen, "xenpatch: %s; and the fallback failed too: %s", why, fberr);
@@ -161,7 +148,7 @@ static void xp_close(struct xgpu_hyp *h)
 		xgpu_hyp_xen.close(s->fb);
 	xgpu_schedexp_close(s->r);
 	free(s->snap);
-	free(s->dom);
+	xgpu_hyp_domset_free(&s->doms);
 	free(s);
 }
 
@@ -174,20 +161,8 @@ static void xp_track(struct xgpu_hyp *h, uint32_t domid)
 		xgpu_hyp_xen.track(s->fb, domid);
 		return;
 	}
-	size_t at = dom_index(s, domid);
-	if (at < s->ndom && s->dom[at].domid == domid)
+	if (xgpu_hyp_domset_add(&s->doms, domid) <= 0)
 		return;
-	if (s->ndom == s->dom_cap) {
-		size_t cap = s->dom_cap ? s->dom_cap * 2 : 8;
-		struct xp_dom *n = realloc(s->dom, cap * sizeof *n);
-		if (!n)
-			return;
-		s->dom = n;
-		s->dom_cap = cap;
-	}
-	memmove(&s->dom[at + 1], &s->dom[at], (s->ndom - at) * sizeof *s->dom);
-	s->dom[at] = (struct xp_dom){.domid = domid};
-	s->ndom++;
 	/* Its weight from now, as `sim` answers at once: a read costs no
 	 * hypercall. */
 	xgpu_schedexp_read(s->r, s->snap);
@@ -201,11 +176,7 @@ static void xp_untrack(struct xgpu_hyp *h, uint32_t domid)
 		xgpu_hyp_xen.untrack(s->fb, domid);
 		return;
 	}
-	size_t at = dom_index(s, domid);
-	if (at >= s->ndom || s->dom[at].domid != domid)
-		return;
-	memmove(&s->dom[at], &s->dom[at + 1], (s->ndom - at - 1) * sizeof *s->dom);
-	s->ndom--;
+	xgpu_hyp_domset_remove(&s->doms, domid);
 }
 
 /* Xen's VCPUs belong to Xen domains, not to processes. */
@@ -227,8 +198,8 @@ static bool weights(struct xp_src *s)
 	const struct xgpu_schedexp_snapshot *x = s->snap;
 	unsigned ndoms = x->hdr.ndoms;
 	bool changed = false;
-	for (size_t i = 0; i < s->ndom; i++) {
-		struct xp_dom *d = &s->dom[i];
+	for (size_t i = 0; i < s->doms.n; i++) {
+		struct xp_dom *d = (struct xp_dom *)s->doms.v + i;
 		unsigned slot = ndoms ? d->domid % ndoms : 0;
 		bool known = ndoms && x->dom_valid[slot] && x->dom[slot].domid == d->domid;
 		if (!known) {

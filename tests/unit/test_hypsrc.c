@@ -643,10 +643,49 @@ static void local_rejects_args(void **state)
 	assert_null(h);
 }
 
+/* The tracked-domain set the xen and xenpatch sources keep: sorted, one
+ * element per domid, new ones zeroed, removal keeps the rest. */
+static void domset_keeps_sorted_unique_elements(void **state)
+{
+	(void)state;
+	struct el {
+		uint32_t domid;
+		uint32_t payload;
+	};
+	struct xgpu_hyp_domset set = {.elem_size = sizeof(struct el)};
+	const uint32_t ids[] = {7, 3, 12, 1, 9, 3, 20, 5, 7, 15, 2, 11};
+	for (size_t i = 0; i < XGPU_ARRAY_SIZE(ids); i++) {
+		struct el *had = xgpu_hyp_domset_find(&set, ids[i]);
+		int r = xgpu_hyp_domset_add(&set, ids[i]);
+		assert_int_equal(r, had ? 0 : 1);
+		struct el *e = xgpu_hyp_domset_find(&set, ids[i]);
+		assert_non_null(e);
+		assert_int_equal(e->domid, ids[i]);
+		if (r == 1)
+			assert_int_equal(e->payload, 0);
+		e->payload = ids[i] * 10;
+	}
+	assert_int_equal(set.n, 10);
+	for (size_t i = 1; i < set.n; i++)
+		assert_true(((struct el *)set.v)[i - 1].domid < ((struct el *)set.v)[i].domid);
+	xgpu_hyp_domset_remove(&set, 9);
+	xgpu_hyp_domset_remove(&set, 100); /* absent: nothing happens */
+	assert_int_equal(set.n, 9);
+	assert_null(xgpu_hyp_domset_find(&set, 9));
+	for (size_t i = 0; i < set.n; i++) {
+		struct el *e = (struct el *)set.v + i;
+		assert_int_equal(e->payload, e->domid * 10);
+	}
+	xgpu_hyp_domset_free(&set);
+	assert_int_equal(set.n, 0);
+	assert_null(xgpu_hyp_domset_find(&set, 7));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(registry_finds_sources_and_explains_misses),
+	    cmocka_unit_test(domset_keeps_sorted_unique_elements),
 	    cmocka_unit_test(sim_same_inputs_same_schedule),
 	    cmocka_unit_test(sim_shares_follow_weights),
 	    cmocka_unit_test(sim_caps_and_duty_cycles_limit_running),
