@@ -1,25 +1,32 @@
 /* exec.c - the simulated devices' execution engine: one worker thread per
- * device running a FIFO of operations, plus the stream, event, host-function
- * and synchronisation entry points built on it.
+ * device time-slicing between the contexts that have work, plus the stream,
+ * event, host-function and synchronisation entry points built on it.
  *
- * Every operation (kernel, copy, memset, event record, host function) goes
- * into its device's one FIFO in submission order and gets a device-wide
- * sequence number. Running them one at a time in that order is stricter than
- * CUDA requires and satisfies at once per-stream order, the legacy NULL
- * stream's barrier semantics and cuStreamWaitEvent within a device. A stream,
- * a context or an event is complete when the device's done_seq has reached
- * the last sequence number it queued (or captured).
+ * Every operation (kernel, copy, memset, event record, host function, wait
+ * for an event) gets a device-wide sequence number and goes into its
+ * context's FIFO. A context's operations run one at a time in that order,
+ * which is stricter than CUDA requires and satisfies at once per-stream
+ * order and the legacy NULL stream's barrier semantics; a context's work is
+ * complete up to its done_seq. An event of another context is waited for by
+ * a wait operation in the waiting context's FIFO.
+ *
+ * Between contexts the device time-slices, as GPUs do: the contexts with
+ * queued work take turns of XGPU_SIM_SLICE_MS (default 2 ms) of device time,
+ * so that one context's long kernel delays the others but does not stop
+ * them. A context that runs out of work ends its turn early; one alone on
+ * the device keeps it. With a slice of 0 the device runs whole operations
+ * in submission order across all contexts (one long operation then holds
+ * everyone up).
  *
  * Each operation occupies the device for a modeled time. The worker does the
  * operation's real work (copying bytes, running a host kernel
- * implementation), then sleeps on CLOCK_MONOTONIC until the modeled end; it
- * never spins, so a simulated busy GPU costs no CPU. Operations are not
- * preempted, so one context's long operation delays every other context on
- * the device; two things bound that:
+ * implementation) when it first runs, then sleeps on CLOCK_MONOTONIC for the
+ * modeled time, turn by turn; it never spins, so a simulated busy GPU costs
+ * no CPU. Two things bound an operation:
  * - a watchdog (XGPU_SIM_WATCHDOG_MS, default 10 s; 0 turns it off): an
  *   operation modeled to take longer occupies the device for the watchdog
  *   time and then fails its context with CUDA_ERROR_LAUNCH_TIMEOUT, as a
- *   GPU's watchdog kills a kernel that runs too long;
+ *   GPU's display watchdog kills a kernel that runs too long;
  * - the sleep is a timed wait that ends early when the operation's context
  *   fails or is being destroyed, or the driver stops; a dying context's
  *   remaining work still runs (in order), with no modeled time.
@@ -60,20 +67,6 @@ static bool op_cut_short(const struct sim_device *dev, const struct sim_op *op)
 	return dev->stop || atomic_load(&op->ctx->sticky) || atomic_load(&op->ctx->dying);
 }
 
-/* Occupies dev with op until t_ns on CLOCK_MONOTONIC. Returns false if that
- * was cut short. The worker's timer slack (worker_main) applies to this wait
- * too, so short operations keep their modeled length. */
-static bool occupy_until(struct sim_device *dev, const struct sim_op *op, uint64_t t_ns)
-{
-	struct timespec ts = {.tv_sec = (time_t)(t_ns / 1000000000u), .tv_nsec = (long)(t_ns % 1000000000u)};
-	bool cut;
-	pthread_mutex_lock(&dev->lock);
-	while (!(cut = op_cut_short(dev, op)) && xgpu_now_ns() < t_ns)
-		pthread_cond_timedwait(&dev->wake_cv, &dev->lock, &ts);
-	pthread_mutex_unlock(&dev->lock);
-	return !cut;
-}
-
 static uint64_t bytes_ns(size_t bytes, uint64_t bytes_per_s)
 {
 	return (uint64_t)((double)bytes * 1e9 / (double)bytes_per_s);
@@ -109,6 +102,10 @@ void sim_op_free(struct sim_op *op)
 			sim_obj_put(&op->u.kernel.func->obj);
 		free(op->u.kernel.params);
 		break;
+	case SIM_OP_WAIT:
+		if (op->u.wait.ctx)
+			sim_ctx_put(op->u.wait.ctx);
+		break;
 	default:
 		break;
 	}
@@ -123,11 +120,17 @@ uint64_t sim_submit(struct sim_op *op, struct CUstream_st *s)
 	pthread_mutex_lock(&dev->lock);
 	uint64_t seq = op->seq = ++dev->submit_seq;
 	op->next = NULL;
-	if (dev->tail)
-		dev->tail->next = op;
+	if (ctx->q_tail)
+		ctx->q_tail->next = op;
 	else
-		dev->head = op;
-	dev->tail = op;
+		ctx->q_head = op;
+	ctx->q_tail = op;
+	if (sim_list_empty(&ctx->run_link)) {
+		sim_list_add(&dev->runq, &ctx->run_link);
+		/* A worker sleeping through another context's turn may have to
+		 * end that turn now that someone else is waiting. */
+		pthread_cond_broadcast(&dev->wake_cv);
+	}
 	ctx->last_seq = seq;
 	if (s)
 		s->last_seq = seq;
@@ -159,15 +162,24 @@ CUresult sim_submit_live(struct sim_op *op, struct CUstream_st *s)
 	return r;
 }
 
-bool sim_seq_done(struct sim_device *dev, uint64_t seq)
+bool sim_ctx_seq_done(struct CUctx_st *ctx, uint64_t seq)
 {
-	pthread_mutex_lock(&dev->lock);
-	bool done = dev->done_seq >= seq;
-	pthread_mutex_unlock(&dev->lock);
+	pthread_mutex_lock(&ctx->dev->lock);
+	bool done = ctx->done_seq >= seq;
+	pthread_mutex_unlock(&ctx->dev->lock);
 	return done;
 }
 
-void sim_wait_seq(struct sim_device *dev, uint64_t seq)
+void sim_wait_ctx_seq(struct CUctx_st *ctx, uint64_t seq)
+{
+	struct sim_device *dev = ctx->dev;
+	pthread_mutex_lock(&dev->lock);
+	while (ctx->done_seq < seq)
+		pthread_cond_wait(&dev->done_cv, &dev->lock);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void sim_wait_dev_seq(struct sim_device *dev, uint64_t seq)
 {
 	pthread_mutex_lock(&dev->lock);
 	while (dev->done_seq < seq)
@@ -175,14 +187,13 @@ void sim_wait_seq(struct sim_device *dev, uint64_t seq)
 	pthread_mutex_unlock(&dev->lock);
 }
 
-/* Does op's work and occupies the device for its modeled time. Returns the
- * device clock at which the op started (an event's timestamp). */
-static uint64_t run_op(struct sim_device *dev, struct sim_op *op)
+/* Does op's work and returns its modeled device time (after
+ * XGPU_SIM_SPEED, before the watchdog). Runs without dev->lock. */
+static uint64_t op_work(struct sim_device *dev, struct sim_op *op)
 {
-	uint64_t start = xgpu_now_ns();
 	/* A failed context's queued work is dropped, as on a GPU. */
 	if (atomic_load(&op->ctx->sticky))
-		return start;
+		return 0;
 	uint64_t cost = 0;
 	switch (op->kind) {
 	case SIM_OP_COPY:
@@ -205,8 +216,10 @@ static uint64_t run_op(struct sim_device *dev, struct sim_op *op)
 		op->u.hostfn.fn(op->u.hostfn.arg);
 		break;
 	case SIM_OP_WAIT:
-		/* An event of another device: this device stalls until it is done. */
-		sim_wait_seq(op->u.wait.dev, op->u.wait.seq);
+		/* An event of another device: this device stalls until it is
+		 * done (one of this device is waited for in pick_ctx). */
+		if (op->u.wait.ctx->dev != dev)
+			sim_wait_ctx_seq(op->u.wait.ctx, op->u.wait.seq);
 		break;
 	case SIM_OP_KERNEL: {
 		CUresult r = sim_kernel_run(op, &cost);
@@ -215,21 +228,146 @@ static uint64_t run_op(struct sim_device *dev, struct sim_op *op)
 		break;
 	}
 	}
-	if (cost) {
-		uint64_t t = sim_scale(cost);
-		bool too_long = sim.watchdog_ns && t > sim.watchdog_ns;
-		if (too_long)
-			t = sim.watchdog_ns;
-		if (occupy_until(dev, op, start + (t < UINT64_MAX - start ? t : UINT64_MAX - start)) &&
-		    too_long) {
-			sim_log("an operation of context %llu modeled to take %.3f s ran into the %.3f s "
-				"watchdog (XGPU_SIM_WATCHDOG_MS)",
-				(unsigned long long)op->ctx->obj.id, (double)sim_scale(cost) / 1e9,
-				(double)sim.watchdog_ns / 1e9);
-			sim_ctx_fail(op->ctx, CUDA_ERROR_LAUNCH_TIMEOUT);
-		}
+	return cost ? sim_scale(cost) : 0;
+}
+
+/* Whether ctx's next operation can run now: not a wait for an event of this
+ * device that is still pending (dev->lock held). */
+static bool ctx_runnable(const struct sim_device *dev, const struct CUctx_st *ctx)
+{
+	const struct sim_op *op = ctx->q_head;
+	if (!op)
+		return false;
+	if (op->kind != SIM_OP_WAIT || op->started || op->u.wait.ctx->dev != dev)
+		return true;
+	return op->u.wait.ctx->done_seq >= op->u.wait.seq;
+}
+
+static struct CUctx_st *runq_ctx(struct sim_link *l)
+{
+	return sim_container_of(l, struct CUctx_st, run_link);
+}
+
+/* The context whose turn is next (dev->lock held), or NULL. Without time
+ * slices: the one holding the oldest queued operation, so that the device
+ * runs everything in submission order. With them: the first runnable one in
+ * turn order. A wait is for an older operation, so the context holding the
+ * oldest one is always runnable and waits cannot deadlock. */
+static struct CUctx_st *pick_ctx(struct sim_device *dev)
+{
+	struct CUctx_st *best = NULL;
+	for (struct sim_link *l = dev->runq.next; l != &dev->runq; l = l->next) {
+		struct CUctx_st *c = runq_ctx(l);
+		if (sim.slice_ns) {
+			if (ctx_runnable(dev, c))
+				return c;
+		} else if (!best || c->q_head->seq < best->q_head->seq)
+			best = c;
 	}
-	return start;
+	return best;
+}
+
+/* Whether a context other than ctx could run now (dev->lock held). */
+static bool others_waiting(struct sim_device *dev, const struct CUctx_st *ctx)
+{
+	for (struct sim_link *l = dev->runq.next; l != &dev->runq; l = l->next)
+		if (runq_ctx(l) != ctx && ctx_runnable(dev, runq_ctx(l)))
+			return true;
+	return false;
+}
+
+/* Moves dev->done_seq up to just below the oldest queued operation
+ * (dev->lock held). */
+static void update_done_mark(struct sim_device *dev)
+{
+	uint64_t oldest = dev->submit_seq + 1;
+	for (struct sim_link *l = dev->runq.next; l != &dev->runq; l = l->next) {
+		uint64_t s = runq_ctx(l)->q_head->seq;
+		if (s < oldest)
+			oldest = s;
+	}
+	dev->done_seq = oldest - 1;
+}
+
+/* Occupies the device with ctx's started head op until its modeled time is
+ * over, it is cut short, or (with time slices) ctx's turn ends at turn_end
+ * while another context waits. Returns true if the op is finished (dev->lock
+ * held throughout, released while sleeping). The worker's timer slack
+ * (worker_main) applies here too, so short operations keep their length. */
+static bool occupy(struct sim_device *dev, struct sim_op *op, uint64_t turn_end)
+{
+	for (;;) {
+		if (op_cut_short(dev, op) || !op->remaining_ns)
+			return true;
+		uint64_t now = xgpu_now_ns();
+		bool contended = sim.slice_ns && others_waiting(dev, op->ctx);
+		if (contended && now >= turn_end)
+			return false;
+		uint64_t until = now + op->remaining_ns;
+		if (until < now)
+			until = UINT64_MAX;
+		if (contended && turn_end < until)
+			until = turn_end;
+		struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+				      .tv_nsec = (long)(until % 1000000000u)};
+		pthread_cond_timedwait(&dev->wake_cv, &dev->lock, &ts);
+		uint64_t ran = xgpu_now_ns() - now;
+		op->remaining_ns -= ran < op->remaining_ns ? ran : op->remaining_ns;
+	}
+}
+
+/* Runs ctx's operations for one turn (dev->lock held; released while an
+ * operation works or sleeps). */
+static void run_turn(struct sim_device *dev, struct CUctx_st *ctx)
+{
+	uint64_t turn_end = xgpu_now_ns() + sim.slice_ns;
+	while (ctx_runnable(dev, ctx)) {
+		struct sim_op *op = ctx->q_head;
+		if (sim.slice_ns && !op->started && xgpu_now_ns() >= turn_end && others_waiting(dev, ctx))
+			break;
+		if (!op->started) {
+			op->started = true;
+			pthread_mutex_unlock(&dev->lock);
+			op->start_ns = xgpu_now_ns();
+			uint64_t t = op_work(dev, op);
+			op->too_long = sim.watchdog_ns && t > sim.watchdog_ns;
+			op->remaining_ns = op->too_long ? sim.watchdog_ns : t;
+			pthread_mutex_lock(&dev->lock);
+		}
+		if (!occupy(dev, op, turn_end))
+			break; /* the turn is over; op goes on in a later one */
+		bool timed_out = op->too_long && !op_cut_short(dev, op);
+		ctx->q_head = op->next;
+		if (!ctx->q_head) {
+			ctx->q_tail = NULL;
+			sim_list_del(&ctx->run_link);
+		}
+		if (op->kind == SIM_OP_EVENT)
+			op->u.event.ev->time_ns = op->start_ns;
+		ctx->done_seq = op->seq;
+		update_done_mark(dev);
+		pthread_cond_broadcast(&dev->done_cv);
+		bool ctx_left = !ctx->q_head;
+		pthread_mutex_unlock(&dev->lock);
+		if (timed_out) {
+			sim_log("an operation of context %llu ran into the %.3f s watchdog "
+				"(XGPU_SIM_WATCHDOG_MS)",
+				(unsigned long long)ctx->obj.id, (double)sim.watchdog_ns / 1e9);
+			sim_ctx_fail(ctx, CUDA_ERROR_LAUNCH_TIMEOUT);
+		}
+		/* Outside the lock: this may drop the last reference to ctx. */
+		sim_op_free(op);
+		pthread_mutex_lock(&dev->lock);
+		/* Without time slices the oldest operation of any context is
+		 * next. */
+		if (ctx_left || !sim.slice_ns)
+			return;
+	}
+	/* Its turn is over with work left: to the back of the line. */
+	if (!sim_list_empty(&ctx->run_link)) {
+		sim_list_del(&ctx->run_link);
+		sim_list_add(&dev->runq, &ctx->run_link);
+	}
 }
 
 static void *worker_main(void *arg)
@@ -240,27 +378,14 @@ static void *worker_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	pthread_mutex_lock(&dev->lock);
 	for (;;) {
-		while (!dev->head && !dev->stop)
+		struct CUctx_st *ctx = pick_ctx(dev);
+		if (!ctx) {
+			if (dev->stop && sim_list_empty(&dev->runq))
+				break; /* stopping, and the queues are drained */
 			pthread_cond_wait(&dev->work_cv, &dev->lock);
-		struct sim_op *op = dev->head;
-		if (!op)
-			break; /* stopping, and the queue is drained */
-		dev->head = op->next;
-		if (!dev->head)
-			dev->tail = NULL;
-		pthread_mutex_unlock(&dev->lock);
-
-		uint64_t t = run_op(dev, op);
-
-		pthread_mutex_lock(&dev->lock);
-		if (op->kind == SIM_OP_EVENT)
-			op->u.event.ev->time_ns = t;
-		dev->done_seq = op->seq;
-		pthread_cond_broadcast(&dev->done_cv);
-		pthread_mutex_unlock(&dev->lock);
-		/* Outside the lock: this may drop the last reference to a context. */
-		sim_op_free(op);
-		pthread_mutex_lock(&dev->lock);
+			continue;
+		}
+		run_turn(dev, ctx);
 	}
 	pthread_mutex_unlock(&dev->lock);
 	return NULL;
@@ -268,6 +393,7 @@ static void *worker_main(void *arg)
 
 int sim_worker_start(struct sim_device *dev)
 {
+	sim_list_init(&dev->runq);
 	pthread_mutex_init(&dev->lock, NULL);
 	pthread_cond_init(&dev->work_cv, NULL);
 	pthread_cond_init(&dev->done_cv, NULL);
@@ -477,7 +603,7 @@ CUresult cuStreamSynchronize(CUstream hStream)
 	if (r)
 		return r;
 	if (!atomic_load(&c->sticky))
-		sim_wait_seq(c->dev, seq);
+		sim_wait_ctx_seq(c, seq);
 	r = (CUresult)atomic_load(&c->sticky);
 	sim_ctx_put(c);
 	return r;
@@ -491,7 +617,7 @@ CUresult cuStreamQuery(CUstream hStream)
 	if (r)
 		return r;
 	r = (CUresult)atomic_load(&c->sticky);
-	if (!r && !sim_seq_done(c->dev, seq))
+	if (!r && !sim_ctx_seq_done(c, seq))
 		r = CUDA_ERROR_NOT_READY;
 	sim_ctx_put(c);
 	return r;
@@ -605,7 +731,7 @@ static bool event_state(struct CUevent_st *e, uint64_t *seq, uint64_t *time_ns)
 	pthread_mutex_lock(&dev->lock);
 	*seq = e->seq;
 	*time_ns = e->time_ns;
-	bool done = dev->done_seq >= e->seq;
+	bool done = e->ctx->done_seq >= e->seq;
 	pthread_mutex_unlock(&dev->lock);
 	return done;
 }
@@ -631,7 +757,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		return r;
 	uint64_t seq, t;
 	event_state(e, &seq, &t);
-	sim_wait_seq(e->ctx->dev, seq);
+	sim_wait_ctx_seq(e->ctx, seq);
 	r = (CUresult)atomic_load(&e->ctx->sticky);
 	sim_obj_put(&e->obj);
 	return r;
@@ -684,17 +810,19 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 		r = CUDA_ERROR_INVALID_HANDLE;
 	else if (Flags != CU_EVENT_WAIT_DEFAULT)
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if (e->ctx->dev != c->dev) {
-		/* Same device: the FIFO already orders everything queued before
-		 * the record ahead of what follows. Another device: queue a wait
-		 * for the work the event captured now. */
+	else if (e->ctx != c) {
+		/* The same context's FIFO already orders everything queued
+		 * before the record ahead of what follows. Another context's
+		 * work runs on its own: queue a wait for the work the event
+		 * captured now. */
 		uint64_t seq, t;
 		if (!event_state(e, &seq, &t)) {
 			struct sim_op *op = sim_op_new(c, SIM_OP_WAIT);
 			if (!op)
 				r = CUDA_ERROR_OUT_OF_MEMORY;
 			else {
-				op->u.wait.dev = e->ctx->dev;
+				op->u.wait.ctx = e->ctx;
+				sim_obj_ref(&e->ctx->obj);
 				op->u.wait.seq = seq;
 				r = sim_submit_live(op, s);
 			}

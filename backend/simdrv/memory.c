@@ -204,14 +204,14 @@ CUresult cuMemFree(CUdeviceptr dptr)
 		 * memory (kernel<<<>>>(p); cuMemFree(p) is fine): a kernel
 		 * translates its addresses when it runs, so wait for that work
 		 * before the range leaves the table. */
-		sim_wait_seq(c->dev, sim_ctx_fence(c));
+		sim_wait_ctx_seq(c, sim_ctx_fence(c));
 		pthread_mutex_lock(&c->lock);
 		found = sim_mem_remove_locked(c, dptr, SIM_ALLOC_USER, &a);
 		/* Another thread may have queued work on it meanwhile. */
 		uint64_t fence = sim_ctx_fence(c);
 		pthread_mutex_unlock(&c->lock);
 		if (found) {
-			sim_wait_seq(c->dev, fence);
+			sim_wait_ctx_seq(c, fence);
 			sim_mem_release(c->dev, &a);
 		}
 	}
@@ -246,18 +246,32 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
  * as DMA would; copies from any other host memory follow the pageable rules.
  *
  * Freeing or unregistering one must wait for the queued copies that use it,
- * and only for those: each range keeps, per device, the sequence number of
- * the last copy queued on it. A copy is queued and noted under the read
- * lock and a range is removed under the write lock, so once removed no new
- * copy can use it and the noted numbers cover every one that did. (Copies
- * are the driver's only operations on host memory; what a host function
- * touches is its caller's business, as with any host memory.) */
+ * and only for those: each range keeps, per context that used it, the
+ * sequence number of the last copy that context queued on it (contexts'
+ * work interleaves on a device, so a number alone says nothing about other
+ * contexts' copies). A copy is queued and noted under the read lock and a
+ * range is removed under the write lock, so once removed no new copy can
+ * use it and the noted numbers cover every one that did. (Copies are the
+ * driver's only operations on host memory; what a host function touches is
+ * its caller's business, as with any host memory.) */
+struct sim_pin_use {
+	struct CUctx_st *ctx; /* referenced */
+	uint64_t seq;
+};
+struct sim_pin_uses {
+	pthread_mutex_t lock; /* copies note uses under the read lock, concurrently */
+	struct sim_pin_use *v;
+	size_t n, cap;
+	/* Per device, the last copy that could not be noted above (out of
+	 * memory): waited for with everything queued before it. */
+	uint64_t *overflow_seq;
+};
 struct sim_pinned {
 	uintptr_t start;
 	size_t len;
 	const struct CUctx_st *owner;
-	bool allocated;             /* by cuMemAllocHost: we unmap it */
-	atomic_uint_least64_t *seq; /* sim.ndev of them; separate so entries can move */
+	bool allocated;            /* by cuMemAllocHost: we unmap it */
+	struct sim_pin_uses *uses; /* separate so entries can move */
 };
 
 static pthread_rwlock_t pin_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -287,26 +301,71 @@ static struct sim_pinned *pinned_covers(const void *p, size_t n)
 	return in ? &pins[i] : NULL;
 }
 
-/* Notes that the copy seq of dev uses pin (pin_lock held for reading, which
- * other copies may hold too: hence the atomic maximum). */
-static void pin_note_use(struct sim_pinned *pin, const struct sim_device *dev, uint64_t seq)
+/* Notes that ctx's copy seq uses pin (pin_lock held for reading, which
+ * other copies may hold too). */
+static void pin_note_use(struct sim_pinned *pin, struct CUctx_st *ctx, uint64_t seq)
 {
-	atomic_uint_least64_t *slot = &pin->seq[dev->ordinal];
-	uint64_t cur = atomic_load(slot);
-	while (cur < seq && !atomic_compare_exchange_weak(slot, &cur, seq))
-		;
+	struct sim_pin_uses *u = pin->uses;
+	pthread_mutex_lock(&u->lock);
+	size_t i = 0;
+	while (i < u->n && u->v[i].ctx != ctx)
+		i++;
+	if (i == u->n && u->n == u->cap) {
+		size_t ncap = u->cap ? u->cap * 2 : 2;
+		struct sim_pin_use *nv = realloc(u->v, ncap * sizeof *nv);
+		if (nv) {
+			u->v = nv;
+			u->cap = ncap;
+		}
+	}
+	if (i < u->n) {
+		if (u->v[i].seq < seq)
+			u->v[i].seq = seq;
+	} else if (u->n < u->cap) {
+		sim_obj_ref(&ctx->obj);
+		u->v[u->n++] = (struct sim_pin_use){ctx, seq};
+	} else if (u->overflow_seq[ctx->dev->ordinal] < seq)
+		u->overflow_seq[ctx->dev->ordinal] = seq;
+	pthread_mutex_unlock(&u->lock);
+}
+
+static struct sim_pin_uses *pin_uses_new(void)
+{
+	struct sim_pin_uses *u = calloc(1, sizeof *u);
+	if (!u)
+		return NULL;
+	u->overflow_seq = calloc((size_t)sim.ndev, sizeof *u->overflow_seq);
+	if (!u->overflow_seq) {
+		free(u);
+		return NULL;
+	}
+	pthread_mutex_init(&u->lock, NULL);
+	return u;
+}
+
+static void pin_uses_free(struct sim_pin_uses *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->n; i++)
+		sim_ctx_put(u->v[i].ctx);
+	free(u->v);
+	free(u->overflow_seq);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
 }
 
 /* Waits for the copies that used a removed range, then forgets them. */
 static void pin_wait_uses(struct sim_pinned *pin)
 {
-	for (int i = 0; i < sim.ndev; i++) {
-		uint64_t seq = atomic_load(&pin->seq[i]);
-		if (seq)
-			sim_wait_seq(&sim.devs[i], seq);
-	}
-	free(pin->seq);
-	pin->seq = NULL;
+	struct sim_pin_uses *u = pin->uses;
+	for (size_t i = 0; i < u->n; i++)
+		sim_wait_ctx_seq(u->v[i].ctx, u->v[i].seq);
+	for (int i = 0; i < sim.ndev; i++)
+		if (u->overflow_seq[i])
+			sim_wait_dev_seq(&sim.devs[i], u->overflow_seq[i]);
+	pin_uses_free(u);
+	pin->uses = NULL;
 }
 
 static bool pinned_overlaps(uintptr_t s, size_t n)
@@ -330,22 +389,20 @@ static CUresult pin_insert(uintptr_t s, size_t n, const struct CUctx_st *owner, 
 		pins = np;
 		pincap = ncap;
 	}
-	atomic_uint_least64_t *seq = calloc((size_t)sim.ndev, sizeof *seq);
-	if (!seq)
+	struct sim_pin_uses *uses = pin_uses_new();
+	if (!uses)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (int i = 0; i < sim.ndev; i++)
-		atomic_init(&seq[i], 0);
 	size_t at = (size_t)(pin_floor(s) + 1);
 	memmove(&pins[at + 1], &pins[at], (npins - at) * sizeof *pins);
-	pins[at] = (struct sim_pinned){s, n, owner, allocated, seq};
+	pins[at] = (struct sim_pinned){s, n, owner, allocated, uses};
 	npins++;
 	return CUDA_SUCCESS;
 }
 
 static void unpin_release(struct sim_pinned *p)
 {
-	free(p->seq);
-	p->seq = NULL;
+	pin_uses_free(p->uses);
+	p->uses = NULL;
 	if (p->allocated)
 		munmap((void *)p->start, p->len);
 }
@@ -589,7 +646,7 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t By
 			uint64_t seq = sim_submit(op, s);
 			op = NULL;
 			if (pin)
-				pin_note_use(pin, c->dev, seq);
+				pin_note_use(pin, c, seq);
 		}
 		pthread_rwlock_unlock(&pin_lock);
 	}
@@ -625,7 +682,7 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCoun
 		seq = sim_submit(op, s);
 		op = NULL;
 		if (pin)
-			pin_note_use(pin, c->dev, seq);
+			pin_note_use(pin, c, seq);
 		pthread_rwlock_unlock(&pin_lock);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -633,7 +690,7 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCoun
 		sim_op_free(op);
 	else if (!pinned) {
 		/* Pageable destination: the call returns once the copy is done. */
-		sim_wait_seq(c->dev, seq);
+		sim_wait_ctx_seq(c, seq);
 		r = (CUresult)atomic_load(&c->sticky);
 	}
 	end_async(c, s);

@@ -253,7 +253,7 @@ static void release_allocs(struct CUctx_st *ctx, uint64_t fence, struct sim_allo
 {
 	if (!n)
 		return;
-	sim_wait_seq(ctx->dev, fence);
+	sim_wait_ctx_seq(ctx, fence);
 	for (size_t i = 0; i < n; i++)
 		sim_mem_release(ctx->dev, &a[i]);
 }
@@ -389,7 +389,7 @@ CUresult cuModuleUnload(CUmodule hmod)
 	/* As on a GPU, kernels queued before the unload still see the module's
 	 * variables: wait for them before the variables leave the table. */
 	if (m->nglobals)
-		sim_wait_seq(c->dev, sim_ctx_fence(c));
+		sim_wait_ctx_seq(c, sim_ctx_fence(c));
 	pthread_mutex_lock(&c->lock);
 	struct CUfunc_st **funcs = m->funcs;
 	m->funcs = NULL;

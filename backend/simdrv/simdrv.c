@@ -227,14 +227,20 @@ static void make_uuid(int ordinal, CUuuid *u)
 #define SIM_WATCHDOG_MS_DEFAULT 10000
 #define SIM_WATCHDOG_MS_MAX (7L * 24 * 3600 * 1000)
 
+/* GPUs switch contexts every few milliseconds when more than one has work
+ * (time-slice scheduling); 2 ms is of that order. */
+#define SIM_SLICE_MS_DEFAULT 2
+#define SIM_SLICE_MS_MAX 60000
+
 CUresult sim_config_devices(struct sim_device **devs_out, int *ndev_out, double *speed_out,
-			    uint64_t *watchdog_ns_out)
+			    uint64_t *watchdog_ns_out, uint64_t *slice_ns_out)
 {
 	const char *env_n = getenv("XGPU_SIM_DEVICES");
 	const char *env_mem = getenv("XGPU_SIM_MEM");
 	const char *env_spec = getenv("XGPU_SIM_DEVICE_SPEC");
 	const char *env_speed = getenv("XGPU_SIM_SPEED");
 	const char *env_wd = getenv("XGPU_SIM_WATCHDOG_MS");
+	const char *env_slice = getenv("XGPU_SIM_SLICE_MS");
 
 	double speed = 1.0;
 	if (env_speed && *env_speed) {
@@ -250,6 +256,12 @@ CUresult sim_config_devices(struct sim_device **devs_out, int *ndev_out, double 
 	if (env_wd && *env_wd && xgpu_parse_long(env_wd, 0, SIM_WATCHDOG_MS_MAX, &wd_ms) < 0) {
 		sim_log("XGPU_SIM_WATCHDOG_MS=\"%s\" is not a number of milliseconds in 0..%ld", env_wd,
 			SIM_WATCHDOG_MS_MAX);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	long slice_ms = SIM_SLICE_MS_DEFAULT;
+	if (env_slice && *env_slice && xgpu_parse_long(env_slice, 0, SIM_SLICE_MS_MAX, &slice_ms) < 0) {
+		sim_log("XGPU_SIM_SLICE_MS=\"%s\" is not a number of milliseconds in 0..%d", env_slice,
+			SIM_SLICE_MS_MAX);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
 	uint64_t mem = 16ull << 30;
@@ -293,6 +305,7 @@ CUresult sim_config_devices(struct sim_device **devs_out, int *ndev_out, double 
 	*ndev_out = ndev;
 	*speed_out = speed;
 	*watchdog_ns_out = (uint64_t)wd_ms * 1000000u;
+	*slice_ns_out = (uint64_t)slice_ms * 1000000u;
 	return CUDA_SUCCESS;
 }
 
@@ -313,7 +326,7 @@ CUresult cuInit(unsigned int Flags)
 		return r;
 	}
 	sim_list_init(&sim.ctxs);
-	r = sim_config_devices(&sim.devs, &sim.ndev, &sim.speed, &sim.watchdog_ns);
+	r = sim_config_devices(&sim.devs, &sim.ndev, &sim.speed, &sim.watchdog_ns, &sim.slice_ns);
 	for (int i = 0; r == CUDA_SUCCESS && i < sim.ndev; i++)
 		if (sim_worker_start(&sim.devs[i]) < 0)
 			r = CUDA_ERROR_OPERATING_SYSTEM;
@@ -589,6 +602,7 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsign
 	sim_list_init(&c->streams);
 	sim_list_init(&c->events);
 	sim_list_init(&c->modules);
+	sim_list_init(&c->run_link);
 	memcpy(c->limits, limit_defaults, sizeof c->limits);
 	if (sim_obj_register(&c->obj, SIM_CTX, ctx_release) < 0) {
 		ctx_release(&c->obj);
@@ -621,7 +635,7 @@ static void destroy_ctx(struct CUctx_st *c)
 	 * device go on at once, not after the rest of this one's work. */
 	atomic_store(&c->dying, true);
 	sim_dev_kick(c->dev);
-	sim_wait_seq(c->dev, sim_ctx_fence(c));
+	sim_wait_ctx_seq(c, sim_ctx_fence(c));
 	sim_module_release_ctx(c);
 	sim_exec_release_ctx(c);
 	sim_mem_release_all(c);
@@ -686,7 +700,7 @@ CUresult cuCtxSynchronize(void)
 	CUresult r = sim_ctx_enter(&c, false);
 	if (r)
 		return r;
-	sim_wait_seq(c->dev, sim_ctx_fence(c));
+	sim_wait_ctx_seq(c, sim_ctx_fence(c));
 	r = (CUresult)atomic_load(&c->sticky);
 	sim_ctx_put(c);
 	return r;

@@ -126,9 +126,11 @@ struct sim_device {
 	pthread_cond_t work_cv;
 	pthread_cond_t done_cv;
 	pthread_cond_t wake_cv; /* CLOCK_MONOTONIC: ends a modeled sleep early */
-	struct sim_op *head, *tail;
-	uint64_t submit_seq; /* last sequence number handed out */
-	uint64_t done_seq;   /* last sequence number completed */
+	struct sim_link runq;   /* contexts with queued operations, in turn order */
+	uint64_t submit_seq;    /* last sequence number handed out */
+	/* Every operation at or below this sequence number is complete (those
+	 * above may be too: contexts' work interleaves). */
+	uint64_t done_seq;
 	bool stop;
 	bool started;
 	pthread_t thread;
@@ -140,6 +142,7 @@ struct sim_global {
 	struct sim_device *devs;
 	double speed;         /* modeled times are divided by this */
 	uint64_t watchdog_ns; /* longest an operation occupies a device; 0: none */
+	uint64_t slice_ns;    /* a context's turn on a busy device; 0: whole operations */
 	pthread_mutex_t lock;
 	struct sim_link ctxs; /* live contexts, for shutdown */
 };
@@ -148,8 +151,8 @@ extern struct sim_global sim SIM_HIDDEN;
 /* The device with that ordinal, or NULL (also before cuInit). */
 struct sim_device *sim_device(CUdevice dev) SIM_HIDDEN;
 /* Parses XGPU_SIM_* into devs; returns the CUresult cuInit gives. */
-CUresult sim_config_devices(struct sim_device **devs, int *ndev, double *speed,
-			    uint64_t *watchdog_ns) SIM_HIDDEN;
+CUresult sim_config_devices(struct sim_device **devs, int *ndev, double *speed, uint64_t *watchdog_ns,
+			    uint64_t *slice_ns) SIM_HIDDEN;
 int sim_dev_attribute(const struct sim_device *d, int attrib, int *value) SIM_HIDDEN;
 
 /* ---- contexts (simdrv.c) --------------------------------------------------- */
@@ -191,6 +194,11 @@ struct CUctx_st {
 
 	uint64_t last_seq;      /* dev->lock: last op this context queued */
 	uint64_t null_last_seq; /* dev->lock: last op on its NULL stream */
+	/* dev->lock: its queued operations (in order; the head may be running),
+	 * its place in dev->runq while it has any, and the last one completed. */
+	struct sim_op *q_head, *q_tail;
+	struct sim_link run_link;
+	uint64_t done_seq;
 };
 
 /* The calling thread's current context, with a reference. Errors:
@@ -257,6 +265,12 @@ struct sim_op {
 	enum sim_op_kind kind;
 	struct CUctx_st *ctx; /* referenced */
 	uint64_t seq;
+	/* The worker's, once the op has started: its modeled device time left,
+	 * the device clock at its start, and whether the watchdog cut it. */
+	bool started;
+	bool too_long;
+	uint64_t remaining_ns;
+	uint64_t start_ns;
 	union {
 		struct {
 			void *dst;
@@ -278,7 +292,7 @@ struct sim_op {
 			void *arg;
 		} hostfn;
 		struct {
-			struct sim_device *dev;
+			struct CUctx_st *ctx; /* referenced: an event's context */
 			uint64_t seq;
 		} wait;
 		struct {
@@ -306,8 +320,13 @@ uint64_t sim_submit(struct sim_op *op, struct CUstream_st *s) SIM_HIDDEN;
  * (CUDA_ERROR_CONTEXT_IS_DESTROYED); either way op is no longer the
  * caller's. Takes ctx->lock itself. */
 CUresult sim_submit_live(struct sim_op *op, struct CUstream_st *s) SIM_HIDDEN;
-bool sim_seq_done(struct sim_device *dev, uint64_t seq) SIM_HIDDEN;
-void sim_wait_seq(struct sim_device *dev, uint64_t seq) SIM_HIDDEN;
+/* Whether ctx's operation seq (and so all of ctx's before it) is complete;
+ * waits for that. */
+bool sim_ctx_seq_done(struct CUctx_st *ctx, uint64_t seq) SIM_HIDDEN;
+void sim_wait_ctx_seq(struct CUctx_st *ctx, uint64_t seq) SIM_HIDDEN;
+/* Waits until every operation of dev at or below seq, of any context, is
+ * complete. */
+void sim_wait_dev_seq(struct sim_device *dev, uint64_t seq) SIM_HIDDEN;
 int sim_worker_start(struct sim_device *dev) SIM_HIDDEN;
 void sim_worker_stop(struct sim_device *dev) SIM_HIDDEN;
 /* Modeled nanoseconds, after XGPU_SIM_SPEED. */

@@ -1705,7 +1705,12 @@ static void test_destroy_mid_kernel(void **state)
 	CU(launch_fill(fill, p, 1, 1, 5000 * MS, NULL));
 	CU(launch_fill(fill, p, 1, 1, 5000 * MS, NULL));
 	usleep(50000);
+	/* b's 100 ms kernel shares the device with a's (time slices), so it
+	 * is still running when a goes: a's destroy must not wait out a's
+	 * 10 s, and b's work then has the device to itself. */
 	CU(cuCtxSetCurrent(b));
+	CUmodule mb = load_module();
+	CU(launch_fill(get_func(mb, "fill_u32"), q, 0, 1, 100 * MS, NULL));
 	CU(cuMemsetD8Async(q, 1, 4096, NULL));
 	CUERR(cuStreamQuery(NULL), CUDA_ERROR_NOT_READY);
 	uint64_t t0 = now_ns();
@@ -1750,11 +1755,16 @@ static void test_pinned_free_scope(void **state)
 	CU(cuMemFreeHost(idle));
 	CU(cuMemHostUnregister(reg));
 	assert_true(now_ns() - t0 < 150 * MS);
-	/* A copy into a range queued behind it: the free waits for that. */
+	/* A copy into a range queued behind b's kernel: the free waits for
+	 * that copy, which time slices end well before a's kernel. */
+	uint64_t t1 = now_ns();
 	CU(launch_fill(fill_b, pb, 9, 1024, 20 * MS, NULL));
 	CU(cuMemcpyDtoHAsync(pinned, pb, 4096, NULL));
 	CU(cuMemFreeHost(pinned));
-	assert_true(now_ns() - t0 >= 300 * MS);
+	uint64_t waited = now_ns() - t1;
+	if (waited < 20 * MS || waited >= 250 * MS)
+		fail_msg("freeing the range waited %.1f ms for b's 20 ms kernel and copy",
+			 (double)waited / 1e6);
 	free(reg);
 	CU(cuCtxDestroy(b));
 	CU(cuCtxDestroy(a));
@@ -1935,21 +1945,28 @@ static void test_dlopen(void **state)
 
 /* The watchdog: an operation modeled to take longer than XGPU_SIM_WATCHDOG_MS
  * occupies the device that long, then fails its context with
- * CUDA_ERROR_LAUNCH_TIMEOUT; other contexts go on. In an instance of its own. */
+ * CUDA_ERROR_LAUNCH_TIMEOUT; other contexts go on. In an instance of its own
+ * without time slices (XGPU_SIM_SLICE_MS=0), where the device runs whole
+ * operations in submission order: the other context waits for the cut. */
 static void test_watchdog(void **state)
 {
 	const char *path = build_path("lib/libxgpu-simdrv.so");
-	setenv("XGPU_SIM_WATCHDOG_MS", "soon", 1);
-	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!dl)
-		fail_msg("dlopen %s: %s", path, dlerror());
-	CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(dl, "cuInit");
-	assert_non_null(init);
-	CUERR(init(0), CUDA_ERROR_INVALID_VALUE);
-	dlclose(dl);
+	const char *bad[][2] = {{"soon", "0"}, {"300", "-1"}, {"300", "2ms"}};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		setenv("XGPU_SIM_WATCHDOG_MS", bad[i][0], 1);
+		setenv("XGPU_SIM_SLICE_MS", bad[i][1], 1);
+		void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (!dl)
+			fail_msg("dlopen %s: %s", path, dlerror());
+		CUresult (*init)(unsigned) = (CUresult(*)(unsigned))dlsym(dl, "cuInit");
+		assert_non_null(init);
+		CUERR(init(0), CUDA_ERROR_INVALID_VALUE);
+		dlclose(dl);
+	}
 
 	setenv("XGPU_SIM_WATCHDOG_MS", "300", 1);
-	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	setenv("XGPU_SIM_SLICE_MS", "0", 1);
+	void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!dl)
 		fail_msg("dlopen %s: %s", path, dlerror());
 	struct xgpu_driver d;
@@ -2013,6 +2030,77 @@ static void test_watchdog(void **state)
 	CU(d.cuCtxDestroy(b));
 	dlclose(dl);
 	unsetenv("XGPU_SIM_WATCHDOG_MS");
+	unsetenv("XGPU_SIM_SLICE_MS");
+}
+
+/* Time slices (the static instance: the default 2 ms, watchdog 10 s): a
+ * context's long kernel delays another context's work by a slice or so, not
+ * by the kernel's length; two long kernels of two contexts share the device
+ * and both end after their sum; work of one context still runs in order;
+ * and an event of another context is waited for. */
+static void test_time_slicing(void **state)
+{
+	CUcontext b = new_ctx(0);
+	CUmodule mb = load_module();
+	CUfunction fill_b = get_func(mb, "fill_u32");
+	CUdeviceptr q;
+	CU(cuMemAlloc(&q, 4096));
+	CUcontext a = new_ctx(0);
+	CUmodule ma = load_module();
+	CUfunction fill_a = get_func(ma, "fill_u32");
+	CUdeviceptr p;
+	CU(cuMemAlloc(&p, 4096));
+
+	uint64_t t0 = now_ns();
+	CU(launch_fill(fill_a, p, 1, 1024, 400 * MS, NULL));
+	CUevent a_done;
+	CU(cuEventCreate(&a_done, 0));
+	CU(cuEventRecord(a_done, NULL));
+	CU(cuCtxSetCurrent(b));
+	usleep(20000); /* a is well into its kernel */
+	uint64_t t1 = now_ns();
+	CU(launch_fill(fill_b, q, 2, 1024, 1 * MS, NULL));
+	CU(cuMemsetD8Async(q + 4096 - 1, 7, 1, NULL));
+	CU(cuCtxSynchronize());
+	uint64_t b_took = now_ns() - t1;
+	uint8_t v[4096];
+	CU(cuMemcpyDtoHAsync(v, q, sizeof v, NULL));
+	assert_int_equal(v[0], 2);
+	assert_int_equal(v[4095], 7);
+	/* About a slice of waiting and a millisecond of work: far below a's
+	 * 400 ms, with room for a loaded machine. */
+	if (b_took >= 150 * MS)
+		fail_msg("b's 1 ms kernel took %.1f ms behind a's 400 ms one", (double)b_took / 1e6);
+	CUERR(cuEventQuery(a_done), CUDA_ERROR_NOT_READY);
+
+	/* A wait for a's event holds b's next work until a's kernel ends, which
+	 * the time b used pushed past 400 ms. */
+	CU(cuStreamWaitEvent(NULL, a_done, 0));
+	CU(cuMemsetD8Async(q, 9, 1, NULL));
+	CU(cuCtxSynchronize());
+	uint64_t a_took = now_ns() - t0;
+	assert_true(a_took >= 400 * MS);
+	CU(cuEventQuery(a_done));
+	CU(cuMemcpyDtoHAsync(v, q, 1, NULL));
+	assert_int_equal(v[0], 9);
+
+	/* Two 200 ms kernels side by side each end after about 400 ms. */
+	t0 = now_ns();
+	CU(launch_fill(fill_b, q, 3, 1, 200 * MS, NULL));
+	CU(cuCtxSetCurrent(a));
+	CU(launch_fill(fill_a, p, 4, 1, 200 * MS, NULL));
+	CU(cuCtxSetCurrent(b));
+	CU(cuCtxSynchronize());
+	uint64_t first = now_ns() - t0;
+	CU(cuCtxSetCurrent(a));
+	CU(cuCtxSynchronize());
+	uint64_t second = now_ns() - t0;
+	if (first < 380 * MS || second < 390 * MS || second > 1000 * MS)
+		fail_msg("two 200 ms kernels ended after %.1f and %.1f ms", (double)first / 1e6,
+			 (double)second / 1e6);
+	CU(cuEventDestroy(a_done));
+	CU(cuCtxDestroy(a));
+	CU(cuCtxDestroy(b));
 }
 
 /* cuInit refuses a bad configuration, and keeps refusing. */
@@ -2087,6 +2175,7 @@ int main(void)
 	    cmocka_unit_test(test_cubin_names),
 	    cmocka_unit_test(test_dlopen),
 	    cmocka_unit_test(test_watchdog),
+	    cmocka_unit_test(test_time_slicing),
 	    cmocka_unit_test(test_bad_config),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
