@@ -231,6 +231,6 @@ void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 	if (!dom->marks_count && atomic_load_explicit(&dom->sd.inflight, memory_order_relaxed)) {
 		atomic_store(&dom->sd.inflight, false);
 		if (!xgpu_sched_may_issue(&dom->sd))
-			xgpu_sched_drained(dom->gpu->sched, &dom->sd);
+			xgpu_sched_drained(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 	}
 }

@@ -186,6 +186,15 @@ static void mark_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t
 	s->ops->domain_ready(s, sd);
 }
 
+/* Device time sd's work took past the end of its slot. */
+static void owe(struct xgpu_sched_dom *sd, uint64_t ns)
+{
+	if (!ns)
+		return;
+	atomic_fetch_add(&sd->overrun_ns, ns);
+	sd->debt_ns = ns > XGPU_DEBT_MAX_NS - sd->debt_ns ? XGPU_DEBT_MAX_NS : sd->debt_ns + ns;
+}
+
 /* requeue: a holder whose slot ran out with work left goes straight back
  * in line; it need not wait for its poller's next call to say so. */
 static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
@@ -194,6 +203,12 @@ static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 	atomic_store_explicit(&sd->may_issue, false, memory_order_release);
 	uint64_t held = now > sd->slot_start_ns ? now - sd->slot_start_ns : 0;
 	atomic_fetch_add(&sd->held_ns, held);
+	/* A drain past the slot's length is device time the slot did not
+	 * grant; work still on the device after it (the drain cap, a policy
+	 * switch) is charged when it completes (xgpu_sched_drained). */
+	if (held > sd->slot_len_ns)
+		owe(sd, held - sd->slot_len_ns);
+	sd->tail_pending = atomic_load(&sd->inflight);
 	sd->slot_end_ns = now;
 	sd->slot_expired = s->draining || !s->holder_idle;
 	if (!sd->slot_expired && now < s->holder_until_ns)
@@ -243,6 +258,7 @@ static void grant(struct xgpu_sched *s, struct xgpu_sched_dom *sd, unsigned tick
 	__atomic_store_n(&s->holder, sd, __ATOMIC_RELAXED);
 	s->holder_idle = false;
 	s->holder_until_ns = now + (uint64_t)ticks * s->tick_ns;
+	sd->slot_len_ns = (uint64_t)ticks * s->tick_ns;
 	sd->slot_start_ns = now;
 	sd->slot_busy_ns = 0;
 	if (sd->ready)
@@ -271,6 +287,37 @@ static void refresh_hyp(struct xgpu_sched *s, uint64_t now)
 	s->snap_valid = true;
 }
 
+/* Grants the slot to the policy's choice, except that under a policy that
+ * pays_overrun a domain that owes at least the turn it would get is passed
+ * over while another one waits: the turn's length comes off the debt and
+ * the domain goes back in line.
+ * Passes are bounded, so domains that are all in debt cannot keep the
+ * scheduler here; one of them then gets the slot. */
+static void grant_next(struct xgpu_sched *s, uint64_t now)
+{
+	unsigned passes = 2 * s->nready + 2;
+	for (;;) {
+		unsigned ticks = 1;
+		struct xgpu_sched_dom *next = s->ops->pick_next(s, &ticks);
+		if (!next)
+			return;
+		/* Less than a turn stays owed: drains of a kernel or two at the
+		 * end of each slot add up to turns over time. */
+		uint64_t turn = (uint64_t)(ticks ? ticks : 1) * s->tick_ns;
+		if (!s->ops->pays_overrun || next->debt_ns < turn || s->nready < 2 || !passes--) {
+			grant(s, next, ticks, now);
+			return;
+		}
+		next->debt_ns -= turn;
+		atomic_fetch_add(&next->turns_skipped, 1);
+		uint64_t since = next->ready_since_ns;
+		next->ready = false;
+		s->nready--;
+		mark_ready(s, next, now);
+		next->ready_since_ns = since; /* its wait goes on */
+	}
+}
+
 static uint64_t run_locked(struct xgpu_sched *s, uint64_t now)
 {
 	if (now > s->now_ns)
@@ -285,12 +332,8 @@ static uint64_t run_locked(struct xgpu_sched *s, uint64_t now)
 		if (s->ops->tick)
 			s->ops->tick(s);
 	}
-	if (!s->holder && s->ops->gates) {
-		unsigned ticks = 1;
-		struct xgpu_sched_dom *next = s->ops->pick_next(s, &ticks);
-		if (next)
-			grant(s, next, ticks, now);
-	}
+	if (!s->holder && s->ops->gates)
+		grant_next(s, now);
 	uint64_t deadline = s->holder ? s->holder_until_ns : UINT64_MAX;
 	/* Ticks only while there is contention to decide: an idle GPU's
 	 * scheduler sleeps until a domain reports work. */
@@ -375,6 +418,9 @@ void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t no
 		sd->credit = XGPU_CREDIT_DEFAULT;
 	reset_policy_state(sd);
 	sd->ready = false;
+	sd->debt_ns = 0;
+	sd->tail_pending = false;
+	sd->slot_len_ns = 0;
 	sd->attached = true;
 	sd->prev_all = NULL;
 	sd->next_all = s->all;
@@ -535,11 +581,13 @@ bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_
 	return run;
 }
 
-bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
 {
-	if (__atomic_load_n(&s->holder, __ATOMIC_RELAXED) != sd)
-		return false;
 	pthread_mutex_lock(&s->lock);
+	if (sd->tail_pending && s->holder != sd) {
+		sd->tail_pending = false;
+		owe(sd, now > sd->slot_end_ns ? now - sd->slot_end_ns : 0);
+	}
 	bool run = false;
 	if (s->holder == sd && s->draining) {
 		s->kicked = run = true;

@@ -28,6 +28,9 @@
 #define XGPU_DRAIN_MAX_NS                                                                                    \
 	1000000000ull /* longest wait for a holder's queued work */ /* client processes per domain the       \
 								       schedule source follows */
+/* Most device time past its slots a domain can owe (see pays_overrun in
+ * policy.h): bounds how long it waits after running alone on an idle GPU. */
+#define XGPU_DEBT_MAX_NS 5000000000ull
 
 /* One domain as the scheduler of its GPU sees it. Embedded in the daemon's
  * struct xgpu_domain, or in a test's simulated domain. */
@@ -56,6 +59,8 @@ struct xgpu_sched_dom {
 	_Atomic uint64_t busy_ns; /* measured device busy time charged (xgpu_sched_charge) */
 	_Atomic uint64_t wait_ns; /* sum over granted slots of the wait from ready to grant */
 	_Atomic uint64_t max_wait_ns;
+	_Atomic uint64_t overrun_ns;    /* device time its work ran past the end of its slots */
+	_Atomic uint64_t turns_skipped; /* turns passed over to pay that back */
 
 	/* Core state (scheduler lock). */
 	bool attached;
@@ -64,6 +69,9 @@ struct xgpu_sched_dom {
 	uint64_t slot_start_ns;
 	uint64_t slot_end_ns;              /* when its last slot ended */
 	bool slot_expired;                 /* that slot ran out with work left (not given back idle) */
+	uint64_t slot_len_ns;              /* the length of the slot it was granted */
+	uint64_t debt_ns;                  /* overrun not yet paid back by skipped turns */
+	bool tail_pending;                 /* its work was still on the device when its slot ended */
 	struct xgpu_sched_dom *next_ready; /* the core's FIFO helper (rr) */
 	bool queued;
 	struct xgpu_sched_dom *prev_all, *next_all; /* every attached domain */
@@ -161,9 +169,10 @@ bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_
 /* sd has nothing queued and nothing on the device: if it holds the slot,
  * the slot ends now (work-conserving). */
 bool xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
-/* sd's work on the device completed (inflight went false) while it did not
- * hold the right to issue: a draining slot can end. */
-bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
+/* sd's work on the device completed (inflight went false, at now) while it
+ * did not hold the right to issue: a draining slot can end, and work that
+ * outlasted sd's slot is charged to it. */
+bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now);
 /* Measured device busy time of sd's work (wfq's charge). */
 void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns);
 

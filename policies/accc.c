@@ -18,6 +18,7 @@ const struct xgpu_policy_ops xgpu_policy_accc = {
     .name = "accc",
     .description = "accelerator credits: rounds in credit order, credit/min_credit ticks each",
     .gates = true,
+    .pays_overrun = true,
     .init = xgpu_rounds_init,
     .fini = xgpu_rounds_fini,
     .domain_remove = xgpu_rounds_op_remove,

@@ -55,6 +55,7 @@ const struct xgpu_policy_ops xgpu_policy_augc = {
     .description = "augmented credits: accc rounds, ordered by credit plus the CPU credit of domains the "
 		   "hypervisor runs next",
     .gates = true,
+    .pays_overrun = true,
     .uses_hyp = true,
     .init = xgpu_rounds_init,
     .fini = xgpu_rounds_fini,

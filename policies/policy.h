@@ -25,6 +25,13 @@ struct xgpu_policy_ops {
 	bool uses_hyp;
 	/* Pollers share their domain's slot among its tasks by weight (wfq). */
 	bool task_fair;
+	/* Turn-based: a domain whose work ran past the end of its slot (a long
+	 * kernel draining, or still running after the drain cap) owes that
+	 * device time, and the core passes over its turns, each paying what
+	 * the turn would have granted, until it is paid. Without this a
+	 * domain's kernel length, not its credit, decides its share. Policies
+	 * that charge measured busy time themselves (wfq) leave it off. */
+	bool pays_overrun;
 	int (*init)(struct xgpu_sched *s);
 	void (*fini)(struct xgpu_sched *s);
 	void (*domain_add)(struct xgpu_sched *s, struct xgpu_sched_dom *sd);

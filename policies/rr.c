@@ -18,6 +18,7 @@ const struct xgpu_policy_ops xgpu_policy_rr = {
     .name = "rr",
     .description = "round robin: equal one-tick slots in turn among domains with work",
     .gates = true,
+    .pays_overrun = true,
     .domain_ready = rr_ready,
     .pick_next = rr_pick,
 };

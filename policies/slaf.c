@@ -58,6 +58,7 @@ const struct xgpu_policy_ops xgpu_policy_slaf = {
     .name = "slaf",
     .description = "SLA feedback: accc, plus extra ticks per cycle for domains below their SLO share",
     .gates = true,
+    .pays_overrun = true,
     .init = xgpu_rounds_init,
     .fini = xgpu_rounds_fini,
     .domain_remove = xgpu_rounds_op_remove,

@@ -110,6 +110,7 @@ const struct xgpu_policy_ops xgpu_policy_xc = {
     .name = "xc",
     .description = "Xen credits: as accc, with each domain's CPU weight from the hypervisor as its credit",
     .gates = true,
+    .pays_overrun = true,
     .uses_hyp = true,
     .init = xc_init,
     .fini = xgpu_rounds_fini,

@@ -174,7 +174,7 @@ static void poll_dom(struct sim *sim, struct simdom *d)
 		d->inflight = false;
 		atomic_store(&d->sd.inflight, false);
 		if (!xgpu_sched_may_issue(&d->sd))
-			xgpu_sched_drained(&sim->s, &d->sd);
+			xgpu_sched_drained(&sim->s, &d->sd, sim->now);
 		xgpu_sched_charge(&sim->s, &d->sd, d->kernel_ns);
 		xgpu_taskq_charge(d->task[d->inflight_task], d->kernel_ns);
 		d->task_busy[d->inflight_task] += d->kernel_ns;
@@ -388,6 +388,56 @@ static void wfq_charges_busy_time_not_kernel_counts(void **state)
 	for (int i = 0; i < 3; i++)
 		assert_share(busy_share(sim, i), 1 / 3.0, 0.02, "wfq busy, unequal kernels");
 	sim_free(sim);
+}
+
+/* One domain's 500 ms kernels against two domains' 1 ms kernels: each slot
+ * of the long-kernel domain drains for half a second, far past its ticks.
+ * Turn-based policies charge that overrun and pass over its turns until it
+ * is paid, wfq charges the busy time itself; either way the device shares
+ * follow the credits, not the kernel lengths (without the charge the long
+ * domain held about 96 %). */
+static void long_kernels_pay_their_overrun(void **state)
+{
+	(void)state;
+	const char *policies[] = {"rr", "accc", "xc", "slaf", "augc", "wfq"};
+	for (size_t k = 0; k < sizeof policies / sizeof policies[0]; k++) {
+		for (int unequal = 0; unequal < 2; unequal++) {
+			/* rr ignores credits. */
+			if (unequal && !strcmp(policies[k], "rr"))
+				continue;
+			struct sim *sim = sim_new(policies[k], NULL);
+			uint32_t credits[3] = {unequal ? 512 : 256, 256, 256};
+			for (int i = 0; i < 3; i++)
+				sim_dom(sim, SATURATING, credits[i]);
+			sim->d[0].kernel_ns = 500000000;
+			sim_run(sim, 2 * SEC);
+			sim_window(sim);
+			sim_run(sim, 32 * SEC);
+			char what[64];
+			for (int i = 0; i < 3; i++) {
+				double want = credits[i] / (double)(credits[0] + credits[1] + credits[2]);
+				snprintf(what, sizeof what, "%s busy, domain %d, credits %u:256:256",
+					 policies[k], i, credits[0]);
+				assert_share(busy_share(sim, i), want, 0.1 * want, what);
+				snprintf(what, sizeof what, "%s held, domain %d, credits %u:256:256",
+					 policies[k], i, credits[0]);
+				assert_share(held_share(sim, i), want, 0.1 * want, what);
+			}
+			uint64_t overrun = atomic_load(&sim->d[0].sd.overrun_ns);
+			uint64_t skipped = atomic_load(&sim->d[0].sd.turns_skipped);
+			if (strcmp(policies[k], "wfq") != 0) {
+				assert_true(overrun > 10 * SEC);
+				assert_true(skipped > 100);
+			} else
+				assert_int_equal(skipped, 0);
+			/* The 1 ms domains drain a kernel at most per slot: they
+			 * skip a turn only after tens of slots. */
+			for (int i = 1; i < 3; i++)
+				assert_true(atomic_load(&sim->d[i].sd.turns_skipped) * 20 <=
+					    atomic_load(&sim->d[i].sd.grants));
+			sim_free(sim);
+		}
+	}
 }
 
 static void wfq_weights_multiply_down_to_tasks(void **state)
@@ -661,6 +711,7 @@ int main(void)
 	    cmocka_unit_test(xc_follows_cpu_weights),
 	    cmocka_unit_test(wfq_shares_follow_weights),
 	    cmocka_unit_test(wfq_charges_busy_time_not_kernel_counts),
+	    cmocka_unit_test(long_kernels_pay_their_overrun),
 	    cmocka_unit_test(wfq_weights_multiply_down_to_tasks),
 	    cmocka_unit_test(idle_return_wfq),
 	    cmocka_unit_test(idle_return_accc),

@@ -843,7 +843,7 @@ static void vsim_run(struct vsim *v, uint64_t until)
 				d->inflight = false;
 				atomic_store(&d->sd.inflight, false);
 				if (!xgpu_sched_may_issue(&d->sd))
-					xgpu_sched_drained(&v->s, &d->sd);
+					xgpu_sched_drained(&v->s, &d->sd, v->now);
 				xgpu_sched_charge(&v->s, &d->sd, 1000000);
 			}
 			if (d->inflight)
