@@ -29,6 +29,7 @@
 #define XGPU_SIMK_ERR_INVALID_VALUE 1
 #define XGPU_SIMK_ERR_ILLEGAL_ADDRESS 700
 #define XGPU_SIMK_ERR_MISALIGNED_ADDRESS 716 /* CUDA_ERROR_MISALIGNED_ADDRESS */
+#define XGPU_SIMK_ERR_TRAP 719               /* CUDA_ERROR_LAUNCH_FAILED: __trap(), assert() */
 
 struct xgpu_simk_param {
 	uint32_t offset;

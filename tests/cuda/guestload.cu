@@ -1,0 +1,143 @@
+// guestload.cu - what one guest does to the GPU in the robustness tests: long
+// or endless kernels, faulting kernels, and a process that keeps calling
+// while its daemon goes away. One mode per run; prints one RESULT line.
+//
+//   guestload spin MS SECONDS   kernels of MS ms (as modeled by the simulated
+//                               driver) one after another for SECONDS; the
+//                               kernel count is checked against the device's
+//   guestload runaway           one launch of a kernel that never ends
+//   guestload fault illegal|trap  a kernel that writes to an illegal address
+//                               or traps
+//   guestload calls SECONDS     small calls every 20 ms for SECONDS, reporting
+//                               the first error and when it came
+// runaway and fault report the error of the synchronization and of later calls
+// (CUDA's sticky context errors), and exit 0 when both are the expected ones.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+// Counts its launches in *count; the simulated driver models it as taking ns
+// (or, with ns 0, one nanosecond per thread: for a huge grid, forever).
+__global__ void spin(unsigned long long *count, unsigned long long ns)
+{
+	if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+		unsigned long long t0 = clock64();
+		while (ns && clock64() - t0 < ns)
+			;
+		atomicAdd(count, 1ull);
+	}
+	// Endless, but not a loop without side effects (which C++ lets the
+	// compiler drop): it waits for a count no launch reaches.
+	if (!ns)
+		while (*(volatile unsigned long long *)count != ~0ull)
+			;
+}
+
+// Writes through p + offset: an address no allocation holds.
+__global__ void poke(int *p, long long offset)
+{
+	p[offset] = 1;
+}
+
+__global__ void trap_k(int *p)
+{
+	if (*p == 0)
+		__trap();
+}
+
+static double now_s()
+{
+	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static int usage()
+{
+	fprintf(stderr, "usage: guestload spin MS SECONDS | runaway | fault illegal|trap | calls SECONDS\n");
+	return 2;
+}
+
+// The error of synchronizing after a bad kernel and of a later call; exit 0
+// when both are want.
+static int report_sticky(const char *what, cudaError_t want)
+{
+	cudaError_t sync = cudaDeviceSynchronize();
+	void *p = nullptr;
+	cudaError_t after = cudaMalloc(&p, 16);
+	cudaError_t last = cudaGetLastError();
+	bool ok = sync == want && after == want && last == want;
+	printf("RESULT workload=guestload mode=%s sync=%s after=%s last=%s ok=%s\n", what,
+	       cudaGetErrorName(sync), cudaGetErrorName(after), cudaGetErrorName(last), ok ? "yes" : "no");
+	return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage();
+	setvbuf(stdout, nullptr, _IOLBF, 0);
+	unsigned long long *count = nullptr;
+	cudaError_t err = cudaMalloc(&count, sizeof *count);
+	if (err == cudaSuccess)
+		err = cudaMemset(count, 0, sizeof *count);
+	if (err != cudaSuccess) {
+		printf("RESULT workload=guestload error=%s\n", cudaGetErrorName(err));
+		return 1;
+	}
+	if (!strcmp(argv[1], "spin") && argc == 4) {
+		unsigned long long ns = strtoull(argv[2], nullptr, 10) * 1000000ull;
+		double secs = atof(argv[3]), t0 = now_s();
+		unsigned long long launched = 0;
+		while (now_s() - t0 < secs) {
+			spin<<<1, 32>>>(count, ns);
+			launched++;
+			if ((err = cudaDeviceSynchronize()) != cudaSuccess)
+				break;
+		}
+		unsigned long long counted = 0;
+		if (err == cudaSuccess)
+			err = cudaMemcpy(&counted, count, sizeof counted, cudaMemcpyDeviceToHost);
+		bool ok = err == cudaSuccess && counted == launched;
+		printf("RESULT workload=guestload mode=spin kernels=%llu counted=%llu elapsed_s=%.3f "
+		       "verified=%s "
+		       "error=%s\n",
+		       launched, counted, now_s() - t0, ok ? "yes" : "no", cudaGetErrorName(err));
+		return ok ? 0 : 1;
+	}
+	if (!strcmp(argv[1], "runaway") && argc == 2) {
+		spin<<<dim3(2147483647u, 65535u), 1024>>>(count, 0);
+		if ((err = cudaGetLastError()) != cudaSuccess) {
+			printf("RESULT workload=guestload mode=runaway launch=%s ok=no\n",
+			       cudaGetErrorName(err));
+			return 1;
+		}
+		return report_sticky("runaway", cudaErrorLaunchTimeout);
+	}
+	if (!strcmp(argv[1], "fault") && argc == 3) {
+		int *p = reinterpret_cast<int *>(count);
+		if (!strcmp(argv[2], "illegal")) {
+			poke<<<1, 1>>>(p, 1ll << 36);
+			return report_sticky("fault-illegal", cudaErrorIllegalAddress);
+		}
+		if (!strcmp(argv[2], "trap")) {
+			trap_k<<<1, 1>>>(p);
+			return report_sticky("fault-trap", cudaErrorLaunchFailure);
+		}
+		return usage();
+	}
+	if (!strcmp(argv[1], "calls") && argc == 3) {
+		double secs = atof(argv[2]), t0 = now_s();
+		unsigned long long calls = 0;
+		while (now_s() - t0 < secs) {
+			if ((err = cudaMemset(count, 1, sizeof *count)) != cudaSuccess)
+				break;
+			calls++;
+			std::this_thread::sleep_for(std::chrono::milliseconds(20));
+		}
+		printf("RESULT workload=guestload mode=calls calls=%llu error=%s at_s=%.3f\n", calls,
+		       cudaGetErrorName(err), now_s() - t0);
+		return 0;
+	}
+	return usage();
+}
