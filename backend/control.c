@@ -47,6 +47,8 @@ static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
 	json_object_set_new(o, "uid", json_integer(dom->owner_uid));
 	json_object_set_new(o, "mem_limit", json_integer((json_int_t)dom->mem_limit));
 	json_object_set_new(o, "kernels", json_integer((json_int_t)atomic_load(&s->kernels)));
+	json_object_set_new(o, "kernel_timeout_s", json_integer(atomic_load(&dom->kernel_timeout_s)));
+	json_object_set_new(o, "timeouts", json_integer((json_int_t)atomic_load(&s->timeouts)));
 	json_object_set_new(o, "ticks", json_integer((json_int_t)atomic_load(&sd->ticks)));
 	json_object_set_new(o, "grants", json_integer((json_int_t)atomic_load(&sd->grants)));
 	json_object_set_new(o, "yields", json_integer((json_int_t)atomic_load(&sd->yields)));

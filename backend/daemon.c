@@ -7,6 +7,7 @@
 #include "util.h"
 #include "xgpud.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -185,12 +186,17 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 			  d->gpus[i].name, mem, d->policy->name, d->o.tick_ms,
 			  d->hyp_ops ? d->hyp_ops->name : "nowhere");
 	}
+	if (xgpu_watchdog_start(d) < 0) {
+		snprintf(err, errlen, "cannot start the kernel-timeout watchdog: %s", strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
 void xgpud_shutdown(struct xgpud *d)
 {
 	atomic_store(&d->stopping, true);
+	xgpu_watchdog_stop(d);
 	pthread_mutex_lock(&d->domains_lock);
 	struct xgpu_domain *list = d->domains;
 	d->domains = NULL;

@@ -101,8 +101,11 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 	dom->sd.credit = spec && spec->has_credit ? spec->credit : XGPU_CREDIT_DEFAULT;
 	dom->sd.sla = spec && spec->has_sla ? spec->sla : 0;
 	dom->spec = spec;
+	atomic_init(&dom->kernel_timeout_s,
+		    spec && spec->has_ktimeout ? spec->ktimeout : d->o.kernel_timeout_s);
 	xgpu_ratelimit_init(&dom->log_rl, 50, 10000);
 	pthread_mutex_init(&dom->incoming_lock, NULL);
+	pthread_mutex_init(&dom->wd_lock, NULL);
 	dom->epfd = epoll_create1(EPOLL_CLOEXEC);
 	dom->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
@@ -113,6 +116,7 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 		if (dom->wake_fd >= 0)
 			close(dom->wake_fd);
 		pthread_mutex_destroy(&dom->incoming_lock);
+		pthread_mutex_destroy(&dom->wd_lock);
 		pthread_mutex_destroy(&dom->log_rl.lock);
 		free(dom);
 		return NULL;
@@ -315,6 +319,7 @@ void xgpu_domain_free(struct xgpu_domain *dom)
 	close(dom->epfd);
 	close(dom->wake_fd);
 	pthread_mutex_destroy(&dom->incoming_lock);
+	pthread_mutex_destroy(&dom->wd_lock);
 	pthread_mutex_destroy(&dom->log_rl.lock);
 	free(dom);
 }

@@ -28,6 +28,13 @@ static bool sticky(CUresult r)
 
 int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what)
 {
+	/* The watchdog destroyed the context under whatever call this was
+	 * (one waiting for the runaway work, typically): that call and every
+	 * later one fail as a timed-out kernel does in CUDA. */
+	if (atomic_load_explicit(&dom->timed_out, memory_order_acquire)) {
+		dom->sticky_error = cudaErrorLaunchTimeout;
+		return cudaErrorLaunchTimeout;
+	}
 	if (r == CUDA_SUCCESS)
 		return cudaSuccess;
 	int err = xgpu_cuerr_to_rt(r);
@@ -44,8 +51,11 @@ int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what)
 int xgpu_exec_context(struct xgpu_domain *dom)
 {
 	struct xgpu_driver *drv = &dom->d->drv;
-	if (dom->ctx)
+	if (dom->ctx) {
+		if (atomic_load_explicit(&dom->timed_out, memory_order_acquire))
+			dom->sticky_error = cudaErrorLaunchTimeout;
 		return dom->sticky_error;
+	}
 	CUcontext ctx;
 	CUresult r = drv->cuCtxCreate(&ctx, NULL, 0, dom->gpu->dev);
 	if (r != CUDA_SUCCESS) {
@@ -56,17 +66,23 @@ int xgpu_exec_context(struct xgpu_domain *dom)
 	/* The poller is the only thread that uses this context, so it stays
 	 * current for the poller's lifetime. */
 	drv->cuCtxSetCurrent(ctx);
+	struct xgpu_busy_mark *marks = calloc(BUSY_MARKS, sizeof *marks);
+	pthread_mutex_lock(&dom->wd_lock);
 	dom->ctx = ctx;
+	atomic_store(&dom->timed_out, false);
+	dom->marks = marks;
+	dom->marks_cap = marks ? BUSY_MARKS : 0;
+	dom->marks_head = dom->marks_count = 0;
+	dom->marks_done = 0;
+	dom->wd_mark = UINT64_MAX;
+	pthread_mutex_unlock(&dom->wd_lock);
 	dom->sticky_error = 0;
 	dom->staging_size = STAGING_BYTES;
 	dom->nstaging = dom->staging_next = 0;
-	dom->marks = calloc(BUSY_MARKS, sizeof *dom->marks);
-	if (!dom->marks) {
+	if (!marks) {
 		xgpu_exec_release(dom);
 		return cudaErrorMemoryAllocation;
 	}
-	dom->marks_cap = BUSY_MARKS;
-	dom->marks_head = dom->marks_count = 0;
 	dlog_info(dom, "domain %s: context created on GPU %d (%s)", dom->name, dom->gpu->index,
 		  dom->gpu->name);
 	return cudaSuccess;
@@ -77,19 +93,28 @@ void xgpu_exec_release(struct xgpu_domain *dom)
 	struct xgpu_driver *drv = &dom->d->drv;
 	if (!dom->ctx)
 		return;
+	/* After the watchdog destroyed the context, its events and staging
+	 * buffers went with it: nothing of it may be touched again. */
+	bool gone = atomic_load(&dom->timed_out);
 	xgpu_exec_busy_harvest(dom, true);
-	for (uint32_t i = 0; dom->marks && i < dom->marks_cap; i++) {
-		if (dom->marks[i].start)
-			drv->cuEventDestroy(dom->marks[i].start);
-		if (dom->marks[i].end)
-			drv->cuEventDestroy(dom->marks[i].end);
-	}
-	free(dom->marks);
+	pthread_mutex_lock(&dom->wd_lock);
+	struct xgpu_busy_mark *marks = dom->marks;
+	uint32_t cap = dom->marks_cap;
 	dom->marks = NULL;
 	dom->marks_cap = dom->marks_count = dom->marks_head = 0;
+	pthread_mutex_unlock(&dom->wd_lock);
+	for (uint32_t i = 0; !gone && marks && i < cap; i++) {
+		if (marks[i].start)
+			drv->cuEventDestroy(marks[i].start);
+		if (marks[i].end)
+			drv->cuEventDestroy(marks[i].end);
+	}
+	free(marks);
 	for (unsigned i = 0; i < dom->nstaging; i++) {
-		drv->cuEventDestroy(dom->staging[i].done);
-		drv->cuMemFreeHost(dom->staging[i].buf);
+		if (!gone) {
+			drv->cuEventDestroy(dom->staging[i].done);
+			drv->cuMemFreeHost(dom->staging[i].buf);
+		}
 		dom->staging[i] = (struct xgpu_staging){NULL, NULL, false};
 	}
 	dom->nstaging = 0;
@@ -98,9 +123,13 @@ void xgpu_exec_release(struct xgpu_domain *dom)
 		atomic_fetch_sub(&dom->stats.mem_bytes, dom->limit_charge[i]);
 		dom->limit_charge[i] = 0;
 	}
-	drv->cuCtxDestroy(dom->ctx);
-	drv->cuCtxSetCurrent(NULL);
+	pthread_mutex_lock(&dom->wd_lock);
+	if (!atomic_load(&dom->timed_out))
+		drv->cuCtxDestroy(dom->ctx);
 	dom->ctx = NULL;
+	atomic_store(&dom->timed_out, false);
+	pthread_mutex_unlock(&dom->wd_lock);
+	drv->cuCtxSetCurrent(NULL);
 	dom->sticky_error = 0;
 	dlog_info(dom, "domain %s: context released", dom->name);
 }
@@ -199,7 +228,9 @@ void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_ma
 	if (!mark)
 		return;
 	if (dom->d->drv.cuEventRecord(mark->end, s) == CUDA_SUCCESS) {
+		pthread_mutex_lock(&dom->wd_lock);
 		dom->marks_count++;
+		pthread_mutex_unlock(&dom->wd_lock);
 		atomic_store_explicit(&dom->sd.inflight, true, memory_order_relaxed);
 	}
 }
@@ -210,9 +241,14 @@ void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 {
 	struct xgpu_driver *drv = &dom->d->drv;
 	uint64_t total = 0;
+	bool gone = atomic_load(&dom->timed_out);
 	while (dom->marks_count) {
 		struct xgpu_busy_mark *m = &dom->marks[dom->marks_head];
-		CUresult r = wait_all ? drv->cuEventSynchronize(m->end) : drv->cuEventQuery(m->end);
+		/* Only this thread takes marks off, so m stays the head while
+		 * it waits without the lock. */
+		CUresult r = gone       ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+			     : wait_all ? drv->cuEventSynchronize(m->end)
+					: drv->cuEventQuery(m->end);
 		if (r == CUDA_ERROR_NOT_READY)
 			break;
 		float ms = 0;
@@ -223,8 +259,11 @@ void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 			if (m->task)
 				xgpu_taskq_charge(m->task, ns);
 		}
+		pthread_mutex_lock(&dom->wd_lock);
 		dom->marks_head = (dom->marks_head + 1) % dom->marks_cap;
 		dom->marks_count--;
+		dom->marks_done++;
+		pthread_mutex_unlock(&dom->wd_lock);
 	}
 	if (total)
 		xgpu_sched_charge(dom->gpu->sched, &dom->sd, total);

@@ -68,7 +68,7 @@ struct xb_dev {
 	bool adopted, detaching, dying;
 	struct xgpu_domain *dom;
 	struct xgpu_gpuspec spec; /* the domain's settings; dom->spec points here */
-	char *raw[3];             /* credit, sla, mem-limit as last seen */
+	char *raw[4];             /* credit, sla, mem-limit, kernel-timeout as last seen */
 	char refused[192];        /* why adoption failed, as last logged */
 	char be[PATH_MAX_LEN], fe[PATH_MAX_LEN];
 	bool fe_watched;
@@ -89,7 +89,7 @@ struct xgpu_xenbus {
 	struct xgpu_ratelimit rl; /* lines guests can provoke before a domain is known */
 };
 
-static const char *const live_keys[3] = {"credit", "sla", "mem-limit"};
+static const char *const live_keys[4] = {"credit", "sla", "mem-limit", "kernel-timeout"};
 
 /* ---- xenstore helpers ---------------------------------------------------------- */
 
@@ -190,7 +190,7 @@ static void free_dev(struct xgpu_xenbus *x, struct xb_dev *dev)
 		*pp = dev->next;
 		x->ndevs--;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(dev->raw[i]);
 	free(dev);
 }
@@ -244,14 +244,14 @@ static const char *spec_item(const char *key)
 	return !strcmp(key, "mem-limit") ? "mem" : key;
 }
 
-/* Reads credit, sla and mem-limit; on adoption (dom NULL) into dev->spec,
+/* Reads credit, sla, mem-limit and kernel-timeout; on adoption (dom NULL) into dev->spec,
  * afterwards applied to the domain live. Unchanged values are skipped; bad
  * ones logged, naming key and value, and ignored. */
 static void read_live_keys(struct xb_dev *dev)
 {
 	struct xgpu_xenbus *x = dev->x;
 	struct xgpu_domain *dom = dev->dom;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		char path[PATH_MAX_LEN + 16];
 		snprintf(path, sizeof path, "%s/%s", dev->be, live_keys[i]);
 		char *raw = xread(x, path);
@@ -292,6 +292,8 @@ static void read_live_keys(struct xb_dev *dev)
 				dev->spec.has_sla = true, dev->spec.sla = s.sla;
 			if (s.has_mem)
 				dev->spec.has_mem = true, dev->spec.mem = s.mem;
+			if (s.has_ktimeout)
+				dev->spec.has_ktimeout = true, dev->spec.ktimeout = s.ktimeout;
 			continue;
 		}
 		struct xgpu_sched_dom *sd = &dom->sd;
@@ -303,6 +305,10 @@ static void read_live_keys(struct xb_dev *dev)
 			xgpu_sched_set_params(dom->gpu->sched, sd, credit, sla);
 			xlog_info("domain %s: credit %u -> %u, SLO %.3f -> %.3f (xenstore %s)", dom->name,
 				  old_credit, credit, old_sla, sla, path);
+		} else if (s.has_ktimeout) {
+			uint32_t old = atomic_exchange(&dom->kernel_timeout_s, s.ktimeout);
+			xlog_info("domain %s: kernel timeout %u s -> %u s (0: none; xenstore %s)", dom->name,
+				  old, s.ktimeout, path);
 		} else if (s.has_mem) {
 			uint64_t lim = s.mem < dom->gpu->total_mem ? s.mem : dom->gpu->total_mem;
 			char a[32], b[32];
@@ -401,7 +407,7 @@ static void adopt(struct xgpu_xenbus *x, uint32_t domid)
 	struct xgpu_gpuspec fresh = {0};
 	if (!dev->dom) {
 		dev->spec = fresh;
-		for (int i = 0; i < 3; i++) {
+		for (int i = 0; i < 4; i++) {
 			free(dev->raw[i]);
 			dev->raw[i] = NULL;
 		}

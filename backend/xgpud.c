@@ -57,6 +57,8 @@ static void usage(FILE *f)
 		"  --max-domains N         domains in all (default 1024)\n"
 		"  --max-domains-per-user N  domains one user other than root may own (default 16)\n"
 		"  --pinned-limit SIZE     pinned host memory (cudaMallocHost) per domain (default 16G)\n"
+		"  --kernel-timeout S      destroy a domain's context when one of its kernels or copies\n"
+		"                          runs longer than S seconds; 0 for none (default 30)\n"
 		"  --log-level LEVEL       error, warn, info or debug (default info)\n"
 		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
 		"  --foreground            stay in the foreground\n"
@@ -79,6 +81,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_CUDADRV,
 		O_SPIN,
 		O_STALL,
+		O_KTIMEOUT,
 		O_MAXCH,
 		O_MAXDOM,
 		O_MAXDOMUID,
@@ -102,6 +105,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"cuda-driver", required_argument, 0, O_CUDADRV},
 	    {"spin-us", required_argument, 0, O_SPIN},
 	    {"stall-timeout", required_argument, 0, O_STALL},
+	    {"kernel-timeout", required_argument, 0, O_KTIMEOUT},
 	    {"max-channels", required_argument, 0, O_MAXCH},
 	    {"max-domains", required_argument, 0, O_MAXDOM},
 	    {"max-domains-per-user", required_argument, 0, O_MAXDOMUID},
@@ -163,6 +167,14 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 				return -1;
 			}
 			o->spin_ns = (uint64_t)v * 1000;
+			break;
+		case O_KTIMEOUT:
+			if (xgpu_parse_long(optarg, 0, XGPU_GPUSPEC_KTIMEOUT_MAX, &v) < 0) {
+				fprintf(stderr, "xgpud: --kernel-timeout %s: need 0 (none) to %u seconds\n",
+					optarg, XGPU_GPUSPEC_KTIMEOUT_MAX);
+				return -1;
+			}
+			o->kernel_timeout_s = (unsigned)v;
 			break;
 		case O_STALL:
 			if (xgpu_parse_long(optarg, 1, 86400, &v) < 0) {
@@ -256,6 +268,7 @@ int main(int argc, char **argv)
 	    .log_level = XGPU_LOG_INFO,
 	    .spin_ns = 50000,
 	    .stall_timeout_s = 60,
+	    .kernel_timeout_s = 30,
 	    .max_channels_per_domain = 256,
 	    .max_domains_per_uid = 16,
 	    .max_domains = 1024,

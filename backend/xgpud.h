@@ -51,7 +51,8 @@ struct xgpud_opts {
 	unsigned max_channels_per_domain;
 	unsigned max_domains_per_uid; /* for users other than root */
 	unsigned max_domains;
-	uint64_t pinned_limit; /* host segments per domain, bytes */
+	uint64_t pinned_limit;     /* host segments per domain, bytes */
+	unsigned kernel_timeout_s; /* per domain: longest one device operation may run; 0 = none */
 };
 
 /* ---- GPUs ------------------------------------------------------------- */
@@ -150,6 +151,7 @@ void xgpu_memmap_free(struct xgpu_memmap *m);
 struct xgpu_dom_stats {
 	_Atomic uint64_t calls, errors, h2d_bytes, d2h_bytes, mem_bytes;
 	_Atomic uint64_t kernels, channels_total;
+	_Atomic uint64_t timeouts;                   /* contexts destroyed by the kernel timeout */
 	_Atomic uint64_t queue_wait_ns, queue_waits; /* request taken off the ring -> run */
 	_Atomic uint32_t channels;
 	_Atomic uint64_t lat[XGPU_LAT_BUCKETS]; /* service time histogram, see stats.c */
@@ -253,9 +255,19 @@ struct xgpu_domain {
 	uint64_t limit_charge[4];     /* device memory charged for the heap, printf FIFO, stacks, launches */
 	struct xgpu_busy_mark *marks; /* ring of in-flight busy measurements */
 	uint32_t marks_cap, marks_head, marks_count;
-	struct xgpu_taskq tasks;         /* wfq: the slot shared among tasks (poller only) */
-	const struct xgpu_gpuspec *spec; /* its --config entry, or NULL */
-	struct xgpu_task *serving;       /* the task whose request is being run */
+	uint64_t marks_done; /* marks taken off the ring so far: names the head */
+
+	/* The kernel timeout (watchdog.c). wd_lock guards ctx and the marks
+	 * ring's extent against the watchdog thread, which reads the ring and
+	 * may destroy the context; the poller holds it only to change them. */
+	pthread_mutex_t wd_lock;
+	_Atomic uint32_t kernel_timeout_s; /* 0: none */
+	_Atomic bool timed_out;            /* the watchdog destroyed ctx */
+	uint64_t wd_mark;                  /* watchdog: the unfinished operation it watches */
+	uint64_t wd_since_ns;              /* and since when */
+	struct xgpu_taskq tasks;           /* wfq: the slot shared among tasks (poller only) */
+	const struct xgpu_gpuspec *spec;   /* its --config entry, or NULL */
+	struct xgpu_task *serving;         /* the task whose request is being run */
 
 	struct xgpu_sched_dom sd; /* credit, SLO, slot accounting */
 	struct xgpu_dom_stats stats;
@@ -287,7 +299,17 @@ struct xgpud {
 	_Atomic uint32_t next_channel_id;
 	_Atomic bool stopping;
 	uint64_t start_ns;
+	pthread_t watchdog;
+	bool watchdog_started;
 };
+
+/* watchdog.c: the kernel timeout. One thread looks at every domain's oldest
+ * unfinished device operation a few times a second; one that has run longer
+ * than its domain's timeout gets the domain's context destroyed, which ends
+ * its work on the GPU, and the domain's calls fail with
+ * cudaErrorLaunchTimeout until its processes exit. */
+int xgpu_watchdog_start(struct xgpud *d);
+void xgpu_watchdog_stop(struct xgpud *d);
 
 /* daemon.c */
 int xgpud_init(struct xgpud *d, char *err, size_t errlen);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KNOWN_KEYS "gpus, credit, sla, mem, task.<id>"
+#define KNOWN_KEYS "gpus, credit, sla, mem, kernel-timeout, task.<id>"
 
 /* Decimal digits only: no sign, blank or base prefix, which strtoul would
  * let through and which a typo is more likely to produce than intent. */
@@ -170,6 +170,17 @@ static int parse_item(char *key, char *val, unsigned flags, struct xgpu_gpuspec 
 			    val);
 		s->mem = u;
 		s->has_mem = true;
+	} else if (!strcmp(key, "kernel-timeout")) {
+		if (s->has_ktimeout)
+			return xgpu_fail(e, "kernel-timeout=%s: key 'kernel-timeout' given twice", val);
+		if (parse_dec(val, 0, XGPU_GPUSPEC_KTIMEOUT_MAX, &u))
+			return xgpu_fail(
+			    e,
+			    "kernel-timeout=%s: kernel-timeout must be a whole number of seconds "
+			    "from 0 (none) to %u",
+			    val, XGPU_GPUSPEC_KTIMEOUT_MAX);
+		s->ktimeout = (uint32_t)u;
+		s->has_ktimeout = true;
 	} else if (!strncmp(key, "task.", 5)) {
 		uint64_t id, w;
 		if (parse_dec(key + 5, 0, UINT32_MAX, &id))
@@ -354,6 +365,10 @@ int xgpu_gpuspec_format(const struct xgpu_gpuspec *s, char *buf, size_t len)
 		sep(&b);
 		put(&b, "mem=");
 		put_mem(&b, s->mem);
+	}
+	if (s->has_ktimeout) {
+		sep(&b);
+		put(&b, "kernel-timeout=%u", s->ktimeout);
 	}
 	unsigned n = s->ntasks < XGPU_GPUSPEC_TASKS ? s->ntasks : XGPU_GPUSPEC_TASKS;
 	unsigned order[XGPU_GPUSPEC_TASKS];

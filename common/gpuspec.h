@@ -27,16 +27,18 @@
 #define XGPU_GPUSPEC_WEIGHT_MAX 65535u
 #define XGPU_GPUSPEC_MEM_MIN (1ull << 20)
 #define XGPU_GPUSPEC_MEM_MAX (1ull << 50)
+#define XGPU_GPUSPEC_KTIMEOUT_MAX 86400u /* seconds */
 
 /* Flags for xgpu_gpuspec_parse. */
 #define XGPU_GPUSPEC_ALLOW_NAME 1u /* accept `name=` (the daemon's config file) */
 
 struct xgpu_gpuspec {
-	bool has_gpus, has_credit, has_sla, has_mem;
-	uint64_t gpus;   /* allowed GPUs: bit i = GPU i (0..63) */
-	uint32_t credit; /* 1..65535 */
-	double sla;      /* 0..1 */
-	uint64_t mem;    /* bytes, 1 MiB .. 1 PiB */
+	bool has_gpus, has_credit, has_sla, has_mem, has_ktimeout;
+	uint64_t gpus;     /* allowed GPUs: bit i = GPU i (0..63) */
+	uint32_t credit;   /* 1..65535 */
+	double sla;        /* 0..1 */
+	uint64_t mem;      /* bytes, 1 MiB .. 1 PiB */
+	uint32_t ktimeout; /* kernel-timeout: seconds one operation may run, 0 (none) .. 86400 */
 	unsigned ntasks;
 	struct {
 		uint32_t task;

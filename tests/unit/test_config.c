@@ -285,7 +285,7 @@ static void bad_domain_entries(void **state)
 		 "@: domain[1] \"credit=5\": no name= (every domain entry names its domain)", NULL);
 	load_bad("domain = [ \"\" ]\n", "@: domain[0] \"\": no name=", NULL);
 	load_bad("domain = [ \"name=a, foo=1\" ]\n",
-		 "@: domain[0]: unknown key 'foo' (known: gpus, credit, sla, mem, task.<id>, name)", NULL);
+		 "@: domain[0]: unknown key 'foo' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>, name)", NULL);
 	load_bad("domain = [ \"name=a\", \"name=b, credit=0\" ]\n",
 		 "@: domain[1]: credit=0: credit must be a whole number from 1 to 65535", NULL);
 	load_bad("domain = [ \"name=a b\" ]\n", "@: domain[0]: name=a b: ", NULL);

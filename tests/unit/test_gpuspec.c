@@ -209,6 +209,29 @@ static void mem_range_and_units(void **state)
 	}
 }
 
+static void kernel_timeout_range(void **state)
+{
+	struct xgpu_gpuspec s = parse_ok("kernel-timeout=0", 0);
+	assert_true(s.has_ktimeout);
+	assert_int_equal(s.ktimeout, 0);
+	s = parse_ok("kernel-timeout=86400", 0);
+	assert_int_equal(s.ktimeout, 86400);
+	s = parse_ok("credit=5, kernel-timeout=2", 0);
+	assert_int_equal(s.ktimeout, 2);
+	char buf[64];
+	xgpu_gpuspec_format(&s, buf, sizeof buf);
+	assert_string_equal(buf, "credit=5, kernel-timeout=2");
+	error_is("kernel-timeout=1,kernel-timeout=2", 0,
+		 "kernel-timeout=2: key 'kernel-timeout' given twice");
+	static const char *const bad[] = {"86401", "-1", "2s", "", "1.5", "0x10", "18446744073709551617"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char text[64], want[64];
+		snprintf(text, sizeof text, "kernel-timeout=%s", bad[i]);
+		snprintf(want, sizeof want, "kernel-timeout=%s: ", bad[i]);
+		parse_bad(text, 0, want, "from 0 (none) to 86400", NULL);
+	}
+}
+
 static void task_weights(void **state)
 {
 	struct xgpu_gpuspec s = parse_ok("task.0=1, task.4294967295=65535", 0);
@@ -246,7 +269,8 @@ static void task_weights(void **state)
 
 static void name_only_when_allowed(void **state)
 {
-	error_is("name=a", 0, "unknown key 'name' (known: gpus, credit, sla, mem, task.<id>)");
+	error_is("name=a", 0,
+		 "unknown key 'name' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>)");
 	assert_string_equal(parse_ok("name=A.b:c_d-9", XGPU_GPUSPEC_ALLOW_NAME).name, "A.b:c_d-9");
 
 	char text[128], name[80];
@@ -267,10 +291,11 @@ static void name_only_when_allowed(void **state)
 
 static void unknown_keys(void **state)
 {
-	error_is("foo=1", 0, "unknown key 'foo' (known: gpus, credit, sla, mem, task.<id>)");
-	error_is("gpus=0, Credit=5", 0, "unknown key 'Credit' (known: gpus, credit, sla, mem, task.<id>)");
+	error_is("foo=1", 0, "unknown key 'foo' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>)");
+	error_is("gpus=0, Credit=5", 0,
+		 "unknown key 'Credit' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>)");
 	error_is("foo=1", XGPU_GPUSPEC_ALLOW_NAME,
-		 "unknown key 'foo' (known: gpus, credit, sla, mem, task.<id>, name)");
+		 "unknown key 'foo' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>, name)");
 	/* "task" alone is not a task key. */
 	parse_bad("task=1", 0, "unknown key 'task'", NULL);
 }
@@ -297,7 +322,8 @@ static void item_syntax(void **state)
 	/* '=' inside a value is junk in that value. */
 	parse_bad("credit=5=5", 0, "credit=5=5: ", NULL);
 	/* The first error wins. */
-	error_is("foo=1, credit=0", 0, "unknown key 'foo' (known: gpus, credit, sla, mem, task.<id>)");
+	error_is("foo=1, credit=0", 0,
+		 "unknown key 'foo' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>)");
 }
 
 static void error_buffer_handling(void **state)
@@ -474,6 +500,7 @@ int main(void)
 	    cmocka_unit_test(credit_range),
 	    cmocka_unit_test(sla_range),
 	    cmocka_unit_test(mem_range_and_units),
+	    cmocka_unit_test(kernel_timeout_range),
 	    cmocka_unit_test(task_weights),
 	    cmocka_unit_test(name_only_when_allowed),
 	    cmocka_unit_test(unknown_keys),

@@ -9,7 +9,7 @@
  * of range channel numbers) are refused or closed with an error key and a
  * log line while the honest guest in another domain is still served; guest
  * process death, guest Closing, detach and domain death clean up xenstore
- * and xgpud's state; credit/sla/mem-limit and policy keys apply live. */
+ * and xgpud's state; credit/sla/mem-limit/kernel-timeout and policy keys apply live. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -714,6 +714,14 @@ static void test_live_keys(void **state)
 	WAIT_UNTIL(log_has_now("memory limit back to the default"));
 	assert_true(__atomic_load_n(&dom->mem_limit, __ATOMIC_RELAXED) == dom->gpu->total_mem);
 	assert_false(log_has("mem-limit = '0'"));
+	wr(BE "/1/0/kernel-timeout", "5");
+	WAIT_UNTIL(atomic_load(&dom->kernel_timeout_s) == 5);
+	assert_true(log_has("kernel timeout 0 s -> 5 s"));
+	wr(BE "/1/0/kernel-timeout", "forever");
+	WAIT_UNTIL(log_has_now("kernel-timeout = 'forever'"));
+	assert_int_equal(atomic_load(&dom->kernel_timeout_s), 5);
+	wr(BE "/1/0/kernel-timeout", "0");
+	WAIT_UNTIL(atomic_load(&dom->kernel_timeout_s) == 0);
 
 	struct xgpu_sched *s = T.d.gpus[0].sched;
 	wr(BE "/policy", "accc");

@@ -449,7 +449,7 @@ static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 	struct {
 		const char *key;
 		char val[PATH_LEN];
-	} be_keys[7];
+	} be_keys[8];
 	unsigned nk = 0;
 	be_keys[nk].key = "frontend";
 	xgpu_strlcpy(be_keys[nk++].val, p.fe, sizeof be_keys[0].val);
@@ -467,6 +467,11 @@ static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 	be_keys[nk].key = "mem-limit";
 	snprintf(be_keys[nk++].val, sizeof be_keys[0].val, "%llu",
 		 (unsigned long long)(s->has_mem ? s->mem : 0));
+	/* Only when the gpu line sets it: otherwise xgpud's --kernel-timeout. */
+	if (s->has_ktimeout) {
+		be_keys[nk].key = "kernel-timeout";
+		snprintf(be_keys[nk++].val, sizeof be_keys[0].val, "%u", s->ktimeout);
+	}
 	for (unsigned i = 0; i < nk; i++) {
 		snprintf(path, sizeof path, "%s/%s", p.be, be_keys[i].key);
 		if (xs_put(xs, tx, path, be_keys[i].val, be_perms, nbe, e))
