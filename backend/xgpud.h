@@ -11,7 +11,7 @@
 #ifndef XGPU_XGPUD_H
 #define XGPU_XGPUD_H
 
-#include "driver.h"
+#include "exec/driver.h"
 #include "fatbin.h"
 #include "gpuspec.h"
 #include "log.h"

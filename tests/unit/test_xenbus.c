@@ -22,7 +22,7 @@
 #include "scheduler.h"
 #include "shm.h"
 #include "util.h"
-#include "xenbus.h"
+#include "transport/xenbus.h"
 #include "xenif.h"
 #include "xenvgpu.h"
 #include "xgpud.h"
