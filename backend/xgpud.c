@@ -10,7 +10,8 @@
 #include "transport/xenbus.h"
 #include "xenif.h"
 #include "xenvgpu.h"
-#include "xgpud.h"
+#include "daemon.h"
+#include "control.h"
 
 #include <errno.h>
 #include <getopt.h>

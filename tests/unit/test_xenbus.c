@@ -25,7 +25,7 @@
 #include "transport/xenbus.h"
 #include "xenif.h"
 #include "xenvgpu.h"
-#include "xgpud.h"
+#include "daemon.h"
 #include "../../tools/xenstub/xenstub.h"
 
 #include <errno.h>
