@@ -5,7 +5,8 @@
 #include "policy.h"
 #include "scheduler.h"
 #include "util.h"
-#include "xgpud.h"
+#include "daemon.h"
+#include "domain.h"
 
 #include <libgen.h>
 #include <limits.h>
