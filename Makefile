@@ -57,7 +57,8 @@ DEPS_STAMP := build/.deps-ok
 # ---- sources -------------------------------------------------------------
 COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
-BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) $(wildcard policies/*.c) \
+BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) \
+	$(wildcard backend/transport/*.c backend/schedsrc/*.c backend/exec/*.c) $(wildcard policies/*.c) \
 	xen-sched-patch/reader.c
 SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
 XLGPU_SRC := $(wildcard tools/xl-gpu/*.c)
@@ -206,9 +207,9 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 
 # xenctrl.h pulls in Xen's public headers, which refuse strict ISO C
 # (anonymous unions); only the `xen` schedule source includes it.
-$(OBJ)/backend/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
+$(OBJ)/backend/schedsrc/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/xen-sched-patch/reader.o: ALL_CFLAGS += -std=gnu11
-$(OBJ)/backend/hypsrc_xentrace.o: ALL_CFLAGS += -std=gnu11
+$(OBJ)/backend/schedsrc/hypsrc_xentrace.o: ALL_CFLAGS += -std=gnu11
 
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
@@ -303,9 +304,9 @@ TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
-	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o \
-	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
-	$(OBJ)/backend/hypsrc_xentrace.o $(OBJ)/backend/xentrace_parse.o
+	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
 TEST_LIBS_test_xenstub := $(XENSTUB_A)
@@ -313,20 +314,20 @@ TEST_LIBS_test_xenstub := $(XENSTUB_A)
 TEST_LIBS_test_xlgpu_xen := $(XENSTUB_A)
 $(TST)/test_xlgpu_xen: | $(XLGPU)
 # The `xen` source against a fake hypervisor (and the real open, failing).
-TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o \
-	$(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
-	$(OBJ)/backend/hypsrc_xentrace.o $(OBJ)/backend/xentrace_parse.o
+TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o \
+	$(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
 # The export reader and the `xenpatch` source over a test writer's pages, and
 # augc/cosched driven over them in virtual time.
 TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
-	$(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o $(OBJ)/backend/hypsrc_xen.o \
-	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
-	$(OBJ)/backend/hypsrc_xentrace.o $(OBJ)/backend/xentrace_parse.o
+	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
 # The `xentrace` source: record parser, ring draining, state machine, refresh
 # over fake rings and recorded buffers (tests/data/xentrace/).
-TEST_LIBS_test_xentrace := $(OBJ)/backend/xentrace_parse.o $(OBJ)/backend/hypsrc_xentrace.o \
-	$(OBJ)/backend/hypsrc_xen.o $(OBJ)/backend/hypsrc.o $(OBJ)/backend/hypsrc_sim.o $(OBJ)/backend/hypsrc_local.o \
-	$(OBJ)/backend/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
+TEST_LIBS_test_xentrace := $(OBJ)/backend/schedsrc/xentrace_parse.o $(OBJ)/backend/schedsrc/hypsrc_xentrace.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule

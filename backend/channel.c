@@ -2,7 +2,8 @@
  * is closed for misbehaving, everything it held on the device is released
  * (after its queued work drains), and its domain's accounting shows it. */
 #include "log.h"
-#include "xgpud.h"
+#include "channel.h"
+#include "exec/exec.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

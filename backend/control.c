@@ -10,7 +10,8 @@
 #include "policy.h"
 #include "scheduler.h"
 #include "util.h"
-#include "xgpud.h"
+#include "control.h"
+#include "core.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,9 @@
 #include "policy.h"
 #include "scheduler.h"
 #include "util.h"
-#include "xgpud.h"
+#include "daemon.h"
+#include "domain.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <libgen.h>

@@ -5,7 +5,8 @@
 #include "log.h"
 #include "scheduler.h"
 #include "util.h"
-#include "xgpud.h"
+#include "domain.h"
+#include "poller.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -11,7 +11,10 @@
 #include "log.h"
 #include "scheduler.h"
 #include "util.h"
-#include "xgpud.h"
+#include "poller.h"
+#include "channel.h"
+#include "exec/dispatch.h"
+#include "exec/exec.h"
 
 #include <errno.h>
 #include <stdint.h>

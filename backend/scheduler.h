@@ -11,7 +11,7 @@
 #ifndef XGPU_SCHEDULER_H
 #define XGPU_SCHEDULER_H
 
-#include "hypsrc.h"
+#include "schedsrc/hypsrc.h"
 #include "policy.h"
 
 #include <pthread.h>

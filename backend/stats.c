@@ -1,7 +1,7 @@
 /* stats.c - per-domain service-latency histogram: log-linear buckets, four
  * per power of two of microseconds, so p50/p99 cost no allocation and no
  * lock. */
-#include "xgpud.h"
+#include "stats.h"
 
 #include <math.h>
 

@@ -22,7 +22,8 @@
  */
 #include "log.h"
 #include "util.h"
-#include "xgpud.h"
+#include "domain.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <time.h>

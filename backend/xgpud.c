@@ -3,15 +3,16 @@
  * SIGTERM. */
 #include "log.h"
 #include "config.h"
-#include "hypsrc.h"
+#include "schedsrc/hypsrc.h"
 #include "policy.h"
-#include "transport_local.h"
+#include "transport/transport_local.h"
 #include "util.h"
-#include "xenbus.h"
+#include "transport/xenbus.h"
 #include "xenif.h"
 #include "xenrole.h"
 #include "xenvgpu.h"
-#include "xgpud.h"
+#include "daemon.h"
+#include "control.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -12,8 +12,8 @@
  * right after each refresh: "agree A of P" counts the polled running VCPUs
  * the trace's snapshot also had on the same PCPU; "refresh_us" is the mean
  * cost of one refresh. Exit 0 when the source opened and refreshed. */
-#include "hypsrc.h"
-#include "hypsrc_xentrace.h"
+#include "schedsrc/hypsrc.h"
+#include "schedsrc/hypsrc_xentrace.h"
 
 #include <stdio.h>
 #include <stdlib.h>

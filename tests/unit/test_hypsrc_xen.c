@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "hypsrc.h"
-#include "hypsrc_xen.h"
+#include "schedsrc/hypsrc.h"
+#include "schedsrc/hypsrc_xen.h"
 #include "util.h"
 
 #include <errno.h>

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "hypsrc.h"
-#include "hypsrc_sim.h"
+#include "schedsrc/hypsrc.h"
+#include "schedsrc/hypsrc_sim.h"
 #include "scheduler.h"
 #include "taskq.h"
 

@@ -18,9 +18,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "hypsrc.h"
-#include "hypsrc_sim.h"
-#include "hypsrc_xenpatch.h"
+#include "schedsrc/hypsrc.h"
+#include "schedsrc/hypsrc_sim.h"
+#include "schedsrc/hypsrc_xenpatch.h"
 #include "reader.h"
 #include "scheduler.h"
 

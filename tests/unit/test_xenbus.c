@@ -22,10 +22,10 @@
 #include "scheduler.h"
 #include "shm.h"
 #include "util.h"
-#include "xenbus.h"
+#include "transport/xenbus.h"
 #include "xenif.h"
 #include "xenvgpu.h"
-#include "xgpud.h"
+#include "daemon.h"
 #include "../../tools/xenstub/xenstub.h"
 
 #include <errno.h>

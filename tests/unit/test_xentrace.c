@@ -15,10 +15,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "hypsrc.h"
-#include "hypsrc_xen.h"
-#include "hypsrc_xentrace.h"
-#include "xentrace_parse.h"
+#include "schedsrc/hypsrc.h"
+#include "schedsrc/hypsrc_xen.h"
+#include "schedsrc/hypsrc_xentrace.h"
+#include "schedsrc/xentrace_parse.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -50,7 +50,7 @@ run 2
 echo "HONEST: round 2 done"
 wait_go 3
 mkdir -p /proc/xen
-if insmod /mods/xenfs.ko && mount -t xenfs xenfs /proc/xen; then
+if insmod /mods/xen-privcmd.ko && insmod /mods/xenfs.ko && mount -t xenfs xenfs /proc/xen 2>&1; then
 	role xenfs
 else
 	echo "HONEST: cannot mount xenfs"

@@ -19,7 +19,7 @@
  *
  * Output is Markdown for tools/bench/run.sh (docs/results/bench-sched.md).
  */
-#include "hypsrc.h"
+#include "schedsrc/hypsrc.h"
 #include "policy.h"
 #include "scheduler.h"
 

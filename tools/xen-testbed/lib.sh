@@ -262,9 +262,9 @@ xtb_base() {
 	mkdir -p "$r"/{proc,sys,dev,tmp,run,mods,xtb,etc,root}
 	xtb_busybox "$r"
 	local km=$XTB_ROOT/lib/modules/$XTB_KVER/kernel/drivers/xen
-	# A domU gets xenfs too, to mount when a test asks (init-domu.sh
-	# does not: many guest images never do).
-	local mods="xen-evtchn xen-gntdev xen-gntalloc xenfs/xenfs"
+	# A domU gets xenfs (and xen-privcmd, which it needs) too, to mount
+	# when a test asks (init-domu.sh does not: many guest images never do).
+	local mods="xen-evtchn xen-gntdev xen-gntalloc xen-privcmd xenfs/xenfs"
 	[ "$kind" = dom0 ] && mods="xen-evtchn xen-privcmd xenfs/xenfs xen-gntdev xen-gntalloc"
 	for m in $mods; do
 		cp "$km/$m.ko" "$r/mods/" || xtb_die "kernel module $m.ko missing in $km"

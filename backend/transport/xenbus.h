@@ -5,7 +5,7 @@
 #ifndef XGPU_XENBUS_H
 #define XGPU_XENBUS_H
 
-#include "xgpud.h"
+#include "core.h"
 
 #include <stddef.h>
 

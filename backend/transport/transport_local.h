@@ -2,7 +2,7 @@
 #ifndef XGPU_TRANSPORT_LOCAL_H
 #define XGPU_TRANSPORT_LOCAL_H
 
-#include "xgpud.h"
+#include "core.h"
 
 #include <stdbool.h>
 #include <stddef.h>

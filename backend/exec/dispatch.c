@@ -13,7 +13,9 @@
 #include "log.h"
 #include "scheduler.h"
 #include "util.h"
-#include "xgpud.h"
+#include "exec/dispatch.h"
+#include "channel.h"
+#include "exec/exec.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>

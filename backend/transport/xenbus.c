@@ -22,6 +22,8 @@
  */
 #include "xenbus.h"
 
+#include "domain.h"
+
 #include "gpuspec.h"
 #include "log.h"
 #include "policy.h"

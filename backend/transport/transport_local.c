@@ -14,6 +14,9 @@
  */
 #include "transport_local.h"
 
+#include "control.h"
+#include "domain.h"
+
 #include "fdpass.h"
 #include "log.h"
 #include "util.h"
@@ -279,8 +282,8 @@ static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h
 		goto fail;
 	}
 	close(memfd);
-	dlog_info(dom, "domain %s: channel %u opened by pid %d (uid %u, task %u, runtime %d)", dom->name,
-		  id, (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
+	dlog_info(dom, "domain %s: channel %u opened by pid %d (uid %u, task %u, runtime %d)", dom->name, id,
+		  (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
 	return true;
 fail:
 	munmap(region, size);

@@ -10,7 +10,7 @@
 #ifndef XGPU_TRANSPORT_XEN_H
 #define XGPU_TRANSPORT_XEN_H
 
-#include "xgpud.h"
+#include "core.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -97,6 +97,7 @@ const char *xgpu_hyp_names(void);
 extern const struct xgpu_hyp_ops xgpu_hyp_sim;
 extern const struct xgpu_hyp_ops xgpu_hyp_local;
 extern const struct xgpu_hyp_ops xgpu_hyp_xen;
+extern const struct xgpu_hyp_ops xgpu_hyp_xenpatch;
 extern const struct xgpu_hyp_ops xgpu_hyp_xentrace;
 
 #endif

@@ -8,8 +8,6 @@
 #include "hypsrc_xen.h"
 #include "reader.h"
 
-extern const struct xgpu_hyp_ops xgpu_hyp_xenpatch;
-
 /* xgpu_hyp_xenpatch.open with the export mapped through map (ctx for its
  * open) and, when the export is absent, the `xen` source over xenctl. */
 int xgpu_hyp_xenpatch_open_with(const struct xgpu_schedexp_map_ops *map, void *ctx,

@@ -14,6 +14,8 @@
  */
 #include "transport_xen.h"
 
+#include "domain.h"
+
 #include "log.h"
 #include "util.h"
 #include "xenif.h"

@@ -1,7 +1,6 @@
 /* hypsrc.c - the registry of hypervisor schedule sources: maps the NAME of
  * --hyp-source NAME[:ARGS] to its ops, and says which names exist. */
 #include "hypsrc.h"
-#include "hypsrc_xenpatch.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,0 +1,25 @@
+/* exec.h - the executor: a domain's CUDA context, staging buffers and busy
+ * time. */
+#ifndef XGPU_EXEC_EXEC_H
+#define XGPU_EXEC_EXEC_H
+
+#include "core.h"
+
+#include <stdbool.h>
+
+/* exec.c: the executor, a CUDA driver API client (poller thread). */
+int xgpu_exec_context(struct xgpu_domain *dom); /* creates lazily; cudaError_t */
+/* A pinned staging buffer that no queued copy uses and nobody holds,
+ * growing the pool or waiting for the oldest use when all are busy;
+ * cudaError_t. The buffer is held until put back. */
+int xgpu_exec_staging_get(struct xgpu_domain *dom, unsigned *idx);
+/* Puts buffer idx back; if s is not NULL, a copy just queued on s still uses
+ * it until that copy completes. */
+int xgpu_exec_staging_put(struct xgpu_domain *dom, unsigned idx, CUstream s, bool queued);
+void xgpu_exec_release(struct xgpu_domain *dom); /* destroys the context and staging */
+int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what); /* maps, records stickiness */
+void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark **mark);
+void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark *mark);
+void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all);
+
+#endif

@@ -1,0 +1,65 @@
+/* objtab.h - per-domain handle tables: the objects a guest names by handle. */
+#ifndef XGPU_EXEC_OBJTAB_H
+#define XGPU_EXEC_OBJTAB_H
+
+#include "fatbin.h"
+#include "proto.h"
+#include "exec/driver.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct xgpu_channel;
+
+enum xgpu_obj_kind { OBJ_FREE = 0, OBJ_MODULE, OBJ_FUNC, OBJ_STREAM, OBJ_EVENT, OBJ_SEG };
+
+struct xgpu_obj {
+	uint32_t gen;
+	uint8_t kind;
+	struct xgpu_channel *owner;
+	uint32_t next_free;
+	union {
+		struct {
+			CUmodule mod;
+			struct xgpu_fatbin_info info;
+			uint64_t charge; /* its variables' device memory, in mem_bytes */
+		} module;
+		struct {
+			CUfunction fn;
+			xgpu_handle_t module;
+			const struct xgpu_kernel_info *kinfo;
+		} func;
+		struct {
+			CUstream s;
+		} stream;
+		struct {
+			CUevent e;
+		} event;
+		struct {
+			void *ptr;
+			uint64_t size;
+			bool registered; /* with the driver, for DMA */
+		} seg;
+	} u;
+};
+
+/* Per-domain table; handles are (generation << 32 | index), so a stale or
+ * forged handle never names a live object and 0..2 are never handles. */
+struct xgpu_objtab {
+	struct xgpu_obj *v;
+	uint32_t n, cap;
+	uint32_t free_head; /* index + 1, 0 = none */
+	uint32_t live[OBJ_SEG + 1];
+};
+
+xgpu_handle_t xgpu_obj_add(struct xgpu_objtab *t, enum xgpu_obj_kind kind, struct xgpu_channel *owner,
+			   struct xgpu_obj **out);
+/* The live object h of that kind owned by owner, or NULL. */
+struct xgpu_obj *xgpu_obj_get(struct xgpu_objtab *t, xgpu_handle_t h, enum xgpu_obj_kind kind,
+			      const struct xgpu_channel *owner);
+void xgpu_obj_del(struct xgpu_objtab *t, xgpu_handle_t h);
+void xgpu_objtab_free(struct xgpu_objtab *t);
+/* Iterates live objects: returns the next index >= *i holding one, or -1. */
+int64_t xgpu_obj_next(struct xgpu_objtab *t, uint32_t *i, struct xgpu_obj **o, xgpu_handle_t *h);
+
+#endif

@@ -1,0 +1,7 @@
+/* poller.h - a domain's aVCPU poller thread. */
+#ifndef XGPU_POLLER_H
+#define XGPU_POLLER_H
+
+void *xgpu_poller_main(void *arg);
+
+#endif

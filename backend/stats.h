@@ -1,0 +1,28 @@
+/* stats.h - per-domain counters and the service-time histogram. */
+#ifndef XGPU_STATS_H
+#define XGPU_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define XGPU_LAT_BUCKETS 96
+struct xgpu_dom_stats {
+	_Atomic uint64_t calls, errors, h2d_bytes, d2h_bytes, mem_bytes;
+	_Atomic uint64_t kernels, channels_total;
+	_Atomic uint64_t timeouts;                   /* contexts destroyed by the kernel timeout */
+	_Atomic uint64_t queue_wait_ns, queue_waits; /* request taken off the ring -> run */
+	_Atomic uint32_t channels;
+	_Atomic uint64_t lat[XGPU_LAT_BUCKETS]; /* service time histogram, see stats.c */
+};
+void xgpu_stats_record_latency(struct xgpu_dom_stats *s, uint64_t ns);
+/* For counters only the domain's poller writes (others only read them): a
+ * relaxed load and store, no locked instruction on the call path. */
+static inline void xgpu_stat_add(_Atomic uint64_t *counter, uint64_t v)
+{
+	atomic_store_explicit(counter, atomic_load_explicit(counter, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+/* Percentile (0..100) of recorded latencies in microseconds; 0 if none. */
+double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct);
+
+#endif
