@@ -234,8 +234,14 @@ static void check_slot(struct xgpu_sched *s, uint64_t now)
 {
 	struct xgpu_sched_dom *sd = s->holder;
 	if (s->draining) {
-		if (!atomic_load(&sd->inflight) || s->holder_idle || now >= s->holder_until_ns)
-			end_slot(s, now, true);
+		/* Cut off by the drain cap: its work outlasts any slot (a long
+		 * kernel its poller may be waiting for inside the driver), so it
+		 * goes back in line only when its poller asks again; requeued
+		 * now, it would be granted while still unable to issue and drain
+		 * for another second in every turn, keeping everyone else out. */
+		bool capped = atomic_load(&sd->inflight) && !s->holder_idle && now >= s->holder_until_ns;
+		if (!atomic_load(&sd->inflight) || s->holder_idle || capped)
+			end_slot(s, now, !capped);
 		return;
 	}
 	if (!s->holder_idle && now < s->holder_until_ns)

@@ -2,9 +2,11 @@
 // or endless kernels, faulting kernels, and a process that keeps calling
 // while its daemon goes away. One mode per run; prints one RESULT line.
 //
-//   guestload spin MS SECONDS   kernels of MS ms (as modeled by the simulated
-//                               driver) one after another for SECONDS; the
-//                               kernel count is checked against the device's
+//   guestload spin MS SECONDS [BATCH]  kernels of MS ms (as modeled by the
+//                               simulated driver) one after another for
+//                               SECONDS, synchronizing after every BATCH of
+//                               them (default 1); the kernel count is checked
+//                               against the device's
 //   guestload runaway           one launch of a kernel that never ends
 //   guestload fault illegal|trap  a kernel that writes to an illegal address
 //                               or traps
@@ -54,7 +56,8 @@ static double now_s()
 
 static int usage()
 {
-	fprintf(stderr, "usage: guestload spin MS SECONDS | runaway | fault illegal|trap | calls SECONDS\n");
+	fprintf(stderr,
+		"usage: guestload spin MS SECONDS [BATCH] | runaway | fault illegal|trap | calls SECONDS\n");
 	return 2;
 }
 
@@ -85,13 +88,17 @@ int main(int argc, char **argv)
 		printf("RESULT workload=guestload error=%s\n", cudaGetErrorName(err));
 		return 1;
 	}
-	if (!strcmp(argv[1], "spin") && argc == 4) {
+	if (!strcmp(argv[1], "spin") && (argc == 4 || argc == 5)) {
 		unsigned long long ns = strtoull(argv[2], nullptr, 10) * 1000000ull;
 		double secs = atof(argv[3]), t0 = now_s();
+		int batch = argc == 5 ? atoi(argv[4]) : 1;
+		if (batch < 1)
+			return usage();
 		unsigned long long launched = 0;
 		while (now_s() - t0 < secs) {
-			spin<<<1, 32>>>(count, ns);
-			launched++;
+			for (int i = 0; i < batch; i++)
+				spin<<<1, 32>>>(count, ns);
+			launched += (unsigned)batch;
 			if ((err = cudaDeviceSynchronize()) != cudaSuccess)
 				break;
 		}

@@ -3,9 +3,11 @@
 # contexts and has no watchdog (XGPU_SIM_WATCHDOG_MS=0), as a data-center GPU:
 # dom-long launches 500 ms kernels, dom-a and dom-b 1 ms kernels, credits
 # 512/256/256. Under accc (overrun paid by skipped turns) and wfq (measured
-# busy time charged), each domain's held and busy shares over whole cycles
-# of dom-long are within 10 % of its credit share, and every workload's
-# kernel count checks out.
+# busy time charged), each domain's held share of the GPU slot (drains
+# included) over whole cycles of dom-long is within 10 % of its credit share;
+# its busy share (measured device time) within 20 %, as the 1 ms domains'
+# own round trips between batches leave the device idle in their slots;
+# and every workload's kernel count checks out.
 . "$(dirname "$0")/lib.bash"
 export XGPU_SIM_WATCHDOG_MS=0
 cat >"$T/xgpud.conf" <<'CONF'
@@ -34,7 +36,9 @@ for policy in accc wfq; do
 	XGPU_DOMAIN=dom-long run_cuda "$prog" spin 500 $secs >"$T/$policy-long.out" 2>&1 &
 	pids+=($!)
 	for d in dom-a dom-b; do
-		XGPU_DOMAIN=$d run_cuda "$prog" spin 1 $secs >"$T/$policy-$d.out" 2>&1 &
+		# Eight kernels between synchronizations keep the device busy
+		# through their slots, as a real workload queues its work.
+		XGPU_DOMAIN=$d run_cuda "$prog" spin 1 $secs 8 >"$T/$policy-$d.out" 2>&1 &
 		pids+=($!)
 	done
 	wait_for 10 dom_gt dom-long grants 1 || fail "$policy: dom-long never got the GPU twice"
@@ -56,10 +60,11 @@ for policy in accc wfq; do
 	while read -r name credit held busy overrun skipped secs_held; do
 		want=$(awk -v c="$credit" 'BEGIN { printf "%.4f", c / 1024 }')
 		note "$policy $name: credit $credit, held share $held, busy share $busy (expected $want; held ${secs_held} s in the window), overrun ${overrun} ns, turns skipped $skipped"
-		for got in "$held" "$busy"; do
-			awk -v s="$got" -v w="$want" 'BEGIN { d = s - w; if (d < 0) d = -d; exit !(d <= 0.1 * w) }' ||
-				fail "$policy: $name had a share of $got, expected $want +- 10 %"
-		done
+		awk -v s="$held" -v w="$want" 'BEGIN { d = s - w; if (d < 0) d = -d; exit !(d <= 0.1 * w) }' ||
+			fail "$policy: $name held a share of $held, expected $want +- 10 %"
+		awk -v s="$busy" -v w="$want" 'BEGIN { d = s - w; if (d < 0) d = -d; exit !(d <= 0.2 * w) }' ||
+			fail "$policy: $name had a busy share of $busy, expected $want +- 20 %"
+
 	done <"$T/$policy-shares"
 	stop_xgpud
 done
