@@ -57,6 +57,11 @@ DEPS_STAMP := build/.deps-ok
 # ---- sources -------------------------------------------------------------
 COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
+# The channel client: linked into libcuda.so.1 only, which exports it to
+# libcudart.so.13 so that a process has one channel (frontend/driver/README.md).
+CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c
+RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
+DRIVER_SRC := $(wildcard frontend/driver/*.c)
 BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) $(wildcard policies/*.c) \
 	xen-sched-patch/reader.c
 SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
@@ -68,11 +73,14 @@ obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
 COMMON_A := $(BUILD)/libxgpu-common.a
 FRONTEND_A := $(BUILD)/libxgpu-frontend.a
+RUNTIME_A := $(BUILD)/libxgpu-runtime.a
+DRIVER_A := $(BUILD)/libxgpu-driver.a
 BACKEND_A := $(BUILD)/libxgpu-backend.a
 SIMDRV_A := $(BUILD)/libxgpu-simdrv.a
 XENSTUB_A := $(BUILD)/libxgpu-xenstub.a
 
 CUDART := $(LIB)/libcudart.so.13
+CUDADRV := $(LIB)/libcuda.so.1
 SIMDRV := $(LIB)/libxgpu-simdrv.so
 XGPUD := $(BIN)/xgpud
 XLGPU := $(BIN)/xl-gpu
@@ -190,7 +198,7 @@ LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_C
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
-all: $(DEPS_STAMP) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
+all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -209,13 +217,17 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 $(OBJ)/backend/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/xen-sched-patch/reader.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/backend/hypsrc_xentrace.o: ALL_CFLAGS += -std=gnu11
+# The driver frontend shares the runtime frontend's client headers.
+$(call obj,$(DRIVER_SRC)): ALL_CFLAGS += -Ifrontend
 
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
+$(RUNTIME_A): $(call obj,$(RUNTIME_SRC))
+$(DRIVER_A): $(call obj,$(DRIVER_SRC))
 $(BACKEND_A): $(call obj,$(BACKEND_SRC))
 $(SIMDRV_A): $(call obj,$(SIMDRV_SRC))
 $(XENSTUB_A): $(call obj,$(XENSTUB_SRC))
-$(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A) $(XENSTUB_A):
+$(COMMON_A) $(FRONTEND_A) $(RUNTIME_A) $(DRIVER_A) $(BACKEND_A) $(SIMDRV_A) $(XENSTUB_A):
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -234,13 +246,35 @@ $(OBJ)/gen/unsupported.o: $(UNSUPPORTED_C)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend -c $< -o $@
 
-$(CUDART): $(FRONTEND_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/libcudart.map
+# libcudart.so.13 takes the channel client from our libcuda.so.1 (found
+# beside it: RUNPATH $ORIGIN), so both APIs in one process share it.
+$(CUDART): $(RUNTIME_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/libcudart.map $(CUDADRV)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/libcudart.map \
-		-Wl,--whole-archive $(FRONTEND_A) -Wl,--no-whole-archive $(OBJ)/gen/unsupported.o $(COMMON_A) \
-		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+		-Wl,--whole-archive $(RUNTIME_A) -Wl,--no-whole-archive $(OBJ)/gen/unsupported.o $(COMMON_A) \
+		$(CUDADRV) -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 	ln -sf libcudart.so.13 $(LIB)/libcudart.so
+
+# libcuda.so.1: every entry point of NVIDIA's (frontend/driver/cuda13.symbols);
+# the ones not implemented are generated stubs, and cuGetProcAddress answers
+# from a table generated out of cuda13.procs.
+CUDA_STUBS_C := $(OBJ)/gen/cuda_stubs.c
+$(CUDA_STUBS_C): frontend/driver/cuda13.symbols frontend/driver/cuda13.procs tools/gen-cuda-stubs.sh $(DRIVER_A)
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)
+	$(Q)tools/gen-cuda-stubs.sh $@ frontend/driver/cuda13.symbols frontend/driver/cuda13.procs $(DRIVER_A)
+
+$(OBJ)/gen/cuda_stubs.o: $(CUDA_STUBS_C)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend/driver -c $< -o $@
+
+$(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(COMMON_A) $(OBJ)/gen/cuda_stubs.o frontend/driver/libcuda.map
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=frontend/driver/libcuda.map \
+		-Wl,--whole-archive $(DRIVER_A) -Wl,--no-whole-archive $(call obj,$(CLIENT_SRC)) \
+		$(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
 $(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
 	@mkdir -p $(dir $@)
