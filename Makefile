@@ -177,6 +177,23 @@ $(TST)/data/globals_%.fatbin: tests/data/fatbin_globals.cu | $(DEPS_STAMP)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -fatbin $(GLOBALS_FLAGS_$*) -o $@ $<
 
+# tests/cuda/drvapi.c: a driver-API-only program, linked as NVIDIA's samples
+# are against the toolkit's stub libcuda.so, and the kernels it loads.
+DRVAPI := $(TST)/cuda/drvapi
+TEST_DATA += $(TST)/data/drvapi_kernels.fatbin $(TST)/data/drvapi_kernels.cubin
+$(TST)/data/drvapi_kernels.fatbin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
+$(TST)/data/drvapi_kernels.cubin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+$(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
+
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
@@ -394,7 +411,7 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
-tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
+tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
 
 # The README's test command: a sanitized build of everything, then every test.
 test:
