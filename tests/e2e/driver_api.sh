@@ -4,7 +4,8 @@
 # unchanged against xgpu's libcuda.so.1 and a real daemon (sim executor):
 # cuInit, device queries, cuGetProcAddress, a fatbin module launched with
 # kernelParams and a cubin library launched with extra, all results
-# verified. An unimplemented entry point answers CUDA_ERROR_NOT_SUPPORTED and
+# verified; and a runtime program mixing in driver calls on the same memory
+# and streams. An unimplemented entry point answers CUDA_ERROR_NOT_SUPPORTED and
 # is reported by name, once on the program's stderr and in the daemon's log.
 . "$(dirname "$0")/lib.bash"
 start_xgpud
@@ -27,6 +28,15 @@ msg="cuMemAllocManaged is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPO
 }
 grep -q "called cuMemAllocManaged, which xgpu does not support" "$XGPUD_LOG" ||
 	fail "the daemon log does not name the unsupported driver call"
+
+# A -cudart shared program that also calls the driver API (through
+# cudaGetDriverEntryPointByVersion): one channel, one handle space.
+out=$(run_cuda "$B/tests/cuda/mixed" 2>&1) || {
+	echo "$out"
+	fail "mixed failed"
+}
+echo "$out"
+echo "$out" | grep -q "^mixed: OK" || fail "mixed did not verify its results"
 
 # It ran through the daemon, and left nothing behind.
 dom=uid-$(id -u)
