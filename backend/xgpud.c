@@ -9,6 +9,7 @@
 #include "util.h"
 #include "xenbus.h"
 #include "xenif.h"
+#include "xenrole.h"
 #include "xenvgpu.h"
 #include "xgpud.h"
 
@@ -244,13 +245,7 @@ static void raise_fd_limit(void)
 
 static bool in_xen_dom0(void)
 {
-	FILE *f = fopen("/proc/xen/capabilities", "r");
-	if (!f)
-		return false;
-	char buf[128] = "";
-	bool dom0 = fgets(buf, sizeof buf, f) && strstr(buf, "control_d");
-	fclose(f);
-	return dom0;
+	return xgpu_xen_role("", NULL, 0) == XGPU_XEN_DOM0;
 }
 
 int main(int argc, char **argv)

@@ -7,6 +7,7 @@
  * responses stay in order without per-request framing in the data areas.
  */
 #include "client.h"
+#include "xenrole.h"
 
 #include "shm.h"
 #include "transport.h"
@@ -129,7 +130,9 @@ int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, s
 }
 
 /* XGPU_TRANSPORT=local|xen wins; else Xen in a domU (or on xgpu-xenstub),
- * local everywhere else, dom0 included. */
+ * local everywhere else, dom0 included. A domU is recognised with or
+ * without xenfs (common/xenrole.c); where Xen cannot say which domain this
+ * is, the one message names what was looked at. */
 static const struct xgpu_fe_transport_ops *pick_transport(bool loud)
 {
 	const char *t = getenv("XGPU_TRANSPORT");
@@ -145,14 +148,22 @@ static const struct xgpu_fe_transport_ops *pick_transport(bool loud)
 	const char *stub = getenv("XGPU_XEN_STUB");
 	if (stub && *stub)
 		return &xgpu_fe_transport_xen;
-	FILE *f = fopen("/proc/xen/capabilities", "re");
-	if (!f)
+	char how[512];
+	switch (xgpu_xen_role("", how, sizeof how)) {
+	case XGPU_XEN_DOMU:
+		return &xgpu_fe_transport_xen;
+	case XGPU_XEN_NONE:
+	case XGPU_XEN_DOM0:
 		return &xgpu_fe_transport_local;
-	char caps[256];
-	size_t n = fread(caps, 1, sizeof caps - 1, f);
-	fclose(f);
-	caps[n] = '\0';
-	return strstr(caps, "control_d") ? &xgpu_fe_transport_local : &xgpu_fe_transport_xen;
+	case XGPU_XEN_UNKNOWN:
+		break;
+	}
+	if (loud && !quiet())
+		fprintf(stderr,
+			"xgpu: cannot choose a transport: %s; set XGPU_TRANSPORT=xen in a Xen guest "
+			"or XGPU_TRANSPORT=local, or mount xenfs on /proc/xen\n",
+			how);
+	return NULL;
 }
 
 static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, bool loud)

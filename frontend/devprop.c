@@ -11,9 +11,13 @@
  *                               runtime never asks the driver for one;
  *   reserved[]                  0.
  * Every other field is one attribute (two or three for array fields).
+ *
+ * Launch configurations are checked against the same table, as the runtime
+ * checks them against its cached cudaDeviceProp.
  */
 #include "devprop.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include <cuda.h>
@@ -185,5 +189,41 @@ int xgpu_devattr_lookup(int cuda_device_attr, const int32_t *attrs, uint32_t nat
 	if (!value || cuda_device_attr < 1 || cuda_device_attr >= CU_DEVICE_ATTRIBUTE_MAX)
 		return cudaErrorInvalidValue;
 	*value = attr(attrs, attrs ? nattrs : 0, (CUdevice_attribute)cuda_device_attr);
+	return cudaSuccess;
+}
+
+/* A limit the driver did not report reads as 0; a negative one is nonsense.
+ * Neither may reject a launch: the driver still checks it. */
+static bool over_limit(uint64_t value, const int32_t *attrs, uint32_t nattrs, CUdevice_attribute a)
+{
+	int32_t limit = attr(attrs, nattrs, a);
+	return limit > 0 && value > (uint64_t)limit;
+}
+
+int xgpu_launch_config_check(const int32_t *attrs, uint32_t nattrs, const uint32_t grid[3],
+			     const uint32_t block[3], uint64_t shared_bytes)
+{
+	static const CUdevice_attribute max_block[3] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+							CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+							CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+	static const CUdevice_attribute max_grid[3] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+						       CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+						       CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+	if (!attrs)
+		nattrs = 0;
+	uint64_t threads = 1;
+	for (int i = 0; i < 3; i++) {
+		if (!grid[i] || !block[i] || over_limit(block[i], attrs, nattrs, max_block[i]) ||
+		    over_limit(grid[i], attrs, nattrs, max_grid[i]))
+			return cudaErrorInvalidConfiguration;
+		threads *= block[i];
+	}
+	if (over_limit(threads, attrs, nattrs, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
+		return cudaErrorInvalidConfiguration;
+	/* cuLaunchKernel takes the size as an unsigned int, whatever the
+	 * device reports. */
+	if (shared_bytes > UINT32_MAX ||
+	    over_limit(shared_bytes, attrs, nattrs, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
+		return cudaErrorInvalidConfiguration;
 	return cudaSuccess;
 }

@@ -24,4 +24,15 @@ void xgpu_devprop_fill(struct cudaDeviceProp *p, const struct xgpu_device_blob *
  * An attribute the daemon did not report (>= nattrs) reads as 0. */
 int xgpu_devattr_lookup(int cuda_device_attr, const int32_t *attrs, uint32_t nattrs, int *value);
 
+/* What the runtime decides about a launch configuration before it asks the
+ * driver: cudaErrorInvalidConfiguration when a grid or block dimension is 0 or
+ * over the device's maximum, the block has more threads than the device's
+ * maxThreadsPerBlock, or the dynamic shared memory exceeds what any kernel
+ * may opt in to (sharedMemPerBlockOptin); cudaSuccess otherwise. Limits the
+ * kernel itself sets (registers, __launch_bounds__, its maximum dynamic
+ * shared size) are the driver's to check. A limit the daemon did not report
+ * (0 or beyond nattrs) is not checked here. */
+int xgpu_launch_config_check(const int32_t *attrs, uint32_t nattrs, const uint32_t grid[3],
+			     const uint32_t block[3], uint64_t shared_bytes);
+
 #endif

@@ -8,6 +8,7 @@
  * into the kernel's parameter buffer; the backend checks the buffer's size
  * against its own parse of the module it loaded.
  */
+#include "devprop.h"
 #include "fatbin.h"
 #include "runtime.h"
 
@@ -393,8 +394,17 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
 	if (k->param_bytes > sizeof params || (k->nparams && !args))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
-	if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z || shared > UINT32_MAX)
-		return xgpu_rt_ret(cudaErrorInvalidConfiguration);
+	/* The real runtime refuses a configuration no kernel could run with
+	 * itself, as cudaErrorInvalidConfiguration; sent on, the driver would
+	 * answer CUDA_ERROR_INVALID_VALUE, another error. */
+	const struct xgpu_devinfo *di;
+	cudaError_t e = xgpu_rt_devinfo(&di);
+	if (e)
+		return e;
+	const uint32_t grid_dims[3] = {grid.x, grid.y, grid.z}, block_dims[3] = {block.x, block.y, block.z};
+	e = xgpu_launch_config_check(di->attrs, di->nattrs, grid_dims, block_dims, shared);
+	if (e)
+		return xgpu_rt_ret(e);
 	memset(params, 0, k->param_bytes);
 	for (uint32_t i = 0; i < k->nparams; i++) {
 		/* The layout comes from the program's own fatbin, but a damaged

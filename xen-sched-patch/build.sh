@@ -14,8 +14,9 @@
 # (override with XSP_CACHE): src-<version>.dsc etc. (apt-get source
 # --download-only), tree-<version>/ (the unpacked, patched tree: rebuilt
 # incrementally when the patch changes), xen-<version>-<sha256 of patch>.elf
-# (the result). Nothing is
-# written into the repository. Needs gcc, make, python3, dpkg-dev, flex, bison
+# (the result). XGPU_PKG_CACHE, when set, keeps the downloaded source package
+# (dl/) there instead, so that a fresh cache (CI) skips only the download.
+# Nothing is written into the repository; every folder is created here. Needs gcc, make, python3, dpkg-dev, flex, bison
 # (tools/install-deps.sh) and apt sources carrying Debian 12 (main pool).
 set -euo pipefail
 shopt -s nullglob
@@ -48,9 +49,11 @@ t0=$(date +%s.%N)
 for p in gcc make python3 dpkg-source flex bison; do
 	command -v $p >/dev/null || die "$p is not installed (tools/install-deps.sh installs the build deps)"
 done
+mkdir -p "$C" || die "cannot create the cache folder $C"
 exec 9>"$C/.lock"
 flock 9
-dl=$C/dl
+dl=${XGPU_PKG_CACHE:+$XGPU_PKG_CACHE/xen-src}
+dl=${dl:-$C/dl}
 if [ ! -f "$dl/xen_$V.dsc" ]; then
 	# The machine's apt sources may list binary packages only: add the
 	# matching source lists privately (no change to the system's apt state).
@@ -60,6 +63,8 @@ if [ ! -f "$dl/xen_$V.dsc" ]; then
 		[ -f "$f" ] && sed -n 's/^Types: deb$/Types: deb-src/;/^Types:/,/^$/p' "$f" >>"$dl/src.sources"
 	done
 	o=(-o "Dir::Etc::SourceList=$dl/src.sources" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$dl/lists")
+	# As root apt would hand the download to user _apt, who cannot write here.
+	[ "$(id -u)" -ne 0 ] || o+=(-o APT::Sandbox::User=root)
 	if [ -f /etc/apt/sources.list ]; then
 		sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >"$dl/src.list"
 		o+=(-o "Dir::Etc::SourceParts=$dl/parts")

@@ -1,6 +1,8 @@
 // errors.cu - CUDA's error semantics as a program sees them through xgpu:
 // per-thread last error (cudaGetLastError resets, cudaPeekAtLastError does
-// not), launch configuration errors reported by the launch, invalid handles
+// not), launch configuration errors reported by the launch (the device's
+// limits as cudaErrorInvalidConfiguration, a kernel's own as the driver
+// reports them), each once and never sticky, invalid handles
 // and pointers, cudaErrorNotReady not recorded, and a kernel's illegal
 // address becoming sticky for the rest of the process.
 #include <cstdio>
@@ -20,6 +22,12 @@ __global__ void poke(int *out, int where)
 	out[where] = 1;
 }
 
+// Its launches may not have more than 128 threads per block.
+__global__ void __launch_bounds__(128) bounded(int *out)
+{
+	out[blockIdx.x * blockDim.x + threadIdx.x] = 5;
+}
+
 static int failures;
 #define EXPECT(expr, want)                                                                                   \
 	do {                                                                                                 \
@@ -29,6 +37,45 @@ static int failures;
 			       cudaGetErrorName(got_), cudaGetErrorName(want));                              \
 			failures++;                                                                          \
 		}                                                                                            \
+	} while (0)
+
+// Through cudaLaunchKernel, which returns the launch's own error.
+static cudaError_t launch_fill(dim3 grid, dim3 block, size_t shared, int *out, int n, int value)
+{
+	void *args[] = {&out, &n, &value};
+	return cudaLaunchKernel((const void *)fill, grid, block, args, shared, 0);
+}
+
+// After a refused launch the device still works: a valid launch writes value
+// to all 64 elements of d.
+static void expect_launch_works(int line, int *d, int value)
+{
+	int host[64];
+	cudaError_t e = launch_fill(dim3(1), dim3(64), 0, d, 64, value);
+	if (e == cudaSuccess)
+		e = cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess) {
+		printf("FAIL line %d: a valid launch after a refused one: %s\n", line, cudaGetErrorName(e));
+		failures++;
+		return;
+	}
+	for (int i = 0; i < 64; i++)
+		if (host[i] != value) {
+			printf("FAIL line %d: after a refused launch element %d is %d\n", line, i, host[i]);
+			failures++;
+			return;
+		}
+}
+
+// The launch returns want, the next cudaGetLastError returns it once, and
+// the launch after works.
+#define EXPECT_REFUSED(launch, want, d)                                                                      \
+	do {                                                                                                 \
+		EXPECT((launch), want);                                                                      \
+		EXPECT(cudaPeekAtLastError(), want);                                                         \
+		EXPECT(cudaGetLastError(), want);                                                            \
+		EXPECT(cudaGetLastError(), cudaSuccess);                                                     \
+		expect_launch_works(__LINE__, d, __LINE__);                                                  \
 	} while (0)
 
 int main()
@@ -43,6 +90,54 @@ int main()
 	EXPECT(cudaPeekAtLastError(), cudaErrorInvalidConfiguration);
 	EXPECT(cudaGetLastError(), cudaErrorInvalidConfiguration);
 	EXPECT(cudaGetLastError(), cudaSuccess);
+
+	// Configurations no kernel can run with on this device, as NVIDIA's
+	// runtime decides before asking the driver.
+	cudaDeviceProp prop;
+	EXPECT(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+	fill<<<1, 4096>>>(d, 64, 1);
+	EXPECT(cudaGetLastError(), cudaErrorInvalidConfiguration);
+	EXPECT(cudaGetLastError(), cudaSuccess);
+	expect_launch_works(__LINE__, d, 2);
+	const cudaError_t config = cudaErrorInvalidConfiguration;
+	const unsigned max_threads = (unsigned)prop.maxThreadsPerBlock;
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(4096), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(0), dim3(64), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(1, 0), dim3(64), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(64, 1, 0), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(prop.maxThreadsDim[0] + 1), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(1, prop.maxThreadsDim[1] + 1), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(1, 1, prop.maxThreadsDim[2] + 1), 0, d, 64, 1), config, d);
+	// Every dimension within its maximum, too many threads in all.
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(max_threads / 16, 16, 2), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3((unsigned)prop.maxGridSize[0] + 1), dim3(64), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(1, prop.maxGridSize[1] + 1), dim3(64), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3(1, 1, prop.maxGridSize[2] + 1), dim3(64), 0, d, 64, 1), config, d);
+	// More shared memory than any block may have, opted in or not.
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(64), prop.sharedMemPerBlockOptin + 1, d, 64, 1), config, d);
+	// Within the device's limits but over the kernel's own: the driver
+	// refuses them. Dynamic shared memory beyond the default needs opting in.
+	const size_t beyond_default = prop.sharedMemPerBlock + 1024;
+	EXPECT_REFUSED(launch_fill(dim3(1), dim3(64), beyond_default, d, 64, 1), cudaErrorInvalidValue, d);
+	EXPECT(cudaFuncSetAttribute((const void *)fill, cudaFuncAttributeMaxDynamicSharedMemorySize,
+				    (int)beyond_default),
+	       cudaSuccess);
+	EXPECT(launch_fill(dim3(1), dim3(64), beyond_default, d, 64, 3), cudaSuccess);
+	EXPECT(cudaGetLastError(), cudaSuccess);
+	// More threads than __launch_bounds__ allows.
+	void *bounded_args[] = {&d};
+	EXPECT_REFUSED(cudaLaunchKernel((const void *)bounded, dim3(1), dim3(256), bounded_args, 0, 0),
+		       cudaErrorLaunchOutOfResources, d);
+	bounded<<<1, 64>>>(d);
+	EXPECT(cudaGetLastError(), cudaSuccess);
+	int bounded_out[64];
+	EXPECT(cudaMemcpy(bounded_out, d, sizeof bounded_out, cudaMemcpyDeviceToHost), cudaSuccess);
+	for (int i = 0; i < 64; i++)
+		if (bounded_out[i] != 5) {
+			printf("FAIL: bounded left element %d at %d\n", i, bounded_out[i]);
+			failures++;
+			break;
+		}
 
 	// The last error is per thread.
 	fill<<<1, 0>>>(d, 64, 1);

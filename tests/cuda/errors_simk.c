@@ -37,8 +37,24 @@ static int poke(const struct xgpu_simk_launch *l)
 	return XGPU_SIMK_OK;
 }
 
+static int bounded(const struct xgpu_simk_launch *l)
+{
+	uint64_t out;
+	if (xgpu_simk_param(l, 0, &out, 8))
+		return XGPU_SIMK_ERR_INVALID_VALUE;
+	/* Every thread of the 1-D launches the test makes writes its element. */
+	uint64_t threads = xgpu_simk_threads(l);
+	int32_t *p = l->map(l, out, threads * sizeof *p);
+	if (!p)
+		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
+	for (uint64_t i = 0; i < threads; i++)
+		p[i] = 5;
+	return XGPU_SIMK_OK;
+}
+
 static const struct xgpu_simk_kernel kernels[] = {
     {"_Z4fillPiii", fill, NULL},
     {"_Z4pokePii", poke, NULL},
+    {"_Z7boundedPi", bounded, NULL},
 };
 XGPU_SIMK_EXPORT(kernels);

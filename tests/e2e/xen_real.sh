@@ -6,7 +6,9 @@
 #   smoke stage: a PV domU boots, loads our frontend and its console output
 #     reaches dom0 (no Xen transport needed).
 #   xgpu stage (tests/xen/dom0-xgpu.sh): xgpud with the Xen transport serves
-#     an honest domU's vectorAdd (verified, and counted in xl-gpu stats),
+#     an honest domU's vectorAdd (verified, and counted in xl-gpu stats; the
+#     frontend finds Xen by itself, first without xenfs mounted, as minimal
+#     guests run, then with it),
 #     refuses every lie of a domU running xenliar and stays up, then serves
 #     the honest domU again, and again while the liar lies once more; it
 #     exits cleanly, and nothing tripped a sanitizer.
@@ -79,8 +81,8 @@ esac
 if [ "$stage" = smoke ]; then
 	grep -q "^CHECK ok domu-console" "$T/dom0.out" || fail "the smoke domU's console check did not run"
 else
-	for c in xgpud-up honest-vectoradd stats-calls liar-refused xgpud-survives-liar honest-after-liar \
-		honest-during-liar xgpud-survives-concurrent-liar policy-live hyp-xen-weight xenstore-credit-live detach \
+	for c in xgpud-up dom0-feature-bit honest-vectoradd domu-without-xenfs stats-calls liar-refused xgpud-survives-liar honest-after-liar \
+		honest-during-liar domu-with-xenfs xgpud-survives-concurrent-liar policy-live hyp-xen-weight xenstore-credit-live detach \
 		xgpud-exit; do
 		grep -q "^CHECK ok $c\$" "$T/dom0.out" || fail "check $c did not pass in dom0"
 	done

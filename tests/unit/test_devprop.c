@@ -1,5 +1,6 @@
-/* test_devprop.c - cudaDeviceProp filling and cudaDeviceGetAttribute lookups
- * from a synthetic DEVICE_INFO attribute table, and the cudaDeviceAttr ==
+/* test_devprop.c - cudaDeviceProp filling, cudaDeviceGetAttribute lookups
+ * and launch configuration checks from a synthetic DEVICE_INFO attribute
+ * table, and the cudaDeviceAttr ==
  * CUdevice_attribute correspondence against the installed CUDA headers.
  */
 #include <setjmp.h>
@@ -374,12 +375,77 @@ static void test_attr_numbers_match_headers(void **state)
 			fail_msg("CUdevice_attribute %d does not exist; xgpu_devattr_lookup accepts it", a);
 }
 
+static void h100_limits(int32_t *attrs)
+{
+	memset(attrs, 0, NATTRS * sizeof *attrs);
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = 1024;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X] = 1024;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] = 1024;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z] = 64;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X] = 2147483647;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y] = 65535;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z] = 65535;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK] = 49152;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN] = 232448;
+}
+
+static int check(const int32_t *attrs, uint32_t nattrs, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t bx,
+		 uint32_t by, uint32_t bz, uint64_t shared)
+{
+	const uint32_t grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+	return xgpu_launch_config_check(attrs, nattrs, grid, block, shared);
+}
+
+static void test_launch_config(void **state)
+{
+	static int32_t attrs[NATTRS];
+	h100_limits(attrs);
+	const int bad = cudaErrorInvalidConfiguration;
+	/* Every limit reached exactly is fine; one more is not. */
+	assert_int_equal(check(attrs, NATTRS, 2147483647u, 65535, 65535, 1024, 1, 1, 232448), cudaSuccess);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1, 1024, 1, 0), cudaSuccess);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 16, 1, 64, 0), cudaSuccess);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 32, 32, 1, 0), cudaSuccess);
+	assert_int_equal(check(attrs, NATTRS, 0x80000000u, 1, 1, 1, 1, 1, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 65536, 1, 1, 1, 1, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 65536, 1, 1, 1, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1025, 1, 1, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1, 1025, 1, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1, 1, 65, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 4096, 1, 1, 0), bad);
+	/* Each dimension within its maximum, the product over the block's. */
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 64, 32, 1, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1024, 1024, 64, 0), bad);
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1, 1, 1, 232449), bad);
+	/* Over the default 48 KiB but within the opt-in maximum: the kernel's
+	 * own limit, which only the driver knows. */
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1, 1, 1, 49153), cudaSuccess);
+	for (int i = 0; i < 6; i++) {
+		uint32_t d[6] = {1, 1, 1, 1, 1, 1};
+		d[i] = 0;
+		assert_int_equal(check(attrs, NATTRS, d[0], d[1], d[2], d[3], d[4], d[5], 0), bad);
+	}
+
+	/* Limits the daemon did not report (missing, 0 or negative) are left to
+	 * the driver; zero dimensions and sizes cuLaunchKernel cannot take are
+	 * refused all the same. */
+	assert_int_equal(check(NULL, 0, 0x80000000u, 1, 1, 4096, 1, 1, 1 << 20), cudaSuccess);
+	assert_int_equal(check(NULL, 0, 1, 1, 1, 0, 1, 1, 0), bad);
+	assert_int_equal(check(NULL, 0, 1, 1, 1, 1, 1, 1, (uint64_t)UINT32_MAX + 1), bad);
+	assert_int_equal(check(attrs, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1, 1, 1, 1, 2048, 1, 0), bad);
+	assert_int_equal(check(attrs, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1, 1, 1, 1, 1024, 1, 0),
+			 cudaSuccess);
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = -1;
+	attrs[CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y] = 0;
+	assert_int_equal(check(attrs, NATTRS, 1, 1, 1, 1, 2048, 1, 0), cudaSuccess);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_fill_every_field),           cmocka_unit_test(test_fill_short_table),
 	    cmocka_unit_test(test_fill_realistic_values),      cmocka_unit_test(test_lookup),
-	    cmocka_unit_test(test_attr_numbers_match_headers),
+	    cmocka_unit_test(test_attr_numbers_match_headers), cmocka_unit_test(test_launch_config),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

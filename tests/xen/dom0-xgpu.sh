@@ -71,6 +71,14 @@ xgpud_alive() { kill -0 "$XPID" 2>/dev/null; }
 # calls DOMID: the domain's call count from xl-gpu stats --json (empty if absent).
 calls() { xl-gpu stats --json 2>/dev/null | jq -e --argjson d "$1" '.domains[] | select(.domid == $d) | .calls' 2>/dev/null; }
 
+# What lets xgpud, xl-gpu and the frontend tell dom0 without xenfs: the
+# hypervisor's XENFEAT_dom0 bit (common/xenrole.c).
+f=$(cat /sys/hypervisor/properties/features 2>/dev/null)
+if [ -n "$f" ] && [ "$(((0x$f >> 11) & 1))" = 1 ]; then
+	ok dom0-feature-bit
+else
+	bad dom0-feature-bit "/sys/hypervisor/properties/features is '$f': XENFEAT_dom0 (bit 11) not set in dom0"
+fi
 xgpud --transport xen --executor sim --foreground --log-level info >"$XLOG" 2>&1 &
 XPID=$!
 i=0
@@ -111,6 +119,13 @@ if [ -n "$ID_honest" ]; then
 		else
 			bad honest-vectoradd "no verified=yes from the honest domU's first run"
 		fi
+		# Round 1 ran without xenfs and without XGPU_TRANSPORT: the frontend
+		# told it was a domU from /sys/hypervisor alone.
+		r=$(grep 'HONEST-ROLE: no-xenfs:' "$(xtb_domu_log honest)")
+		case $r in
+		*type=xen*dom0-bit=0*capabilities=absent*xenbus=yes*) ok domu-without-xenfs ;;
+		*) bad domu-without-xenfs "the honest domU's first run was not a domU without xenfs: ${r:-no HONEST-ROLE line}" ;;
+		esac
 		n=$(calls "$ID_honest")
 		if [ -n "$n" ] && [ "$n" -gt 0 ]; then
 			ok stats-calls
@@ -226,6 +241,11 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	n=$(grep -c 'HONEST-3[abc]: RESULT .*verified=yes' "$(xtb_domu_log honest)")
 	if [ "$n" = 3 ]; then
 		ok honest-during-liar
+		if grep -q "HONEST-ROLE: xenfs: .*capabilities=''" "$(xtb_domu_log honest)"; then
+			ok domu-with-xenfs
+		else
+			bad domu-with-xenfs "round 3 did not run with xenfs mounted: $(grep HONEST "$(xtb_domu_log honest)" | grep -e ROLE -e xenfs)"
+		fi
 	else
 		bad honest-during-liar "$((3 - n)) of 3 vectorAdd runs did not verify while the liar lied: $(grep -e 'HONEST-3.: RESULT' -e 'HONEST-3.: Result' "$(xtb_domu_log honest)" | tr '\n' ' ')"
 	fi

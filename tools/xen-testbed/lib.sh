@@ -5,7 +5,8 @@
 # libraries they need, packed as newc cpio archives).
 #
 # Cache layout, under XTB_CACHE (default ${XGPU_CACHE_DIR:-$XDG_CACHE_HOME/xgpu}/xen-testbed):
-#   debs/                 the .deb files apt-get downloaded (names carry versions)
+#   debs/                 the .deb files apt-get downloaded (names carry versions;
+#                         $XGPU_PKG_CACHE/debs instead when that is set)
 #   root-<key>/           those packages extracted; <key> hashes every name=version
 #   root-<key>/xen.elf    the hypervisor, uncompressed (QEMU's multiboot wants ELF)
 #   root-<key>/vmlinuz    the dom0/domU kernel
@@ -14,6 +15,10 @@
 
 XTB_DIR=${XTB_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 XTB_CACHE=${XTB_CACHE:-${XGPU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/xgpu}/xen-testbed}
+# XGPU_PKG_CACHE, when set, keeps the downloaded .debs apart from the rest
+# (CI keeps it between runs and starts every other cache empty).
+XTB_DEBS=${XGPU_PKG_CACHE:+$XGPU_PKG_CACHE/debs}
+XTB_DEBS=${XTB_DEBS:-$XTB_CACHE/debs}
 XTB_ARCH_LIB=/usr/lib/x86_64-linux-gnu
 
 # Guest-side packages. The runtime libraries xl and xenstored link against come
@@ -61,7 +66,7 @@ _xtb_versions() {
 # download names files PKG_VER_ARCH.deb with ':' as %3a.
 _xtb_deb() {
 	local f
-	for f in "$XTB_CACHE/debs/${1}_${2//:/%3a}_"*.deb; do
+	for f in "$XTB_DEBS/${1}_${2//:/%3a}_"*.deb; do
 		[ -f "$f" ] && echo "$f" && return 0
 	done
 	return 0
@@ -70,7 +75,7 @@ _xtb_deb() {
 # apt-get download PKG=VER... into the cache, skipping those already there.
 _xtb_download() {
 	local pv p v f need=()
-	mkdir -p "$XTB_CACHE/debs"
+	mkdir -p "$XTB_DEBS"
 	for pv in "$@"; do
 		p=${pv%%=*}
 		v=${pv#*=}
@@ -79,7 +84,7 @@ _xtb_download() {
 	done
 	((${#need[@]})) || return 0
 	xtb_log "downloading ${need[*]}"
-	local tmp=$XTB_CACHE/debs/.dl.$$
+	local tmp=$XTB_DEBS/.dl.$$
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
 	# As root apt would hand the download to user _apt, who cannot write
@@ -90,7 +95,7 @@ _xtb_download() {
 		rm -rf "$tmp"
 		return 1
 	fi
-	mv "$tmp"/*.deb "$XTB_CACHE/debs/"
+	mv "$tmp"/*.deb "$XTB_DEBS/"
 	rm -rf "$tmp"
 }
 
@@ -141,7 +146,7 @@ _xtb_extract() {
 			p=${pv%%=*}
 			v=${pv#*=}
 			deb=$(_xtb_deb "$p" "$v")
-			[ -n "$deb" ] || xtb_die "downloaded $p=$v but found no .deb for it in $XTB_CACHE/debs"
+			[ -n "$deb" ] || xtb_die "downloaded $p=$v but found no .deb for it in $XTB_DEBS"
 			case $p in
 			linux-image-*)
 				# Only the kernel and the Xen driver modules: the full
@@ -257,7 +262,9 @@ xtb_base() {
 	mkdir -p "$r"/{proc,sys,dev,tmp,run,mods,xtb,etc,root}
 	xtb_busybox "$r"
 	local km=$XTB_ROOT/lib/modules/$XTB_KVER/kernel/drivers/xen
-	local mods="xen-evtchn xen-gntdev xen-gntalloc"
+	# A domU gets xenfs too, to mount when a test asks (init-domu.sh
+	# does not: many guest images never do).
+	local mods="xen-evtchn xen-gntdev xen-gntalloc xenfs/xenfs"
 	[ "$kind" = dom0 ] && mods="xen-evtchn xen-privcmd xenfs/xenfs xen-gntdev xen-gntalloc"
 	for m in $mods; do
 		cp "$km/$m.ko" "$r/mods/" || xtb_die "kernel module $m.ko missing in $km"

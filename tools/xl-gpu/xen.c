@@ -11,6 +11,7 @@
 #include "scheduler.h"
 #include "util.h"
 #include "xenif.h"
+#include "xenrole.h"
 #include "xenvgpu.h"
 
 #include <ctype.h>
@@ -50,15 +51,7 @@ bool xlgpu_xen_selected(enum xlgpu_mode mode)
 	const char *stub = getenv("XGPU_XEN_STUB");
 	if (stub && *stub)
 		return true;
-	FILE *f = fopen("/proc/xen/capabilities", "re");
-	if (!f)
-		return false;
-	char line[256];
-	bool dom0 = false;
-	while (!dom0 && fgets(line, sizeof line, f))
-		dom0 = strstr(line, "control_d") != NULL;
-	fclose(f);
-	return dom0;
+	return xgpu_xen_role("", NULL, 0) == XGPU_XEN_DOM0;
 }
 
 /* ---- paths and values ----------------------------------------------------- */

@@ -10,8 +10,7 @@
 enum xlgpu_mode { XLGPU_MODE_AUTO, XLGPU_MODE_LOCAL, XLGPU_MODE_XEN };
 
 /* Whether credit and policy go to xenstore: --xen, else not with --local,
- * else when $XGPU_XEN_STUB is set or /proc/xen/capabilities says control_d
- * (this is dom0). */
+ * else when $XGPU_XEN_STUB is set or this is dom0 (common/xenrole.h). */
 bool xlgpu_xen_selected(enum xlgpu_mode mode);
 
 /* The commands; argv holds the command's arguments only. Each returns the
