@@ -475,3 +475,18 @@ CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gridX, unsigned int g
 			     unsigned int blockX, unsigned int blockY, unsigned int blockZ,
 			     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
     XGPU_ALIAS(cuLaunchKernel);
+
+/* cuLaunchKernelEx without launch attributes is cuLaunchKernel; clusters,
+ * cooperative launches and the other attributes are not offered yet. */
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+	if (!config)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (config->numAttrs)
+		return xgpu_drv_unsupported("cuLaunchKernelEx (with launch attributes)");
+	return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+			      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+			      kernelParams, extra);
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+    XGPU_ALIAS(cuLaunchKernelEx);

@@ -2,6 +2,7 @@
  * them at link time: cuGetProcAddress (by name, CUDA version and stream
  * flavour, from the table tools/gen-cuda-stubs.sh generates out of
  * cuda13.procs), cuGetExportTable, and the report of unimplemented ones. */
+#include "cuerr.h"
 #include "driver.h"
 #include "procs.h"
 
@@ -103,4 +104,32 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 	xgpu_fe_warn_once(id, "cuGetExportTable: private table %s is not offered by xgpu", id);
 	*ppExportTable = NULL;
 	return CUDA_ERROR_NOT_FOUND;
+}
+
+/* ---- error descriptions ------------------------------------------------- */
+
+/* The runtime's description of the same number (frontend/errors.c, linked
+ * into this library too): CUDA 13 numbers both APIs' errors alike. */
+const char *cudaGetErrorString(cudaError_t error);
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pStr = xgpu_cuerr_name((int)error);
+	return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	const char *name = xgpu_cuerr_name((int)error);
+	if (!name) {
+		*pStr = NULL;
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	/* Two CUresults have no runtime twin (cuerr.c); their name says it. */
+	*pStr = xgpu_cuerr_to_rt((int)error) == (int)error ? cudaGetErrorString((cudaError_t)error) : name;
+	return CUDA_SUCCESS;
 }

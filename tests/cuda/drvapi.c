@@ -199,6 +199,32 @@ int main(int argc, char **argv)
 		bad += out[i] != 2.0f * (float)i + 1.0f;
 	EXPECT(bad == 0);
 
+	/* cuLaunchKernelEx without attributes: y = 1 * x + y once more. */
+	a = 1.0f;
+	CUlaunchConfig cfg = {.gridDimX = (N + 127) / 128,
+			      .gridDimY = 1,
+			      .gridDimZ = 1,
+			      .blockDimX = 128,
+			      .blockDimY = 1,
+			      .blockDimZ = 1,
+			      .hStream = stream};
+	CHECK(cuLaunchKernelEx(&cfg, saxpy, params, NULL));
+	CHECK(cuStreamSynchronize(stream));
+	CHECK(cuMemcpyDtoH(out, dy, sizeof out));
+	bad = 0;
+	for (int i = 0; i < N; i++)
+		bad += out[i] != 3.0f * (float)i + 1.0f;
+	EXPECT(bad == 0);
+
+	/* Error names and descriptions. */
+	const char *str = NULL;
+	CHECK(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &str));
+	EXPECT(str && !strcmp(str, "CUDA_ERROR_INVALID_VALUE"));
+	CHECK(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &str));
+	EXPECT(str && *str && strcmp(str, "unrecognized error code") &&
+	       strcmp(str, "CUDA_ERROR_OUT_OF_MEMORY"));
+	EXPECT(cuGetErrorName((CUresult)12345, &str) == CUDA_ERROR_INVALID_VALUE);
+
 	/* iota from the bare cubin as a library, parameters through extra. */
 	CUlibrary lib;
 	CHECK(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
