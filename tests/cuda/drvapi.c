@@ -6,8 +6,8 @@
  *
  * FATBIN and CUBIN are tests/data/drvapi_kernels.cu built with nvcc -fatbin
  * and -cubin. Checks device queries, cuGetProcAddress, contexts, copies,
- * memsets, a module from the fatbin launched with kernelParams, a library
- * from the cubin launched with extra, a module global, streams, events, and
+ * memsets, modules from the fatbin and the cubin launched with kernelParams
+ * (and cuLaunchKernelEx), a library from the cubin launched with extra, a module global, streams, events, and
  * that an unimplemented entry point answers CUDA_ERROR_NOT_SUPPORTED. Prints
  * "drvapi: OK" and exits 0 when every result is right. */
 #include <cuda.h>
@@ -215,6 +215,19 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N; i++)
 		bad += out[i] != 3.0f * (float)i + 1.0f;
 	EXPECT(bad == 0);
+
+	/* The same kernel from the bare cubin through cuModuleLoadData. */
+	CUmodule cubin_mod;
+	CHECK(cuModuleLoadData(&cubin_mod, cubin));
+	CUfunction saxpy2;
+	CHECK(cuModuleGetFunction(&saxpy2, cubin_mod, "drv_saxpy"));
+	CHECK(cuLaunchKernel(saxpy2, (N + 127) / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+	CHECK(cuMemcpyDtoH(out, dy, sizeof out));
+	bad = 0;
+	for (int i = 0; i < N; i++)
+		bad += out[i] != 4.0f * (float)i + 1.0f;
+	EXPECT(bad == 0);
+	CHECK(cuModuleUnload(cubin_mod));
 
 	/* Error names and descriptions. */
 	const char *str = NULL;
