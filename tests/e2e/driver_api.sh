@@ -36,7 +36,7 @@ out=$(run_cuda "$B/tests/cuda/mixed" 2>&1) || {
 	fail "mixed failed"
 }
 echo "$out"
-echo "$out" | grep -q "^mixed: OK" || fail "mixed did not verify its results"
+echo "$out" | grep -q "^RESULT workload=mixed verified=yes" || fail "mixed did not verify its results"
 
 # It ran through the daemon, and left nothing behind.
 dom=uid-$(id -u)
