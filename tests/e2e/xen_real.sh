@@ -42,9 +42,11 @@ dom0_files=()
 mkdomu() {
 	local name=$1 script=$2
 	shift 2
-	# Only the frontend library: every MB of ramdisk slows `xl create`.
+	# Only the frontend libraries (libcudart.so.13 takes its channel client
+	# from libcuda.so.1): every MB of ramdisk slows `xl create`.
 	"$XTB/mkinitrd.sh" domu -o "$T/domu-$name.cpio" "${frontend[@]}" \
-		--file "$B/lib/libcudart.so.13:/xgpu/lib/libcudart.so.13" "$@" "$script" ||
+		--file "$B/lib/libcudart.so.13:/xgpu/lib/libcudart.so.13" \
+		--file "$B/lib/libcuda.so.1:/xgpu/lib/libcuda.so.1" "$@" "$script" ||
 		fail "building the $name domU initramfs"
 	dom0_files+=(--file "$T/domu-$name.cpio:/xtb/domu-$name.cpio")
 }
