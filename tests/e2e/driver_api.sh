@@ -44,3 +44,12 @@ dom=uid-$(id -u)
 wait_for 10 dom_eq "$dom" channels 0 || fail "channel still open"
 [ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after the program exited"
 stop_xgpud
+
+# xgpud must never take our own libcuda.so.1 for NVIDIA's driver: that
+# would loop every call back into xgpu.
+if out=$("$B/bin/xgpud" --foreground --executor cuda --cuda-driver "$B/lib/libcuda.so.1" \
+	--socket "$T/self.sock" 2>&1); then
+	fail "xgpud started with xgpu's libcuda.so.1 as its driver"
+fi
+echo "$out" | grep -q "is xgpu's guest frontend, not NVIDIA's driver" ||
+	fail "xgpud did not say why it refused xgpu's libcuda.so.1: $out"
