@@ -57,6 +57,11 @@ DEPS_STAMP := build/.deps-ok
 # ---- sources -------------------------------------------------------------
 COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
+# The channel client: linked into libcuda.so.1 only, which exports it to
+# libcudart.so.13 so that a process has one channel (frontend/driver/README.md).
+CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c
+RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
+DRIVER_SRC := $(wildcard frontend/driver/*.c)
 BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) \
 	$(wildcard backend/transport/*.c backend/schedsrc/*.c backend/exec/*.c) $(wildcard policies/*.c) \
 	xen-sched-patch/reader.c
@@ -69,11 +74,14 @@ obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
 COMMON_A := $(BUILD)/libxgpu-common.a
 FRONTEND_A := $(BUILD)/libxgpu-frontend.a
+RUNTIME_A := $(BUILD)/libxgpu-runtime.a
+DRIVER_A := $(BUILD)/libxgpu-driver.a
 BACKEND_A := $(BUILD)/libxgpu-backend.a
 SIMDRV_A := $(BUILD)/libxgpu-simdrv.a
 XENSTUB_A := $(BUILD)/libxgpu-xenstub.a
 
 CUDART := $(LIB)/libcudart.so.13
+CUDADRV := $(LIB)/libcuda.so.1
 SIMDRV := $(LIB)/libxgpu-simdrv.so
 XGPUD := $(BIN)/xgpud
 XLGPU := $(BIN)/xl-gpu
@@ -170,6 +178,23 @@ $(TST)/data/globals_%.fatbin: tests/data/fatbin_globals.cu | $(DEPS_STAMP)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -fatbin $(GLOBALS_FLAGS_$*) -o $@ $<
 
+# tests/cuda/drvapi.c: a driver-API-only program, linked as NVIDIA's samples
+# are against the toolkit's stub libcuda.so, and the kernels it loads.
+DRVAPI := $(TST)/cuda/drvapi
+TEST_DATA += $(TST)/data/drvapi_kernels.fatbin $(TST)/data/drvapi_kernels.cubin
+$(TST)/data/drvapi_kernels.fatbin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
+$(TST)/data/drvapi_kernels.cubin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+$(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
+
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
@@ -191,7 +216,7 @@ LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_C
 
 .PHONY: all deps test unit demo bench clean format tests-build gpu-validate
 
-all: $(DEPS_STAMP) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
+all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -210,13 +235,17 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 $(OBJ)/backend/schedsrc/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/xen-sched-patch/reader.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/backend/schedsrc/hypsrc_xentrace.o: ALL_CFLAGS += -std=gnu11
+# The driver frontend shares the runtime frontend's client headers.
+$(call obj,$(DRIVER_SRC)): ALL_CFLAGS += -Ifrontend
 
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
+$(RUNTIME_A): $(call obj,$(RUNTIME_SRC))
+$(DRIVER_A): $(call obj,$(DRIVER_SRC))
 $(BACKEND_A): $(call obj,$(BACKEND_SRC))
 $(SIMDRV_A): $(call obj,$(SIMDRV_SRC))
 $(XENSTUB_A): $(call obj,$(XENSTUB_SRC))
-$(COMMON_A) $(FRONTEND_A) $(BACKEND_A) $(SIMDRV_A) $(XENSTUB_A):
+$(COMMON_A) $(FRONTEND_A) $(RUNTIME_A) $(DRIVER_A) $(BACKEND_A) $(SIMDRV_A) $(XENSTUB_A):
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -235,13 +264,37 @@ $(OBJ)/gen/unsupported.o: $(UNSUPPORTED_C)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend -c $< -o $@
 
-$(CUDART): $(FRONTEND_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/libcudart.map
+# libcudart.so.13 takes the channel client from our libcuda.so.1 (found
+# beside it: RUNPATH $ORIGIN), so both APIs in one process share it.
+$(CUDART): $(RUNTIME_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/libcudart.map $(CUDADRV)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/libcudart.map \
-		-Wl,--whole-archive $(FRONTEND_A) -Wl,--no-whole-archive $(OBJ)/gen/unsupported.o $(COMMON_A) \
-		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+		-Wl,--whole-archive $(RUNTIME_A) -Wl,--no-whole-archive $(OBJ)/gen/unsupported.o $(COMMON_A) \
+		$(CUDADRV) -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 	ln -sf libcudart.so.13 $(LIB)/libcudart.so
+
+# libcuda.so.1: every entry point of NVIDIA's (frontend/driver/cuda13.symbols);
+# the ones not implemented are generated stubs, and cuGetProcAddress answers
+# from a table generated out of cuda13.procs.
+CUDA_STUBS_C := $(OBJ)/gen/cuda_stubs.c
+$(CUDA_STUBS_C): frontend/driver/cuda13.symbols frontend/driver/cuda13.procs tools/gen-cuda-stubs.sh $(DRIVER_A)
+	@mkdir -p $(dir $@)
+	$(call say,GEN,$@)
+	$(Q)tools/gen-cuda-stubs.sh $@ frontend/driver/cuda13.symbols frontend/driver/cuda13.procs $(DRIVER_A)
+
+$(OBJ)/gen/cuda_stubs.o: $(CUDA_STUBS_C)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend/driver -c $< -o $@
+
+# errors.o: the error descriptions cuGetErrorString shares with the runtime.
+$(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/errors.o $(COMMON_A) $(OBJ)/gen/cuda_stubs.o \
+		frontend/driver/libcuda.map
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=frontend/driver/libcuda.map \
+		-Wl,--whole-archive $(DRIVER_A) -Wl,--no-whole-archive $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/errors.o \
+		$(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
 $(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
 	@mkdir -p $(dir $@)
@@ -361,7 +414,7 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
-tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
+tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

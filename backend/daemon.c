@@ -6,9 +6,12 @@
 #include "scheduler.h"
 #include "util.h"
 #include "daemon.h"
+#include "control.h"
 #include "domain.h"
+#include "transport/host.h"
 #include "watchdog.h"
 
+#include <cuda_runtime_api.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -218,4 +221,155 @@ void xgpud_shutdown(struct xgpud *d)
 		free((char *)d->o.sim_driver);
 	xgpu_driver_unload(&d->drv);
 	pthread_mutex_destroy(&d->domains_lock);
+}
+
+/* ---- the up-calls the transports make (transport/host.h) -------------------- */
+
+static struct xgpu_domain *host_join_domain(void *core, const char *name, uid_t uid, char *err, size_t errlen)
+{
+	return xgpu_domain_get(core, name, uid, err, errlen);
+}
+
+static struct xgpu_domain *host_adopt_xen_domain(void *core, uint32_t domid, const char *name,
+						 const struct xgpu_gpuspec *spec, char *err, size_t errlen)
+{
+	return xgpu_domain_get_xen(core, domid, name, spec, err, errlen);
+}
+
+static void host_drop_domain(void *core, struct xgpu_domain *dom)
+{
+	xgpu_domain_remove(core, dom);
+}
+
+static void host_reserve_domids_below(void *core, uint32_t first)
+{
+	struct xgpud *d = core;
+	pthread_mutex_lock(&d->domains_lock);
+	if (d->next_domid < first)
+		d->next_domid = first;
+	pthread_mutex_unlock(&d->domains_lock);
+}
+
+static int host_admit_channel(void *core, struct xgpu_domain *dom, struct xgpu_channel *ch,
+			      struct xgpu_hello_ack *ack, int *status, char *err, size_t errlen)
+{
+	struct xgpud *d = core;
+	if (atomic_load(&dom->stats.channels) >= d->o.max_channels_per_domain) {
+		snprintf(err, errlen, "domain %s already has %u channels", dom->name,
+			 d->o.max_channels_per_domain);
+		*status = cudaErrorDevicesUnavailable;
+		return -1;
+	}
+	ch->id = atomic_fetch_add(&d->next_channel_id, 1) + 1;
+	*ack = (struct xgpu_hello_ack){.magic = XGPU_PROTO_MAGIC,
+				       .version = XGPU_PROTO_VERSION,
+				       .driver_version = d->driver_version,
+				       .domid = dom->domid,
+				       .channel_id = ch->id,
+				       .device_count = 1};
+	return 0;
+}
+
+static int host_add_channel(void *core, struct xgpu_domain *dom, struct xgpu_channel *ch)
+{
+	(void)core;
+	return xgpu_domain_add_channel(dom, ch);
+}
+
+static void host_control_request(void *core, int conn, uid_t uid)
+{
+	xgpu_control_spawn(core, conn, uid);
+}
+
+static void host_set_share(void *core, struct xgpu_domain *dom, const uint32_t *credit, const double *sla,
+			   const char *origin)
+{
+	(void)core;
+	struct xgpu_sched_dom *sd = &dom->sd;
+	uint32_t old_credit = sd->credit, new_credit = credit ? *credit : sd->credit;
+	double old_sla = sd->sla, new_sla = sla ? *sla : sd->sla;
+	xgpu_sched_set_params(dom->gpu->sched, sd, new_credit, new_sla);
+	xlog_info("domain %s: credit %u -> %u, SLO %.3f -> %.3f (%s)", dom->name, old_credit, new_credit,
+		  old_sla, new_sla, origin);
+}
+
+static void host_set_mem_limit(void *core, struct xgpu_domain *dom, bool to_default, uint64_t bytes,
+			       const char *origin)
+{
+	struct xgpud *d = core;
+	uint64_t total = dom->gpu->total_mem;
+	if (to_default) {
+		uint64_t lim = d->o.mem_limit && d->o.mem_limit < total ? d->o.mem_limit : total;
+		__atomic_store_n(&dom->mem_limit, lim, __ATOMIC_RELAXED);
+		xlog_info("domain %s: memory limit back to the default (%s)", dom->name, origin);
+		return;
+	}
+	uint64_t lim = bytes < total ? bytes : total;
+	char a[32], b[32];
+	xgpu_format_size(dom->mem_limit, a, sizeof a);
+	xgpu_format_size(lim, b, sizeof b);
+	__atomic_store_n(&dom->mem_limit, lim, __ATOMIC_RELAXED);
+	xlog_info("domain %s: memory limit %s -> %s (%s)", dom->name, a, b, origin);
+}
+
+static void host_set_kernel_timeout(void *core, struct xgpu_domain *dom, uint32_t seconds, const char *origin)
+{
+	(void)core;
+	uint32_t old = atomic_exchange(&dom->kernel_timeout_s, seconds);
+	xlog_info("domain %s: kernel timeout %u s -> %u s (0: none; %s)", dom->name, old, seconds, origin);
+}
+
+static int host_gpu_count(void *core)
+{
+	return ((struct xgpud *)core)->ngpus;
+}
+
+static const char *host_find_policy(void *core, const char *name)
+{
+	(void)core;
+	const struct xgpu_policy_ops *ops = xgpu_policy_find(name);
+	return ops ? ops->name : NULL;
+}
+
+static const char *host_policy_names(void *core)
+{
+	(void)core;
+	return xgpu_policy_names();
+}
+
+static void host_set_policy(void *core, int gpu, const char *name, const char *origin)
+{
+	struct xgpud *d = core;
+	const struct xgpu_policy_ops *want = xgpu_policy_find(name);
+	if (gpu < 0 || gpu >= d->ngpus || !want)
+		return;
+	struct xgpu_sched *s = d->gpus[gpu].sched;
+	const char *old = xgpu_sched_policy(s)->name;
+	if (want != xgpu_sched_policy(s)) {
+		xgpu_sched_set_policy(s, want, xgpu_now_ns());
+		xlog_info("GPU %d: policy %s -> %s (%s)", gpu, old, want->name, origin);
+	}
+}
+
+void xgpud_transport_host(struct xgpud *d, struct xgpu_transport_host *host)
+{
+	*host = (struct xgpu_transport_host){
+	    .core = d,
+	    .max_domains = d->o.max_domains,
+	    .max_channels_per_domain = d->o.max_channels_per_domain,
+	    .join_domain = host_join_domain,
+	    .adopt_xen_domain = host_adopt_xen_domain,
+	    .drop_domain = host_drop_domain,
+	    .reserve_domids_below = host_reserve_domids_below,
+	    .admit_channel = host_admit_channel,
+	    .add_channel = host_add_channel,
+	    .control_request = host_control_request,
+	    .set_share = host_set_share,
+	    .set_mem_limit = host_set_mem_limit,
+	    .set_kernel_timeout = host_set_kernel_timeout,
+	    .gpu_count = host_gpu_count,
+	    .find_policy = host_find_policy,
+	    .policy_names = host_policy_names,
+	    .set_policy = host_set_policy,
+	};
 }

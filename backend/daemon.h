@@ -6,7 +6,12 @@
 
 #include <stddef.h>
 
+struct xgpu_transport_host;
+
 int xgpud_init(struct xgpud *d, char *err, size_t errlen);
 void xgpud_shutdown(struct xgpud *d);
+/* The up-calls the transports make into d (transport/host.h); host keeps
+ * pointing at d, so d must outlive every transport given it. */
+void xgpud_transport_host(struct xgpud *d, struct xgpu_transport_host *host);
 
 #endif

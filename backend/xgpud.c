@@ -334,7 +334,11 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	const char *path = xgpu_socket_path(d.o.socket_path, pathbuf, sizeof pathbuf);
-	struct xgpu_local_listener *listener = ep >= 0 ? xgpu_local_listen(path, ep, err, sizeof err) : NULL;
+	/* The transports reach the daemon only through host's up-calls. */
+	struct xgpu_transport_host host;
+	xgpud_transport_host(&d, &host);
+	struct xgpu_local_listener *listener =
+	    ep >= 0 ? xgpu_local_listen(&host, path, ep, err, sizeof err) : NULL;
 	if (!listener) {
 		xlog_err("%s", ep >= 0 ? err : "cannot create the main loop's epoll");
 		return 1;
@@ -370,7 +374,7 @@ int main(int argc, char **argv)
 	xlog_info("listening on %s (local transport%s)", path, xen ? "; control requests" : "");
 	struct xgpu_xenbus *xb = NULL;
 	if (xen) {
-		xb = xgpu_xenbus_open(&d, err, sizeof err);
+		xb = xgpu_xenbus_open(&host, err, sizeof err);
 		int xfds[2];
 		int nx = xb ? xgpu_xenbus_fds(xb, xfds) : 0;
 		struct epoll_event xe = {.events = EPOLLIN, .data.ptr = &xb};
@@ -418,7 +422,7 @@ int main(int argc, char **argv)
 			} else if (ev[i].data.ptr == &xb) {
 				xgpu_xenbus_process(xb);
 			} else if (xgpu_local_owns(listener, ev[i].data.ptr)) {
-				xgpu_local_event(&d, listener, ev[i].data.ptr);
+				xgpu_local_event(listener, ev[i].data.ptr);
 			}
 		}
 		xgpu_local_expire(listener);

@@ -151,6 +151,19 @@ int xgpu_cuerr_to_rt(int curesult)
 	}
 }
 
+const char *xgpu_cuerr_name(int curesult)
+{
+	switch (curesult) {
+#define XGPU_CU_NAME(cu, rt)                                                                                 \
+	case cu:                                                                                             \
+		return #cu;
+		XGPU_CU_TO_RT(XGPU_CU_NAME)
+#undef XGPU_CU_NAME
+	default:
+		return NULL;
+	}
+}
+
 bool xgpu_cuerr_is_launch_failure(int curesult)
 {
 	switch (curesult) {

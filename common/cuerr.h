@@ -12,6 +12,10 @@
  * that are not CUresult enumerators. */
 int xgpu_cuerr_to_rt(int curesult);
 
+/* The enumerator's name ("CUDA_ERROR_INVALID_VALUE") for a CUresult value,
+ * or NULL for values that are not CUresult enumerators: cuGetErrorName. */
+const char *xgpu_cuerr_name(int curesult);
+
 /* Whether curesult is one a kernel fails with when it faults on the device
  * (CUDA_ERROR_ILLEGAL_ADDRESS, _LAUNCH_TIMEOUT, _HARDWARE_STACK_ERROR,
  * _ILLEGAL_INSTRUCTION, _MISALIGNED_ADDRESS, _INVALID_ADDRESS_SPACE,

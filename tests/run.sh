@@ -7,7 +7,9 @@
 # counted one by one. End-to-end tests are tests/e2e/*.sh, one count each; they
 # start the real daemon and real CUDA programs from BUILD_DIR. Every test gets
 # XGPU_BUILD (absolute build dir) and XGPU_SRC (repo root) in its environment
-# and a private scratch directory in XGPU_TMP. The last line is
+# and a private scratch directory in XGPU_TMP; an e2e test gets
+# XGPU_E2E_TIMEOUT seconds (300), or more where its script says
+# "# xgpu-test-timeout: N". The last line is
 # "N passed, N failed".
 set -u
 build=${1:?usage: tests/run.sh BUILD_DIR [PATTERN]}
@@ -59,8 +61,12 @@ run_e2e() {
 	log=$logdir/e2e-$name.log
 	export XGPU_TMP=$logdir/e2e-$name.tmp
 	mkdir -p "$XGPU_TMP"
-	local t0=$SECONDS
-	timeout -k 10 "$e2e_timeout" bash "$script" >"$log" 2>&1
+	local t0=$SECONDS limit=$e2e_timeout own
+	# A test that boots VMs under QEMU's software CPU may ask for more time
+	# with a "# xgpu-test-timeout: SECONDS" line.
+	own=$(sed -n 's/^# xgpu-test-timeout: \([0-9][0-9]*\)$/\1/p' "$script" | head -n 1)
+	[ -n "$own" ] && [ "$own" -gt "$limit" ] && limit=$own
+	timeout -k 10 "$limit" bash "$script" >"$log" 2>&1
 	local rc=$?
 	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))

@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # check-includes.sh - fails if backend/'s modules include each other in a
-# circle. A module is a .c file and its .h (backend/domain.c + domain.h), so
+# circle, or if a transport includes more of the daemon than it may.
+#
+# A module is a .c file and its .h (backend/domain.c + domain.h), so
 # "domain.c includes poller.h, poller.c includes domain.h" counts as a circle
 # even though no header includes itself. tsort finds the loops.
+#
+# backend/transport/ reaches the core only through the up-call table in
+# transport/host.h: its files may include the model (core.h), each other and
+# common/, but no other module of backend/ and nothing of policies/.
 #
 #   tools/check-includes.sh [REPO_ROOT]
 set -u
@@ -37,9 +43,43 @@ if [ -z "$edges" ]; then
 	echo "check-includes: found no includes under backend/ (wrong root?)" >&2
 	exit 2
 fi
+status=0
 if ! loops=$(tsort <<<"$edges" 2>&1 >/dev/null) || [ -n "$loops" ]; then
 	echo "check-includes: backend/ modules include each other in a circle:" >&2
 	echo "$loops" | grep -v 'input contains a loop' | sed 's/^tsort: /  /' >&2
-	exit 1
+	status=1
 fi
-echo "check-includes: $(wc -l <<<"$edges") module includes under backend/, no circle"
+
+# Where the compiler finds #include "NAME" of FILE: the file's folder, then
+# -Icommon -Ibackend -Ipolicies in the Makefile's order; prints the path.
+locate() {
+	local file=$1 name=$2
+	for cand in "$(dirname "$file")/$name" "common/$name" "backend/$name" "policies/$name"; do
+		if [ -f "$cand" ]; then
+			realpath --relative-to=. "$cand"
+			return
+		fi
+	done
+}
+
+forbidden=$(
+	for file in $(find backend/transport -name '*.[ch]' | sort); do
+		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file" |
+			while read -r name; do
+				to=$(locate "$file" "$name")
+				case $to in
+				backend/core.h | backend/transport/*) ;;
+				backend/* | policies/*) echo "  $file includes $to" ;;
+				esac
+			done
+	done
+)
+if [ -n "$forbidden" ]; then
+	echo "check-includes: backend/transport/ may include only core.h and transport/ of the daemon" \
+		"(it calls up through struct xgpu_transport_host, transport/host.h):" >&2
+	echo "$forbidden" >&2
+	status=1
+fi
+[ $status -eq 0 ] || exit $status
+echo "check-includes: $(wc -l <<<"$edges") module includes under backend/, no circle;" \
+	"transport/ includes only core.h of the daemon"

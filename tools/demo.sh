@@ -16,6 +16,9 @@ secs=${DEMO_SECONDS:-12}
 policy=${DEMO_POLICY:-rr}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-demo.XXXXXX")
 export XGPU_SOCKET=$work/xgpud.sock
+# The workloads run through xgpu's libraries; the daemon must not, since it
+# loads NVIDIA's libcuda.so.1 and ours has the same name.
+daemon_ldpath=${LD_LIBRARY_PATH-}
 export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 daemon=
 
@@ -32,7 +35,11 @@ trap cleanup EXIT
 start_daemon() {
 	local log=$1
 	shift
-	"$B/bin/xgpud" --foreground "$@" >"$log" 2>&1 &
+	if [ -n "$daemon_ldpath" ]; then
+		LD_LIBRARY_PATH=$daemon_ldpath "$B/bin/xgpud" --foreground "$@" >"$log" 2>&1 &
+	else
+		env -u LD_LIBRARY_PATH "$B/bin/xgpud" --foreground "$@" >"$log" 2>&1 &
+	fi
 	daemon=$!
 	for _ in $(seq 100); do
 		"$B/bin/xl-gpu" list >/dev/null 2>&1 && return 0

@@ -18,6 +18,17 @@ int xgpu_driver_load(struct xgpu_driver *drv, const char *path, char *err, size_
 		snprintf(err, errlen, "cannot load CUDA driver %s: %s", path, dlerror());
 		return -1;
 	}
+	/* xgpu's own libcuda.so.1 (the guest frontend) found first on the
+	 * library path would turn every call back into an xgpu request. */
+	if (dlsym(drv->dl, "xgpu_rpc")) {
+		snprintf(err, errlen,
+			 "%s is xgpu's guest frontend, not NVIDIA's driver (take xgpu's build/lib "
+			 "out of LD_LIBRARY_PATH for xgpud, or name the driver with --cuda-driver)",
+			 path);
+		dlclose(drv->dl);
+		drv->dl = NULL;
+		return -1;
+	}
 	snprintf(drv->path, sizeof drv->path, "%s", path);
 #define XGPU_DRIVER_RESOLVE(fn)                                                                              \
 	*(void **)&drv->fn = dlsym(drv->dl, XGPU_STR(fn));                                                   \

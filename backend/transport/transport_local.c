@@ -14,9 +14,6 @@
  */
 #include "transport_local.h"
 
-#include "control.h"
-#include "domain.h"
-
 #include "fdpass.h"
 #include "log.h"
 #include "util.h"
@@ -212,8 +209,8 @@ static void refuse(int conn, int status, const char *fmt, ...)
 
 /* Returns true when the channel took conn and the region fd, false when the
  * caller must close them. */
-static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h, int memfd,
-			   const struct ucred *cred)
+static bool accept_channel(const struct xgpu_transport_host *host, int conn, const struct xgpu_hello *h,
+			   int memfd, const struct ucred *cred)
 {
 	char err[192];
 	struct stat st;
@@ -245,19 +242,19 @@ static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h
 	char name[XGPU_DOMAIN_NAME_MAX];
 	memcpy(name, h->domain, sizeof name);
 	name[sizeof name - 1] = '\0';
-	struct xgpu_domain *dom = xgpu_domain_get(d, name, cred->uid, err, sizeof err);
+	struct xgpu_domain *dom = host->join_domain(host->core, name, cred->uid, err, sizeof err);
 	if (!dom) {
 		refuse(conn, cudaErrorDevicesUnavailable, "%s", err);
 		goto fail;
 	}
-	if (atomic_load(&dom->stats.channels) >= d->o.max_channels_per_domain) {
-		refuse(conn, cudaErrorDevicesUnavailable, "domain %s already has %u channels", dom->name,
-		       d->o.max_channels_per_domain);
+	struct xgpu_hello_ack ack;
+	int status;
+	if (host->admit_channel(host->core, dom, ch, &ack, &status, err, sizeof err) < 0) {
+		refuse(conn, status, "%s", err);
 		goto fail;
 	}
 	b->sock = conn;
 	ch->dom = dom;
-	ch->id = atomic_fetch_add(&d->next_channel_id, 1) + 1;
 	ch->task = h->task;
 	ch->pid = cred->pid;
 	ch->uid = cred->uid;
@@ -265,19 +262,13 @@ static bool accept_channel(struct xgpud *d, int conn, const struct xgpu_hello *h
 	ch->tpriv = b;
 	ch->region = region;
 	ch->region_size = size;
-	struct xgpu_hello_ack ack = {.magic = XGPU_PROTO_MAGIC,
-				     .version = XGPU_PROTO_VERSION,
-				     .driver_version = d->driver_version,
-				     .domid = dom->domid,
-				     .channel_id = ch->id,
-				     .device_count = 1};
 	if (send(conn, &ack, sizeof ack, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof ack) {
 		dlog_warn(dom, "domain %s: pid %d left during the handshake", dom->name, (int)cred->pid);
 		goto fail;
 	}
 	/* Once handed over, ch is the poller's (it may close and free it at once). */
 	uint32_t id = ch->id;
-	if (xgpu_domain_add_channel(dom, ch) < 0) {
+	if (host->add_channel(host->core, dom, ch) < 0) {
 		dlog_warn(dom, "domain %s: no poller thread for pid %d's channel", dom->name, (int)cred->pid);
 		goto fail;
 	}
@@ -293,7 +284,7 @@ fail:
 }
 
 /* A connection that sent its hello: a channel, a control request, or junk. */
-static void handshake(struct xgpud *d, int conn)
+static void handshake(const struct xgpu_transport_host *host, int conn)
 {
 	struct ucred cred;
 	socklen_t cl = sizeof cred;
@@ -316,10 +307,10 @@ static void handshake(struct xgpud *d, int conn)
 	} else if (n != (ssize_t)sizeof h) {
 		refuse(conn, cudaErrorInvalidValue, "pid %d sent a malformed handshake", (int)cred.pid);
 	} else if (h.kind == XGPU_CONN_CONTROL && nfds == 0) {
-		xgpu_control_spawn(d, conn, cred.uid);
+		host->control_request(host->core, conn, cred.uid);
 		kept = true;
 	} else if (h.kind == XGPU_CONN_CHANNEL && nfds == 1) {
-		kept = accept_channel(d, conn, &h, fds[0], &cred);
+		kept = accept_channel(host, conn, &h, fds[0], &cred);
 		if (kept)
 			nfds = 0; /* accept_channel closed the region fd */
 	} else {
@@ -339,13 +330,15 @@ struct pending_conn {
 };
 
 struct xgpu_local_listener {
+	const struct xgpu_transport_host *host;
 	int fd;
 	int epfd;
 	struct pending_conn pending[MAX_PENDING_CONNECTIONS];
 	struct xgpu_ratelimit full_rl;
 };
 
-struct xgpu_local_listener *xgpu_local_listen(const char *path, int epfd, char *err, size_t errlen)
+struct xgpu_local_listener *xgpu_local_listen(const struct xgpu_transport_host *host, const char *path,
+					      int epfd, char *err, size_t errlen)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(path) >= sizeof sa.sun_path) {
@@ -371,6 +364,7 @@ struct xgpu_local_listener *xgpu_local_listen(const char *path, int epfd, char *
 	for (int i = 0; i < MAX_PENDING_CONNECTIONS; i++)
 		l->pending[i].fd = -1;
 	xgpu_ratelimit_init(&l->full_rl, 10, 10000);
+	l->host = host;
 	l->epfd = epfd;
 	l->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	unlink(path);
@@ -437,7 +431,7 @@ static void accept_all(struct xgpu_local_listener *l)
 	}
 }
 
-void xgpu_local_event(struct xgpud *d, struct xgpu_local_listener *l, void *ptr)
+void xgpu_local_event(struct xgpu_local_listener *l, void *ptr)
 {
 	if (ptr == l) {
 		accept_all(l);
@@ -448,7 +442,7 @@ void xgpu_local_event(struct xgpud *d, struct xgpu_local_listener *l, void *ptr)
 		return;
 	int conn = pc->fd;
 	forget(l, pc);
-	handshake(d, conn);
+	handshake(l->host, conn);
 }
 
 void xgpu_local_expire(struct xgpu_local_listener *l)

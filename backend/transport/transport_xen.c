@@ -14,8 +14,6 @@
  */
 #include "transport_xen.h"
 
-#include "domain.h"
-
 #include "log.h"
 #include "util.h"
 #include "xenif.h"
@@ -35,7 +33,7 @@
 #define SERVICE_BUDGET 256
 
 struct xgpu_xen_transport {
-	struct xgpud *d;
+	const struct xgpu_transport_host *host;
 	int notify_fd;
 	pthread_mutex_t lock;
 	struct xgpu_xen_chan *closed, **closed_tail; /* notices, oldest first */
@@ -59,14 +57,15 @@ struct xgpu_xen_chan {
 	struct xgpu_xen_chan *next_closed;
 };
 
-struct xgpu_xen_transport *xgpu_xen_transport_new(struct xgpud *d, char *err, size_t errlen)
+struct xgpu_xen_transport *xgpu_xen_transport_new(const struct xgpu_transport_host *host, char *err,
+						  size_t errlen)
 {
 	struct xgpu_xen_transport *t = calloc(1, sizeof *t);
 	if (!t) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	t->d = d;
+	t->host = host;
 	t->notify_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (t->notify_fd < 0) {
 		snprintf(err, errlen, "eventfd: %s", strerror(errno));
@@ -373,7 +372,7 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 					    const struct xgpu_xen_chan_params *p, void *cookie, char *err,
 					    size_t errlen)
 {
-	struct xgpud *d = t->d;
+	const struct xgpu_transport_host *host = t->host;
 	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
 	struct xgpu_channel *ch = calloc(1, sizeof *ch);
 	int status = cudaErrorInvalidValue;
@@ -437,14 +436,10 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 		status = cudaErrorMemoryAllocation;
 		goto fail;
 	}
-	if (atomic_load(&dom->stats.channels) >= d->o.max_channels_per_domain) {
-		snprintf(err, errlen, "domain %s already has %u channels", dom->name,
-			 d->o.max_channels_per_domain);
-		status = cudaErrorDevicesUnavailable;
+	struct xgpu_hello_ack ack;
+	if (host->admit_channel(host->core, dom, ch, &ack, &status, err, errlen) < 0)
 		goto fail;
-	}
 	ch->dom = dom;
-	ch->id = atomic_fetch_add(&d->next_channel_id, 1) + 1;
 	ch->task = p->task;
 	ch->pid = 0; /* a guest's process: no pid of ours */
 	ch->uid = 0;
@@ -452,17 +447,11 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	ch->tpriv = c;
 	ch->region = c->region;
 	ch->region_size = c->region_size;
-	struct xgpu_hello_ack ack = {.magic = XGPU_PROTO_MAGIC,
-				     .version = XGPU_PROTO_VERSION,
-				     .driver_version = d->driver_version,
-				     .domid = dom->domid,
-				     .channel_id = ch->id,
-				     .device_count = 1};
 	answer(c, &ack);
 	__atomic_store_n(&c->root->be_alive, 1, __ATOMIC_RELEASE);
 	/* Once handed over, ch is the poller's: it may close and free it at
 	 * once (a guest that clears fe_alive), so nothing below reads it. */
-	if (xgpu_domain_add_channel(dom, ch) < 0) {
+	if (host->add_channel(host->core, dom, ch) < 0) {
 		snprintf(err, errlen, "no poller thread for the channel");
 		status = cudaErrorDevicesUnavailable;
 		goto fail;

@@ -10,7 +10,7 @@
 #ifndef XGPU_TRANSPORT_XEN_H
 #define XGPU_TRANSPORT_XEN_H
 
-#include "core.h"
+#include "host.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,8 +35,10 @@ struct xgpu_xen_chan;
 
 struct xgpu_xen_transport;
 
-/* notify_fd: an eventfd the main loop watches; readable while notices wait. */
-struct xgpu_xen_transport *xgpu_xen_transport_new(struct xgpud *d, char *err, size_t errlen);
+/* Channels reach the daemon through host, which must outlive the transport.
+ * notify_fd: an eventfd the main loop watches; readable while notices wait. */
+struct xgpu_xen_transport *xgpu_xen_transport_new(const struct xgpu_transport_host *host, char *err,
+						  size_t errlen);
 int xgpu_xen_transport_fd(const struct xgpu_xen_transport *t);
 void xgpu_xen_transport_free(struct xgpu_xen_transport *t);
 

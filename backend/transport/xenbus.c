@@ -22,12 +22,8 @@
  */
 #include "xenbus.h"
 
-#include "domain.h"
-
 #include "gpuspec.h"
 #include "log.h"
-#include "policy.h"
-#include "scheduler.h"
 #include "transport_xen.h"
 #include "util.h"
 #include "xenif.h"
@@ -79,7 +75,7 @@ struct xb_dev {
 };
 
 struct xgpu_xenbus {
-	struct xgpud *d;
+	const struct xgpu_transport_host *host;
 	struct xgpu_xs *xs;
 	struct xgpu_xen_transport *t;
 	struct xb_dev *devs;
@@ -87,7 +83,8 @@ struct xgpu_xenbus {
 	bool closing;
 	char *raw_policy;
 	char *raw_gpu_policy[MAX_POLICY_GPUS];
-	const struct xgpu_policy_ops *global_ops, *gpu_ops[MAX_POLICY_GPUS], *applied[MAX_POLICY_GPUS];
+	/* Policy names as the host spells them (compared as pointers). */
+	const char *global_policy, *gpu_policy[MAX_POLICY_GPUS], *applied[MAX_POLICY_GPUS];
 	struct xgpu_ratelimit rl; /* lines guests can provoke before a domain is known */
 };
 
@@ -164,7 +161,7 @@ static struct xb_dev *find_dev(struct xgpu_xenbus *x, uint32_t domid)
 
 static struct xb_dev *new_dev(struct xgpu_xenbus *x, uint32_t domid)
 {
-	if (x->ndevs >= x->d->o.max_domains)
+	if (x->ndevs >= x->host->max_domains)
 		return NULL;
 	struct xb_dev *dev = calloc(1, sizeof *dev);
 	if (!dev)
@@ -272,13 +269,9 @@ static void read_live_keys(struct xb_dev *dev)
 		if (!garbage && !strcmp(live_keys[i], "mem-limit") && !strcmp(raw, "0")) {
 			dev->spec.has_mem = false;
 			if (dom) {
-				struct xgpud *d = dom->d;
-				uint64_t lim = d->o.mem_limit && d->o.mem_limit < dom->gpu->total_mem
-						   ? d->o.mem_limit
-						   : dom->gpu->total_mem;
-				__atomic_store_n(&dom->mem_limit, lim, __ATOMIC_RELAXED);
-				xlog_info("domain %s: memory limit back to the default (xenstore %s = 0)",
-					  dom->name, path);
+				char origin[PATH_MAX_LEN + 32];
+				snprintf(origin, sizeof origin, "xenstore %s = 0", path);
+				x->host->set_mem_limit(x->host->core, dom, true, 0, origin);
 			}
 			continue;
 		}
@@ -298,27 +291,15 @@ static void read_live_keys(struct xb_dev *dev)
 				dev->spec.has_ktimeout = true, dev->spec.ktimeout = s.ktimeout;
 			continue;
 		}
-		struct xgpu_sched_dom *sd = &dom->sd;
-		if (s.has_credit || s.has_sla) {
-			uint32_t old_credit = sd->credit;
-			double old_sla = sd->sla;
-			uint32_t credit = s.has_credit ? s.credit : sd->credit;
-			double sla = s.has_sla ? s.sla : sd->sla;
-			xgpu_sched_set_params(dom->gpu->sched, sd, credit, sla);
-			xlog_info("domain %s: credit %u -> %u, SLO %.3f -> %.3f (xenstore %s)", dom->name,
-				  old_credit, credit, old_sla, sla, path);
-		} else if (s.has_ktimeout) {
-			uint32_t old = atomic_exchange(&dom->kernel_timeout_s, s.ktimeout);
-			xlog_info("domain %s: kernel timeout %u s -> %u s (0: none; xenstore %s)", dom->name,
-				  old, s.ktimeout, path);
-		} else if (s.has_mem) {
-			uint64_t lim = s.mem < dom->gpu->total_mem ? s.mem : dom->gpu->total_mem;
-			char a[32], b[32];
-			xgpu_format_size(dom->mem_limit, a, sizeof a);
-			xgpu_format_size(lim, b, sizeof b);
-			__atomic_store_n(&dom->mem_limit, lim, __ATOMIC_RELAXED);
-			xlog_info("domain %s: memory limit %s -> %s (xenstore %s)", dom->name, a, b, path);
-		}
+		char origin[PATH_MAX_LEN + 32];
+		snprintf(origin, sizeof origin, "xenstore %s", path);
+		if (s.has_credit || s.has_sla)
+			x->host->set_share(x->host->core, dom, s.has_credit ? &s.credit : NULL,
+					   s.has_sla ? &s.sla : NULL, origin);
+		else if (s.has_ktimeout)
+			x->host->set_kernel_timeout(x->host->core, dom, s.ktimeout, origin);
+		else if (s.has_mem)
+			x->host->set_mem_limit(x->host->core, dom, false, s.mem, origin);
 	}
 }
 
@@ -421,7 +402,7 @@ static void adopt(struct xgpu_xenbus *x, uint32_t domid)
 		snprintf(npath, sizeof npath, "/local/domain/%u/name", domid);
 		char *name = xread(x, npath);
 		char err[192];
-		dev->dom = xgpu_domain_get_xen(x->d, domid, name, &dev->spec, err, sizeof err);
+		dev->dom = x->host->adopt_xen_domain(x->host->core, domid, name, &dev->spec, err, sizeof err);
 		free(name);
 		if (!dev->dom) {
 			refuse_dev(dev, "%s", err);
@@ -467,7 +448,7 @@ static void wind_down(struct xgpu_xenbus *x, struct xb_dev *dev)
 		snprintf(path, sizeof path, XGPU_XS_BACKEND_ROOT "/%u", dev->domid);
 		xrm(x, path);
 		if (dev->dom)
-			xgpu_domain_remove(x->d, dev->dom);
+			x->host->drop_domain(x->host->core, dev->dom);
 		xlog_info("domain %u: gone; its vgpu device and state are swept", dev->domid);
 		free_dev(x, dev);
 		return;
@@ -685,9 +666,9 @@ static void scan_chan(struct xgpu_xenbus *x, struct xb_dev *dev, uint32_t n)
 	switch (c->st) {
 	case CH_NONE:
 		if (fs == XGPU_XB_INITIALISING) {
-			if (live_channels(dev) >= x->d->o.max_channels_per_domain) {
+			if (live_channels(dev) >= x->host->max_channels_per_domain) {
 				snprintf(err, sizeof err, "the domain already has %u channels",
-					 x->d->o.max_channels_per_domain);
+					 x->host->max_channels_per_domain);
 				chan_refuse(c, err);
 				return;
 			}
@@ -823,9 +804,10 @@ static void channel_closed(struct xgpu_xenbus *x, struct xgpu_xen_chan *tc, stru
 
 /* ---- policy ----------------------------------------------------------------------- */
 
-static const struct xgpu_policy_ops *policy_key(struct xgpu_xenbus *x, const char *path, char **raw_slot,
-						const struct xgpu_policy_ops *cur, bool *changed)
+static const char *policy_key(struct xgpu_xenbus *x, const char *path, char **raw_slot, const char *cur,
+			      bool *changed)
 {
+	const struct xgpu_transport_host *host = x->host;
 	char *raw = xread(x, path);
 	bool garbage = !raw && errno == EINVAL;
 	*changed = !same(raw, *raw_slot) || garbage;
@@ -837,35 +819,32 @@ static const struct xgpu_policy_ops *policy_key(struct xgpu_xenbus *x, const cha
 	*raw_slot = raw;
 	if (!raw && !garbage)
 		return NULL;
-	const struct xgpu_policy_ops *ops = raw ? xgpu_policy_find(raw) : NULL;
-	if (!ops) {
+	const char *name = raw ? host->find_policy(host->core, raw) : NULL;
+	if (!name) {
 		xlog_warn("%s = '%.32s': unknown policy (known: %s); ignored", path,
-			  raw ? raw : "(unreadable)", xgpu_policy_names());
+			  raw ? raw : "(unreadable)", host->policy_names(host->core));
 		return cur;
 	}
-	return ops;
+	return name;
 }
 
 static void scan_policy(struct xgpu_xenbus *x)
 {
-	struct xgpud *d = x->d;
+	const struct xgpu_transport_host *host = x->host;
 	bool changed;
-	x->global_ops = policy_key(x, XGPU_XS_POLICY, &x->raw_policy, x->global_ops, &changed);
-	for (int g = 0; g < d->ngpus && g < MAX_POLICY_GPUS; g++) {
+	x->global_policy = policy_key(x, XGPU_XS_POLICY, &x->raw_policy, x->global_policy, &changed);
+	int ngpus = host->gpu_count(host->core);
+	for (int g = 0; g < ngpus && g < MAX_POLICY_GPUS; g++) {
 		char path[PATH_MAX_LEN];
 		snprintf(path, sizeof path, XGPU_XS_BACKEND_ROOT "/gpu/%d/policy", g);
-		x->gpu_ops[g] = policy_key(x, path, &x->raw_gpu_policy[g], x->gpu_ops[g], &changed);
-		const struct xgpu_policy_ops *want = x->gpu_ops[g] ? x->gpu_ops[g] : x->global_ops;
+		x->gpu_policy[g] = policy_key(x, path, &x->raw_gpu_policy[g], x->gpu_policy[g], &changed);
+		const char *want = x->gpu_policy[g] ? x->gpu_policy[g] : x->global_policy;
 		if (!want || want == x->applied[g])
 			continue;
 		x->applied[g] = want;
-		struct xgpu_sched *s = d->gpus[g].sched;
-		const char *old = xgpu_sched_policy(s)->name;
-		if (want != xgpu_sched_policy(s)) {
-			xgpu_sched_set_policy(s, want, xgpu_now_ns());
-			xlog_info("GPU %d: policy %s -> %s (xenstore %s)", g, old, want->name,
-				  x->gpu_ops[g] ? path : XGPU_XS_POLICY);
-		}
+		char origin[PATH_MAX_LEN + 16];
+		snprintf(origin, sizeof origin, "xenstore %s", x->gpu_policy[g] ? path : XGPU_XS_POLICY);
+		host->set_policy(host->core, g, want, origin);
 	}
 }
 
@@ -1009,14 +988,14 @@ int xgpu_xenbus_fds(const struct xgpu_xenbus *x, int fds[2])
 	return 2;
 }
 
-struct xgpu_xenbus *xgpu_xenbus_open(struct xgpud *d, char *err, size_t errlen)
+struct xgpu_xenbus *xgpu_xenbus_open(const struct xgpu_transport_host *host, char *err, size_t errlen)
 {
 	struct xgpu_xenbus *x = calloc(1, sizeof *x);
 	if (!x) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	x->d = d;
+	x->host = host;
 	xgpu_ratelimit_init(&x->rl, 50, 10000);
 	char why[256];
 	/* Each channel opens its own event-channel and grant-table handles;
@@ -1031,7 +1010,7 @@ struct xgpu_xenbus *xgpu_xenbus_open(struct xgpud *d, char *err, size_t errlen)
 		snprintf(err, errlen, "Xen transport: %s", why);
 		goto fail;
 	}
-	if (!(x->t = xgpu_xen_transport_new(d, why, sizeof why))) {
+	if (!(x->t = xgpu_xen_transport_new(host, why, sizeof why))) {
 		snprintf(err, errlen, "Xen transport: %s", why);
 		goto fail;
 	}
@@ -1042,10 +1021,7 @@ struct xgpu_xenbus *xgpu_xenbus_open(struct xgpud *d, char *err, size_t errlen)
 		goto fail;
 	}
 	/* Local domains' ids stay clear of Xen domids in the statistics. */
-	pthread_mutex_lock(&d->domains_lock);
-	if (d->next_domid < XGPU_XEN_DOMID_MAX)
-		d->next_domid = XGPU_XEN_DOMID_MAX;
-	pthread_mutex_unlock(&d->domains_lock);
+	host->reserve_domids_below(host->core, XGPU_XEN_DOMID_MAX);
 	return x;
 fail:
 	if (x->xs)

@@ -5,16 +5,17 @@
 #ifndef XGPU_XENBUS_H
 #define XGPU_XENBUS_H
 
-#include "core.h"
+#include "host.h"
 
 #include <stddef.h>
 
 struct xgpu_xenbus;
 
 /* Opens xenstore (and checks that event channels and grant tables can be
- * opened), registers the watches. NULL with a message that names what is
- * missing. */
-struct xgpu_xenbus *xgpu_xenbus_open(struct xgpud *d, char *err, size_t errlen);
+ * opened), registers the watches. Domains, channels and live settings reach
+ * the daemon through host, which must outlive the xenbus. NULL with a
+ * message that names what is missing. */
+struct xgpu_xenbus *xgpu_xenbus_open(const struct xgpu_transport_host *host, char *err, size_t errlen);
 /* The fds the main loop waits on (2): xenstore's watch fd and the queue of
  * channels the pollers closed. When either is readable, call
  * xgpu_xenbus_process. */

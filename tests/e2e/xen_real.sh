@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# xgpu-test-timeout: 720
 # xen_real.sh - xgpu on real Xen: boots Debian's Xen 4.17 with a PV dom0 under
 # QEMU's software CPU (tools/xen-testbed) and runs tests/xen/dom0.sh there with
 # the sanitized build.
@@ -42,9 +43,11 @@ dom0_files=()
 mkdomu() {
 	local name=$1 script=$2
 	shift 2
-	# Only the frontend library: every MB of ramdisk slows `xl create`.
+	# Only the frontend libraries (libcudart.so.13 takes its channel client
+	# from libcuda.so.1): every MB of ramdisk slows `xl create`.
 	"$XTB/mkinitrd.sh" domu -o "$T/domu-$name.cpio" "${frontend[@]}" \
-		--file "$B/lib/libcudart.so.13:/xgpu/lib/libcudart.so.13" "$@" "$script" ||
+		--file "$B/lib/libcudart.so.13:/xgpu/lib/libcudart.so.13" \
+		--file "$B/lib/libcuda.so.1:/xgpu/lib/libcuda.so.1" "$@" "$script" ||
 		fail "building the $name domU initramfs"
 	dom0_files+=(--file "$T/domu-$name.cpio:/xtb/domu-$name.cpio")
 }
@@ -64,7 +67,7 @@ fi
 note "initramfs pieces built in $((SECONDS - t0))s"
 
 rc=0
-"$XTB/boot.sh" --timeout 270 --log "$T/serial.log" \
+"$XTB/boot.sh" --timeout 540 --log "$T/serial.log" \
 	--dir "$B/bin:/xgpu/bin" --dir "$B/lib:/xgpu/lib" "${frontend[@]}" "${dom0_files[@]}" \
 	--env "XEN_STAGE=$stage" --env "XGPU_SIM_KERNELS=/xgpu/lib/simkernels" \
 	"$X/dom0.sh" | tee "$T/dom0.out" || rc=$?

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# xgpu-test-timeout: 900
 # xen_sched_patch.sh - the schedule-export patch on real Xen: builds (or takes
 # from the cache) Xen 4.17's hypervisor with xen-sched-patch/ applied, boots it
 # with sched=credit under QEMU's software CPU (tools/xen-testbed --xen-elf)
@@ -37,7 +38,7 @@ san=(--file "$SRC/tests/lsan.supp:/xgpu/lsan.supp"
 	--env "UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 	--env "LSAN_OPTIONS=suppressions=/xgpu/lsan.supp:print_suppressions=0")
 rc=0
-"$XTB/boot.sh" --timeout 200 --log "$T/serial.log" --xen-elf "$elf" --xen-args "sched=credit" \
+"$XTB/boot.sh" --timeout 400 --log "$T/serial.log" --xen-elf "$elf" --xen-args "sched=credit" \
 	--file "$B/bin/xgpud:/xgpu/bin/xgpud" --file "$B/bin/xl-gpu:/xgpu/bin/xl-gpu" \
 	--file "$B/bin/xgpu-schedexp:/xgpu/bin/xgpu-schedexp" --dir "$B/lib:/xgpu/lib" \
 	--env "XGPU_SIM_KERNELS=/xgpu/lib/simkernels" --file "$(command -v jq):/usr/bin/jq" \
@@ -60,7 +61,7 @@ check_clean "$T/dom0.out" "dom0 programs"
 
 if [ "${XGPU_XSP_STOCK:-1}" = 1 ]; then
 	rc=0
-	"$XTB/boot.sh" --timeout 150 --log "$T/serial-stock.log" --xen-args "sched=credit" \
+	"$XTB/boot.sh" --timeout 300 --log "$T/serial-stock.log" --xen-args "sched=credit" \
 		--file "$B/bin/xgpud:/xgpu/bin/xgpud" --file "$B/bin/xl-gpu:/xgpu/bin/xl-gpu" \
 		--file "$B/bin/xgpu-schedexp:/xgpu/bin/xgpu-schedexp" --dir "$B/lib:/xgpu/lib" \
 		--env "XGPU_SIM_KERNELS=/xgpu/lib/simkernels" --env XSP_MODE=stock "${san[@]}" \

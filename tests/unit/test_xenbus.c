@@ -42,6 +42,7 @@ static struct {
 	struct xgpu_xenstub *stub;
 	struct xgpu_xs *xs0; /* the toolstack's (dom0) */
 	struct xgpud d;
+	struct xgpu_transport_host host;
 	struct xgpu_xenbus *xb;
 } T;
 
@@ -901,7 +902,8 @@ static int setup(void **state)
 		fprintf(stderr, "xgpud_init: %s\n", err);
 		return -1;
 	}
-	T.xb = xgpu_xenbus_open(&T.d, err, sizeof err);
+	xgpud_transport_host(&T.d, &T.host);
+	T.xb = xgpu_xenbus_open(&T.host, err, sizeof err);
 	if (!T.xb) {
 		fprintf(stderr, "xenbus: %s\n", err);
 		return -1;

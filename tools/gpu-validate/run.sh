@@ -56,7 +56,7 @@ test_progs=()
 for f in "$src"/tests/cuda/*.cu; do
 	test_progs+=("$(basename "$f" .cu)")
 done
-for f in bin/xgpud bin/xl-gpu bin/gpuval-bandwidth lib/libcudart.so.13 "${workloads[@]/#/bin/}" \
+for f in bin/xgpud bin/xl-gpu bin/gpuval-bandwidth lib/libcudart.so.13 lib/libcuda.so.1 "${workloads[@]/#/bin/}" \
 	"${test_progs[@]/#/tests/cuda/}"; do
 	[ -e "$B/$f" ] || die "missing $B/$f: run \`make gpu-validate\`, which builds it"
 done

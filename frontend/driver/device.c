@@ -1,0 +1,543 @@
+/* device.c - cuInit, the driver version, device queries, primary and
+ * ordinary contexts.
+ *
+ * A guest sees the devices its domain is bound to (the handshake's count);
+ * their description comes from the daemon once and is answered locally.
+ * Every context of the process, primary or created, stands for the channel's
+ * one context in the daemon: contexts here only carry CUDA's bookkeeping
+ * (current per thread, the primary's retain count and flags), so programs
+ * that juggle them keep working while their work lands in one place. */
+#include "cuerr.h"
+#include "driver.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CTX_MAGIC 0x78637478u /* "xctx" */
+#define MAX_DEVICES 16
+#define CTX_STACK_DEPTH 32
+
+struct CUctx_st {
+	uint32_t magic;
+	CUdevice device;
+	bool primary;
+	unsigned flags;
+};
+
+static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool initialised;
+static unsigned init_generation; /* xgpu_fork_generation at cuInit */
+static struct CUctx_st primaries[MAX_DEVICES];
+static unsigned primary_refs[MAX_DEVICES];
+
+/* The calling thread's context stack; the top is the current context. */
+static _Thread_local CUcontext ctx_stack[CTX_STACK_DEPTH];
+static _Thread_local unsigned ctx_depth;
+
+CUresult xgpu_drv_result(int rt)
+{
+	if (rt == cudaSuccess)
+		return CUDA_SUCCESS;
+	/* cuerr.c maps every CUresult to the cudaError_t of the same number. */
+	if (xgpu_cuerr_to_rt(rt) == rt)
+		return (CUresult)rt;
+	switch (rt) {
+	case cudaErrorInvalidConfiguration:
+	case cudaErrorInvalidPitchValue:
+	case cudaErrorInvalidDevicePointer:
+	case cudaErrorInvalidMemcpyDirection:
+	case cudaErrorInvalidSymbol:
+		return CUDA_ERROR_INVALID_VALUE;
+	case cudaErrorInvalidDeviceFunction:
+		return CUDA_ERROR_INVALID_HANDLE;
+	case cudaErrorInvalidKernelImage:
+		return CUDA_ERROR_INVALID_IMAGE;
+	default:
+		return CUDA_ERROR_UNKNOWN;
+	}
+}
+
+CUresult cuInit(unsigned int flags)
+{
+	if (flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_client *c;
+	int e = xgpu_client_get(&c);
+	if (e)
+		return xgpu_drv_result(e);
+	pthread_mutex_lock(&drv_lock);
+	if (!initialised || init_generation != xgpu_fork_generation) {
+		for (unsigned i = 0; i < MAX_DEVICES; i++) {
+			primaries[i] =
+			    (struct CUctx_st){.magic = CTX_MAGIC, .device = (CUdevice)i, .primary = true};
+			primary_refs[i] = 0;
+		}
+		init_generation = xgpu_fork_generation;
+		initialised = true;
+	}
+	pthread_mutex_unlock(&drv_lock);
+	return CUDA_SUCCESS;
+}
+
+CUresult xgpu_drv_client(struct xgpu_client **c)
+{
+	pthread_mutex_lock(&drv_lock);
+	bool ok = initialised;
+	pthread_mutex_unlock(&drv_lock);
+	if (!ok)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	return xgpu_drv_result(xgpu_client_get(c));
+}
+
+CUresult xgpu_drv_client_ctx(struct xgpu_client **c)
+{
+	CUresult r = xgpu_drv_client(c);
+	if (r)
+		return r;
+	return ctx_depth ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion)
+{
+	if (!driverVersion)
+		return CUDA_ERROR_INVALID_VALUE;
+	*driverVersion = XGPU_DRV_VERSION;
+	return CUDA_SUCCESS;
+}
+
+/* ---- devices ------------------------------------------------------------ */
+
+static CUresult device_count(int *count)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	uint32_t n = xgpu_client_ack(c)->device_count;
+	*count = n > MAX_DEVICES ? MAX_DEVICES : (int)n;
+	return CUDA_SUCCESS;
+}
+
+static CUresult check_device(CUdevice dev)
+{
+	int n;
+	CUresult r = device_count(&n);
+	if (r)
+		return r;
+	return dev >= 0 && dev < n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+static pthread_mutex_t devinfo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xgpu_drv_devinfo devinfo;
+static bool devinfo_ok;
+static unsigned devinfo_generation;
+
+CUresult xgpu_drv_devinfo(const struct xgpu_drv_devinfo **out)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	pthread_mutex_lock(&devinfo_lock);
+	if (!devinfo_ok || devinfo_generation != xgpu_fork_generation) {
+		struct {
+			struct xgpu_device_blob blob;
+			int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
+		} in;
+		struct xgpu_req_DEVICE_INFO req = {.device = 0};
+		struct xgpu_rsp_DEVICE_INFO rsp;
+		struct xgpu_rpc rpc = xgpu_rpc_DEVICE_INFO(&req, &rsp);
+		rpc.in = &in;
+		rpc.in_max = sizeof in;
+		int e = xgpu_rpc(c, &rpc);
+		/* The daemon's answer is checked like any other input. */
+		if (!e && (rsp.attr_count > XGPU_MAX_DEVICE_ATTRS ||
+			   rpc.in_len != sizeof in.blob + rsp.attr_count * sizeof(int32_t)))
+			e = cudaErrorUnknown;
+		r = xgpu_drv_result(e);
+		if (!r) {
+			memset(&devinfo, 0, sizeof devinfo);
+			devinfo.blob = in.blob;
+			devinfo.blob.name[sizeof devinfo.blob.name - 1] = '\0';
+			memcpy(devinfo.attrs, in.attrs, rsp.attr_count * sizeof(int32_t));
+			devinfo.nattrs = rsp.attr_count;
+			devinfo_ok = true;
+			devinfo_generation = xgpu_fork_generation;
+		}
+	}
+	pthread_mutex_unlock(&devinfo_lock);
+	if (!r)
+		*out = &devinfo;
+	return r;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	return device_count(count);
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = check_device(ordinal);
+	if (!r)
+		*device = ordinal;
+	return r;
+}
+
+/* The description of dev (every device of a domain is the same GPU model). */
+static CUresult describe(CUdevice dev, const struct xgpu_drv_devinfo **info)
+{
+	CUresult r = check_device(dev);
+	return r ? r : xgpu_drv_devinfo(info);
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+	const struct xgpu_drv_devinfo *info;
+	if (!name || len <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = describe(dev, &info);
+	if (r)
+		return r;
+	size_t n = strnlen(info->blob.name, sizeof info->blob.name);
+	if (n >= (size_t)len)
+		n = (size_t)len - 1;
+	memcpy(name, info->blob.name, n);
+	name[n] = '\0';
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	const struct xgpu_drv_devinfo *info;
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = describe(dev, &info);
+	if (r)
+		return r;
+	if ((int)attrib < 0 || (unsigned)attrib >= info->nattrs)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pi = info->attrs[attrib];
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
+{
+	if (!major || !minor)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+	return r ? r : cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+}
+
+CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	const struct xgpu_drv_devinfo *info;
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = describe(dev, &info);
+	if (!r)
+		*bytes = info->blob.total_mem;
+	return r;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	const struct xgpu_drv_devinfo *info;
+	if (!uuid)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = describe(dev, &info);
+	if (!r)
+		memcpy(uuid->bytes, info->blob.uuid, sizeof uuid->bytes);
+	return r;
+}
+
+/* ---- contexts ----------------------------------------------------------- */
+
+static bool valid_ctx(CUcontext ctx)
+{
+	return ctx && ctx->magic == CTX_MAGIC;
+}
+
+static CUcontext current(void)
+{
+	return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = check_device(dev);
+	if (r)
+		return r;
+	pthread_mutex_lock(&drv_lock);
+	primary_refs[dev]++;
+	pthread_mutex_unlock(&drv_lock);
+	*pctx = &primaries[dev];
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	CUresult r = check_device(dev);
+	if (r)
+		return r;
+	pthread_mutex_lock(&drv_lock);
+	if (primary_refs[dev])
+		primary_refs[dev]--;
+	else
+		r = CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_unlock(&drv_lock);
+	return r;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+	CUresult r = check_device(dev);
+	if (r)
+		return r;
+	/* Scheduling flags, CU_CTX_LMEM_RESIZE_TO_MAX, CU_CTX_SYNC_MEMOPS. */
+	if (flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_SYNC_MEMOPS))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&drv_lock);
+	primaries[dev].flags = flags;
+	pthread_mutex_unlock(&drv_lock);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+	if (!flags || !active)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = check_device(dev);
+	if (r)
+		return r;
+	pthread_mutex_lock(&drv_lock);
+	*flags = primaries[dev].flags;
+	*active = primary_refs[dev] > 0;
+	pthread_mutex_unlock(&drv_lock);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+	struct xgpu_client *c;
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client(&c);
+	if (!r)
+		*pctx = current();
+	return r;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	if (ctx && !valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!ctx) {
+		/* CUDA: setting NULL pops the current context. */
+		if (ctx_depth)
+			ctx_depth--;
+		return CUDA_SUCCESS;
+	}
+	if (ctx_depth)
+		ctx_stack[ctx_depth - 1] = ctx;
+	else
+		ctx_stack[ctx_depth++] = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	if (!valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (ctx_depth == CTX_STACK_DEPTH)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ctx_stack[ctx_depth++] = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	if (!ctx_depth)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	CUcontext top = ctx_stack[--ctx_depth];
+	if (pctx)
+		*pctx = top;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+	struct xgpu_client *c;
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (!r)
+		*device = current()->device;
+	return r;
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+	if (!ctx)
+		return cuCtxGetDevice(device);
+	if (!device)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*device = ctx->device;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetFlags(unsigned int *flags)
+{
+	struct xgpu_client *c;
+	if (!flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (!r)
+		*flags = current()->flags;
+	return r;
+}
+
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+	if (!version)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ctx ? !valid_ctx(ctx) : !current())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*version = 3020; /* what the driver reports for every context since CUDA 3.2 */
+	return CUDA_SUCCESS;
+}
+
+CUresult xgpu_drv_sync(struct xgpu_client *c)
+{
+	struct xgpu_req_DEVICE_SYNC req = {0};
+	struct xgpu_rsp_DEVICE_SYNC rsp;
+	return xgpu_drv_result(xgpu_call_DEVICE_SYNC(c, &req, &rsp));
+}
+
+CUresult cuCtxSynchronize(void)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	return r ? r : xgpu_drv_sync(c);
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+	if (ctx && !valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	struct xgpu_client *c;
+	CUresult r = ctx ? xgpu_drv_client(&c) : xgpu_drv_client_ctx(&c);
+	return r ? r : xgpu_drv_sync(c);
+}
+
+CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
+{
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (params) /* execution affinity and CIG: not offered */
+		return xgpu_drv_unsupported("cuCtxCreate (with CUctxCreateParams)");
+	CUresult r = check_device(dev);
+	if (r)
+		return r;
+	if (ctx_depth == CTX_STACK_DEPTH)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUcontext ctx = calloc(1, sizeof *ctx);
+	if (!ctx)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*ctx = (struct CUctx_st){.magic = CTX_MAGIC, .device = dev, .flags = flags};
+	ctx_stack[ctx_depth++] = ctx;
+	*pctx = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+	if (!valid_ctx(ctx) || ctx->primary)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	/* Off this thread's stack; other threads holding it current are the
+	 * program's error, as in CUDA. */
+	unsigned j = 0;
+	for (unsigned i = 0; i < ctx_depth; i++)
+		if (ctx_stack[i] != ctx)
+			ctx_stack[j++] = ctx_stack[i];
+	ctx_depth = j;
+	ctx->magic = 0;
+	free(ctx);
+	return CUDA_SUCCESS;
+}
+
+/* ---- older ABIs that equal the current one ------------------------------ */
+
+/* cuda.h renames these to their current ABI (cuCtxDestroy -> cuCtxDestroy_v2);
+ * the old names take the same arguments, and binaries built against older
+ * headers still call them. */
+#undef cuDeviceGetUuid
+#undef cuDevicePrimaryCtxRelease
+#undef cuDevicePrimaryCtxSetFlags
+#undef cuCtxDestroy
+#undef cuCtxPushCurrent
+#undef cuCtxPopCurrent
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags);
+CUresult cuCtxDestroy(CUcontext ctx);
+CUresult cuCtxPushCurrent(CUcontext ctx);
+CUresult cuCtxPopCurrent(CUcontext *pctx);
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+	return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+	return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+	return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+	return cuCtxDestroy_v2(ctx);
+}
+
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+	return cuCtxPushCurrent_v2(ctx);
+}
+
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+	return cuCtxPopCurrent_v2(pctx);
+}
+
+/* CUDA 3.2 to 12.4's cuCtxCreate, still what most driver-API programs call. */
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	return cuCtxCreate_v4(pctx, NULL, flags, dev);
+}

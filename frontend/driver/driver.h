@@ -1,0 +1,60 @@
+/* driver.h - state the driver-API frontend's files share: initialisation,
+ * contexts, the device description, and the translation between the wire's
+ * results (cudaError_t numbers, see common/cuerr.c) and CUresult.
+ *
+ * The frontend keeps no remote state of its own beyond what the runtime
+ * frontend keeps: a CUdeviceptr, CUstream, CUevent or CUfunction is the
+ * daemon's handle on this process's one channel, the same channel our
+ * libcudart.so.13 uses (it links the client from this library), so the two
+ * APIs share one handle space as they do in NVIDIA's stack. */
+#ifndef XGPU_DRV_DRIVER_H
+#define XGPU_DRV_DRIVER_H
+
+#include "client.h"
+#include "proto.h"
+
+#include <cuda.h>
+#include <driver_types.h> /* cudaError_t: the wire's results */
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The driver API version we claim: CUDA 13.0, the toolkit the tables are
+ * pinned to (cuda13.symbols, cuda13.procs). */
+#define XGPU_DRV_VERSION 13000
+
+/* CUresult for a cudaError_t number from the client or the daemon: the same
+ * number wherever it is a CUresult (cuerr.c), else the closest driver error. */
+CUresult xgpu_drv_result(int rt_error);
+
+/* The channel, once cuInit succeeded; CUDA_ERROR_NOT_INITIALIZED before. */
+CUresult xgpu_drv_client(struct xgpu_client **c);
+
+/* The channel, for calls that also need a current context (CUDA requires
+ * one for memory, modules, streams and launches). */
+CUresult xgpu_drv_client_ctx(struct xgpu_client **c);
+
+/* Reports an entry point xgpu does not implement, by name (once on stderr,
+ * and to the daemon's log); returns CUDA_ERROR_NOT_SUPPORTED. */
+int xgpu_drv_unsupported(const char *name);
+
+/* The device description from DEVICE_INFO, fetched once per channel. */
+struct xgpu_drv_devinfo {
+	struct xgpu_device_blob blob;
+	int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
+	uint32_t nattrs;
+};
+CUresult xgpu_drv_devinfo(const struct xgpu_drv_devinfo **out);
+
+/* CUstream <-> wire handle. NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
+ * all mean the channel's default stream. */
+static inline xgpu_handle_t xgpu_drv_stream(CUstream s)
+{
+	uintptr_t v = (uintptr_t)s;
+	return v <= 2 ? XGPU_STREAM_DEFAULT : (xgpu_handle_t)v;
+}
+
+/* Waits for the channel's work (cuCtxSynchronize and the synchronous copies
+ * that follow launches). */
+CUresult xgpu_drv_sync(struct xgpu_client *c);
+
+#endif

@@ -1,0 +1,239 @@
+/* memory.c - device memory of the driver API: allocation, the copy and
+ * memset families (synchronous, async, and their per-thread-stream forms)
+ * and cuMemGetInfo, over the same wire calls as the runtime frontend.
+ *
+ * Host memory here is always pageable: copies stream through the channel's
+ * data areas. cuMemsetD16/D32 with a pattern whose bytes differ have no wire
+ * call of their own; they upload the pattern, which is correct but costs a
+ * host-to-device copy of the range. */
+#include "driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The per-thread-default-stream entry points (_ptds, _ptsz) behave as the
+ * legacy ones: the channel has one default stream. */
+#define XGPU_ALIAS(name) __attribute__((alias(#name)))
+
+CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
+{
+	struct xgpu_client *c;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (!bytesize)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_req_MEM_ALLOC req = {.size = bytesize};
+	struct xgpu_rsp_MEM_ALLOC rsp;
+	r = xgpu_drv_result(xgpu_call_MEM_ALLOC(c, &req, &rsp));
+	if (!r)
+		*dptr = (CUdeviceptr)rsp.dptr;
+	return r;
+}
+
+CUresult cuMemFree(CUdeviceptr dptr)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (!dptr)
+		return CUDA_SUCCESS;
+	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
+	struct xgpu_rsp_MEM_FREE rsp;
+	return xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
+}
+
+CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
+{
+	struct xgpu_client *c;
+	if (!free_bytes || !total)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_MEM_GET_INFO req = {0};
+	struct xgpu_rsp_MEM_GET_INFO rsp;
+	r = xgpu_drv_result(xgpu_call_MEM_GET_INFO(c, &req, &rsp));
+	if (!r) {
+		*free_bytes = rsp.free;
+		*total = rsp.total;
+	}
+	return r;
+}
+
+/* ---- copies ------------------------------------------------------------- */
+
+static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream, bool async)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r || !n)
+		return r;
+	if (!src)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_req_MEMCPY_HTOD req = {
+	    .dst = dst, .size = n, .stream = xgpu_drv_stream(stream), .flags = async ? XGPU_COPY_ASYNC : 0};
+	struct xgpu_rsp_MEMCPY_HTOD rsp;
+	struct xgpu_rpc rpc = xgpu_rpc_MEMCPY_HTOD(&req, &rsp);
+	rpc.out = src;
+	rpc.out_len = n;
+	return xgpu_drv_result(xgpu_rpc(c, &rpc));
+}
+
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r || !n)
+		return r;
+	if (!dst)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Into pageable memory a copy has landed when it returns, async or
+	 * not, as in CUDA. */
+	struct xgpu_req_MEMCPY_DTOH req = {.src = src, .size = n, .stream = xgpu_drv_stream(stream)};
+	struct xgpu_rsp_MEMCPY_DTOH rsp;
+	struct xgpu_rpc rpc = xgpu_rpc_MEMCPY_DTOH(&req, &rsp);
+	rpc.in = dst;
+	rpc.in_max = n;
+	r = xgpu_drv_result(xgpu_rpc(c, &rpc));
+	if (!r && rpc.in_len != n)
+		r = CUDA_ERROR_UNKNOWN;
+	return r;
+}
+
+static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r || !n)
+		return r;
+	struct xgpu_req_MEMCPY_DTOD req = {.dst = dst,
+					   .src = src,
+					   .size = n,
+					   .stream = xgpu_drv_stream(stream),
+					   .flags = async ? XGPU_COPY_ASYNC : 0};
+	struct xgpu_rsp_MEMCPY_DTOD rsp;
+	return xgpu_drv_result(xgpu_call_MEMCPY_DTOD(c, &req, &rsp));
+}
+
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
+{
+	return htod(dst, src, n, NULL, false);
+}
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n) XGPU_ALIAS(cuMemcpyHtoD_v2);
+
+CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
+{
+	return dtoh(dst, src, n, NULL);
+}
+CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpyDtoH_v2);
+
+CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	return dtod(dst, src, n, NULL, false);
+}
+CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpyDtoD_v2);
+
+CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t n, CUstream stream)
+{
+	return htod(dst, src, n, stream, true);
+}
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemcpyHtoDAsync_v2);
+
+CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+	return dtoh(dst, src, n, stream);
+}
+CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemcpyDtoHAsync_v2);
+
+CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+	return dtod(dst, src, n, stream, true);
+}
+CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemcpyDtoDAsync_v2);
+
+/* ---- memset ------------------------------------------------------------- */
+
+/* Fills count elements of elem_size bytes (1, 2 or 4) at dst with value. */
+static CUresult fill(CUdeviceptr dst, uint32_t value, unsigned elem_size, size_t count, CUstream stream,
+		     bool async)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r || !count)
+		return r;
+	if (count > SIZE_MAX / elem_size)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t bytes = count * elem_size;
+	uint8_t b[4];
+	memcpy(b, &value, sizeof b);
+	bool bytewise =
+	    elem_size == 1 || (b[0] == b[1] && (elem_size == 2 || (b[0] == b[2] && b[0] == b[3])));
+	if (bytewise) {
+		struct xgpu_req_MEMSET req = {.dst = dst,
+					      .value = b[0],
+					      .size = bytes,
+					      .stream = xgpu_drv_stream(stream),
+					      .flags = async ? XGPU_COPY_ASYNC : 0};
+		struct xgpu_rsp_MEMSET rsp;
+		return xgpu_drv_result(xgpu_call_MEMSET(c, &req, &rsp));
+	}
+	/* A pattern: upload it, a bounded buffer at a time. */
+	size_t chunk = bytes < ((size_t)1 << 20) ? bytes : ((size_t)1 << 20);
+	uint8_t *pattern = malloc(chunk);
+	if (!pattern)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; i < chunk; i += elem_size)
+		memcpy(pattern + i, &value, elem_size);
+	for (size_t done = 0; done < bytes && !r; done += chunk) {
+		size_t n = bytes - done < chunk ? bytes - done : chunk;
+		r = htod(dst + done, pattern, n, stream, async);
+	}
+	free(pattern);
+	return r;
+}
+
+CUresult cuMemsetD8(CUdeviceptr dst, unsigned char uc, size_t n)
+{
+	return fill(dst, uc, 1, n, NULL, false);
+}
+CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char uc, size_t n) XGPU_ALIAS(cuMemsetD8_v2);
+
+CUresult cuMemsetD16(CUdeviceptr dst, unsigned short us, size_t n)
+{
+	return fill(dst, us, 2, n, NULL, false);
+}
+CUresult cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short us, size_t n) XGPU_ALIAS(cuMemsetD16_v2);
+
+CUresult cuMemsetD32(CUdeviceptr dst, unsigned int ui, size_t n)
+{
+	return fill(dst, ui, 4, n, NULL, false);
+}
+CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int ui, size_t n) XGPU_ALIAS(cuMemsetD32_v2);
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char uc, size_t n, CUstream stream)
+{
+	return fill(dst, uc, 1, n, stream, true);
+}
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char uc, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemsetD8Async);
+
+CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short us, size_t n, CUstream stream)
+{
+	return fill(dst, us, 2, n, stream, true);
+}
+CUresult cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short us, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemsetD16Async);
+
+CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CUstream stream)
+{
+	return fill(dst, ui, 4, n, stream, true);
+}
+CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemsetD32Async);

@@ -1,0 +1,492 @@
+/* module.c - modules, libraries, kernels and launches of the driver API.
+ *
+ * An image is turned into a whole fatbin (common/cuimage.c) and parsed here
+ * as the runtime frontend parses its registered fatbins (common/fatbin.c):
+ * kernelParams is an array of pointers without sizes, so the parameter
+ * buffer a launch sends is laid out from the kernel's KPARAM_INFO, and the
+ * daemon, which parsed the same image, checks it again.
+ *
+ * A CUlibrary is a module loaded at once (CUDA may load lazily; the effect
+ * is the same), and a CUkernel is the same object as the CUfunction it
+ * yields: CUDA lets a CUkernel be passed wherever a CUfunction is expected. */
+#include "cuimage.h"
+#include "driver.h"
+#include "fatbin.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XGPU_ALIAS(name) __attribute__((alias(#name)))
+#define MODULE_MAGIC 0x786d6f64u  /* "xmod" */
+#define FUNC_MAGIC 0x7866756eu    /* "xfun" */
+#define LIBRARY_MAGIC 0x786c6962u /* "xlib" */
+#define EXTRA_MAX 64              /* entries of cuLaunchKernel's extra we read */
+
+struct drv_func;
+
+struct CUmod_st {
+	uint32_t magic;
+	xgpu_handle_t remote;
+	struct xgpu_fatbin_info info;
+	struct drv_func *funcs; /* resolved so far, freed with the module */
+};
+
+struct drv_func {
+	uint32_t magic;
+	struct CUmod_st *mod;
+	const struct xgpu_kernel_info *kinfo;
+	xgpu_handle_t remote;
+	struct drv_func *next;
+};
+
+struct CUlib_st {
+	uint32_t magic;
+	struct CUmod_st *mod;
+};
+
+static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool valid_module(CUmodule m)
+{
+	return m && m->magic == MODULE_MAGIC;
+}
+
+static struct drv_func *as_func(const void *f)
+{
+	const struct drv_func *fn = f;
+	return fn && fn->magic == FUNC_MAGIC ? (struct drv_func *)fn : NULL;
+}
+
+static CUresult load(CUmodule *out, const void *image)
+{
+	struct xgpu_client *c;
+	if (!out || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_cuimage img;
+	char why[160];
+	if (xgpu_cuimage_read(image, XGPU_MAX_MODULE_BYTES, &img, why, sizeof why) < 0) {
+		xgpu_fe_warn_once(why, "cannot load a module: %s", why);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	CUmodule m = calloc(1, sizeof *m);
+	if (!m) {
+		free(img.owned);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (xgpu_fatbin_parse(img.fatbin, img.len, &m->info, why, sizeof why) < 0) {
+		xgpu_fe_warn_once(why, "cannot read a module's image: %s", why);
+		free(img.owned);
+		free(m);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	struct xgpu_req_MODULE_LOAD req = {0};
+	struct xgpu_rsp_MODULE_LOAD rsp;
+	struct xgpu_rpc rpc = xgpu_rpc_MODULE_LOAD(&req, &rsp);
+	rpc.out = img.fatbin;
+	rpc.out_len = img.len;
+	r = xgpu_drv_result(xgpu_rpc(c, &rpc));
+	free(img.owned);
+	if (r) {
+		xgpu_fatbin_free(&m->info);
+		free(m);
+		return r;
+	}
+	m->magic = MODULE_MAGIC;
+	m->remote = rsp.module;
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	return load(module, image);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+			    CUjit_option *options, void **optionValues)
+{
+	/* JIT options tune or report a PTX compile the daemon's driver does;
+	 * none changes what the module contains. */
+	return load(module, image);
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+	return load(module, fatCubin);
+}
+
+static CUresult unload(CUmodule m)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	if (!valid_module(m))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_req_MODULE_UNLOAD req = {.module = m->remote};
+	struct xgpu_rsp_MODULE_UNLOAD rsp;
+	r = xgpu_drv_result(xgpu_call_MODULE_UNLOAD(c, &req, &rsp));
+	pthread_mutex_lock(&module_lock);
+	for (struct drv_func *f = m->funcs, *next; f; f = next) {
+		next = f->next;
+		f->magic = 0;
+		free(f);
+	}
+	pthread_mutex_unlock(&module_lock);
+	m->magic = 0;
+	xgpu_fatbin_free(&m->info);
+	free(m);
+	return r;
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+	return unload(hmod);
+}
+
+static CUresult name_rpc(struct xgpu_client *c, struct xgpu_rpc *rpc, const char *name)
+{
+	rpc->out = name;
+	rpc->out_len = strnlen(name, XGPU_MAX_NAME_BYTES) + 1;
+	if (rpc->out_len > XGPU_MAX_NAME_BYTES)
+		return CUDA_ERROR_NOT_FOUND;
+	return xgpu_drv_result(xgpu_rpc(c, rpc));
+}
+
+static CUresult get_function(struct drv_func **out, CUmodule m, const char *name)
+{
+	struct xgpu_client *c;
+	if (!out || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (!valid_module(m))
+		return CUDA_ERROR_INVALID_HANDLE;
+	const struct xgpu_kernel_info *k = xgpu_fatbin_find(&m->info, name);
+	if (!k)
+		return CUDA_ERROR_NOT_FOUND;
+	pthread_mutex_lock(&module_lock);
+	for (struct drv_func *f = m->funcs; f; f = f->next)
+		if (f->kinfo == k) {
+			*out = f;
+			pthread_mutex_unlock(&module_lock);
+			return CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&module_lock);
+	struct xgpu_req_MODULE_GET_FUNCTION req = {.module = m->remote};
+	struct xgpu_rsp_MODULE_GET_FUNCTION rsp;
+	struct xgpu_rpc rpc = xgpu_rpc_MODULE_GET_FUNCTION(&req, &rsp);
+	r = name_rpc(c, &rpc, name);
+	if (r)
+		return r;
+	/* Both sides parsed the same image; disagreement means one of us would
+	 * marshal the wrong bytes. */
+	if (rsp.param_bytes != k->param_bytes || rsp.nparams != k->nparams)
+		return CUDA_ERROR_INVALID_IMAGE;
+	struct drv_func *f = calloc(1, sizeof *f);
+	if (!f)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*f = (struct drv_func){.magic = FUNC_MAGIC, .mod = m, .kinfo = k, .remote = rsp.func};
+	pthread_mutex_lock(&module_lock);
+	f->next = m->funcs;
+	m->funcs = f;
+	pthread_mutex_unlock(&module_lock);
+	*out = f;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	struct drv_func *f = NULL;
+	if (!hfunc)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = get_function(&f, hmod, name);
+	if (!r)
+		*hfunc = (CUfunction)f;
+	return r;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	struct xgpu_client *c;
+	if (!name || (!dptr && !bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (!valid_module(hmod))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_req_MODULE_GET_GLOBAL req = {.module = hmod->remote};
+	struct xgpu_rsp_MODULE_GET_GLOBAL rsp;
+	struct xgpu_rpc rpc = xgpu_rpc_MODULE_GET_GLOBAL(&req, &rsp);
+	r = name_rpc(c, &rpc, name);
+	if (r == CUDA_ERROR_INVALID_VALUE)
+		r = CUDA_ERROR_NOT_FOUND;
+	if (!r) {
+		if (dptr)
+			*dptr = rsp.dptr;
+		if (bytes)
+			*bytes = rsp.size;
+	}
+	return r;
+}
+
+/* ---- libraries ---------------------------------------------------------- */
+
+static bool valid_library(CUlibrary l)
+{
+	return l && l->magic == LIBRARY_MAGIC;
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+			   void **jitOptionsValues, unsigned int numJitOptions,
+			   CUlibraryOption *libraryOptions, void **libraryOptionValues,
+			   unsigned int numLibraryOptions)
+{
+	if (!library)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUlibrary l = calloc(1, sizeof *l);
+	if (!l)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult r = load(&l->mod, code);
+	if (r) {
+		free(l);
+		return r;
+	}
+	l->magic = LIBRARY_MAGIC;
+	*library = l;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryUnload(CUlibrary library)
+{
+	if (!valid_library(library))
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = unload(library->mod);
+	library->magic = 0;
+	free(library);
+	return r;
+}
+
+CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+	if (!pMod)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_library(library))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pMod = library->mod;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	struct drv_func *f = NULL;
+	if (!pKernel)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_library(library))
+		return CUDA_ERROR_INVALID_HANDLE;
+	CUresult r = get_function(&f, library->mod, name);
+	if (!r)
+		*pKernel = (CUkernel)f;
+	return r;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	if (!valid_library(library))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return cuModuleGetGlobal_v2(dptr, bytes, library->mod, name);
+}
+
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	if (!pFunc)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct drv_func *f = as_func(kernel);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*pFunc = (CUfunction)f;
+	return CUDA_SUCCESS;
+}
+
+/* ---- functions ---------------------------------------------------------- */
+
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+	struct xgpu_client *c;
+	if (!pi)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct drv_func *f = as_func(hfunc);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_req_FUNC_GET_ATTRIBUTE req = {.func = f->remote, .attr = attrib};
+	struct xgpu_rsp_FUNC_GET_ATTRIBUTE rsp;
+	r = xgpu_drv_result(xgpu_call_FUNC_GET_ATTRIBUTE(c, &req, &rsp));
+	if (!r)
+		*pi = rsp.value;
+	return r;
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct drv_func *f = as_func(hfunc);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_req_FUNC_SET_ATTRIBUTE req = {.func = f->remote, .attr = attrib, .value = value};
+	struct xgpu_rsp_FUNC_SET_ATTRIBUTE rsp;
+	return xgpu_drv_result(xgpu_call_FUNC_SET_ATTRIBUTE(c, &req, &rsp));
+}
+
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+	struct drv_func *f = as_func(func);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (paramIndex >= f->kinfo->nparams || (!paramOffset && !paramSize))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (paramOffset)
+		*paramOffset = f->kinfo->params[paramIndex].offset;
+	if (paramSize)
+		*paramSize = f->kinfo->params[paramIndex].size;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+	return cuFuncGetParamInfo((CUfunction)kernel, paramIndex, paramOffset, paramSize);
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize,
+							      size_t dynamicSMemSize, unsigned int flags)
+{
+	struct xgpu_client *c;
+	if (!numBlocks)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct drv_func *f = as_func(func);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_req_OCCUPANCY req = {
+	    .func = f->remote, .block_size = blockSize, .dynamic_smem = dynamicSMemSize, .flags = flags};
+	struct xgpu_rsp_OCCUPANCY rsp;
+	r = xgpu_drv_result(xgpu_call_OCCUPANCY(c, &req, &rsp));
+	if (!r)
+		*numBlocks = rsp.blocks;
+	return r;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+						     size_t dynamicSMemSize)
+{
+	return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+								    dynamicSMemSize, 0);
+}
+
+/* ---- launches ----------------------------------------------------------- */
+
+/* The parameter buffer from cuLaunchKernel's extra array: BUFFER_POINTER
+ * and a pointer to its BUFFER_SIZE, up to CU_LAUNCH_PARAM_END. */
+static CUresult params_from_extra(void **extra, const void **buf, size_t *size)
+{
+	*buf = NULL;
+	*size = SIZE_MAX;
+	for (unsigned i = 0;; i += 2) {
+		if (i >= EXTRA_MAX)
+			return CUDA_ERROR_INVALID_VALUE;
+		void *key = extra[i];
+		if (key == CU_LAUNCH_PARAM_END)
+			break;
+		if (key == CU_LAUNCH_PARAM_BUFFER_POINTER)
+			*buf = extra[i + 1];
+		else if (key == CU_LAUNCH_PARAM_BUFFER_SIZE)
+			*size = extra[i + 1] ? *(size_t *)extra[i + 1] : SIZE_MAX;
+		else
+			return CUDA_ERROR_INVALID_VALUE;
+	}
+	return *buf && *size != SIZE_MAX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+			unsigned int blockX, unsigned int blockY, unsigned int blockZ,
+			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct drv_func *f = as_func(func);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	const struct xgpu_kernel_info *k = f->kinfo;
+	if (!gridX || !gridY || !gridZ || !blockX || !blockY || !blockZ)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	if (k->param_bytes > sizeof params || (kernelParams && extra))
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(params, 0, k->param_bytes);
+	if (extra) {
+		const void *buf;
+		size_t size;
+		r = params_from_extra(extra, &buf, &size);
+		if (r)
+			return r;
+		if (size > k->param_bytes)
+			return CUDA_ERROR_INVALID_VALUE;
+		memcpy(params, buf, size);
+	} else {
+		if (k->nparams && !kernelParams)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (uint32_t i = 0; i < k->nparams; i++) {
+			/* The layout comes from the program's own image, but a
+			 * damaged one must not make us write outside the buffer. */
+			if (k->params[i].offset > k->param_bytes ||
+			    k->params[i].size > k->param_bytes - k->params[i].offset)
+				return CUDA_ERROR_INVALID_IMAGE;
+			memcpy(params + k->params[i].offset, kernelParams[i], k->params[i].size);
+		}
+	}
+	struct xgpu_req_LAUNCH req = {.func = f->remote,
+				      .grid = {gridX, gridY, gridZ},
+				      .block = {blockX, blockY, blockZ},
+				      .shared_bytes = sharedMemBytes,
+				      .stream = xgpu_drv_stream(hStream)};
+	struct xgpu_rsp_LAUNCH rsp;
+	struct xgpu_rpc rpc = xgpu_rpc_LAUNCH(&req, &rsp);
+	rpc.out = params;
+	rpc.out_len = k->param_bytes;
+	return xgpu_drv_result(xgpu_rpc(c, &rpc));
+}
+CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+			     unsigned int blockX, unsigned int blockY, unsigned int blockZ,
+			     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+    XGPU_ALIAS(cuLaunchKernel);
+
+/* cuLaunchKernelEx without launch attributes is cuLaunchKernel; clusters,
+ * cooperative launches and the other attributes are not offered yet. */
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+	if (!config)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (config->numAttrs)
+		return xgpu_drv_unsupported("cuLaunchKernelEx (with launch attributes)");
+	return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+			      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+			      kernelParams, extra);
+}
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+    XGPU_ALIAS(cuLaunchKernelEx);

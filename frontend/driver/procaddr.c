@@ -1,0 +1,135 @@
+/* procaddr.c - how programs find the driver's entry points without naming
+ * them at link time: cuGetProcAddress (by name, CUDA version and stream
+ * flavour, from the table tools/gen-cuda-stubs.sh generates out of
+ * cuda13.procs), cuGetExportTable, and the report of unimplemented ones. */
+#include "cuerr.h"
+#include "driver.h"
+#include "procs.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int xgpu_drv_unsupported(const char *name)
+{
+	xgpu_fe_warn_once(name, "%s is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED", name);
+	struct xgpu_client *c;
+	if (xgpu_client_get(&c) == cudaSuccess) {
+		struct xgpu_req_NOTE_UNSUPPORTED req = {0};
+		struct xgpu_rsp_NOTE_UNSUPPORTED rsp;
+		struct xgpu_rpc r = xgpu_rpc_NOTE_UNSUPPORTED(&req, &rsp);
+		size_t len = strlen(name) + 1;
+		r.out = name;
+		r.out_len = len <= XGPU_MAX_NAME_BYTES ? len : 0;
+		if (r.out_len)
+			xgpu_rpc(c, &r);
+	}
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* The first row for name in the sorted table, or -1. */
+static int first_row(const char *name)
+{
+	int lo = 0, hi = (int)xgpu_drv_nprocs;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (strcmp(xgpu_drv_procs[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < (int)xgpu_drv_nprocs && !strcmp(xgpu_drv_procs[lo].name, name) ? lo : -1;
+}
+
+/* Resolves symbol as a program built for cudaVersion sees it: the newest ABI
+ * introduced at or before that version, in its per-thread-default-stream
+ * form when flags ask for one and it has one. */
+static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+		       CUdriverProcAddressQueryResult *status)
+{
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	CUresult r = CUDA_ERROR_NOT_FOUND;
+	if (!symbol || !pfn ||
+	    (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+				   CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
+	*pfn = NULL;
+	int row = first_row(symbol);
+	if (row < 0)
+		goto out;
+	const struct xgpu_drv_proc *best = NULL;
+	for (unsigned i = (unsigned)row; i < xgpu_drv_nprocs && !strcmp(xgpu_drv_procs[i].name, symbol); i++)
+		if (xgpu_drv_procs[i].version <= cudaVersion)
+			best = &xgpu_drv_procs[i];
+	if (!best) {
+		st = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+		goto out;
+	}
+	bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->per_thread;
+	*pfn = (void *)(per_thread ? best->per_thread : best->fn);
+	st = CU_GET_PROC_ADDRESS_SUCCESS;
+	r = CUDA_SUCCESS;
+out:
+	if (status)
+		*status = st;
+	return r;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+			  CUdriverProcAddressQueryResult *symbolStatus)
+{
+	return lookup(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+/* CUDA 11.3's form, without the status. */
+#undef cuGetProcAddress
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+	return lookup(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+/* NVIDIA's private tables. None is offered yet: each request is refused,
+ * naming the table, so a program that needs one says so. */
+CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+	if (!ppExportTable || !pExportTableId)
+		return CUDA_ERROR_INVALID_VALUE;
+	const unsigned char *u = (const unsigned char *)pExportTableId->bytes;
+	char id[40];
+	snprintf(id, sizeof id, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+		 u[15]);
+	xgpu_fe_warn_once(id, "cuGetExportTable: private table %s is not offered by xgpu", id);
+	*ppExportTable = NULL;
+	return CUDA_ERROR_NOT_FOUND;
+}
+
+/* ---- error descriptions ------------------------------------------------- */
+
+/* The runtime's description of the same number (frontend/errors.c, linked
+ * into this library too): CUDA 13 numbers both APIs' errors alike. */
+const char *cudaGetErrorString(cudaError_t error);
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pStr = xgpu_cuerr_name((int)error);
+	return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+	if (!pStr)
+		return CUDA_ERROR_INVALID_VALUE;
+	const char *name = xgpu_cuerr_name((int)error);
+	if (!name) {
+		*pStr = NULL;
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	/* Two CUresults have no runtime twin (cuerr.c); their name says it. */
+	*pStr = xgpu_cuerr_to_rt((int)error) == (int)error ? cudaGetErrorString((cudaError_t)error) : name;
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,170 @@
+/* stream.c - streams and events of the driver API. A CUstream or CUevent is
+ * the daemon's handle on this process's channel (as the runtime frontend's
+ * cudaStream_t and cudaEvent_t are, so the two APIs' objects mix). */
+#include "driver.h"
+
+#define XGPU_ALIAS(name) __attribute__((alias(#name)))
+
+static inline xgpu_handle_t event_handle(CUevent e)
+{
+	return (xgpu_handle_t)(uintptr_t)e;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+	struct xgpu_client *c;
+	if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_STREAM_CREATE req = {.flags = flags, .priority = priority};
+	struct xgpu_rsp_STREAM_CREATE rsp;
+	r = xgpu_drv_result(xgpu_call_STREAM_CREATE(c, &req, &rsp));
+	if (!r)
+		*phStream = (CUstream)(uintptr_t)rsp.stream;
+	return r;
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int flags)
+{
+	return cuStreamCreateWithPriority(phStream, flags, 0);
+}
+
+CUresult cuStreamDestroy(CUstream hStream)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (xgpu_drv_stream(hStream) == XGPU_STREAM_DEFAULT)
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_req_STREAM_DESTROY req = {.stream = xgpu_drv_stream(hStream)};
+	struct xgpu_rsp_STREAM_DESTROY rsp;
+	return xgpu_drv_result(xgpu_call_STREAM_DESTROY(c, &req, &rsp));
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_STREAM_SYNC req = {.stream = xgpu_drv_stream(hStream)};
+	struct xgpu_rsp_STREAM_SYNC rsp;
+	return xgpu_drv_result(xgpu_call_STREAM_SYNC(c, &req, &rsp));
+}
+CUresult cuStreamSynchronize_ptsz(CUstream hStream) XGPU_ALIAS(cuStreamSynchronize);
+
+CUresult cuStreamQuery(CUstream hStream)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_STREAM_QUERY req = {.stream = xgpu_drv_stream(hStream)};
+	struct xgpu_rsp_STREAM_QUERY rsp;
+	return xgpu_drv_result(xgpu_call_STREAM_QUERY(c, &req, &rsp));
+}
+CUresult cuStreamQuery_ptsz(CUstream hStream) XGPU_ALIAS(cuStreamQuery);
+
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int flags)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_STREAM_WAIT_EVENT req = {
+	    .stream = xgpu_drv_stream(hStream), .event = event_handle(hEvent), .flags = flags};
+	struct xgpu_rsp_STREAM_WAIT_EVENT rsp;
+	return xgpu_drv_result(xgpu_call_STREAM_WAIT_EVENT(c, &req, &rsp));
+}
+CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int flags)
+    XGPU_ALIAS(cuStreamWaitEvent);
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int flags)
+{
+	struct xgpu_client *c;
+	if (!phEvent)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_EVENT_CREATE req = {.flags = flags};
+	struct xgpu_rsp_EVENT_CREATE rsp;
+	r = xgpu_drv_result(xgpu_call_EVENT_CREATE(c, &req, &rsp));
+	if (!r)
+		*phEvent = (CUevent)(uintptr_t)rsp.event;
+	return r;
+}
+
+CUresult cuEventDestroy(CUevent hEvent)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_EVENT_DESTROY req = {.event = event_handle(hEvent)};
+	struct xgpu_rsp_EVENT_DESTROY rsp;
+	return xgpu_drv_result(xgpu_call_EVENT_DESTROY(c, &req, &rsp));
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_EVENT_RECORD req = {.event = event_handle(hEvent),
+					    .stream = xgpu_drv_stream(hStream)};
+	struct xgpu_rsp_EVENT_RECORD rsp;
+	return xgpu_drv_result(xgpu_call_EVENT_RECORD(c, &req, &rsp));
+}
+CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) XGPU_ALIAS(cuEventRecord);
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_EVENT_SYNC req = {.event = event_handle(hEvent)};
+	struct xgpu_rsp_EVENT_SYNC rsp;
+	return xgpu_drv_result(xgpu_call_EVENT_SYNC(c, &req, &rsp));
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_EVENT_QUERY req = {.event = event_handle(hEvent)};
+	struct xgpu_rsp_EVENT_QUERY rsp;
+	return xgpu_drv_result(xgpu_call_EVENT_QUERY(c, &req, &rsp));
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+	struct xgpu_client *c;
+	if (!pMilliseconds)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_EVENT_ELAPSED req = {.start = event_handle(hStart), .end = event_handle(hEnd)};
+	struct xgpu_rsp_EVENT_ELAPSED rsp;
+	r = xgpu_drv_result(xgpu_call_EVENT_ELAPSED(c, &req, &rsp));
+	if (!r)
+		*pMilliseconds = rsp.ms;
+	return r;
+}
+
+/* The pre-CUDA-4 and pre-12.8 names of the same ABIs. */
+#undef cuStreamDestroy
+#undef cuEventDestroy
+#undef cuEventElapsedTime
+CUresult cuStreamDestroy(CUstream hStream) XGPU_ALIAS(cuStreamDestroy_v2);
+CUresult cuEventDestroy(CUevent hEvent) XGPU_ALIAS(cuEventDestroy_v2);
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+    XGPU_ALIAS(cuEventElapsedTime_v2);

@@ -1,0 +1,307 @@
+/* drvapi.c - a program that uses only the CUDA driver API, as NVIDIA's
+ * samples do: it links against the toolkit's stub libcuda.so and runs
+ * against whichever libcuda.so.1 the loader finds (xgpu's in the tests).
+ *
+ *   drvapi FATBIN CUBIN
+ *
+ * FATBIN and CUBIN are tests/data/drvapi_kernels.cu built with nvcc -fatbin
+ * and -cubin. Checks device queries, cuGetProcAddress, contexts, copies,
+ * memsets, modules from the fatbin and the cubin launched with kernelParams
+ * (and cuLaunchKernelEx), a library from the cubin launched with extra, a module global, streams, events, and
+ * that an unimplemented entry point answers CUDA_ERROR_NOT_SUPPORTED. Prints
+ * "drvapi: OK" and exits 0 when every result is right. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 1000
+
+static int failures;
+
+#define CHECK(call)                                                                                          \
+	do {                                                                                                 \
+		CUresult r_ = (call);                                                                        \
+		if (r_ != CUDA_SUCCESS) {                                                                    \
+			fprintf(stderr, "drvapi: %s:%d: %s returned %d\n", __FILE__, __LINE__, #call,        \
+				(int)r_);                                                                    \
+			exit(1);                                                                             \
+		}                                                                                            \
+	} while (0)
+
+#define EXPECT(cond)                                                                                         \
+	do {                                                                                                 \
+		if (!(cond)) {                                                                               \
+			fprintf(stderr, "drvapi: %s:%d: expected %s\n", __FILE__, __LINE__, #cond);          \
+			failures++;                                                                          \
+		}                                                                                            \
+	} while (0)
+
+static void *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	void *buf = malloc((size_t)n + 1);
+	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		perror(path);
+		exit(1);
+	}
+	((char *)buf)[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* cuGetProcAddress answers with the function the library exports under the
+ * name of that ABI. */
+static void check_proc_address(void)
+{
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	EXPECT(lib != NULL);
+	if (!lib)
+		return;
+	struct {
+		const char *name;
+		int version;
+		cuuint64_t flags;
+		const char *want;
+	} cases[] = {
+	    {"cuMemAlloc", 13000, CU_GET_PROC_ADDRESS_DEFAULT, "cuMemAlloc_v2"},
+	    {"cuMemAlloc", 2000, CU_GET_PROC_ADDRESS_DEFAULT, "cuMemAlloc"},
+	    {"cuMemcpyHtoD", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemcpyHtoD_v2_ptds"},
+	    {"cuMemcpyHtoD", 13000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, "cuMemcpyHtoD_v2"},
+	    {"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuLaunchKernel_ptsz"},
+	    {"cuCtxCreate", 12000, CU_GET_PROC_ADDRESS_DEFAULT, "cuCtxCreate_v3"},
+	    {"cuCtxSynchronize", 13000, CU_GET_PROC_ADDRESS_DEFAULT, "cuCtxSynchronize_v2"},
+	    {"cuCtxSynchronize", 12080, CU_GET_PROC_ADDRESS_DEFAULT, "cuCtxSynchronize"},
+	    {"cuGetProcAddress", 13000, CU_GET_PROC_ADDRESS_DEFAULT, "cuGetProcAddress_v2"},
+	    {"cuDeviceGetCount", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuDeviceGetCount"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		void *fn = NULL;
+		CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		CUresult r = cuGetProcAddress(cases[i].name, &fn, cases[i].version, cases[i].flags, &st);
+		void *want = dlsym(lib, cases[i].want);
+		if (r != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS || !want || fn != want) {
+			fprintf(stderr,
+				"drvapi: cuGetProcAddress(%s, %d, %llu) gave %p (%d/%d), want %s at %p\n",
+				cases[i].name, cases[i].version, (unsigned long long)cases[i].flags, fn,
+				(int)r, (int)st, cases[i].want, want);
+			failures++;
+		}
+	}
+	void *fn = &fn;
+	CUdriverProcAddressQueryResult st;
+	EXPECT(cuGetProcAddress("cuNoSuchFunction", &fn, 13000, 0, &st) == CUDA_ERROR_NOT_FOUND);
+	EXPECT(st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND && fn == NULL);
+	EXPECT(cuGetProcAddress("cuLibraryLoadData", &fn, 11000, 0, &st) == CUDA_ERROR_NOT_FOUND);
+	EXPECT(st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	dlclose(lib);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: drvapi FATBIN CUBIN\n");
+		return 2;
+	}
+	void *fatbin = read_file(argv[1]), *cubin = read_file(argv[2]);
+
+	int count = -1;
+	EXPECT(cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
+	EXPECT(cuInit(1) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuInit(0));
+	int version = 0;
+	CHECK(cuDriverGetVersion(&version));
+	EXPECT(version >= 13000);
+	CHECK(cuDeviceGetCount(&count));
+	EXPECT(count >= 1);
+	CUdevice dev;
+	CHECK(cuDeviceGet(&dev, 0));
+	EXPECT(cuDeviceGet(&dev, count) == CUDA_ERROR_INVALID_DEVICE);
+	char name[256];
+	CHECK(cuDeviceGetName(name, sizeof name, dev));
+	int major = 0, minor = -1;
+	CHECK(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+	CHECK(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+	EXPECT(major >= 1 && minor >= 0);
+	size_t total = 0;
+	CHECK(cuDeviceTotalMem(&total, dev));
+	EXPECT(total > 0);
+	CUuuid uuid;
+	CHECK(cuDeviceGetUuid(&uuid, dev));
+	printf("drvapi: device 0: %s, sm_%d%d, %zu MiB\n", name, major, minor, total >> 20);
+	check_proc_address();
+
+	/* Without a current context, memory calls fail as CUDA's do. */
+	CUdeviceptr none;
+	EXPECT(cuMemAlloc(&none, 16) == CUDA_ERROR_INVALID_CONTEXT);
+	CUcontext ctx, cur = NULL;
+	CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CHECK(cuCtxSetCurrent(ctx));
+	CHECK(cuCtxGetCurrent(&cur));
+	EXPECT(cur == ctx);
+	CUdevice ctxdev = -1;
+	CHECK(cuCtxGetDevice(&ctxdev));
+	EXPECT(ctxdev == dev);
+	unsigned flags;
+	int active = 0;
+	CHECK(cuDevicePrimaryCtxGetState(dev, &flags, &active));
+	EXPECT(active == 1);
+	size_t free_mem = 0, total_mem = 0;
+	CHECK(cuMemGetInfo(&free_mem, &total_mem));
+	EXPECT(free_mem > 0 && free_mem <= total_mem);
+
+	/* saxpy from the fatbin, parameters through kernelParams. */
+	CUmodule mod;
+	CHECK(cuModuleLoadData(&mod, fatbin));
+	CUfunction saxpy;
+	CHECK(cuModuleGetFunction(&saxpy, mod, "drv_saxpy"));
+	EXPECT(cuModuleGetFunction(&saxpy, mod, "no_such_kernel") == CUDA_ERROR_NOT_FOUND);
+	size_t off = 0, size = 0;
+	CHECK(cuFuncGetParamInfo(saxpy, 3, &off, &size));
+	EXPECT(off == 24 && size == 4);
+	static float x[N], y[N], out[N];
+	for (int i = 0; i < N; i++) {
+		x[i] = (float)i;
+		y[i] = 1.0f;
+	}
+	CUdeviceptr dx, dy;
+	CHECK(cuMemAlloc(&dx, sizeof x));
+	CHECK(cuMemAlloc(&dy, sizeof y));
+	CUstream stream;
+	CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+	CUevent start, stop;
+	CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+	CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
+	CHECK(cuMemcpyHtoDAsync(dx, x, sizeof x, stream));
+	CHECK(cuMemcpyHtoD(dy, y, sizeof y));
+	float a = 2.0f;
+	int n = N;
+	void *params[] = {&a, &dx, &dy, &n};
+	CHECK(cuEventRecord(start, stream));
+	CHECK(cuLaunchKernel(saxpy, (N + 127) / 128, 1, 1, 128, 1, 1, 0, stream, params, NULL));
+	CHECK(cuEventRecord(stop, stream));
+	CHECK(cuStreamSynchronize(stream));
+	CHECK(cuEventSynchronize(stop));
+	float ms = -1;
+	CHECK(cuEventElapsedTime(&ms, start, stop));
+	EXPECT(ms >= 0);
+	CHECK(cuMemcpyDtoH(out, dy, sizeof out));
+	int bad = 0;
+	for (int i = 0; i < N; i++)
+		bad += out[i] != 2.0f * (float)i + 1.0f;
+	EXPECT(bad == 0);
+
+	/* cuLaunchKernelEx without attributes: y = 1 * x + y once more. */
+	a = 1.0f;
+	CUlaunchConfig cfg = {.gridDimX = (N + 127) / 128,
+			      .gridDimY = 1,
+			      .gridDimZ = 1,
+			      .blockDimX = 128,
+			      .blockDimY = 1,
+			      .blockDimZ = 1,
+			      .hStream = stream};
+	CHECK(cuLaunchKernelEx(&cfg, saxpy, params, NULL));
+	CHECK(cuStreamSynchronize(stream));
+	CHECK(cuMemcpyDtoH(out, dy, sizeof out));
+	bad = 0;
+	for (int i = 0; i < N; i++)
+		bad += out[i] != 3.0f * (float)i + 1.0f;
+	EXPECT(bad == 0);
+
+	/* The same kernel from the bare cubin through cuModuleLoadData. */
+	CUmodule cubin_mod;
+	CHECK(cuModuleLoadData(&cubin_mod, cubin));
+	CUfunction saxpy2;
+	CHECK(cuModuleGetFunction(&saxpy2, cubin_mod, "drv_saxpy"));
+	CHECK(cuLaunchKernel(saxpy2, (N + 127) / 128, 1, 1, 128, 1, 1, 0, NULL, params, NULL));
+	CHECK(cuMemcpyDtoH(out, dy, sizeof out));
+	bad = 0;
+	for (int i = 0; i < N; i++)
+		bad += out[i] != 4.0f * (float)i + 1.0f;
+	EXPECT(bad == 0);
+	CHECK(cuModuleUnload(cubin_mod));
+
+	/* Error names and descriptions. */
+	const char *str = NULL;
+	CHECK(cuGetErrorName(CUDA_ERROR_INVALID_VALUE, &str));
+	EXPECT(str && !strcmp(str, "CUDA_ERROR_INVALID_VALUE"));
+	CHECK(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &str));
+	EXPECT(str && *str && strcmp(str, "unrecognized error code") &&
+	       strcmp(str, "CUDA_ERROR_OUT_OF_MEMORY"));
+	EXPECT(cuGetErrorName((CUresult)12345, &str) == CUDA_ERROR_INVALID_VALUE);
+
+	/* iota from the bare cubin as a library, parameters through extra. */
+	CUlibrary lib;
+	CHECK(cuLibraryLoadData(&lib, cubin, NULL, NULL, 0, NULL, NULL, 0));
+	CUkernel kern;
+	CHECK(cuLibraryGetKernel(&kern, lib, "drv_iota"));
+	CUfunction iota;
+	CHECK(cuKernelGetFunction(&iota, kern));
+	CUdeviceptr table;
+	size_t table_bytes = 0;
+	CHECK(cuLibraryGetGlobal(&table, &table_bytes, lib, "drv_table"));
+	EXPECT(table_bytes == 256 * sizeof(int));
+	struct {
+		CUdeviceptr out;
+		int base, n;
+	} args = {table, 100, 256};
+	size_t args_size = sizeof args;
+	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &args_size,
+			 CU_LAUNCH_PARAM_END};
+	CHECK(cuLaunchKernel(iota, 2, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
+	CHECK(cuCtxSynchronize());
+	static int ints[256];
+	CHECK(cuMemcpyDtoH(ints, table, sizeof ints));
+	bad = 0;
+	for (int i = 0; i < 256; i++)
+		bad += ints[i] != 100 + i;
+	EXPECT(bad == 0);
+
+	/* Device-to-device copy and the memset family. */
+	CUdeviceptr dz;
+	CHECK(cuMemAlloc(&dz, sizeof ints));
+	CHECK(cuMemcpyDtoD(dz, table, sizeof ints));
+	CHECK(cuMemsetD32(table, 0x01020304u, 128));
+	CHECK(cuMemsetD8Async(table + 512, 0x7f, 512, stream));
+	CHECK(cuStreamSynchronize(stream));
+	CHECK(cuMemcpyDtoH(ints, table, sizeof ints));
+	bad = 0;
+	for (int i = 0; i < 128; i++)
+		bad += ints[i] != 0x01020304;
+	for (int i = 128; i < 256; i++)
+		bad += ints[i] != 0x7f7f7f7f;
+	EXPECT(bad == 0);
+	CHECK(cuMemcpyDtoH(ints, dz, sizeof ints));
+	EXPECT(ints[0] == 100 && ints[255] == 355);
+
+	/* An entry point xgpu does not implement answers NOT_SUPPORTED. */
+	CUdeviceptr managed;
+	EXPECT(cuMemAllocManaged(&managed, 64, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_NOT_SUPPORTED);
+	EXPECT(cuMemAllocManaged(&managed, 64, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_NOT_SUPPORTED);
+
+	CHECK(cuEventDestroy(start));
+	CHECK(cuEventDestroy(stop));
+	CHECK(cuStreamDestroy(stream));
+	CHECK(cuMemFree(dx));
+	CHECK(cuMemFree(dy));
+	CHECK(cuMemFree(dz));
+	CHECK(cuLibraryUnload(lib));
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuDevicePrimaryCtxRelease(dev));
+	free(fatbin);
+	free(cubin);
+	if (failures) {
+		fprintf(stderr, "drvapi: %d checks failed\n", failures);
+		return 1;
+	}
+	printf("drvapi: OK\n");
+	return 0;
+}

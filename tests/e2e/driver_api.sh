@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The driver-API frontend end to end: a program that uses only the driver API
+# (tests/cuda/drvapi.c, linked against the toolkit's stub libcuda.so) runs
+# unchanged against xgpu's libcuda.so.1 and a real daemon (sim executor):
+# cuInit, device queries, cuGetProcAddress, a fatbin module launched with
+# kernelParams and a cubin library launched with extra, all results
+# verified; and a runtime program mixing in driver calls on the same memory
+# and streams. An unimplemented entry point answers CUDA_ERROR_NOT_SUPPORTED and
+# is reported by name, once on the program's stderr and in the daemon's log.
+. "$(dirname "$0")/lib.bash"
+start_xgpud
+
+data=$B/tests/data
+out=$(run_cuda "$B/tests/cuda/drvapi" "$data/drvapi_kernels.fatbin" "$data/drvapi_kernels.cubin" 2>"$T/drvapi.err") || {
+	echo "$out"
+	cat "$T/drvapi.err"
+	fail "drvapi failed"
+}
+echo "$out"
+check_clean "$T/drvapi.err" drvapi
+echo "$out" | grep -q "^drvapi: OK" || fail "drvapi did not verify its results"
+
+# Reported by name, and once although called twice.
+msg="cuMemAllocManaged is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED"
+[ "$(grep -c "$msg" "$T/drvapi.err")" -eq 1 ] || {
+	cat "$T/drvapi.err"
+	fail "the program's stderr does not name cuMemAllocManaged exactly once"
+}
+grep -q "called cuMemAllocManaged, which xgpu does not support" "$XGPUD_LOG" ||
+	fail "the daemon log does not name the unsupported driver call"
+
+# A -cudart shared program that also calls the driver API (through
+# cudaGetDriverEntryPointByVersion): one channel, one handle space.
+out=$(run_cuda "$B/tests/cuda/mixed" 2>&1) || {
+	echo "$out"
+	fail "mixed failed"
+}
+echo "$out"
+echo "$out" | grep -q "^RESULT workload=mixed verified=yes" || fail "mixed did not verify its results"
+
+# It ran through the daemon, and left nothing behind.
+dom=uid-$(id -u)
+[ "$(dom_stat "$dom" calls)" -gt 20 ] || fail "too few calls recorded for the driver-API program"
+wait_for 10 dom_eq "$dom" channels 0 || fail "channel still open"
+[ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after the program exited"
+stop_xgpud
+
+# xgpud must never take our own libcuda.so.1 for NVIDIA's driver: that
+# would loop every call back into xgpu.
+if out=$("$B/bin/xgpud" --foreground --executor cuda --cuda-driver "$B/lib/libcuda.so.1" \
+	--socket "$T/self.sock" 2>&1); then
+	fail "xgpud started with xgpu's libcuda.so.1 as its driver"
+fi
+echo "$out" | grep -q "is xgpu's guest frontend, not NVIDIA's driver" ||
+	fail "xgpud did not say why it refused xgpu's libcuda.so.1: $out"

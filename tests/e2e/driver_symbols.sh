@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# driver_symbols.sh - the exported-symbol contract of our libcuda.so.1:
+#  1. the committed lists (frontend/driver/cuda13.symbols, cuda13.procs,
+#     libcuda.map) are what tools/list-cuda-symbols.sh derives from the
+#     installed toolkit, so a toolkit change shows up here;
+#  2. the built library exports exactly those entry points, unversioned as
+#     NVIDIA's, plus the channel client our libcudart.so.13 takes from it;
+#  3. our libcudart.so.13 needs it and finds it beside itself.
+set -euo pipefail
+B=${XGPU_BUILD:?run through tests/run.sh}
+SRC=${XGPU_SRC:?}
+T=${XGPU_TMP:?}
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+"$SRC/tools/list-cuda-symbols.sh" --symbols >"$T/symbols"
+"$SRC/tools/list-cuda-symbols.sh" --procs >"$T/procs"
+"$SRC/tools/list-cuda-symbols.sh" --map >"$T/map"
+diff -u "$SRC/frontend/driver/cuda13.symbols" "$T/symbols" ||
+	fail "cuda13.symbols is stale: run tools/list-cuda-symbols.sh --write"
+diff -u <(grep -v '^#' "$SRC/frontend/driver/cuda13.procs") "$T/procs" ||
+	fail "cuda13.procs is stale: run tools/list-cuda-symbols.sh --write"
+diff -u "$SRC/frontend/driver/libcuda.map" "$T/map" || fail "libcuda.map is stale: run tools/list-cuda-symbols.sh --write"
+n=$(wc -l <"$T/symbols")
+[ "$n" -gt 600 ] || fail "only $n driver entry points listed"
+echo "-- $n entry points, $(wc -l <"$T/procs") cuGetProcAddress rows"
+
+lib=$B/lib/libcuda.so.1
+nm -D --defined-only --with-symbol-versions "$lib" >"$T/nm"
+awk '$2 ~ /^[TtWwiI]$/ {print $3}' "$T/nm" | grep '@' && fail "libcuda.so.1 exports versioned symbols"
+awk '$2 ~ /^[TtWwiIBD]$/ {print $3}' "$T/nm" | LC_ALL=C sort >"$T/exports"
+client="xgpu_client_ack xgpu_client_get xgpu_client_share xgpu_client_unshare xgpu_fe_warn_once xgpu_fork_generation xgpu_rpc"
+(cat "$T/symbols" && printf '%s\n' $client) | LC_ALL=C sort >"$T/want"
+diff -u "$T/want" "$T/exports" || fail "libcuda.so.1 exports differ from cuda13.symbols plus the client"
+readelf -d "$lib" | grep -q 'SONAME.*\[libcuda.so.1\]' || fail "libcuda.so.1 has the wrong SONAME"
+
+rt=$B/lib/libcudart.so.13
+readelf -d "$rt" | grep -q 'NEEDED.*\[libcuda.so.1\]' || fail "libcudart.so.13 does not need libcuda.so.1"
+found=$(env -u LD_LIBRARY_PATH ldd "$rt" | awk '$1 == "libcuda.so.1" {print $3}')
+[ "$found" = "$(cd "$B/lib" && pwd)/libcuda.so.1" ] || fail "libcudart.so.13 resolves libcuda.so.1 to '$found', not ours beside it"
+echo "-- libcuda.so.1 exports match; libcudart.so.13 finds it beside itself"
