@@ -83,7 +83,7 @@ if [ "$stage" = smoke ]; then
 	grep -q "^CHECK ok domu-console" "$T/dom0.out" || fail "the smoke domU's console check did not run"
 else
 	for c in xgpud-up dom0-feature-bit honest-vectoradd domu-without-xenfs stats-calls liar-refused xgpud-survives-liar honest-after-liar \
-		honest-during-liar domu-with-xenfs xgpud-survives-concurrent-liar policy-live hyp-xen-weight xenstore-credit-live detach \
+		honest-during-liar domu-with-xenfs xgpud-survives-concurrent-liar policy-live hyp-xen-weight xenstore-credit-live xgpud-restart detach \
 		xgpud-exit; do
 		grep -q "^CHECK ok $c\$" "$T/dom0.out" || fail "check $c did not pass in dom0"
 	done

@@ -18,7 +18,9 @@
 #      apply live through xenstore; under xc the xen schedule source shows
 #      the hypervisor's CPU weight of the domain and follows `xl sched-credit2
 #      -w`; xl-gpu detach is acknowledged and removes both directories;
-#   7. xgpud stops cleanly on SIGTERM; no sanitizer report anywhere.
+#   7. xgpud is killed (SIGKILL); a new one adopts the honest domU's device
+#      again and the domU's next vectorAdd verifies;
+#   8. xgpud stops cleanly on SIGTERM; no sanitizer report anywhere.
 export XGPU_SOCKET=/run/xgpud.sock
 XLOG=/tmp/xgpud.log
 GPU_LINE='gpu = [ "gpus=0, credit=512" ]'
@@ -79,17 +81,21 @@ if [ -n "$f" ] && [ "$(((0x$f >> 11) & 1))" = 1 ]; then
 else
 	bad dom0-feature-bit "/sys/hypervisor/properties/features is '$f': XENFEAT_dom0 (bit 11) not set in dom0"
 fi
-xgpud --transport xen --executor sim --foreground --log-level info >"$XLOG" 2>&1 &
-XPID=$!
-i=0
-while ! xl-gpu list >/dev/null 2>&1; do
-	i=$((i + 1))
-	if [ "$i" -gt 150 ] || ! xgpud_alive; then
-		break
-	fi
-	sleep 0.2
-done
-if xl-gpu list >/dev/null 2>&1; then
+# start_xgpud LOG: xgpud in the background (XPID); true once xl-gpu answers.
+start_xgpud() {
+	xgpud --transport xen --executor sim --foreground --log-level info >"$1" 2>&1 &
+	XPID=$!
+	local i=0
+	while ! xl-gpu list >/dev/null 2>&1; do
+		i=$((i + 1))
+		if [ "$i" -gt 150 ] || ! xgpud_alive; then
+			break
+		fi
+		sleep 0.2
+	done
+	xl-gpu list >/dev/null 2>&1
+}
+if start_xgpud "$XLOG"; then
 	ok xgpud-up
 	echo "xgpud up at $(up)s"
 else
@@ -265,6 +271,27 @@ if [ -n "$W0" ]; then
 		bad hyp-xen-weight "cpu_weight $(stat "$ID_honest" cpu_weight) after xl set the weight to 512"
 	fi
 fi
+# Daemon restart: xgpud is killed outright while the honest domU keeps its
+# device; a new xgpud adopts the device again from xenstore and serves the
+# domU's next program.
+if [ -n "$ID_honest" ] && xgpud_alive; then
+	kill -KILL "$XPID"
+	wait "$XPID" 2>/dev/null
+	mv "$XLOG" "$XLOG.killed"
+	echo "xgpud killed at $(up)s"
+	if start_xgpud "$XLOG"; then
+		go honest 4
+		if wait_log honest 'HONEST: round 4 done' 120 &&
+			grep -q 'HONEST-4: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
+			ok xgpud-restart
+			echo "honest round 4 (after the restart) done at $(up)s"
+		else
+			bad xgpud-restart "the honest domU's run after xgpud's restart did not verify: $(grep 'HONEST-4' "$(xtb_domu_log honest)" | tail -n 5 | tr '\n' ' ')"
+		fi
+	else
+		bad xgpud-restart "a new xgpud did not come up after kill -9: $(tail -n 5 "$XLOG")"
+	fi
+fi
 # Detach: xgpud acknowledges (no warning from xl-gpu) and both directories go.
 if [ -n "$ID_honest" ] && xgpud_alive; then
 	out=$(xl-gpu detach "$ID_honest" -t 20 2>&1)
@@ -277,7 +304,7 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 	fi
 fi
 # The honest domU waits for this before it powers off.
-[ -n "$ID_honest" ] && go honest 4
+[ -n "$ID_honest" ] && go honest 5
 for g in honest liar; do
 	[ -n "$(eval echo \$ID_$g)" ] || continue
 	xtb_domu_wait "$g" 60 || {
@@ -297,7 +324,7 @@ else
 	wait "$XPID"
 	bad xgpud-exit "xgpud was gone before the end (status $?)"
 fi
-if grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$XLOG"; then
+if cat "$XLOG" "$XLOG.killed" 2>/dev/null | grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:'; then
 	bad xgpud-sanitizer "sanitizer report in xgpud's log"
 fi
 for g in honest liar; do

@@ -4,8 +4,8 @@
 # through our frontend over the Xen transport when dom0 writes the round to
 # data/xgpu-test-go in its xenstore directory: round 1 once both domUs are
 # up, round 2 after the liar's first pass, round 3 (three runs, HONEST-3a..c)
-# while the liar lies again, then (go 4) it exits once dom0 has detached
-# its device. Results go to the console with HONEST-<run>:
+# while the liar lies again, round 4 after dom0 restarted xgpud, then (go 5)
+# it exits once dom0 has detached its device. Results go to the console with HONEST-<run>:
 # prefixes; "HONEST: round <n> done" ends each round.
 # No XGPU_TRANSPORT: the frontend must find out by itself that this is a domU.
 # Rounds 1 and 2 run as a minimal guest does, without xenfs (only
@@ -60,6 +60,10 @@ run 3a
 run 3b
 run 3c
 echo "HONEST: round 3 done"
-# Alive while dom0 detaches the device.
+# Round 4 after dom0 killed and restarted xgpud.
 wait_go 4
+run 4
+echo "HONEST: round 4 done"
+# Alive while dom0 detaches the device.
+wait_go 5
 exit "$fails"
