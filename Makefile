@@ -24,6 +24,12 @@ endif
 # Device code for Hopper (SASS) plus PTX so newer GPUs can JIT it.
 CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
 NVCCFLAGS ?= -O2 -cudart shared $(CUDA_ARCH)
+# The same programs as most CUDA software is built: nvcc's default static
+# runtime, and relocatable device code (what CMake's CUDA_SEPARABLE_COMPILATION
+# produces, static too). NVIDIA's runtime inside the program then runs over
+# xgpu's libcuda.so.1 (docs/driver-frontend.md).
+NVCCFLAGS_STATIC ?= -O2 $(CUDA_ARCH)
+NVCCFLAGS_RDC ?= -O2 -rdc=true $(CUDA_ARCH)
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -Ipolicies -Ixen-sched-patch -I$(CUDA_HOME)/include
@@ -95,6 +101,8 @@ WORKLOADS := $(notdir $(patsubst %/,%,$(dir $(wildcard tools/workloads/*/*.cu)))
 # What the workloads (and gpu-validate's bandwidth program) share.
 WORKLOAD_H := tools/workloads/workload.h
 WORKLOAD_BINS := $(patsubst %,$(BIN)/%,$(WORKLOADS))
+# Built for the tests only: bin/static/<name> and bin/rdc/<name>.
+WORKLOAD_BINS_STATIC := $(patsubst %,$(BIN)/static/%,$(WORKLOADS)) $(patsubst %,$(BIN)/rdc/%,$(WORKLOADS))
 WORKLOAD_SIMK := $(patsubst %,$(LIB)/simkernels/%.so,$(notdir $(patsubst %/simkernels.c,%,$(wildcard tools/workloads/*/simkernels.c))))
 
 # Tests: tests/unit/test_*.c (cmocka), tests/cuda/*.cu (CUDA programs, with
@@ -103,7 +111,9 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(TST)/%,$(UNIT_SRC))
 TEST_CU := $(wildcard tests/cuda/*.cu)
 TEST_CU_BINS := $(patsubst tests/cuda/%.cu,$(TST)/cuda/%,$(TEST_CU)) \
-	$(patsubst tests/cuda/%.cu,$(TST)/cuda/%-compressed,$(TEST_CU))
+	$(patsubst tests/cuda/%.cu,$(TST)/cuda/%-compressed,$(TEST_CU)) \
+	$(patsubst tests/cuda/%.cu,$(TST)/cuda/static/%,$(TEST_CU)) \
+	$(patsubst tests/cuda/%.cu,$(TST)/cuda/rdc/%,$(TEST_CU))
 TEST_SIMK := $(patsubst tests/cuda/%_simk.c,$(TST)/simkernels/%.so,$(wildcard tests/cuda/*_simk.c))
 TEST_TOOLS_SRC := $(wildcard tests/tools/*.c)
 TEST_DATA :=
@@ -336,6 +346,14 @@ $(BIN)/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workloads/$(
 	@mkdir -p $$(dir $$@)
 	$$(call say,NVCC,$$@)
 	$$(Q)$$(NVCC) $$(NVCCFLAGS) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
+$(BIN)/static/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workloads/$(1)/*.h) $(WORKLOAD_H) | $(DEPS_STAMP)
+	@mkdir -p $$(dir $$@)
+	$$(call say,NVCC,$$@)
+	$$(Q)$$(NVCC) $$(NVCCFLAGS_STATIC) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
+$(BIN)/rdc/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workloads/$(1)/*.h) $(WORKLOAD_H) | $(DEPS_STAMP)
+	@mkdir -p $$(dir $$@)
+	$$(call say,NVCC,$$@)
+	$$(Q)$$(NVCC) $$(NVCCFLAGS_RDC) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
 endef
 $(foreach w,$(WORKLOADS),$(eval $(call workload_rule,$(w))))
 
@@ -354,6 +372,7 @@ TEST_LIBS_test_simdrv := $(SIMDRV_A)
 TEST_LIBS_test_simkernels :=
 # Frontend pieces tested on their own, without the whole (changing) frontend archive.
 TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
+TEST_LIBS_test_md2 := $(OBJ)/frontend/driver/md2.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
@@ -404,6 +423,16 @@ $(TST)/cuda/%-compressed: tests/cuda/%.cu | $(DEPS_STAMP)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -Xfatbin -compress-all -o $@ $<
 
+$(TST)/cuda/static/%: tests/cuda/%.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $<
+
+$(TST)/cuda/rdc/%: tests/cuda/%.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_RDC) -o $@ $<
+
 $(TST)/simkernels/%.so: tests/cuda/%_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
@@ -414,7 +443,7 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
-tests-build: all $(UNIT_BINS) $(TEST_CU_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
+tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

@@ -48,17 +48,27 @@ static bool quiet(void)
 }
 
 static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *warned; /* keys already warned about */
+
+/* NVIDIA's runtime dlcloses libcuda.so.1 when it gives up on it; what it
+ * warned about must not outlive the library. */
+__attribute__((destructor)) static void forget_warnings(void)
+{
+	tdestroy(warned, free);
+	warned = NULL;
+}
 
 void xgpu_fe_warn_once(const char *key, const char *fmt, ...)
 {
-	static void *seen;
 	if (quiet())
 		return;
 	pthread_mutex_lock(&warn_lock);
 	bool fresh = false;
-	if (!tfind(key, &seen, (int (*)(const void *, const void *))strcmp)) {
+	if (!tfind(key, &warned, (int (*)(const void *, const void *))strcmp)) {
 		char *copy = strdup(key);
-		fresh = copy && tsearch(copy, &seen, (int (*)(const void *, const void *))strcmp);
+		fresh = copy && tsearch(copy, &warned, (int (*)(const void *, const void *))strcmp);
+		if (copy && !fresh)
+			free(copy);
 	}
 	pthread_mutex_unlock(&warn_lock);
 	if (!fresh)

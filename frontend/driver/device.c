@@ -268,6 +268,24 @@ static CUcontext current(void)
 	return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
 }
 
+CUcontext xgpu_drv_current_ctx(void)
+{
+	return current();
+}
+
+bool xgpu_drv_ctx_valid(CUcontext ctx)
+{
+	return valid_ctx(ctx);
+}
+
+CUresult xgpu_drv_primary_ctx(CUdevice dev, CUcontext *pctx)
+{
+	CUresult r = check_device(dev);
+	if (!r)
+		*pctx = &primaries[dev];
+	return r;
+}
+
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	if (!pctx)
@@ -482,6 +500,7 @@ CUresult cuCtxDestroy(CUcontext ctx)
 		if (ctx_stack[i] != ctx)
 			ctx_stack[j++] = ctx_stack[i];
 	ctx_depth = j;
+	xgpu_drv_cls_forget(ctx);
 	ctx->magic = 0;
 	free(ctx);
 	return CUDA_SUCCESS;

@@ -53,6 +53,17 @@ static inline xgpu_handle_t xgpu_drv_stream(CUstream s)
 	return v <= 2 ? XGPU_STREAM_DEFAULT : (xgpu_handle_t)v;
 }
 
+/* The calling thread's current context, or NULL. */
+CUcontext xgpu_drv_current_ctx(void);
+bool xgpu_drv_ctx_valid(CUcontext ctx);
+
+/* dev's primary context, without retaining it (what NVIDIA's runtime asks
+ * the private CUDART_INTERFACE table for, exptab.c). */
+CUresult xgpu_drv_primary_ctx(CUdevice dev, CUcontext *pctx);
+
+/* Drops the context-local storage of a context being destroyed (exptab.c). */
+void xgpu_drv_cls_forget(CUcontext ctx);
+
 /* Waits for the channel's work (cuCtxSynchronize and the synchronous copies
  * that follow launches). */
 CUresult xgpu_drv_sync(struct xgpu_client *c);

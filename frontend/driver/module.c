@@ -237,6 +237,22 @@ CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, cons
 	return r;
 }
 
+/* Modules are sent whole when loaded, and functions resolved on first
+ * request, which is what CUDA's lazy mode (its default since 12.2) promises
+ * the program; CUDA_MODULE_LOADING=EAGER is reported as asked. */
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+	if (!mode)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	const char *env = getenv("CUDA_MODULE_LOADING");
+	*mode = env && !strcmp(env, "EAGER") ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+	return CUDA_SUCCESS;
+}
+
 /* ---- libraries ---------------------------------------------------------- */
 
 static bool valid_library(CUlibrary l)

@@ -1,7 +1,8 @@
 /* procaddr.c - how programs find the driver's entry points without naming
  * them at link time: cuGetProcAddress (by name, CUDA version and stream
  * flavour, from the table tools/gen-cuda-stubs.sh generates out of
- * cuda13.procs), cuGetExportTable, and the report of unimplemented ones. */
+ * cuda13.procs) and the report of unimplemented ones; cuGetExportTable is
+ * in exptab.c. */
 #include "cuerr.h"
 #include "driver.h"
 #include "procs.h"
@@ -88,22 +89,6 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	return lookup(symbol, pfn, cudaVersion, flags, NULL);
-}
-
-/* NVIDIA's private tables. None is offered yet: each request is refused,
- * naming the table, so a program that needs one says so. */
-CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
-{
-	if (!ppExportTable || !pExportTableId)
-		return CUDA_ERROR_INVALID_VALUE;
-	const unsigned char *u = (const unsigned char *)pExportTableId->bytes;
-	char id[40];
-	snprintf(id, sizeof id, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-		 u[15]);
-	xgpu_fe_warn_once(id, "cuGetExportTable: private table %s is not offered by xgpu", id);
-	*ppExportTable = NULL;
-	return CUDA_ERROR_NOT_FOUND;
 }
 
 /* ---- error descriptions ------------------------------------------------- */

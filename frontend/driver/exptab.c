@@ -1,0 +1,522 @@
+/* exptab.c - cuGetExportTable: the driver's private tables that NVIDIA's own
+ * runtime (libcudart_static.a, linked into every program nvcc builds by
+ * default, and libcudart.so.13) requires before it makes its first call.
+ *
+ * The tables are undocumented. Their identities, slot numbers and argument
+ * shapes are those NVIDIA's CUDA 13.0 runtime was observed to use (the
+ * toolkit installed here; docs/driver-frontend.md lists each table and slot,
+ * tests/e2e/driver_exptab.sh checks the toolkit still asks for exactly these).
+ * A table this file does not know is refused with a message naming it, and a
+ * slot we do not implement reports itself by table and number when called,
+ * so a newer runtime fails loudly instead of calling through garbage.
+ *
+ * XGPU_TRACE_EXPORT_TABLES=1 prints each table requested and each slot
+ * called (once each, in order) to stderr, prefixed "xgpu-exptab:". */
+#include "driver.h"
+#include "md2.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef void (*slot_fn)(void);
+
+struct export_table {
+	const char *name;
+	uint8_t id[16];
+	const slot_fn *slots; /* NULL: known, and deliberately answered "not found" */
+	unsigned nslots;
+	_Atomic unsigned long long traced_slots; /* bit per slot already traced */
+	_Atomic int traced;
+};
+
+enum { T_PREINIT, T_CUDART, T_HOOKS, T_TLS, T_CLS, T_CHECKS, T_INTEGRITY, T_COUNT };
+
+static struct export_table tables[T_COUNT];
+
+static int tracing(void)
+{
+	static int on = -1;
+	if (on < 0) {
+		const char *v = getenv("XGPU_TRACE_EXPORT_TABLES");
+		on = v && *v && strcmp(v, "0");
+	}
+	return on;
+}
+
+static void format_uuid(const uint8_t *u, char out[37])
+{
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+		 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static void trace_slot(unsigned table, unsigned slot)
+{
+	if (!tracing() || slot >= 64)
+		return;
+	unsigned long long bit = 1ull << slot;
+	if (!(tables[table].traced_slots & bit)) {
+		tables[table].traced_slots |= bit;
+		fprintf(stderr, "xgpu-exptab: slot %s %u\n", tables[table].name, slot);
+	}
+}
+
+/* A slot we offer no implementation for: the caller gets an error instead
+ * of a jump through NULL, and the message says which slot it wanted. The
+ * x86-64 calling convention lets a function ignore arguments it was passed. */
+static CUresult unimplemented_slot(unsigned table, unsigned slot)
+{
+	char uuid[37], key[96];
+	format_uuid(tables[table].id, uuid);
+	snprintf(key, sizeof key, "exptab %s %u", uuid, slot);
+	trace_slot(table, slot);
+	xgpu_fe_warn_once(key,
+			  "slot %u of the driver's private table %s (%s) is not implemented by xgpu; it "
+			  "returns CUDA_ERROR_NOT_SUPPORTED (xgpu offers CUDA 13.0's tables)",
+			  slot, tables[table].name, uuid);
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+#define UNIMPLEMENTED(table, slot)                                                                           \
+	static CUresult unimpl_##table##_##slot(void)                                                        \
+	{                                                                                                    \
+		return unimplemented_slot(table, slot);                                                      \
+	}
+
+/* ---- CUDART_INTERFACE: the runtime's own entry into the driver ---------- */
+
+/* Slots 1, 6 and 8 load nvcc's embedded fatbin (its __fatBinC_Wrapper_t, or
+ * the container itself) as a module, as runtimes before cuLibrary* did. */
+static CUresult cudart_load_wrapper(CUmodule *module, const void *wrapper)
+{
+	trace_slot(T_CUDART, 1);
+	return cuModuleLoadData(module, wrapper);
+}
+
+static CUresult cudart_load_wrapper_ext(CUmodule *module, const void *wrapper, void *a3, void *a4,
+					unsigned a5)
+{
+	trace_slot(T_CUDART, 6);
+	/* The extra arguments' meaning is unknown; never seen non-zero. */
+	if (a3 || a4 || a5)
+		return unimplemented_slot(T_CUDART, 6);
+	return cuModuleLoadData(module, wrapper);
+}
+
+static CUresult cudart_primary_ctx(CUcontext *pctx, CUdevice dev)
+{
+	trace_slot(T_CUDART, 2);
+	if (!pctx)
+		return CUDA_ERROR_INVALID_VALUE;
+	return xgpu_drv_primary_ctx(dev, pctx);
+}
+
+static void cudart_slot7(size_t ignored)
+{
+	/* Called with one word and its result unused; nothing to do here. */
+	trace_slot(T_CUDART, 7);
+}
+
+static CUresult cudart_load_fatbin_ext(const void *fatbin, CUmodule *module, void *a3, void *a4, unsigned a5)
+{
+	trace_slot(T_CUDART, 8);
+	if (a3 || a4 || a5)
+		return unimplemented_slot(T_CUDART, 8);
+	return cuModuleLoadData(module, fatbin);
+}
+
+UNIMPLEMENTED(T_CUDART, 3)
+UNIMPLEMENTED(T_CUDART, 4)
+UNIMPLEMENTED(T_CUDART, 5)
+UNIMPLEMENTED(T_CUDART, 9)
+
+#define CUDART_SLOTS 10
+static const slot_fn cudart_interface[CUDART_SLOTS] = {
+    (slot_fn)(uintptr_t)(CUDART_SLOTS * sizeof(void *)),
+    (slot_fn)cudart_load_wrapper,
+    (slot_fn)cudart_primary_ctx,
+    (slot_fn)unimpl_T_CUDART_3,
+    (slot_fn)unimpl_T_CUDART_4,
+    (slot_fn)unimpl_T_CUDART_5,
+    (slot_fn)cudart_load_wrapper_ext,
+    (slot_fn)cudart_slot7,
+    (slot_fn)cudart_load_fatbin_ext,
+    (slot_fn)unimpl_T_CUDART_9,
+};
+
+/* ---- TOOLS_RUNTIME_CALLBACK_HOOKS: buffers the tools interface fills ---- */
+
+/* The runtime asks for two buffers and their sizes and writes into them
+ * (profiler callback state). They are larger than the sizes reported, so
+ * reading the size as bytes, 32-bit or 64-bit words all stay inside. */
+static uint64_t hooks_buffer_a[1024];
+static uint64_t hooks_buffer_b[14];
+
+static void hooks_buffer_2(void **ptr, size_t *size)
+{
+	trace_slot(T_HOOKS, 2);
+	if (ptr)
+		*ptr = hooks_buffer_a;
+	if (size)
+		*size = sizeof hooks_buffer_a / sizeof hooks_buffer_a[0];
+}
+
+static void hooks_buffer_6(void **ptr, size_t *size)
+{
+	trace_slot(T_HOOKS, 6);
+	if (ptr)
+		*ptr = hooks_buffer_b;
+	if (size)
+		*size = sizeof hooks_buffer_b / sizeof hooks_buffer_b[0];
+}
+
+UNIMPLEMENTED(T_HOOKS, 1)
+UNIMPLEMENTED(T_HOOKS, 3)
+UNIMPLEMENTED(T_HOOKS, 4)
+UNIMPLEMENTED(T_HOOKS, 5)
+
+#define HOOKS_SLOTS 7
+static const slot_fn tools_runtime_callback_hooks[HOOKS_SLOTS] = {
+    (slot_fn)(uintptr_t)(HOOKS_SLOTS * sizeof(void *)),
+    (slot_fn)unimpl_T_HOOKS_1,
+    (slot_fn)hooks_buffer_2,
+    (slot_fn)unimpl_T_HOOKS_3,
+    (slot_fn)unimpl_T_HOOKS_4,
+    (slot_fn)unimpl_T_HOOKS_5,
+    (slot_fn)hooks_buffer_6,
+};
+
+/* ---- TOOLS_TLS: fetched, never called in CUDA 13.0 ---------------------- */
+
+UNIMPLEMENTED(T_TLS, 1)
+UNIMPLEMENTED(T_TLS, 2)
+UNIMPLEMENTED(T_TLS, 3)
+
+#define TLS_SLOTS 4
+static const slot_fn tools_tls[TLS_SLOTS] = {
+    (slot_fn)(uintptr_t)(TLS_SLOTS * sizeof(void *)),
+    (slot_fn)unimpl_T_TLS_1,
+    (slot_fn)unimpl_T_TLS_2,
+    (slot_fn)unimpl_T_TLS_3,
+};
+
+/* ---- CONTEXT_LOCAL_STORAGE: the runtime's per-context state ------------ */
+
+/* One value per (context, key). The runtime keeps its per-context record
+ * here; a handful of entries per process, so a list is enough. */
+struct cls_entry {
+	CUcontext ctx;
+	void *key;
+	void *value;
+	struct cls_entry *next;
+};
+static pthread_mutex_t cls_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cls_entry *cls_entries;
+
+static CUresult cls_context(CUcontext *ctx)
+{
+	if (!*ctx)
+		*ctx = xgpu_drv_current_ctx();
+	if (!*ctx || !xgpu_drv_ctx_valid(*ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return CUDA_SUCCESS;
+}
+
+static struct cls_entry **cls_find(CUcontext ctx, void *key)
+{
+	struct cls_entry **e = &cls_entries;
+	while (*e && ((*e)->ctx != ctx || (*e)->key != key))
+		e = &(*e)->next;
+	return e;
+}
+
+/* The destructor would run when the context is destroyed; the primary
+ * context, the runtime's, lives as long as the process here, and for other
+ * contexts the argument order of the callback is not known, so it is not
+ * called: the runtime's record is freed with the process. */
+static CUresult cls_put(CUcontext ctx, void *key, void *value, void (*destructor)(void))
+{
+	trace_slot(T_CLS, 0);
+	CUresult r = cls_context(&ctx);
+	if (r)
+		return r;
+	pthread_mutex_lock(&cls_lock);
+	struct cls_entry **e = cls_find(ctx, key);
+	if (!*e) {
+		*e = calloc(1, sizeof **e);
+		if (!*e) {
+			pthread_mutex_unlock(&cls_lock);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		(*e)->ctx = ctx;
+		(*e)->key = key;
+	}
+	(*e)->value = value;
+	pthread_mutex_unlock(&cls_lock);
+	return CUDA_SUCCESS;
+}
+
+static CUresult cls_delete(CUcontext ctx, void *key)
+{
+	trace_slot(T_CLS, 1);
+	CUresult r = cls_context(&ctx);
+	if (r)
+		return r;
+	pthread_mutex_lock(&cls_lock);
+	struct cls_entry **e = cls_find(ctx, key);
+	if (*e) {
+		struct cls_entry *gone = *e;
+		*e = gone->next;
+		free(gone);
+	}
+	pthread_mutex_unlock(&cls_lock);
+	return CUDA_SUCCESS;
+}
+
+static CUresult cls_get(void **value, CUcontext ctx, void *key)
+{
+	trace_slot(T_CLS, 2);
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = cls_context(&ctx);
+	if (r)
+		return r;
+	pthread_mutex_lock(&cls_lock);
+	struct cls_entry **e = cls_find(ctx, key);
+	if (*e)
+		*value = (*e)->value;
+	else
+		r = CUDA_ERROR_INVALID_HANDLE; /* "nothing stored": the runtime then puts */
+	pthread_mutex_unlock(&cls_lock);
+	return r;
+}
+
+void xgpu_drv_cls_forget(CUcontext ctx)
+{
+	pthread_mutex_lock(&cls_lock);
+	for (struct cls_entry **e = &cls_entries; *e;) {
+		if ((*e)->ctx == ctx) {
+			struct cls_entry *gone = *e;
+			*e = gone->next;
+			free(gone);
+		} else {
+			e = &(*e)->next;
+		}
+	}
+	pthread_mutex_unlock(&cls_lock);
+}
+
+UNIMPLEMENTED(T_CLS, 3)
+
+/* This table has no size word: slot 0 is already a function. */
+#define CLS_SLOTS 4
+static const slot_fn context_local_storage[CLS_SLOTS] = {
+    (slot_fn)cls_put,
+    (slot_fn)cls_delete,
+    (slot_fn)cls_get,
+    (slot_fn)unimpl_T_CLS_3,
+};
+
+/* ---- CONTEXT_CHECKS ---------------------------------------------------- */
+
+/* Asks about state of a context (flags that are 0 for every context we
+ * make); both answers are "nothing special". */
+static CUresult context_check(CUcontext ctx, uint32_t *flags, const void **detail)
+{
+	trace_slot(T_CHECKS, 2);
+	if (flags)
+		*flags = 0;
+	return CUDA_SUCCESS;
+}
+
+static uint32_t context_check_3(void)
+{
+	trace_slot(T_CHECKS, 3);
+	return 0;
+}
+
+UNIMPLEMENTED(T_CHECKS, 1)
+
+#define CHECKS_SLOTS 4
+static const slot_fn context_checks[CHECKS_SLOTS] = {
+    (slot_fn)(uintptr_t)(CHECKS_SLOTS * sizeof(void *)),
+    (slot_fn)unimpl_T_CHECKS_1,
+    (slot_fn)context_check,
+    (slot_fn)context_check_3,
+};
+
+/* ---- INTEGRITY_CHECK: the runtime's proof that it talks to a driver ---- */
+
+/* The runtime calls slot 1 with the runtime version (13000, 13001, 13002 in
+ * CUDA 13.0, the last digit selecting the variant) and a timestamp, and
+ * compares the answer with its own computation. Variants 0 and 1 answer
+ * fixed words; variant 2 is HMAC-MD2 under a fixed key over the process and
+ * thread, the addresses of this table, of CUDART_INTERFACE and of this
+ * function, the timestamp, and each device's UUID and PCI location (public
+ * in ZLUDA, vosen/ZLUDA dark_api; implemented here from RFC 1319/2104). */
+#define INTEGRITY_SLOTS 3
+static const slot_fn integrity_check_table[INTEGRITY_SLOTS];
+
+static const uint8_t integrity_key[16] = {0x14, 0x6a, 0xdd, 0xae, 0x53, 0xa9, 0xa7, 0x52,
+					  0xaa, 0x08, 0x41, 0x36, 0x0b, 0xf5, 0x5a, 0x9f};
+
+static CUresult integrity_device_info(CUdevice dev, uint8_t out[28])
+{
+	CUuuid uuid;
+	int32_t pci[3];
+	CUresult r = cuDeviceGetUuid_v2(&uuid, dev);
+	if (!r)
+		r = cuDeviceGetAttribute(&pci[0], CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev);
+	if (!r)
+		r = cuDeviceGetAttribute(&pci[1], CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev);
+	if (!r)
+		r = cuDeviceGetAttribute(&pci[2], CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev);
+	if (!r) {
+		memcpy(out, uuid.bytes, 16);
+		memcpy(out + 16, pci, sizeof pci);
+	}
+	return r;
+}
+
+static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_t result[2])
+{
+	trace_slot(T_INTEGRITY, 1);
+	if (!result)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (version < XGPU_DRV_VERSION || version > XGPU_DRV_VERSION + 2) {
+		char key[48];
+		snprintf(key, sizeof key, "integrity %u", version);
+		xgpu_fe_warn_once(key,
+				  "the CUDA runtime asked for integrity check version %u; xgpu knows CUDA "
+				  "13.0's (%d to %d): use a CUDA 13.0 runtime, or update xgpu",
+				  version, XGPU_DRV_VERSION, XGPU_DRV_VERSION + 2);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (version % 10 == 0) {
+		result[0] = 0x3341181c03cb675cull;
+		result[1] = 0x8ed383aa1f4cd1e8ull;
+		return CUDA_SUCCESS;
+	}
+	if (version % 10 == 1) {
+		result[0] = 0x1841181c03cb675cull;
+		result[1] = 0x8ed383aa1f4cd1e8ull;
+		return CUDA_SUCCESS;
+	}
+	int count;
+	CUresult r = cuDeviceGetCount(&count);
+	if (r)
+		return r;
+	/* The message, in the runtime's layout (x86-64, native byte order). */
+	struct {
+		uint32_t driver_version, version, pid, thread;
+		const void *cudart_table, *integrity_table, *function;
+		uint64_t unix_seconds;
+	} head = {
+	    .driver_version = XGPU_DRV_VERSION,
+	    .version = version,
+	    .pid = (uint32_t)getpid(),
+	    .thread = (uint32_t)(uintptr_t)pthread_self(),
+	    .cudart_table = cudart_interface,
+	    .integrity_table = integrity_check_table,
+	    .function = (const void *)integrity_check_table[1],
+	    .unix_seconds = unix_seconds,
+	};
+	_Static_assert(sizeof head == 48, "the runtime hashes 48 bytes of header");
+	enum { MAX_DEVICES = 16 };
+	uint8_t devices[MAX_DEVICES][28];
+	if (count > MAX_DEVICES)
+		count = MAX_DEVICES;
+	for (int d = 0; d < count; d++)
+		if ((r = integrity_device_info(d, devices[d])))
+			return r;
+	struct xgpu_md2_part parts[1 + MAX_DEVICES] = {{&head, sizeof head}};
+	for (int d = 0; d < count; d++)
+		parts[1 + d] = (struct xgpu_md2_part){devices[d], sizeof devices[d]};
+	uint8_t digest[XGPU_MD2_BYTES];
+	xgpu_hmac_md2(integrity_key, parts, 1 + (size_t)count, digest);
+	memcpy(result, digest, sizeof digest);
+	return CUDA_SUCCESS;
+}
+
+UNIMPLEMENTED(T_INTEGRITY, 2)
+
+static const slot_fn integrity_check_table[INTEGRITY_SLOTS] = {
+    (slot_fn)(uintptr_t)(INTEGRITY_SLOTS * sizeof(void *)),
+    (slot_fn)integrity_check,
+    (slot_fn)unimpl_T_INTEGRITY_2,
+};
+
+/* ---- the directory ----------------------------------------------------- */
+
+/* Names as ZLUDA calls them, where it does. */
+static struct export_table tables[T_COUNT] = {
+    /* Asked for before cuInit; NVIDIA's runtime carries on when it is not
+     * found, and what it would hold is not known. */
+    [T_PREINIT] = {"UNNAMED_PREINIT",
+		   {0xf8, 0xcf, 0xf9, 0x51, 0x21, 0x46, 0x8b, 0x4e, 0xb9, 0xe2, 0xfb, 0x46, 0x9e, 0x7c, 0x0d,
+		    0xd9},
+		   NULL,
+		   0},
+    [T_CUDART] = {"CUDART_INTERFACE",
+		  {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d,
+		   0xf9},
+		  cudart_interface,
+		  CUDART_SLOTS},
+    [T_HOOKS] = {"TOOLS_RUNTIME_CALLBACK_HOOKS",
+		 {0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74, 0x93, 0xf2, 0x08, 0x00, 0x20, 0x0c, 0x0a,
+		  0x66},
+		 tools_runtime_callback_hooks,
+		 HOOKS_SLOTS},
+    [T_TLS] = {"TOOLS_TLS",
+	       {0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec,
+		0xdc},
+	       tools_tls,
+	       TLS_SLOTS},
+    [T_CLS] = {"CONTEXT_LOCAL_STORAGE",
+	       {0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95,
+		0x93},
+	       context_local_storage,
+	       CLS_SLOTS},
+    [T_CHECKS] = {"CONTEXT_CHECKS",
+		  {0x26, 0x3e, 0x88, 0x60, 0x7c, 0xd2, 0x61, 0x43, 0x92, 0xf6, 0xbb, 0xd5, 0x00, 0x6d, 0xfa,
+		   0x7e},
+		  context_checks,
+		  CHECKS_SLOTS},
+    [T_INTEGRITY] = {"INTEGRITY_CHECK",
+		     {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66,
+		      0xe1, 0xf2},
+		     integrity_check_table,
+		     INTEGRITY_SLOTS},
+};
+
+CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+	if (!ppExportTable || !pExportTableId)
+		return CUDA_ERROR_INVALID_VALUE;
+	*ppExportTable = NULL;
+	char uuid[37];
+	format_uuid((const uint8_t *)pExportTableId->bytes, uuid);
+	struct export_table *t = NULL;
+	for (unsigned i = 0; i < T_COUNT; i++)
+		if (!memcmp(tables[i].id, pExportTableId->bytes, 16))
+			t = &tables[i];
+	if (tracing() && (!t || !t->traced)) {
+		if (t)
+			t->traced = 1;
+		fprintf(stderr, "xgpu-exptab: table %s %s %s\n", uuid, t ? t->name : "UNKNOWN",
+			t && t->slots ? "offered" : "refused");
+	}
+	if (!t) {
+		xgpu_fe_warn_once(uuid,
+				  "cuGetExportTable: the driver's private table %s is not one xgpu offers "
+				  "(xgpu offers CUDA 13.0's tables; see docs/driver-frontend.md)",
+				  uuid);
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	if (!t->slots)
+		return CUDA_ERROR_NOT_FOUND;
+	*ppExportTable = t->slots;
+	return CUDA_SUCCESS;
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Programs built as most CUDA software is, with nvcc's default static
+# runtime (bin/static/, tests/cuda/static/) and with relocatable device code
+# (bin/rdc/, tests/cuda/rdc/: -rdc=true, what CMake's
+# CUDA_SEPARABLE_COMPILATION builds), run unchanged through xgpu's
+# libcuda.so.1 and a real daemon (sim executor): NVIDIA's runtime inside each
+# program accepts our private tables (docs/driver-frontend.md), loads its
+# fatbin with cuLibraryLoadData and launches through cuLibraryGetKernel. Each
+# program verifies its results, and computes what the -cudart shared build
+# of the same program computes through xgpu's libcudart.so.13.
+. "$(dirname "$0")/lib.bash"
+start_xgpud
+
+# run_ok NAME BUILT_SHARED ARGS...: runs the static and rdc builds, checks
+# each verified its results and printed the shared build's checksum.
+run_ok() {
+	local shared=$1 out want
+	shift
+	want=$(run_cuda "$shared" "$@" 2>&1 | sed -n 's/^RESULT .*verified=yes.*\(checksum=[^ ]*\).*/\1/p')
+	for kind in static rdc; do
+		local prog
+		prog=$(dirname "$shared")/$kind/$(basename "$shared")
+		out=$(run_cuda "$prog" "$@" 2>&1) || {
+			echo "$out"
+			fail "$prog $* failed"
+		}
+		check_clean <(echo "$out") "$prog"
+		echo "$out" | tail -n 1
+		echo "$out" | grep -q "^RESULT .*verified=yes" || {
+			echo "$out"
+			fail "$prog $* did not verify its results"
+		}
+		if [ -n "$want" ]; then
+			echo "$out" | grep -q "^RESULT .*$want" ||
+				fail "$prog $* computed another checksum than the -cudart shared build ($want)"
+		fi
+	done
+}
+
+run_ok "$B/bin/vectorAdd" -n 200000 -i 3
+run_ok "$B/bin/BlackScholes" -n 200000 -i 4
+run_ok "$B/bin/callLatency" -i 100
+run_ok "$B/tests/cuda/unsupported"
+
+# Nothing but the program's own unsupported calls was refused, and the
+# daemon saw the work.
+grep -q "called cuGraphCreate, which xgpu does not support" "$XGPUD_LOG" ||
+	fail "the daemon log does not name the unsupported driver call"
+dom=uid-$(id -u)
+[ "$(dom_stat "$dom" calls)" -gt 100 ] || fail "too few calls recorded"
+wait_for 10 dom_eq "$dom" channels 0 || fail "channels still open"
+[ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after every program exited"
+stop_xgpud
