@@ -12,6 +12,7 @@
  * "drvapi: OK" and exits 0 when every result is right. */
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,60 @@ static void check_proc_address(void)
 	dlclose(lib);
 }
 
+/* The private tables NVIDIA's runtime uses (docs/driver-frontend.md),
+ * called as it calls them; and a table xgpu does not know is refused. */
+static void check_export_tables(CUdevice dev)
+{
+	static const CUuuid unknown = {
+	    {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98, 0x76, 0x54, 0x32, 0x10}};
+	static const CUuuid cudart = {
+	    {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a, 0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9}};
+	static const CUuuid cls = {
+	    {0xc6, 0x93, 0x33, 0x6e, 0x11, 0x21, 0xdf, 0x11, 0xa8, 0xc3, 0x68, 0xf3, 0x55, 0xd8, 0x95, 0x93}};
+	static const CUuuid integrity = {
+	    {0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2}};
+	const void *table = &table;
+	EXPECT(cuGetExportTable(&table, &unknown) == CUDA_ERROR_NOT_FOUND && table == NULL);
+	EXPECT(cuGetExportTable(NULL, &cudart) == CUDA_ERROR_INVALID_VALUE);
+
+	/* CUDART_INTERFACE: slot 0 its size, slot 2 the primary context. */
+	const void *const *t = NULL;
+	CHECK(cuGetExportTable((const void **)&t, &cudart));
+	EXPECT((uintptr_t)t[0] == 10 * sizeof(void *));
+	CUcontext primary = NULL, retained = NULL;
+	CHECK(((CUresult(*)(CUcontext *, CUdevice))t[2])(&primary, dev));
+	CHECK(cuDevicePrimaryCtxRetain(&retained, dev));
+	EXPECT(primary && primary == retained);
+	CHECK(cuDevicePrimaryCtxRelease(dev));
+
+	/* CONTEXT_LOCAL_STORAGE: put, get, delete, get again. */
+	CHECK(cuGetExportTable((const void **)&t, &cls));
+	CUresult (*put)(CUcontext, void *, void *, void *) =
+	    (CUresult(*)(CUcontext, void *, void *, void *))t[0];
+	CUresult (*del)(CUcontext, void *) = (CUresult(*)(CUcontext, void *))t[1];
+	CUresult (*get)(void **, CUcontext, void *) = (CUresult(*)(void **, CUcontext, void *))t[2];
+	int key, value;
+	void *got = NULL;
+	CHECK(put(primary, &key, &value, NULL));
+	CHECK(get(&got, primary, &key));
+	EXPECT(got == &value);
+	CHECK(del(primary, &key));
+	EXPECT(get(&got, primary, &key) != CUDA_SUCCESS);
+	EXPECT(put(NULL, &key, &value, NULL) == CUDA_ERROR_INVALID_CONTEXT); /* none current */
+
+	/* INTEGRITY_CHECK: CUDA 13.0's versions answer, another is refused. */
+	CHECK(cuGetExportTable((const void **)&t, &integrity));
+	CUresult (*check)(uint32_t, uint64_t, uint64_t *) = (CUresult(*)(uint32_t, uint64_t, uint64_t *))t[1];
+	uint64_t a[2] = {0}, b[2] = {0};
+	CHECK(check(13002, 1700000000, a));
+	CHECK(check(13002, 1700000001, b));
+	EXPECT((a[0] || a[1]) && (a[0] != b[0] || a[1] != b[1])); /* the timestamp is hashed */
+	EXPECT(check(13100, 1700000000, a) == CUDA_ERROR_NOT_SUPPORTED);
+	/* A slot xgpu does not implement answers, and names itself. */
+	CHECK(cuGetExportTable((const void **)&t, &cudart));
+	EXPECT(((CUresult(*)(void))t[3])() == CUDA_ERROR_NOT_SUPPORTED);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -138,6 +193,7 @@ int main(int argc, char **argv)
 	CHECK(cuDeviceGetUuid(&uuid, dev));
 	printf("drvapi: device 0: %s, sm_%d%d, %zu MiB\n", name, major, minor, total >> 20);
 	check_proc_address();
+	check_export_tables(dev);
 
 	/* Without a current context, memory calls fail as CUDA's do. */
 	CUdeviceptr none;

@@ -29,6 +29,16 @@ msg="cuMemAllocManaged is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPO
 grep -q "called cuMemAllocManaged, which xgpu does not support" "$XGPUD_LOG" ||
 	fail "the daemon log does not name the unsupported driver call"
 
+# A private table xgpu does not know, an integrity-check version other than
+# CUDA 13.0's and an unimplemented slot are each refused with a message that
+# names them.
+grep -q "private table 01234567-89ab-cdef-fedc-ba9876543210 is not one xgpu offers" "$T/drvapi.err" ||
+	fail "an unknown export table was not named"
+grep -q "integrity check version 13100; xgpu knows CUDA 13.0's" "$T/drvapi.err" ||
+	fail "an unknown integrity-check version was not named"
+grep -q "slot 3 of the driver's private table CUDART_INTERFACE (6bd5fb6c-5bf4-e74a-8987-d93912fd9df9) is not implemented" "$T/drvapi.err" ||
+	fail "an unimplemented export-table slot was not named"
+
 # A -cudart shared program that also calls the driver API (through
 # cudaGetDriverEntryPointByVersion): one channel, one handle space.
 out=$(run_cuda "$B/tests/cuda/mixed" 2>&1) || {
