@@ -297,14 +297,15 @@ $(OBJ)/gen/cuda_stubs.o: $(CUDA_STUBS_C)
 	$(call say,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend/driver -c $< -o $@
 
-# errors.o: the error descriptions cuGetErrorString shares with the runtime.
-$(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/errors.o $(COMMON_A) $(OBJ)/gen/cuda_stubs.o \
+# errors.o: the error descriptions cuGetErrorString shares with the runtime;
+# devprop.o: the launch-configuration check both frontends make.
+$(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/errors.o $(OBJ)/frontend/devprop.o $(COMMON_A) $(OBJ)/gen/cuda_stubs.o \
 		frontend/driver/libcuda.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=frontend/driver/libcuda.map \
 		-Wl,--whole-archive $(DRIVER_A) -Wl,--no-whole-archive $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/errors.o \
-		$(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+		$(OBJ)/frontend/devprop.o $(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
 $(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
 	@mkdir -p $(dir $@)

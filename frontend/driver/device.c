@@ -446,6 +446,34 @@ CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 	return CUDA_SUCCESS;
 }
 
+CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+	struct xgpu_client *c;
+	if (!pvalue)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_LIMIT_GET req = {.limit = (uint32_t)limit};
+	struct xgpu_rsp_LIMIT_GET rsp;
+	int e = xgpu_call_LIMIT_GET(c, &req, &rsp);
+	if (!e)
+		*pvalue = rsp.value;
+	return e == cudaErrorNotSupported ? CUDA_ERROR_UNSUPPORTED_LIMIT : xgpu_drv_result(e);
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_LIMIT_SET req = {.limit = (uint32_t)limit, .value = value};
+	struct xgpu_rsp_LIMIT_SET rsp;
+	int e = xgpu_call_LIMIT_SET(c, &req, &rsp);
+	return e == cudaErrorNotSupported ? CUDA_ERROR_UNSUPPORTED_LIMIT : xgpu_drv_result(e);
+}
+
 CUresult xgpu_drv_sync(struct xgpu_client *c)
 {
 	struct xgpu_req_DEVICE_SYNC req = {0};

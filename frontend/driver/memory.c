@@ -8,6 +8,7 @@
  * host-to-device copy of the range. */
 #include "driver.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -237,3 +238,147 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int ui, size_t n, CUstream s
 }
 CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstream stream)
     XGPU_ALIAS(cuMemsetD32Async);
+
+/* ---- page-locked host memory -------------------------------------------- */
+
+/* Host memory the program asks the driver for is ordinary memory here: a
+ * guest's pages cannot be pinned for the daemon's GPU, and copies from it
+ * go through the channel's data areas like any other, correct if not
+ * zero-copy. The driver still tracks it, so freeing a pointer it did not
+ * allocate and asking for its flags answer as CUDA's do. */
+struct host_block {
+	void *ptr;
+	size_t size;
+	unsigned flags;
+	bool registered; /* the program's own memory (cuMemHostRegister) */
+	struct host_block *next;
+};
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct host_block *host_blocks;
+
+static CUresult host_track(void *ptr, size_t size, unsigned flags, bool registered)
+{
+	struct host_block *b = calloc(1, sizeof *b);
+	if (!b)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*b = (struct host_block){.ptr = ptr, .size = size, .flags = flags, .registered = registered};
+	pthread_mutex_lock(&host_lock);
+	b->next = host_blocks;
+	host_blocks = b;
+	pthread_mutex_unlock(&host_lock);
+	return CUDA_SUCCESS;
+}
+
+/* Removes the block starting at ptr (registered or not, as asked). */
+static bool host_untrack(void *ptr, bool registered)
+{
+	pthread_mutex_lock(&host_lock);
+	struct host_block **b = &host_blocks;
+	while (*b && ((*b)->ptr != ptr || (*b)->registered != registered))
+		b = &(*b)->next;
+	struct host_block *gone = *b;
+	if (gone)
+		*b = gone->next;
+	pthread_mutex_unlock(&host_lock);
+	free(gone);
+	return gone != NULL;
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+	struct xgpu_client *c;
+	if (!pp || (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
+					 CU_MEMHOSTALLOC_WRITECOMBINED)))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (!bytesize)
+		return CUDA_ERROR_INVALID_VALUE;
+	void *p = NULL;
+	size_t rounded = (bytesize + 4095) & ~(size_t)4095;
+	if (rounded < bytesize || posix_memalign(&p, 4096, rounded))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = host_track(p, rounded, Flags, false);
+	if (r) {
+		free(p);
+		return r;
+	}
+	*pp = p;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocHost(void **pp, size_t bytesize)
+{
+	return cuMemHostAlloc(pp, bytesize, 0);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	if (!p || !host_untrack(p, false))
+		return CUDA_ERROR_INVALID_VALUE;
+	free(p);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
+{
+	if (!pFlags)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&host_lock);
+	for (struct host_block *b = host_blocks; b; b = b->next)
+		if ((uintptr_t)p >= (uintptr_t)b->ptr && (uintptr_t)p - (uintptr_t)b->ptr < b->size) {
+			*pFlags = b->flags;
+			r = CUDA_SUCCESS;
+			break;
+		}
+	pthread_mutex_unlock(&host_lock);
+	return r;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	struct xgpu_client *c;
+	if (!p || !bytesize)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	pthread_mutex_lock(&host_lock);
+	for (struct host_block *b = host_blocks; b; b = b->next)
+		if ((uintptr_t)p < (uintptr_t)b->ptr + b->size && (uintptr_t)b->ptr < (uintptr_t)p + bytesize)
+			r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+	pthread_mutex_unlock(&host_lock);
+	return r ? r : host_track(p, bytesize, Flags, true);
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	return p && host_untrack(p, true) ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+/* cuda.h renames these to their current ABI; the old names take the same
+ * arguments. */
+#undef cuMemAllocHost
+#undef cuMemHostRegister
+CUresult cuMemAllocHost(void **pp, unsigned int bytesize);
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
+
+CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
+{
+	return cuMemAllocHost_v2(pp, bytesize);
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+	return cuMemHostRegister_v2(p, bytesize, Flags);
+}

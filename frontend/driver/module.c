@@ -10,6 +10,7 @@
  * is the same), and a CUkernel is the same object as the CUfunction it
  * yields: CUDA lets a CUkernel be passed wherever a CUfunction is expected. */
 #include "cuimage.h"
+#include "devprop.h"
 #include "driver.h"
 #include "fatbin.h"
 
@@ -366,6 +367,58 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
 	return xgpu_drv_result(xgpu_call_FUNC_SET_ATTRIBUTE(c, &req, &rsp));
 }
 
+/* Cache configuration is a hint Hopper ignores, as the runtime frontend
+ * treats it (cudaFuncSetCacheConfig). */
+CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+	if (!as_func(hfunc))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return (unsigned)config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A CUkernel is its CUfunction here, on the channel's one device; dev
+ * names which device's copy the program means, and must be a device. */
+static CUresult kernel_device(CUdevice dev)
+{
+	int n;
+	CUresult r = cuDeviceGetCount(&n);
+	return r ? r : dev >= 0 && dev < n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
+{
+	CUresult r = kernel_device(dev);
+	return r ? r : cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
+}
+
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev)
+{
+	CUresult r = kernel_device(dev);
+	return r ? r : cuFuncSetAttribute((CUfunction)kernel, attrib, val);
+}
+
+CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+{
+	CUresult r = kernel_device(dev);
+	return r ? r : cuFuncSetCacheConfig((CUfunction)kernel, config);
+}
+
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct drv_func *f = as_func(hfunc);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*name = f->kinfo->name;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetName(const char **name, CUkernel kernel)
+{
+	return cuFuncGetName(name, (CUfunction)kernel);
+}
+
 CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
 {
 	struct drv_func *f = as_func(func);
@@ -449,8 +502,19 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
 	const struct xgpu_kernel_info *k = f->kinfo;
-	if (!gridX || !gridY || !gridZ || !blockX || !blockY || !blockZ)
-		return CUDA_ERROR_INVALID_VALUE;
+	/* A configuration no kernel can run with on this device answers 9, the
+	 * number of cudaErrorInvalidConfiguration, which no CUresult names:
+	 * NVIDIA's runtime (static and shared) does not check the configuration
+	 * itself, hands cuLaunchKernel's result to the program unchanged, and its
+	 * programs see cudaErrorInvalidConfiguration for these launches, so that
+	 * is what the driver answers it. */
+	const struct xgpu_drv_devinfo *di;
+	r = xgpu_drv_devinfo(&di);
+	if (r)
+		return r;
+	const uint32_t grid[3] = {gridX, gridY, gridZ}, block[3] = {blockX, blockY, blockZ};
+	if (xgpu_launch_config_check(di->attrs, di->nattrs, grid, block, sharedMemBytes))
+		return (CUresult)cudaErrorInvalidConfiguration;
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
 	if (k->param_bytes > sizeof params || (kernelParams && extra))
 		return CUDA_ERROR_INVALID_VALUE;
@@ -485,7 +549,8 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 	struct xgpu_rpc rpc = xgpu_rpc_LAUNCH(&req, &rsp);
 	rpc.out = params;
 	rpc.out_len = k->param_bytes;
-	return xgpu_drv_result(xgpu_rpc(c, &rpc));
+	int e = xgpu_rpc(c, &rpc);
+	return e == cudaErrorInvalidConfiguration ? (CUresult)e : xgpu_drv_result(e);
 }
 CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
 			     unsigned int blockX, unsigned int blockY, unsigned int blockZ,
