@@ -241,27 +241,36 @@ CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int ui, size_t n, CUstr
 
 /* ---- page-locked host memory -------------------------------------------- */
 
-/* Host memory the program asks the driver for is ordinary memory here: a
- * guest's pages cannot be pinned for the daemon's GPU, and copies from it
- * go through the channel's data areas like any other, correct if not
- * zero-copy. The driver still tracks it, so freeing a pointer it did not
- * allocate and asking for its flags answer as CUDA's do. */
+/* Page-locked memory is a segment shared with the daemon, registered there
+ * as the runtime's cudaHostAlloc does, so it counts against the domain's
+ * pinned budget (xgpud --pinned-limit). Copies from it go through the
+ * channel's data areas like any other: correct, if not zero-copy. Memory the
+ * program registers (cuMemHostRegister) stays its own and is only tracked,
+ * so that freeing, unregistering and asking for flags answer as CUDA's do. */
 struct host_block {
 	void *ptr;
 	size_t size;
 	unsigned flags;
-	bool registered; /* the program's own memory (cuMemHostRegister) */
+	bool registered;     /* the program's own memory (cuMemHostRegister) */
+	xgpu_handle_t seg;   /* the daemon's registration of a shared segment */
+	unsigned generation; /* xgpu_fork_generation it was registered in */
 	struct host_block *next;
 };
 static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct host_block *host_blocks;
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static CUresult host_track(void *ptr, size_t size, unsigned flags, bool registered)
+static CUresult host_track(void *ptr, size_t size, unsigned flags, bool registered, xgpu_handle_t seg)
 {
 	struct host_block *b = calloc(1, sizeof *b);
 	if (!b)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*b = (struct host_block){.ptr = ptr, .size = size, .flags = flags, .registered = registered};
+	*b = (struct host_block){.ptr = ptr,
+				 .size = size,
+				 .flags = flags,
+				 .registered = registered,
+				 .seg = seg,
+				 .generation = xgpu_fork_generation};
 	pthread_mutex_lock(&host_lock);
 	b->next = host_blocks;
 	host_blocks = b;
@@ -269,8 +278,9 @@ static CUresult host_track(void *ptr, size_t size, unsigned flags, bool register
 	return CUDA_SUCCESS;
 }
 
-/* Removes the block starting at ptr (registered or not, as asked). */
-static bool host_untrack(void *ptr, bool registered)
+/* Removes the block starting at ptr (registered or not, as asked) into
+ * *out; false if there is none. */
+static bool host_untrack(void *ptr, bool registered, struct host_block *out)
 {
 	pthread_mutex_lock(&host_lock);
 	struct host_block **b = &host_blocks;
@@ -280,6 +290,8 @@ static bool host_untrack(void *ptr, bool registered)
 	if (gone)
 		*b = gone->next;
 	pthread_mutex_unlock(&host_lock);
+	if (gone)
+		*out = *gone;
 	free(gone);
 	return gone != NULL;
 }
@@ -288,7 +300,7 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
 	struct xgpu_client *c;
 	if (!pp || (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
-					 CU_MEMHOSTALLOC_WRITECOMBINED)))
+					CU_MEMHOSTALLOC_WRITECOMBINED)))
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r)
@@ -296,12 +308,31 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 	if (!bytesize)
 		return CUDA_ERROR_INVALID_VALUE;
 	void *p = NULL;
+	uint64_t token;
 	size_t rounded = (bytesize + 4095) & ~(size_t)4095;
-	if (rounded < bytesize || posix_memalign(&p, 4096, rounded))
+	if (rounded < bytesize)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	r = host_track(p, rounded, Flags, false);
+	/* Sharing and registering are two messages; one allocation at a time
+	 * keeps the daemon from holding more than one unclaimed share of ours. */
+	pthread_mutex_lock(&share_lock);
+	int e = xgpu_client_share(c, rounded, &p, &token);
+	struct xgpu_rsp_SEG_REGISTER rsp = {0};
+	if (!e) {
+		struct xgpu_req_SEG_REGISTER req = {.token = token, .size = rounded};
+		e = xgpu_call_SEG_REGISTER(c, &req, &rsp);
+		if (e)
+			xgpu_client_unshare(c, p, rounded);
+	}
+	pthread_mutex_unlock(&share_lock);
+	if (e)
+		return e == cudaErrorInvalidValue || e == cudaErrorMemoryAllocation ? CUDA_ERROR_OUT_OF_MEMORY
+										    : xgpu_drv_result(e);
+	r = host_track(p, rounded, Flags, false, rsp.seg);
 	if (r) {
-		free(p);
+		struct xgpu_req_SEG_UNREGISTER req = {.seg = rsp.seg};
+		struct xgpu_rsp_SEG_UNREGISTER ursp;
+		xgpu_call_SEG_UNREGISTER(c, &req, &ursp);
+		xgpu_client_unshare(c, p, rounded);
 		return r;
 	}
 	*pp = p;
@@ -319,10 +350,17 @@ CUresult cuMemFreeHost(void *p)
 	CUresult r = xgpu_drv_client(&c);
 	if (r)
 		return r;
-	if (!p || !host_untrack(p, false))
+	struct host_block b;
+	if (!p || !host_untrack(p, false, &b))
 		return CUDA_ERROR_INVALID_VALUE;
-	free(p);
-	return CUDA_SUCCESS;
+	/* After a fork the registration is the parent's, on its channel. */
+	if (b.generation == xgpu_fork_generation) {
+		struct xgpu_req_SEG_UNREGISTER req = {.seg = b.seg};
+		struct xgpu_rsp_SEG_UNREGISTER rsp;
+		r = xgpu_drv_result(xgpu_call_SEG_UNREGISTER(c, &req, &rsp));
+	}
+	xgpu_client_unshare(c, b.ptr, b.size);
+	return r;
 }
 
 CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
@@ -354,7 +392,7 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 		if ((uintptr_t)p < (uintptr_t)b->ptr + b->size && (uintptr_t)b->ptr < (uintptr_t)p + bytesize)
 			r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
 	pthread_mutex_unlock(&host_lock);
-	return r ? r : host_track(p, bytesize, Flags, true);
+	return r ? r : host_track(p, bytesize, Flags, true, 0);
 }
 
 CUresult cuMemHostUnregister(void *p)
@@ -363,7 +401,8 @@ CUresult cuMemHostUnregister(void *p)
 	CUresult r = xgpu_drv_client(&c);
 	if (r)
 		return r;
-	return p && host_untrack(p, true) ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+	struct host_block b;
+	return p && host_untrack(p, true, &b) ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
 /* cuda.h renames these to their current ABI; the old names take the same

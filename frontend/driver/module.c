@@ -60,12 +60,15 @@ static struct drv_func *as_func(const void *f)
 	return fn && fn->magic == FUNC_MAGIC ? (struct drv_func *)fn : NULL;
 }
 
-static CUresult load(CUmodule *out, const void *image)
+/* Modules belong to the current context; libraries (CUDA 12) to none, and
+ * NVIDIA's runtime loads them before it makes a context current. The
+ * daemon's side is the channel's one context either way. */
+static CUresult load(CUmodule *out, const void *image, bool needs_context)
 {
 	struct xgpu_client *c;
 	if (!out || !image)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	CUresult r = needs_context ? xgpu_drv_client_ctx(&c) : xgpu_drv_client(&c);
 	if (r)
 		return r;
 	struct xgpu_cuimage img;
@@ -105,7 +108,7 @@ static CUresult load(CUmodule *out, const void *image)
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
-	return load(module, image);
+	return load(module, image, true);
 }
 
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
@@ -113,12 +116,12 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
 {
 	/* JIT options tune or report a PTX compile the daemon's driver does;
 	 * none changes what the module contains. */
-	return load(module, image);
+	return load(module, image, true);
 }
 
 CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
 {
-	return load(module, fatCubin);
+	return load(module, fatCubin, true);
 }
 
 static CUresult unload(CUmodule m)
@@ -159,12 +162,12 @@ static CUresult name_rpc(struct xgpu_client *c, struct xgpu_rpc *rpc, const char
 	return xgpu_drv_result(xgpu_rpc(c, rpc));
 }
 
-static CUresult get_function(struct drv_func **out, CUmodule m, const char *name)
+static CUresult get_function(struct drv_func **out, CUmodule m, const char *name, bool needs_context)
 {
 	struct xgpu_client *c;
 	if (!out || !name)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	CUresult r = needs_context ? xgpu_drv_client_ctx(&c) : xgpu_drv_client(&c);
 	if (r)
 		return r;
 	if (!valid_module(m))
@@ -207,7 +210,7 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 	struct drv_func *f = NULL;
 	if (!hfunc)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = get_function(&f, hmod, name);
+	CUresult r = get_function(&f, hmod, name, true);
 	if (!r)
 		*hfunc = (CUfunction)f;
 	return r;
@@ -271,7 +274,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 	CUlibrary l = calloc(1, sizeof *l);
 	if (!l)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	CUresult r = load(&l->mod, code);
+	CUresult r = load(&l->mod, code, false);
 	if (r) {
 		free(l);
 		return r;
@@ -308,7 +311,7 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *na
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!valid_library(library))
 		return CUDA_ERROR_INVALID_HANDLE;
-	CUresult r = get_function(&f, library->mod, name);
+	CUresult r = get_function(&f, library->mod, name, false);
 	if (!r)
 		*pKernel = (CUkernel)f;
 	return r;

@@ -48,7 +48,11 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
 		       CUdriverProcAddressQueryResult *status)
 {
 	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	CUresult r = CUDA_ERROR_NOT_FOUND;
+	/* cuda.h: a symbol that is not found, or has no ABI for cudaVersion, is
+	 * CUDA_SUCCESS with *pfn NULL, and the status says which; a version newer
+	 * than this driver's is CUDA_ERROR_INVALID_VALUE. NVIDIA's runtime passes
+	 * the result on from cudaGetDriverEntryPoint. */
+	CUresult r = CUDA_SUCCESS;
 	if (!symbol || !pfn ||
 	    (flags & ~(cuuint64_t)(CU_GET_PROC_ADDRESS_LEGACY_STREAM |
 				   CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))) {
@@ -56,6 +60,10 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
 		goto out;
 	}
 	*pfn = NULL;
+	if (cudaVersion > XGPU_DRV_VERSION) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		goto out;
+	}
 	int row = first_row(symbol);
 	if (row < 0)
 		goto out;
@@ -70,7 +78,6 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
 	bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && best->per_thread;
 	*pfn = (void *)(per_thread ? best->per_thread : best->fn);
 	st = CU_GET_PROC_ADDRESS_SUCCESS;
-	r = CUDA_SUCCESS;
 out:
 	if (status)
 		*status = st;

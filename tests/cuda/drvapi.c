@@ -99,10 +99,14 @@ static void check_proc_address(void)
 	}
 	void *fn = &fn;
 	CUdriverProcAddressQueryResult st;
-	EXPECT(cuGetProcAddress("cuNoSuchFunction", &fn, 13000, 0, &st) == CUDA_ERROR_NOT_FOUND);
+	/* cuda.h: not found is CUDA_SUCCESS with a NULL pointer and a status. */
+	EXPECT(cuGetProcAddress("cuNoSuchFunction", &fn, 13000, 0, &st) == CUDA_SUCCESS);
 	EXPECT(st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND && fn == NULL);
-	EXPECT(cuGetProcAddress("cuLibraryLoadData", &fn, 11000, 0, &st) == CUDA_ERROR_NOT_FOUND);
-	EXPECT(st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	fn = &fn;
+	EXPECT(cuGetProcAddress("cuLibraryLoadData", &fn, 11000, 0, &st) == CUDA_SUCCESS);
+	EXPECT(st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT && fn == NULL);
+	/* A version newer than the driver's is an error. */
+	EXPECT(cuGetProcAddress("cuMemAlloc", &fn, 13010, 0, &st) == CUDA_ERROR_INVALID_VALUE);
 	dlclose(lib);
 }
 

@@ -37,10 +37,14 @@ run_ok() {
 	done
 }
 
+# First: the daemon's warnings are rate-limited per domain, and errors logs many.
+run_ok "$B/tests/cuda/unsupported"
 run_ok "$B/bin/vectorAdd" -n 200000 -i 3
 run_ok "$B/bin/BlackScholes" -n 200000 -i 4
 run_ok "$B/bin/callLatency" -i 100
-run_ok "$B/tests/cuda/unsupported"
+run_ok "$B/tests/cuda/userapp"
+run_ok "$B/tests/cuda/errors"
+run_ok "$B/tests/cuda/mixed"
 
 # Nothing but the program's own unsupported calls was refused, and the
 # daemon saw the work.
@@ -50,4 +54,14 @@ dom=uid-$(id -u)
 [ "$(dom_stat "$dom" calls)" -gt 100 ] || fail "too few calls recorded"
 wait_for 10 dom_eq "$dom" channels 0 || fail "channels still open"
 [ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after every program exited"
+stop_xgpud
+
+# The domain's budgets hold for them too: page-locked memory (cuMemHostAlloc),
+# the device heap (cuCtxSetLimit) and a library's device variables
+# (cuLibraryLoadData, before the runtime makes a context current).
+start_xgpud --mem-limit 64M --pinned-limit 8M
+run_ok "$B/tests/cuda/bigglobal" # before limits, whose refusals use up the warnings
+run_ok "$B/tests/cuda/limits"
+grep -q "pinned allocation of 16.0 MiB refused" "$XGPUD_LOG" || fail "pinned refusal not logged"
+grep -qE "module refused: its variables need 13421[0-9]{4} bytes" "$XGPUD_LOG" || fail "module charge not logged"
 stop_xgpud
