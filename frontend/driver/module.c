@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #define XGPU_ALIAS(name) __attribute__((alias(#name)))
 #define MODULE_MAGIC 0x786d6f64u  /* "xmod" */
@@ -30,8 +32,15 @@ struct drv_func;
 struct CUmod_st {
 	uint32_t magic;
 	xgpu_handle_t remote;
+	unsigned generation; /* xgpu_fork_generation remote belongs to */
 	struct xgpu_fatbin_info info;
 	struct drv_func *funcs; /* resolved so far, freed with the module */
+	/* The image, to load again in a forked child (its own channel): the
+	 * program's (checked against hash before use) or our own conversion. */
+	const uint8_t *image;
+	size_t len;
+	uint64_t hash;
+	uint8_t *owned;
 };
 
 struct drv_func {
@@ -39,6 +48,7 @@ struct drv_func {
 	struct CUmod_st *mod;
 	const struct xgpu_kernel_info *kinfo;
 	xgpu_handle_t remote;
+	unsigned generation;
 	struct drv_func *next;
 };
 
@@ -48,6 +58,16 @@ struct CUlib_st {
 };
 
 static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held while a forked child loads its parent's modules again. */
+static pthread_mutex_t refork_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t image_hash(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
 
 static bool valid_module(CUmodule m)
 {
@@ -94,15 +114,89 @@ static CUresult load(CUmodule *out, const void *image, bool needs_context)
 	rpc.out = img.fatbin;
 	rpc.out_len = img.len;
 	r = xgpu_drv_result(xgpu_rpc(c, &rpc));
-	free(img.owned);
 	if (r) {
+		free(img.owned);
 		xgpu_fatbin_free(&m->info);
 		free(m);
 		return r;
 	}
 	m->magic = MODULE_MAGIC;
 	m->remote = rsp.module;
+	m->generation = xgpu_fork_generation;
+	m->image = img.fatbin;
+	m->len = img.len;
+	m->hash = image_hash(img.fatbin, img.len);
+	m->owned = img.owned;
 	*out = m;
+	return CUDA_SUCCESS;
+}
+
+/* The daemon's handle for m on this process's channel. A forked child has a
+ * channel of its own (as with the runtime frontend), so a module its parent
+ * loaded is loaded again there, from the image if the program still has
+ * it unchanged: read with process_vm_readv, which fails instead of
+ * faulting when the memory is gone. */
+static CUresult module_remote(struct xgpu_client *c, CUmodule m, xgpu_handle_t *out)
+{
+	CUresult r = CUDA_SUCCESS;
+	pthread_mutex_lock(&refork_lock);
+	if (m->generation != xgpu_fork_generation) {
+		uint8_t *copy = malloc(m->len);
+		struct iovec local = {copy, m->len}, remote = {(void *)m->image, m->len};
+		if (!copy) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		} else if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)m->len ||
+			   image_hash(copy, m->len) != m->hash) {
+			xgpu_fe_warn_once("refork",
+					  "a module loaded before fork() cannot be used in the child: "
+					  "its image is no longer in memory; load it again in the child");
+			r = CUDA_ERROR_INVALID_HANDLE;
+		} else {
+			struct xgpu_req_MODULE_LOAD req = {0};
+			struct xgpu_rsp_MODULE_LOAD rsp;
+			struct xgpu_rpc rpc = xgpu_rpc_MODULE_LOAD(&req, &rsp);
+			rpc.out = copy;
+			rpc.out_len = m->len;
+			r = xgpu_drv_result(xgpu_rpc(c, &rpc));
+			if (!r) {
+				m->remote = rsp.module;
+				m->generation = xgpu_fork_generation;
+			}
+		}
+		free(copy);
+	}
+	*out = m->remote;
+	pthread_mutex_unlock(&refork_lock);
+	return r;
+}
+
+/* The daemon's handle for f, resolved again in a forked child. */
+static CUresult func_remote(struct xgpu_client *c, struct drv_func *f, xgpu_handle_t *out)
+{
+	pthread_mutex_lock(&refork_lock);
+	bool stale = f->generation != xgpu_fork_generation;
+	pthread_mutex_unlock(&refork_lock);
+	if (stale) {
+		xgpu_handle_t module;
+		CUresult r = module_remote(c, f->mod, &module);
+		if (r)
+			return r;
+		struct xgpu_req_MODULE_GET_FUNCTION req = {.module = module};
+		struct xgpu_rsp_MODULE_GET_FUNCTION rsp;
+		struct xgpu_rpc rpc = xgpu_rpc_MODULE_GET_FUNCTION(&req, &rsp);
+		rpc.out = f->kinfo->name;
+		rpc.out_len = strlen(f->kinfo->name) + 1;
+		r = xgpu_drv_result(xgpu_rpc(c, &rpc));
+		if (r)
+			return r;
+		pthread_mutex_lock(&refork_lock);
+		f->remote = rsp.func;
+		f->generation = xgpu_fork_generation;
+		pthread_mutex_unlock(&refork_lock);
+	}
+	pthread_mutex_lock(&refork_lock);
+	*out = f->remote;
+	pthread_mutex_unlock(&refork_lock);
 	return CUDA_SUCCESS;
 }
 
@@ -132,9 +226,13 @@ static CUresult unload(CUmodule m)
 		return r;
 	if (!valid_module(m))
 		return CUDA_ERROR_INVALID_HANDLE;
-	struct xgpu_req_MODULE_UNLOAD req = {.module = m->remote};
-	struct xgpu_rsp_MODULE_UNLOAD rsp;
-	r = xgpu_drv_result(xgpu_call_MODULE_UNLOAD(c, &req, &rsp));
+	/* A module of the parent's, never loaded again here, has nothing to
+	 * unload on this channel. */
+	if (m->generation == xgpu_fork_generation) {
+		struct xgpu_req_MODULE_UNLOAD req = {.module = m->remote};
+		struct xgpu_rsp_MODULE_UNLOAD rsp;
+		r = xgpu_drv_result(xgpu_call_MODULE_UNLOAD(c, &req, &rsp));
+	}
 	pthread_mutex_lock(&module_lock);
 	for (struct drv_func *f = m->funcs, *next; f; f = next) {
 		next = f->next;
@@ -144,6 +242,7 @@ static CUresult unload(CUmodule m)
 	pthread_mutex_unlock(&module_lock);
 	m->magic = 0;
 	xgpu_fatbin_free(&m->info);
+	free(m->owned);
 	free(m);
 	return r;
 }
@@ -183,7 +282,10 @@ static CUresult get_function(struct drv_func **out, CUmodule m, const char *name
 			return CUDA_SUCCESS;
 		}
 	pthread_mutex_unlock(&module_lock);
-	struct xgpu_req_MODULE_GET_FUNCTION req = {.module = m->remote};
+	struct xgpu_req_MODULE_GET_FUNCTION req = {0};
+	r = module_remote(c, m, &req.module);
+	if (r)
+		return r;
 	struct xgpu_rsp_MODULE_GET_FUNCTION rsp;
 	struct xgpu_rpc rpc = xgpu_rpc_MODULE_GET_FUNCTION(&req, &rsp);
 	r = name_rpc(c, &rpc, name);
@@ -196,7 +298,11 @@ static CUresult get_function(struct drv_func **out, CUmodule m, const char *name
 	struct drv_func *f = calloc(1, sizeof *f);
 	if (!f)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*f = (struct drv_func){.magic = FUNC_MAGIC, .mod = m, .kinfo = k, .remote = rsp.func};
+	*f = (struct drv_func){.magic = FUNC_MAGIC,
+			       .mod = m,
+			       .kinfo = k,
+			       .remote = rsp.func,
+			       .generation = xgpu_fork_generation};
 	pthread_mutex_lock(&module_lock);
 	f->next = m->funcs;
 	m->funcs = f;
@@ -226,7 +332,10 @@ CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, cons
 		return r;
 	if (!valid_module(hmod))
 		return CUDA_ERROR_INVALID_HANDLE;
-	struct xgpu_req_MODULE_GET_GLOBAL req = {.module = hmod->remote};
+	struct xgpu_req_MODULE_GET_GLOBAL req = {0};
+	r = module_remote(c, hmod, &req.module);
+	if (r)
+		return r;
 	struct xgpu_rsp_MODULE_GET_GLOBAL rsp;
 	struct xgpu_rpc rpc = xgpu_rpc_MODULE_GET_GLOBAL(&req, &rsp);
 	r = name_rpc(c, &rpc, name);
@@ -348,7 +457,9 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
 	struct drv_func *f = as_func(hfunc);
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
-	struct xgpu_req_FUNC_GET_ATTRIBUTE req = {.func = f->remote, .attr = attrib};
+	struct xgpu_req_FUNC_GET_ATTRIBUTE req = {.attr = attrib};
+	if ((r = func_remote(c, f, &req.func)))
+		return r;
 	struct xgpu_rsp_FUNC_GET_ATTRIBUTE rsp;
 	r = xgpu_drv_result(xgpu_call_FUNC_GET_ATTRIBUTE(c, &req, &rsp));
 	if (!r)
@@ -365,7 +476,9 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
 	struct drv_func *f = as_func(hfunc);
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
-	struct xgpu_req_FUNC_SET_ATTRIBUTE req = {.func = f->remote, .attr = attrib, .value = value};
+	struct xgpu_req_FUNC_SET_ATTRIBUTE req = {.attr = attrib, .value = value};
+	if ((r = func_remote(c, f, &req.func)))
+		return r;
 	struct xgpu_rsp_FUNC_SET_ATTRIBUTE rsp;
 	return xgpu_drv_result(xgpu_call_FUNC_SET_ATTRIBUTE(c, &req, &rsp));
 }
@@ -454,7 +567,9 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CU
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
 	struct xgpu_req_OCCUPANCY req = {
-	    .func = f->remote, .block_size = blockSize, .dynamic_smem = dynamicSMemSize, .flags = flags};
+	    .block_size = blockSize, .dynamic_smem = dynamicSMemSize, .flags = flags};
+	if ((r = func_remote(c, f, &req.func)))
+		return r;
 	struct xgpu_rsp_OCCUPANCY rsp;
 	r = xgpu_drv_result(xgpu_call_OCCUPANCY(c, &req, &rsp));
 	if (!r)
@@ -543,7 +658,10 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 			memcpy(params + k->params[i].offset, kernelParams[i], k->params[i].size);
 		}
 	}
-	struct xgpu_req_LAUNCH req = {.func = f->remote,
+	xgpu_handle_t remote_func;
+	if ((r = func_remote(c, f, &remote_func)))
+		return r;
+	struct xgpu_req_LAUNCH req = {.func = remote_func,
 				      .grid = {gridX, gridY, gridZ},
 				      .block = {blockX, blockY, blockZ},
 				      .shared_bytes = sharedMemBytes,

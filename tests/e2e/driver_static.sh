@@ -45,6 +45,9 @@ run_ok "$B/bin/callLatency" -i 100
 run_ok "$B/tests/cuda/userapp"
 run_ok "$B/tests/cuda/errors"
 run_ok "$B/tests/cuda/mixed"
+# Threads, and a fork whose child computes on a channel of its own: the
+# driver frontend loads the parent's libraries again there.
+run_ok "$B/tests/cuda/threads"
 
 # Nothing but the program's own unsupported calls was refused, and the
 # daemon saw the work.
