@@ -404,9 +404,10 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
 	if (k->param_bytes > sizeof params || (k->nparams && !args))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
-	/* The real runtime refuses a configuration no kernel could run with
-	 * itself, as cudaErrorInvalidConfiguration; sent on, the driver would
-	 * answer CUDA_ERROR_INVALID_VALUE, another error. */
+	/* A configuration no kernel could run with is
+	 * cudaErrorInvalidConfiguration, as NVIDIA's runtime reports it (its
+	 * driver answers that number; frontend/driver/module.c); refused here,
+	 * before anything is sent. */
 	const struct xgpu_devinfo *di;
 	cudaError_t e = xgpu_rt_devinfo(&di);
 	if (e)
