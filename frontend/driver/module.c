@@ -577,6 +577,69 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CU
 	return r;
 }
 
+/* The dynamic shared memory each of numBlocks blocks of blockSize threads
+ * may have on one multiprocessor: its shared memory split between them, less
+ * what the hardware reserves per block and the kernel's static share, within
+ * the per-block maximum. */
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func, int numBlocks,
+						 int blockSize)
+{
+	if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct xgpu_drv_devinfo *di;
+	CUresult r = xgpu_drv_devinfo(&di);
+	if (r)
+		return r;
+	int static_smem = 0;
+	if ((r = cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func)))
+		return r;
+	int per_sm = 0, reserved = 0, optin = 0, threads_per_sm = 0;
+	CUdevice dev = 0;
+	if ((r = cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+				      dev)) ||
+	    (r = cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+				      dev)) ||
+	    (r = cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev)) ||
+	    (r = cuDeviceGetAttribute(&threads_per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+				      dev)))
+		return r;
+	int64_t avail = 0;
+	if ((int64_t)numBlocks * blockSize <= threads_per_sm) {
+		avail = per_sm / numBlocks - reserved;
+		if (avail > optin)
+			avail = optin;
+		avail -= static_smem;
+	}
+	*dynamicSmemSize = avail > 0 ? (size_t)avail : 0;
+	return CUDA_SUCCESS;
+}
+
+/* Clusters that fit on the device at once: the blocks that fit per
+ * multiprocessor over all of them, in clusters of the launch's size (an
+ * upper bound: a cluster must also fit within one GPC). */
+CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
+{
+	if (!numClusters || !config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	uint64_t cluster = 1;
+	for (unsigned i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+			const CUlaunchAttributeValue *v = &config->attrs[i].value;
+			cluster = (uint64_t)v->clusterDim.x * v->clusterDim.y * v->clusterDim.z;
+		}
+	uint64_t threads = (uint64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
+	if (!cluster || !threads || threads > INT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	int per_sm = 0, sms = 0;
+	CUresult r = cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&per_sm, func, (int)threads,
+									  config->sharedMemBytes, 0);
+	if (!r)
+		r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+	if (!r)
+		*numClusters = (int)((uint64_t)per_sm * (uint64_t)sms / cluster);
+	return r;
+}
+
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
 						     size_t dynamicSMemSize)
 {

@@ -227,6 +227,32 @@ int main(int argc, char **argv)
 	size_t off = 0, size = 0;
 	CHECK(cuFuncGetParamInfo(saxpy, 3, &off, &size));
 	EXPECT(off == 24 && size == 4);
+	/* Occupancy as libraries ask for it: shared memory left per block, and
+	 * clusters (of one block, and of two) that fit at once. */
+	int per_sm_smem = 0, reserved = 0, optin = 0, sms = 0, static_smem = -1, blocks = 0, clusters = 0;
+	CHECK(cuDeviceGetAttribute(&per_sm_smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+				   dev));
+	CHECK(cuDeviceGetAttribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev));
+	CHECK(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+	CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+	CHECK(cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, saxpy));
+	size_t dyn = 0;
+	CHECK(cuOccupancyAvailableDynamicSMemPerBlock(&dyn, saxpy, 4, 128));
+	size_t want_dyn = (size_t)(per_sm_smem / 4 - reserved < optin ? per_sm_smem / 4 - reserved : optin) -
+			  (size_t)static_smem;
+	EXPECT(per_sm_smem > 0 && dyn == want_dyn);
+	CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, saxpy, 128, 0));
+	CUlaunchConfig occ = {
+	    .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1};
+	CHECK(cuOccupancyMaxActiveClusters(&clusters, saxpy, &occ));
+	EXPECT(blocks > 0 && clusters == blocks * sms);
+	CUlaunchAttribute pair = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+	pair.value.clusterDim.x = 2;
+	pair.value.clusterDim.y = pair.value.clusterDim.z = 1;
+	occ.attrs = &pair;
+	occ.numAttrs = 1;
+	CHECK(cuOccupancyMaxActiveClusters(&clusters, saxpy, &occ));
+	EXPECT(clusters == blocks * sms / 2);
 	static float x[N], y[N], out[N];
 	for (int i = 0; i < N; i++) {
 		x[i] = (float)i;
