@@ -188,17 +188,26 @@ static const slot_fn tools_runtime_callback_hooks[HOOKS_SLOTS] = {
     (slot_fn)hooks_buffer_6,
 };
 
-/* ---- TOOLS_TLS: fetched, never called in CUDA 13.0 ---------------------- */
+/* ---- TOOLS_TLS: the tools interface's per-thread state ------------------ */
+
+/* The runtime only fetches it; cuBLAS calls slot 2 while creating a handle.
+ * Its arguments are not known; with no tool (profiler) attached there is no
+ * tool state, and answering success with nothing written is what lets
+ * cuBLAS go on (LUPINE, lupinemachines/lupine, answers all three slots so). */
+static CUresult tools_tls_2(void)
+{
+	trace_slot(T_TLS, 2);
+	return CUDA_SUCCESS;
+}
 
 UNIMPLEMENTED(T_TLS, 1)
-UNIMPLEMENTED(T_TLS, 2)
 UNIMPLEMENTED(T_TLS, 3)
 
 #define TLS_SLOTS 4
 static const slot_fn tools_tls[TLS_SLOTS] = {
     (slot_fn)(uintptr_t)(TLS_SLOTS * sizeof(void *)),
     (slot_fn)unimpl_T_TLS_1,
-    (slot_fn)unimpl_T_TLS_2,
+    (slot_fn)tools_tls_2,
     (slot_fn)unimpl_T_TLS_3,
 };
 

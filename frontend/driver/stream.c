@@ -168,3 +168,70 @@ CUresult cuStreamDestroy(CUstream hStream) XGPU_ALIAS(cuStreamDestroy_v2);
 CUresult cuEventDestroy(CUevent hEvent) XGPU_ALIAS(cuEventDestroy_v2);
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     XGPU_ALIAS(cuEventElapsedTime_v2);
+
+/* ---- stream capture ------------------------------------------------------ */
+
+/* xgpu does not offer graphs (cuStreamBeginCapture is unsupported), so no
+ * stream is ever capturing; libraries ask before they enqueue work. */
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	struct xgpu_client *c;
+	if (!captureStatus)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (!r)
+		*captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+	return r;
+}
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+    XGPU_ALIAS(cuStreamIsCapturing);
+
+CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				cuuint64_t *id_out, CUgraph *graph_out, const CUgraphNode **dependencies_out,
+				const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+{
+	CUresult r = cuStreamIsCapturing(hStream, captureStatus_out);
+	if (r)
+		return r;
+	/* Outside a capture only the status is defined; the rest reads empty. */
+	if (id_out)
+		*id_out = 0;
+	if (graph_out)
+		*graph_out = NULL;
+	if (dependencies_out)
+		*dependencies_out = NULL;
+	if (edgeData_out)
+		*edgeData_out = NULL;
+	if (numDependencies_out)
+		*numDependencies_out = 0;
+	return CUDA_SUCCESS;
+}
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					cuuint64_t *id_out, CUgraph *graph_out,
+					const CUgraphNode **dependencies_out,
+					const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+    XGPU_ALIAS(cuStreamGetCaptureInfo_v3);
+
+/* The older ABIs of the same question. */
+#undef cuStreamGetCaptureInfo
+CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				cuuint64_t *id_out);
+CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				cuuint64_t *id_out)
+{
+	return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				     cuuint64_t *id_out) XGPU_ALIAS(cuStreamGetCaptureInfo);
+
+CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				   cuuint64_t *id_out, CUgraph *graph_out,
+				   const CUgraphNode **dependencies_out, size_t *numDependencies_out)
+{
+	return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+					 NULL, numDependencies_out);
+}
+CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					cuuint64_t *id_out, CUgraph *graph_out,
+					const CUgraphNode **dependencies_out, size_t *numDependencies_out)
+    XGPU_ALIAS(cuStreamGetCaptureInfo_v2);

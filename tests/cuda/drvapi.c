@@ -263,6 +263,15 @@ int main(int argc, char **argv)
 	CHECK(cuMemAlloc(&dy, sizeof y));
 	CUstream stream;
 	CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+	/* No stream is ever capturing (xgpu offers no graphs), in every ABI. */
+	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	CHECK(cuStreamIsCapturing(stream, &cap));
+	EXPECT(cap == CU_STREAM_CAPTURE_STATUS_NONE);
+	cuuint64_t cap_id = 7;
+	size_t ndeps = 7;
+	cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	CHECK(cuStreamGetCaptureInfo(stream, &cap, &cap_id, NULL, NULL, NULL, &ndeps));
+	EXPECT(cap == CU_STREAM_CAPTURE_STATUS_NONE && ndeps == 0);
 	CUevent start, stop;
 	CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
 	CHECK(cuEventCreate(&stop, CU_EVENT_DEFAULT));
