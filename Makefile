@@ -200,6 +200,13 @@ $(TST)/data/drvapi_kernels.cubin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+# A cuBLAS handle's start-up, for driver_exptab's trace of the private tables.
+TEST_DATA += $(TST)/data/exptab_cublas
+$(TST)/data/exptab_cublas: tests/data/exptab_cublas.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $< -lcublas
+
 $(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)

@@ -500,6 +500,23 @@ static struct export_table tables[T_COUNT] = {
 		     INTEGRITY_SLOTS},
 };
 
+/* Whether an unknown table is traced for the first time (the trace lists
+ * each table once, known or not; a few unknown ones are remembered). */
+static bool first_unknown(const char id[16])
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static char seen[16][16];
+	static unsigned nseen;
+	bool first = true;
+	pthread_mutex_lock(&lock);
+	for (unsigned i = 0; i < nseen && first; i++)
+		first = memcmp(seen[i], id, 16) != 0;
+	if (first && nseen < 16)
+		memcpy(seen[nseen++], id, 16);
+	pthread_mutex_unlock(&lock);
+	return first;
+}
+
 CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
 {
 	if (!ppExportTable || !pExportTableId)
@@ -511,7 +528,7 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 	for (unsigned i = 0; i < T_COUNT; i++)
 		if (!memcmp(tables[i].id, pExportTableId->bytes, 16))
 			t = &tables[i];
-	if (tracing() && (!t || !t->traced)) {
+	if (tracing() && (t ? !t->traced : first_unknown(pExportTableId->bytes))) {
 		if (t)
 			t->traced = 1;
 		fprintf(stderr, "xgpu-exptab: table %s %s %s\n", uuid, t ? t->name : "UNKNOWN",
