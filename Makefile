@@ -101,8 +101,11 @@ WORKLOADS := $(notdir $(patsubst %/,%,$(dir $(wildcard tools/workloads/*/*.cu)))
 # What the workloads (and gpu-validate's bandwidth program) share.
 WORKLOAD_H := tools/workloads/workload.h
 WORKLOAD_BINS := $(patsubst %,$(BIN)/%,$(WORKLOADS))
-# Built for the tests only: bin/static/<name> and bin/rdc/<name>.
-WORKLOAD_BINS_STATIC := $(patsubst %,$(BIN)/static/%,$(WORKLOADS)) $(patsubst %,$(BIN)/rdc/%,$(WORKLOADS))
+# Built for the tests only: bin/static/<name> and bin/rdc/<name>, and one
+# program with relocatable device code and -cudart shared, which xgpu's
+# libcudart.so.13 refuses with a message saying how to rebuild.
+WORKLOAD_BINS_STATIC := $(patsubst %,$(BIN)/static/%,$(WORKLOADS)) $(patsubst %,$(BIN)/rdc/%,$(WORKLOADS)) \
+	$(BIN)/rdc-shared/vectorAdd
 WORKLOAD_SIMK := $(patsubst %,$(LIB)/simkernels/%.so,$(notdir $(patsubst %/simkernels.c,%,$(wildcard tools/workloads/*/simkernels.c))))
 
 # Tests: tests/unit/test_*.c (cmocka), tests/cuda/*.cu (CUDA programs, with
@@ -364,6 +367,11 @@ $(BIN)/rdc/$(1): $(wildcard tools/workloads/$(1)/*.cu) $(wildcard tools/workload
 	$$(Q)$$(NVCC) $$(NVCCFLAGS_RDC) -o $$@ $(wildcard tools/workloads/$(1)/*.cu)
 endef
 $(foreach w,$(WORKLOADS),$(eval $(call workload_rule,$(w))))
+
+$(BIN)/rdc-shared/vectorAdd: tools/workloads/vectorAdd/vectorAdd.cu $(WORKLOAD_H) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -rdc=true -o $@ $<
 
 define bench_rule
 $(BIN)/$(1): tools/bench/$(1).c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)

@@ -49,6 +49,17 @@ run_ok "$B/tests/cuda/mixed"
 # driver frontend loads the parent's libraries again there.
 run_ok "$B/tests/cuda/threads"
 
+# Relocatable device code with -cudart shared is the one build xgpu's own
+# runtime cannot run: it fails, saying how to build instead.
+if out=$(run_cuda "$B/bin/rdc-shared/vectorAdd" -n 1000 2>&1); then
+	echo "$out"
+	fail "an -rdc=true -cudart shared program ran through xgpu's libcudart.so.13"
+fi
+echo "$out" | grep -q "built with relocatable device code .* build it with nvcc's default static runtime" || {
+	echo "$out"
+	fail "the -rdc=true -cudart shared program was not told how to rebuild"
+}
+
 # Nothing but the program's own unsupported calls was refused, and the
 # daemon saw the work.
 grep -q "called cuGraphCreate, which xgpu does not support" "$XGPUD_LOG" ||
