@@ -4,6 +4,7 @@
 #   make test     build with ASan/UBSan into build/san/ and run every test
 #   make demo     run xgpud in local mode with three domains of bundled workloads
 #   make bench    run the benchmarks and write tables into docs/results/
+#   make experiment  Pegasus's coupled-workload evaluation in local mode (EXP_ARGS=--quick)
 #   make gpu-validate  xgpu against NVIDIA's runtime on a GPU machine (see docs/operations.md)
 #   make xen-test  only the real-Xen test (Xen 4.17 under QEMU; see docs/xen.md)
 #
@@ -234,7 +235,7 @@ XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
 XENFMEM_LIBS := $(shell pkg-config --libs xenforeignmemory 2>/dev/null || echo -lxenforeignmemory)
 LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_COMMON) -lm
 
-.PHONY: all deps test unit demo bench clean format tests-build gpu-validate
+.PHONY: all deps test unit demo bench experiment clean format tests-build gpu-validate
 
 all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
 
@@ -471,6 +472,11 @@ demo: all
 
 bench: all
 	@tools/bench/run.sh $(BUILD)
+
+# Pegasus's evaluation in local mode (tools/experiment/run.sh); EXP_ARGS=--quick
+# for one short run per policy.
+experiment: all $(TST)/cuda/guestload $(TST)/simkernels/guestload.so
+	@tools/experiment/run.sh $(EXP_ARGS) $(BUILD)
 
 # GPU validation: the workloads, call latency, copy bandwidth, sharing and the
 # CUDA-semantics tests natively and through xgpu, on a GPU machine (simulated

@@ -7,6 +7,12 @@
 //                               SECONDS, synchronizing after every BATCH of
 //                               them (default 1); the kernel count is checked
 //                               against the device's
+//   guestload coupled CPU_MS MS BATCH SECONDS  a coupled loop as Pegasus's
+//                               BlackScholes: CPU_MS ms of the thread's own
+//                               CPU time (so it stretches when the thread is
+//                               descheduled), then BATCH kernels of MS ms
+//                               whose count the next CPU work reads back and
+//                               depends on; reports loops and loops_per_s
 //   guestload runaway           one launch of a kernel that never ends
 //   guestload fault illegal|trap  a kernel that writes to an illegal address
 //                               or traps
@@ -19,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <time.h>
 
 // Counts its launches in *count; the simulated driver models it as taking ns
 // (or, with ns 0, one nanosecond per thread: for a huge grid, forever).
@@ -54,10 +61,31 @@ static double now_s()
 	return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// CPU seconds the calling thread has used.
+static double thread_cpu_s()
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+// Burns cpu_s of this thread's CPU time on arithmetic seeded by seed; the
+// result feeds the next launch, so the work cannot be skipped.
+static unsigned long long cpu_work(double cpu_s, unsigned long long seed)
+{
+	double until = thread_cpu_s() + cpu_s;
+	unsigned long long x = seed | 1;
+	while (thread_cpu_s() < until)
+		for (int i = 0; i < 4096; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
+
 static int usage()
 {
 	fprintf(stderr,
-		"usage: guestload spin MS SECONDS [BATCH] | runaway | fault illegal|trap | calls SECONDS\n");
+		"usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS | runaway |\n"
+		"       fault illegal|trap | calls SECONDS\n");
 	return 2;
 }
 
@@ -110,6 +138,34 @@ int main(int argc, char **argv)
 		       "verified=%s "
 		       "error=%s\n",
 		       launched, counted, now_s() - t0, ok ? "yes" : "no", cudaGetErrorName(err));
+		return ok ? 0 : 1;
+	}
+	if (!strcmp(argv[1], "coupled") && argc == 6) {
+		double cpu_s = atof(argv[2]) / 1e3;
+		unsigned long long ns = strtoull(argv[3], nullptr, 10) * 1000000ull;
+		int batch = atoi(argv[4]);
+		double secs = atof(argv[5]), t0 = now_s();
+		if (batch < 1 || cpu_s < 0 || secs <= 0)
+			return usage();
+		unsigned long long launched = 0, counted = 0, loops = 0, x = 0;
+		while (now_s() - t0 < secs) {
+			x = cpu_work(cpu_s, x ^ counted);
+			// The kernels' length depends on the CPU result (by at
+			// most one nanosecond): the launch needs the CPU work.
+			for (int i = 0; i < batch; i++)
+				spin<<<1, 32>>>(count, ns + (x & 1));
+			launched += (unsigned)batch;
+			if ((err = cudaMemcpy(&counted, count, sizeof counted, cudaMemcpyDeviceToHost)) !=
+			    cudaSuccess)
+				break;
+			loops++;
+		}
+		double elapsed = now_s() - t0;
+		bool ok = err == cudaSuccess && counted == launched;
+		printf("RESULT workload=guestload mode=coupled loops=%llu loops_per_s=%.3f kernels=%llu "
+		       "counted=%llu elapsed_s=%.3f verified=%s error=%s\n",
+		       loops, loops / elapsed, launched, counted, elapsed, ok ? "yes" : "no",
+		       cudaGetErrorName(err));
 		return ok ? 0 : 1;
 	}
 	if (!strcmp(argv[1], "runaway") && argc == 2) {
