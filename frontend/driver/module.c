@@ -586,7 +586,7 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunc
 {
 	if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	const struct xgpu_drv_devinfo *di;
+	const struct xgpu_device_info *di;
 	CUresult r = xgpu_drv_devinfo(&di);
 	if (r)
 		return r;
@@ -689,7 +689,7 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 	 * itself, hands cuLaunchKernel's result to the program unchanged, and its
 	 * programs see cudaErrorInvalidConfiguration for these launches, so that
 	 * is what the driver answers it. */
-	const struct xgpu_drv_devinfo *di;
+	const struct xgpu_device_info *di;
 	r = xgpu_drv_devinfo(&di);
 	if (r)
 		return r;
