@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENTRY_PTX 1
-#define ENTRY_ELF 2
 #define ELF_EHDR 64u
 #define ELF_SHDR 64u
 #define SHT_NOBITS 8u
@@ -75,8 +73,8 @@ size_t xgpu_cuimage_elf_size(const uint8_t *d, size_t max)
 	return (size_t)end;
 }
 
-static uint8_t *wrap(uint16_t kind, const void *payload, size_t len, uint32_t arch, uint16_t major,
-		     uint16_t minor, size_t *outlen)
+uint8_t *xgpu_cuimage_wrap(uint16_t kind, const void *payload, size_t len, uint32_t arch, uint16_t major,
+			   uint16_t minor, size_t *outlen)
 {
 	size_t padded = (len + 7) & ~(size_t)7;
 	size_t total = 16 + 64 + padded;
@@ -151,7 +149,7 @@ int xgpu_cuimage_read(const void *image, size_t max, struct xgpu_cuimage *out, c
 		}
 		/* EF_CUDA_SM: the SM version in bits 8-15 of e_flags. */
 		uint32_t arch = (ld32(p + 0x30) >> 8) & 0xff;
-		out->owned = wrap(ENTRY_ELF, p, n, arch, 1, 8, &out->len);
+		out->owned = xgpu_cuimage_wrap(XGPU_CUIMAGE_ENTRY_ELF, p, n, arch, 1, 8, &out->len);
 	} else {
 		size_t n;
 		unsigned arch, major, minor;
@@ -159,7 +157,8 @@ int xgpu_cuimage_read(const void *image, size_t max, struct xgpu_cuimage *out, c
 			snprintf(err, errlen, "neither a fatbin, a cubin nor PTX text");
 			return -1;
 		}
-		out->owned = wrap(ENTRY_PTX, p, n + 1, arch, (uint16_t)major, (uint16_t)minor, &out->len);
+		out->owned = xgpu_cuimage_wrap(XGPU_CUIMAGE_ENTRY_PTX, p, n + 1, arch, (uint16_t)major,
+					       (uint16_t)minor, &out->len);
 	}
 	if (!out->owned) {
 		snprintf(err, errlen, "out of memory");

@@ -18,6 +18,16 @@ struct xgpu_cuimage {
 /* Returns 0, or -1 with a reason in err. */
 int xgpu_cuimage_read(const void *image, size_t max, struct xgpu_cuimage *out, char *err, size_t errlen);
 
+/* Entry kinds of a fatbin container. */
+#define XGPU_CUIMAGE_ENTRY_PTX 1
+#define XGPU_CUIMAGE_ENTRY_ELF 2
+
+/* payload (len bytes) in a new one-entry fatbin container, so that the fatbin
+ * parser reads every image form the same way; free() it. NULL when out of
+ * memory. */
+uint8_t *xgpu_cuimage_wrap(uint16_t kind, const void *payload, size_t len, uint32_t arch, uint16_t major,
+			   uint16_t minor, size_t *outlen);
+
 /* The size of the ELF image at d from its headers and section table, or 0 if
  * it is not a 64-bit little-endian ELF within max bytes. */
 size_t xgpu_cuimage_elf_size(const uint8_t *d, size_t max);

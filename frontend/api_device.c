@@ -95,7 +95,7 @@ XGPU_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int
 	if (!prop)
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	cudaError_t e = check_device(device);
-	const struct xgpu_devinfo *di;
+	const struct xgpu_device_info *di;
 	if (!e)
 		e = xgpu_rt_devinfo(&di);
 	if (e)
@@ -107,7 +107,7 @@ XGPU_EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int
 XGPU_EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
 {
 	cudaError_t e = check_device(device);
-	const struct xgpu_devinfo *di;
+	const struct xgpu_device_info *di;
 	if (!e)
 		e = xgpu_rt_devinfo(&di);
 	if (e)

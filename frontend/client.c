@@ -501,3 +501,45 @@ void xgpu_client_unshare(struct xgpu_client *c, void *ptr, size_t size)
 {
 	c->ch.ops->unshare_segment(&c->ch, ptr, size);
 }
+
+int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
+{
+	struct {
+		struct xgpu_device_blob blob;
+		int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
+	} in;
+	struct xgpu_req_DEVICE_INFO req = {.device = 0};
+	struct xgpu_rsp_DEVICE_INFO rsp;
+	struct xgpu_rpc r = xgpu_rpc_DEVICE_INFO(&req, &rsp);
+	r.in = &in;
+	r.in_max = sizeof in;
+	int e = xgpu_rpc(c, &r);
+	if (!e && (rsp.attr_count > XGPU_MAX_DEVICE_ATTRS ||
+		   r.in_len != sizeof in.blob + rsp.attr_count * sizeof(int32_t)))
+		e = cudaErrorUnknown;
+	if (e)
+		return e;
+	memset(out, 0, sizeof *out);
+	out->blob = in.blob;
+	out->blob.name[sizeof out->blob.name - 1] = '\0';
+	memcpy(out->attrs, in.attrs, rsp.attr_count * sizeof(int32_t));
+	out->nattrs = rsp.attr_count;
+	out->driver_version = rsp.driver_version;
+	return cudaSuccess;
+}
+
+void xgpu_client_note_unsupported(const char *name, const char *returns)
+{
+	xgpu_fe_warn_once(name, "%s is not supported by xgpu; it returns %s", name, returns);
+	struct xgpu_client *c;
+	if (xgpu_client_get(&c) == cudaSuccess) {
+		struct xgpu_req_NOTE_UNSUPPORTED req = {0};
+		struct xgpu_rsp_NOTE_UNSUPPORTED rsp;
+		struct xgpu_rpc r = xgpu_rpc_NOTE_UNSUPPORTED(&req, &rsp);
+		size_t len = strlen(name) + 1;
+		r.out = name;
+		r.out_len = len <= XGPU_MAX_NAME_BYTES ? len : 0;
+		if (r.out_len)
+			xgpu_rpc(c, &r);
+	}
+}

@@ -79,6 +79,21 @@ const struct xgpu_hello_ack *xgpu_client_ack(struct xgpu_client *c);
 int xgpu_client_share(struct xgpu_client *c, size_t size, void **ptr, uint64_t *token);
 void xgpu_client_unshare(struct xgpu_client *c, void *ptr, size_t size);
 
+/* Device 0 as the daemon describes it (DEVICE_INFO), for both API layers. */
+struct xgpu_device_info {
+	struct xgpu_device_blob blob;
+	int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
+	uint32_t nattrs;
+	int driver_version;
+};
+/* Fills out from the daemon, whose answer is checked like any other input.
+ * Returns cudaError_t; out is untouched on failure. */
+int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out);
+
+/* Warns once that the API call name is not supported and tells the daemon,
+ * which counts such calls, if the channel is up. */
+void xgpu_client_note_unsupported(const char *name, const char *returns);
+
 /* Bumped in every forked child: state keyed to the parent's channel (remote
  * handles, registered segments) is stale when this differs. */
 extern unsigned xgpu_fork_generation;

@@ -408,7 +408,7 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 	 * cudaErrorInvalidConfiguration, as NVIDIA's runtime reports it (its
 	 * driver answers that number; frontend/driver/module.c); refused here,
 	 * before anything is sent. */
-	const struct xgpu_devinfo *di;
+	const struct xgpu_device_info *di;
 	cudaError_t e = xgpu_rt_devinfo(&di);
 	if (e)
 		return e;

@@ -66,11 +66,11 @@ void xgpu_rt_new_epoch(void)
 /* ---- device description ---------------------------------------------------- */
 
 static pthread_mutex_t devinfo_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct xgpu_devinfo devinfo;
+static struct xgpu_device_info devinfo;
 static unsigned devinfo_epoch;
 static bool devinfo_ok;
 
-cudaError_t xgpu_rt_devinfo(const struct xgpu_devinfo **out)
+cudaError_t xgpu_rt_devinfo(const struct xgpu_device_info **out)
 {
 	struct xgpu_client *c;
 	cudaError_t e = xgpu_rt_client(&c);
@@ -78,26 +78,8 @@ cudaError_t xgpu_rt_devinfo(const struct xgpu_devinfo **out)
 		return e;
 	pthread_mutex_lock(&devinfo_lock);
 	if (!devinfo_ok || devinfo_epoch != xgpu_fork_generation) {
-		struct {
-			struct xgpu_device_blob blob;
-			int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
-		} in;
-		struct xgpu_req_DEVICE_INFO req = {.device = 0};
-		struct xgpu_rsp_DEVICE_INFO rsp;
-		struct xgpu_rpc r = xgpu_rpc_DEVICE_INFO(&req, &rsp);
-		r.in = &in;
-		r.in_max = sizeof in;
-		e = xgpu_rpc(c, &r);
-		if (!e && (rsp.attr_count > XGPU_MAX_DEVICE_ATTRS ||
-			   r.in_len != sizeof in.blob + rsp.attr_count * sizeof(int32_t)))
-			e = cudaErrorUnknown;
+		e = xgpu_client_device_info(c, &devinfo);
 		if (!e) {
-			memset(&devinfo, 0, sizeof devinfo);
-			devinfo.blob = in.blob;
-			devinfo.blob.name[sizeof devinfo.blob.name - 1] = '\0';
-			memcpy(devinfo.attrs, in.attrs, rsp.attr_count * sizeof(int32_t));
-			devinfo.nattrs = rsp.attr_count;
-			devinfo.driver_version = rsp.driver_version;
 			devinfo_ok = true;
 			devinfo_epoch = xgpu_fork_generation;
 		}
@@ -410,17 +392,6 @@ __attribute__((constructor)) static void rt_state_setup(void)
 
 cudaError_t xgpu_unsupported(const char *name)
 {
-	xgpu_fe_warn_once(name, "%s is not supported by xgpu; it returns cudaErrorNotSupported", name);
-	struct xgpu_client *c;
-	if (xgpu_client_get(&c) == cudaSuccess) {
-		struct xgpu_req_NOTE_UNSUPPORTED req = {0};
-		struct xgpu_rsp_NOTE_UNSUPPORTED rsp;
-		struct xgpu_rpc r = xgpu_rpc_NOTE_UNSUPPORTED(&req, &rsp);
-		size_t len = strlen(name) + 1;
-		r.out = name;
-		r.out_len = len <= XGPU_MAX_NAME_BYTES ? len : 0;
-		if (r.out_len)
-			xgpu_rpc(c, &r);
-	}
+	xgpu_client_note_unsupported(name, "cudaErrorNotSupported");
 	return xgpu_rt_ret(cudaErrorNotSupported);
 }

@@ -29,13 +29,7 @@ unsigned xgpu_rt_epoch(void);
 void xgpu_rt_new_epoch(void);
 
 /* The device description from DEVICE_INFO, fetched once. */
-struct xgpu_devinfo {
-	struct xgpu_device_blob blob;
-	int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
-	uint32_t nattrs;
-	int driver_version;
-};
-cudaError_t xgpu_rt_devinfo(const struct xgpu_devinfo **out);
+cudaError_t xgpu_rt_devinfo(const struct xgpu_device_info **out);
 
 /* cudaStream_t <-> wire handle. NULL, cudaStreamLegacy and
  * cudaStreamPerThread all mean the legacy default stream here. */

@@ -33,6 +33,8 @@ stub=$cuda_home/lib64/stubs/libcuda.so
 inc=$cuda_home/include
 cc=${CC:-gcc}
 src=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tools/lib-symbols.sh
+. "$src/tools/lib-symbols.sh"
 
 die() {
 	echo "list-cuda-symbols: $*" >&2
@@ -48,16 +50,7 @@ trap 'rm -rf "$work"' EXIT
 declared() {
 	local tmp=$work/headers
 	mkdir -p "$tmp"
-	# Stand-ins for the window-system headers the interop headers include,
-	# so the result does not depend on which -dev packages are installed.
-	mkdir -p "$tmp/GL" "$tmp/EGL" "$tmp/vdpau"
-	printf 'typedef unsigned int GLuint;\ntypedef unsigned int GLenum;\n' >"$tmp/GL/gl.h"
-	printf 'typedef void *EGLImageKHR;\ntypedef void *EGLStreamKHR;\ntypedef void *EGLSyncKHR;\ntypedef int EGLint;\n' \
-		>"$tmp/EGL/egl.h"
-	: >"$tmp/EGL/eglext.h"
-	printf 'typedef unsigned int VdpDevice;\ntypedef unsigned int VdpVideoSurface;\n%s\n%s\n' \
-		'typedef unsigned int VdpOutputSurface;' \
-		'typedef int VdpGetProcAddress(VdpDevice, unsigned int, void **);' >"$tmp/vdpau/vdpau.h"
+	write_window_system_standins "$tmp"
 	cat >"$tmp/all.c" <<-'EOF'
 		#include <cuda.h>
 		#include <cudaProfiler.h>
@@ -121,7 +114,7 @@ map() {
 	echo "	/* xgpu's channel client, for our libcudart.so.13 (one channel per process):"
 	echo "	 * what frontend/client.h offers the runtime API files. */"
 	printf '\t%s;\n' xgpu_client_get xgpu_client_ack xgpu_client_share xgpu_client_unshare xgpu_rpc \
-		xgpu_fe_warn_once xgpu_fork_generation
+		xgpu_client_device_info xgpu_client_note_unsupported xgpu_fe_warn_once xgpu_fork_generation
 	echo "local:"
 	echo "	*;"
 	echo "};"

@@ -22,6 +22,8 @@ inc=$cuda_home/include
 cc=${CC:-gcc}
 version=libcudart.so.13
 src=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=tools/lib-symbols.sh
+. "$src/tools/lib-symbols.sh"
 
 die() {
 	echo "list-cudart-symbols: $*" >&2
@@ -69,16 +71,7 @@ declared_types() {
 	local tmp
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' RETURN
-	# Stand-ins for the window-system headers the interop headers include,
-	# so the result does not depend on which -dev packages are installed.
-	mkdir -p "$tmp/GL" "$tmp/EGL" "$tmp/vdpau"
-	printf 'typedef unsigned int GLuint;\ntypedef unsigned int GLenum;\n' >"$tmp/GL/gl.h"
-	printf 'typedef void *EGLImageKHR;\ntypedef void *EGLStreamKHR;\ntypedef void *EGLSyncKHR;\ntypedef int EGLint;\n' \
-		>"$tmp/EGL/egl.h"
-	: >"$tmp/EGL/eglext.h"
-	printf 'typedef unsigned int VdpDevice;\ntypedef unsigned int VdpVideoSurface;\n%s\n%s\n' \
-		'typedef unsigned int VdpOutputSurface;' \
-		'typedef int VdpGetProcAddress(VdpDevice, unsigned int, void **);' >"$tmp/vdpau/vdpau.h"
+	write_window_system_standins "$tmp"
 	cat >"$tmp/all.c" <<-'EOF'
 		#include <cuda_runtime_api.h>
 		#include <cuda_profiler_api.h>

@@ -235,39 +235,6 @@ static void free_sections(struct elf *e)
 	e->by_name = NULL;
 }
 
-size_t sim_elf_size(const uint8_t *d, size_t max)
-{
-	if (!d || max < ELF_EHDR ||
-	    memcmp(d,
-		   "\x7f"
-		   "ELF",
-		   4) ||
-	    d[4] != 2 || d[5] != 1)
-		return 0;
-	uint64_t shoff = ld64(d + 0x28), phoff = ld64(d + 0x20);
-	uint64_t shnum = ld16(d + 0x3c), phnum = ld16(d + 0x38);
-	uint64_t shent = ld16(d + 0x3a), phent = ld16(d + 0x36);
-	if (shent != ELF_SHDR || shoff > max || shnum * ELF_SHDR > max - shoff || phoff > max ||
-	    phnum * phent > max - phoff)
-		return 0;
-	uint64_t end = ELF_EHDR;
-	if (shoff + shnum * ELF_SHDR > end)
-		end = shoff + shnum * ELF_SHDR;
-	if (phoff + phnum * phent > end)
-		end = phoff + phnum * phent;
-	for (uint64_t i = 0; i < shnum; i++) {
-		const uint8_t *h = d + shoff + i * ELF_SHDR;
-		uint64_t off = ld64(h + 24), size = ld64(h + 32);
-		if (ld32(h + 4) == SHT_NOBITS)
-			continue;
-		if (off > max || size > max - off)
-			return 0;
-		if (off + size > end)
-			end = off + size;
-	}
-	return (size_t)end;
-}
-
 /* The kernel whose symbol index is sym; syms is ascending. */
 static struct sim_cubin_func *func_by_sym(struct sim_cubin *c, const uint32_t *syms, uint32_t sym)
 {

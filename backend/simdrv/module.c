@@ -16,6 +16,7 @@
  */
 #include "simdrv_int.h"
 #include "cuerr.h"
+#include "cuimage.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,47 +42,6 @@ struct image {
 	size_t elflen;
 	uint32_t elf_arch;
 };
-
-static void st16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, sizeof v);
-}
-static void st32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, sizeof v);
-}
-static void st64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof v);
-}
-
-/* Wraps payload in a one-entry fatbin container so the fatbin parser reads
- * every image form the same way (layout as documented in common/fatbin.c). */
-static uint8_t *wrap_entry(uint16_t kind, const void *payload, size_t len, uint32_t arch, uint16_t major,
-			   uint16_t minor, size_t *outlen)
-{
-	size_t padded = (len + 7) & ~(size_t)7;
-	size_t total = 16 + 64 + padded;
-	uint8_t *b = calloc(1, total);
-	if (!b)
-		return NULL;
-	st32(b, XGPU_FATBIN_MAGIC);
-	st16(b + 4, 1);
-	st16(b + 6, 16);
-	st64(b + 8, 64 + padded);
-	uint8_t *e = b + 16;
-	st16(e, kind);
-	st16(e + 2, 0x0101);
-	st32(e + 4, 64);
-	st64(e + 8, padded);
-	st16(e + 24, minor);
-	st16(e + 26, major);
-	st32(e + 28, arch);
-	st64(e + 40, 0x11); /* 64-bit, Linux */
-	memcpy(e + 64, payload, len);
-	*outlen = total;
-	return b;
-}
 
 static bool looks_like_ptx(const char *s, size_t *len)
 {
@@ -119,7 +79,7 @@ static CUresult resolve_image(const void *image, uint32_t dev_arch, struct image
 		    "\x7f"
 		    "ELF",
 		    4)) {
-		size_t n = sim_elf_size(p, SIM_IMAGE_MAX);
+		size_t n = xgpu_cuimage_elf_size(p, SIM_IMAGE_MAX);
 		if (!n)
 			return CUDA_ERROR_INVALID_IMAGE;
 		uint32_t flags;
@@ -129,7 +89,8 @@ static CUresult resolve_image(const void *image, uint32_t dev_arch, struct image
 		img->elf = p;
 		img->elflen = n;
 		img->elf_arch = arch ? arch : dev_arch;
-		img->owned = wrap_entry(2, p, n, img->elf_arch, 1, 8, &img->fblen);
+		img->owned =
+		    xgpu_cuimage_wrap(XGPU_CUIMAGE_ENTRY_ELF, p, n, img->elf_arch, 1, 8, &img->fblen);
 		img->fb = img->owned;
 		return img->owned ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -142,7 +103,8 @@ static CUresult resolve_image(const void *image, uint32_t dev_arch, struct image
 		const char *t = strstr((const char *)p, ".target sm_");
 		if (t && sscanf(t, ".target sm_%u", &sm) != 1)
 			sm = dev_arch;
-		img->owned = wrap_entry(1, p, n + 1, sm, (uint16_t)major, (uint16_t)minor, &img->fblen);
+		img->owned = xgpu_cuimage_wrap(XGPU_CUIMAGE_ENTRY_PTX, p, n + 1, sm, (uint16_t)major,
+					       (uint16_t)minor, &img->fblen);
 		img->fb = img->owned;
 		return img->owned ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 	}

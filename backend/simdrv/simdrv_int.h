@@ -420,8 +420,6 @@ void sim_cubin_free(struct sim_cubin *c) SIM_HIDDEN;
  * for text it refuses (initializers nested too deeply), else 0; other
  * declarations it cannot read are skipped. */
 int sim_ptx_vars(const char *ptx, size_t len, struct sim_cubin *out) SIM_HIDDEN;
-/* Size of the ELF image at elf from its headers, or 0 if it is not one. */
-size_t sim_elf_size(const uint8_t *elf, size_t max) SIM_HIDDEN;
 
 void sim_plugins_load(void) SIM_HIDDEN;
 const struct xgpu_simk_kernel *sim_plugin_find(const char *name) SIM_HIDDEN;

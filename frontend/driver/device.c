@@ -129,11 +129,11 @@ static CUresult check_device(CUdevice dev)
 }
 
 static pthread_mutex_t devinfo_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct xgpu_drv_devinfo devinfo;
+static struct xgpu_device_info devinfo;
 static bool devinfo_ok;
 static unsigned devinfo_generation;
 
-CUresult xgpu_drv_devinfo(const struct xgpu_drv_devinfo **out)
+CUresult xgpu_drv_devinfo(const struct xgpu_device_info **out)
 {
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client(&c);
@@ -141,27 +141,8 @@ CUresult xgpu_drv_devinfo(const struct xgpu_drv_devinfo **out)
 		return r;
 	pthread_mutex_lock(&devinfo_lock);
 	if (!devinfo_ok || devinfo_generation != xgpu_fork_generation) {
-		struct {
-			struct xgpu_device_blob blob;
-			int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
-		} in;
-		struct xgpu_req_DEVICE_INFO req = {.device = 0};
-		struct xgpu_rsp_DEVICE_INFO rsp;
-		struct xgpu_rpc rpc = xgpu_rpc_DEVICE_INFO(&req, &rsp);
-		rpc.in = &in;
-		rpc.in_max = sizeof in;
-		int e = xgpu_rpc(c, &rpc);
-		/* The daemon's answer is checked like any other input. */
-		if (!e && (rsp.attr_count > XGPU_MAX_DEVICE_ATTRS ||
-			   rpc.in_len != sizeof in.blob + rsp.attr_count * sizeof(int32_t)))
-			e = cudaErrorUnknown;
-		r = xgpu_drv_result(e);
+		r = xgpu_drv_result(xgpu_client_device_info(c, &devinfo));
 		if (!r) {
-			memset(&devinfo, 0, sizeof devinfo);
-			devinfo.blob = in.blob;
-			devinfo.blob.name[sizeof devinfo.blob.name - 1] = '\0';
-			memcpy(devinfo.attrs, in.attrs, rsp.attr_count * sizeof(int32_t));
-			devinfo.nattrs = rsp.attr_count;
 			devinfo_ok = true;
 			devinfo_generation = xgpu_fork_generation;
 		}
@@ -190,7 +171,7 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal)
 }
 
 /* The description of dev (every device of a domain is the same GPU model). */
-static CUresult describe(CUdevice dev, const struct xgpu_drv_devinfo **info)
+static CUresult describe(CUdevice dev, const struct xgpu_device_info **info)
 {
 	CUresult r = check_device(dev);
 	return r ? r : xgpu_drv_devinfo(info);
@@ -198,7 +179,7 @@ static CUresult describe(CUdevice dev, const struct xgpu_drv_devinfo **info)
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-	const struct xgpu_drv_devinfo *info;
+	const struct xgpu_device_info *info;
 	if (!name || len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = describe(dev, &info);
@@ -214,7 +195,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 
 CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-	const struct xgpu_drv_devinfo *info;
+	const struct xgpu_device_info *info;
 	if (!pi)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = describe(dev, &info);
@@ -236,7 +217,7 @@ CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
 
 CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 {
-	const struct xgpu_drv_devinfo *info;
+	const struct xgpu_device_info *info;
 	if (!bytes)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = describe(dev, &info);
@@ -247,7 +228,7 @@ CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 
 CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
-	const struct xgpu_drv_devinfo *info;
+	const struct xgpu_device_info *info;
 	if (!uuid)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = describe(dev, &info);

@@ -38,12 +38,7 @@ CUresult xgpu_drv_client_ctx(struct xgpu_client **c);
 int xgpu_drv_unsupported(const char *name);
 
 /* The device description from DEVICE_INFO, fetched once per channel. */
-struct xgpu_drv_devinfo {
-	struct xgpu_device_blob blob;
-	int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
-	uint32_t nattrs;
-};
-CUresult xgpu_drv_devinfo(const struct xgpu_drv_devinfo **out);
+CUresult xgpu_drv_devinfo(const struct xgpu_device_info **out);
 
 /* CUstream <-> wire handle. NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD
  * all mean the channel's default stream. */

@@ -80,6 +80,16 @@ static struct drv_func *as_func(const void *f)
 	return fn && fn->magic == FUNC_MAGIC ? (struct drv_func *)fn : NULL;
 }
 
+/* The channel with a current context, and the function behind handle f. */
+static CUresult client_and_func(const void *handle, struct xgpu_client **c, struct drv_func **f)
+{
+	CUresult r = xgpu_drv_client_ctx(c);
+	if (r)
+		return r;
+	*f = as_func(handle);
+	return *f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 /* Modules belong to the current context; libraries (CUDA 12) to none, and
  * NVIDIA's runtime loads them before it makes a context current. The
  * daemon's side is the channel's one context either way. */
@@ -451,12 +461,10 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
 	struct xgpu_client *c;
 	if (!pi)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	struct drv_func *f;
+	CUresult r = client_and_func(hfunc, &c, &f);
 	if (r)
 		return r;
-	struct drv_func *f = as_func(hfunc);
-	if (!f)
-		return CUDA_ERROR_INVALID_HANDLE;
 	struct xgpu_req_FUNC_GET_ATTRIBUTE req = {.attr = attrib};
 	if ((r = func_remote(c, f, &req.func)))
 		return r;
@@ -470,12 +478,10 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
 {
 	struct xgpu_client *c;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	struct drv_func *f;
+	CUresult r = client_and_func(hfunc, &c, &f);
 	if (r)
 		return r;
-	struct drv_func *f = as_func(hfunc);
-	if (!f)
-		return CUDA_ERROR_INVALID_HANDLE;
 	struct xgpu_req_FUNC_SET_ATTRIBUTE req = {.attr = attrib, .value = value};
 	if ((r = func_remote(c, f, &req.func)))
 		return r;
@@ -560,12 +566,10 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CU
 	struct xgpu_client *c;
 	if (!numBlocks)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	struct drv_func *f;
+	CUresult r = client_and_func(func, &c, &f);
 	if (r)
 		return r;
-	struct drv_func *f = as_func(func);
-	if (!f)
-		return CUDA_ERROR_INVALID_HANDLE;
 	struct xgpu_req_OCCUPANCY req = {
 	    .block_size = blockSize, .dynamic_smem = dynamicSMemSize, .flags = flags};
 	if ((r = func_remote(c, f, &req.func)))
@@ -586,7 +590,7 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunc
 {
 	if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	const struct xgpu_drv_devinfo *di;
+	const struct xgpu_device_info *di;
 	CUresult r = xgpu_drv_devinfo(&di);
 	if (r)
 		return r;
@@ -676,12 +680,10 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
 	struct xgpu_client *c;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	struct drv_func *f;
+	CUresult r = client_and_func(func, &c, &f);
 	if (r)
 		return r;
-	struct drv_func *f = as_func(func);
-	if (!f)
-		return CUDA_ERROR_INVALID_HANDLE;
 	const struct xgpu_kernel_info *k = f->kinfo;
 	/* A configuration no kernel can run with on this device answers 9, the
 	 * number of cudaErrorInvalidConfiguration, which no CUresult names:
@@ -689,7 +691,7 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 	 * itself, hands cuLaunchKernel's result to the program unchanged, and its
 	 * programs see cudaErrorInvalidConfiguration for these launches, so that
 	 * is what the driver answers it. */
-	const struct xgpu_drv_devinfo *di;
+	const struct xgpu_device_info *di;
 	r = xgpu_drv_devinfo(&di);
 	if (r)
 		return r;

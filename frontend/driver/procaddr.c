@@ -12,18 +12,7 @@
 
 int xgpu_drv_unsupported(const char *name)
 {
-	xgpu_fe_warn_once(name, "%s is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED", name);
-	struct xgpu_client *c;
-	if (xgpu_client_get(&c) == cudaSuccess) {
-		struct xgpu_req_NOTE_UNSUPPORTED req = {0};
-		struct xgpu_rsp_NOTE_UNSUPPORTED rsp;
-		struct xgpu_rpc r = xgpu_rpc_NOTE_UNSUPPORTED(&req, &rsp);
-		size_t len = strlen(name) + 1;
-		r.out = name;
-		r.out_len = len <= XGPU_MAX_NAME_BYTES ? len : 0;
-		if (r.out_len)
-			xgpu_rpc(c, &r);
-	}
+	xgpu_client_note_unsupported(name, "CUDA_ERROR_NOT_SUPPORTED");
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
