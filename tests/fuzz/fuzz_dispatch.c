@@ -188,8 +188,9 @@ static void substitute(const struct seen *s, uint8_t *p, size_t len)
 
 /* The guest's side of one request: bulk into tx, then the response and its
  * bulk out of rsp and rx. Returns false once the channel is closed. */
-static bool one_request(struct xgpu_channel *ch, struct xgpu_shm_view *fv, struct seen *seen, uint64_t seq,
-			const uint8_t *rec, const uint8_t *bulk, uint32_t bulk_len)
+static bool one_request(struct xgpu_channel *ch, struct xgpu_shm_view *fv, struct seen *seen,
+			uint64_t *rx_unread, uint64_t seq, const uint8_t *rec, const uint8_t *bulk,
+			uint32_t bulk_len)
 {
 	uint8_t mode = rec[1];
 	uint32_t call = (mode & 0x01) ? rec[0] : rec[0] % XGPU_CALL_COUNT;
@@ -234,13 +235,17 @@ static bool one_request(struct xgpu_channel *ch, struct xgpu_shm_view *fv, struc
 	if (r.status == 0)
 		remember(seen, rs + sizeof r, r.len);
 	xgpu_q_release(&fv->rsp, 1);
+	/* Exactly the announced bulk (with what earlier responses left
+	 * unread) must be in rx. */
+	*rx_unread += r.bulk_len;
+	if (*rx_unread > DATA_SIZE)
+		abort();
 	if (!(mode & 0x10)) {
-		/* Exactly the announced bulk must be in rx. */
 		static uint8_t sink[DATA_SIZE];
-		if (r.bulk_len > DATA_SIZE ||
-		    xgpu_stream_read(&fv->rx, sink, r.bulk_len, &kick) != (int64_t)r.bulk_len ||
+		if (xgpu_stream_read(&fv->rx, sink, *rx_unread, &kick) != (int64_t)*rx_unread ||
 		    xgpu_q_avail(&fv->rx) != 0)
 			abort();
+		*rx_unread = 0;
 	}
 	/* What the daemon left unread of this request's bulk it must have
 	 * skipped: the tx area is empty again. */
@@ -272,7 +277,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ch.region_size = region_size;
 
 	struct seen seen = {0};
-	uint64_t seq = 1;
+	uint64_t seq = 1, rx_unread = 0;
 	size_t off = 0;
 	while (size - off >= RECORD_HEAD + ARGS_BYTES) {
 		const uint8_t *rec = data + off;
@@ -285,7 +290,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			bulk_len = DATA_SIZE;
 		const uint8_t *bulk = data + off;
 		off += bulk_len;
-		if (!one_request(&ch, &fv, &seen, seq++, rec, bulk, bulk_len))
+		if (!one_request(&ch, &fv, &seen, &rx_unread, seq++, rec, bulk, bulk_len))
 			break;
 	}
 	xgpu_channel_release_objects(&ch);
