@@ -19,6 +19,7 @@ FUZZ_HARNESS_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/bin/%,$(FUZZ_HARNESS_SRC))
 FUZZ_COMMON_A := $(FUZZ_BUILD)/libfz-common.a
 FUZZ_BACKEND_A := $(FUZZ_BUILD)/libfz-backend.a
+FUZZ_XENSTUB_A := $(FUZZ_BUILD)/libfz-xenstub.a
 FUZZ_SIMDRV := $(FUZZ_BUILD)/lib/libxgpu-simdrv.so
 FUZZ_MKSEEDS := $(FUZZ_BUILD)/bin/mkseeds
 FUZZ_SEEDS_STAMP := $(FUZZ_BUILD)/seeds/.made
@@ -40,7 +41,8 @@ $(FZ_OBJ)/backend/schedsrc/hypsrc_xentrace.o: FUZZ_CFLAGS += -std=gnu11
 
 $(FUZZ_COMMON_A): $(call fzobj,$(COMMON_SRC))
 $(FUZZ_BACKEND_A): $(call fzobj,$(BACKEND_SRC))
-$(FUZZ_COMMON_A) $(FUZZ_BACKEND_A):
+$(FUZZ_XENSTUB_A): $(call fzobj,$(XENSTUB_SRC))
+$(FUZZ_COMMON_A) $(FUZZ_BACKEND_A) $(FUZZ_XENSTUB_A):
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -56,7 +58,10 @@ $(FUZZ_SIMDRV): $(call fzobj,$(SIMDRV_SRC)) $(FUZZ_COMMON_A) backend/simdrv/simd
 $(FUZZ_BUILD)/bin/%: $(FZ_OBJ)/tests/fuzz/%.o $(FUZZ_BACKEND_A) $(FUZZ_COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer $^ -o $@ -pthread $(LIBS_DAEMON)
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -Wl,--start-group $^ -Wl,--end-group -o $@ -pthread $(LIBS_DAEMON)
+
+# xgpud's xenbus logic against the in-memory Xen, in-process.
+$(FUZZ_BUILD)/bin/fuzz_xenbus: $(FUZZ_XENSTUB_A)
 
 # mkseeds writes the seeds that need the real structs (packet sequences,
 # channel regions, schedule exports); the rest are the bundled test inputs.
@@ -65,7 +70,8 @@ $(FUZZ_MKSEEDS): $(FZ_OBJ)/tests/fuzz/mkseeds.o $(FUZZ_BACKEND_A) $(FUZZ_COMMON_
 	$(call say,LD,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) $^ -o $@ -pthread $(LIBS_DAEMON)
 
-$(FUZZ_SEEDS_STAMP): $(FUZZ_MKSEEDS) tests/fuzz/make-seeds.sh $(TST)/data/simdrv_kernels.fatbin \
+$(FUZZ_SEEDS_STAMP): $(FUZZ_MKSEEDS) tests/fuzz/make-seeds.sh $(FUZZ_HARNESS_SRC) $(wildcard tests/fuzz/corpus/*/*) \
+		$(TST)/data/simdrv_kernels.fatbin \
 		$(TST)/data/simdrv_kernels_zstd.fatbin $(TST)/data/simdrv_kernels_lz4.fatbin \
 		$(patsubst %,$(TST)/data/fatbin_%.fatbin,$(FATBIN_VARIANTS)) \
 		$(patsubst %,$(TST)/data/globals_%.fatbin,$(GLOBALS_VARIANTS)) $(TST)/data/simdrv_kernels_ptx.fatbin
