@@ -34,7 +34,7 @@ done
 # xl configs name GPU specs; the spec harness takes a flags byte first.
 cp "$src"/tests/data/xen/*.cfg "$seeds/fuzz_config/"
 
-"$fb/bin/mkseeds" "$seeds" "$data/simdrv_kernels.fatbin"
+"$fb/bin/mkseeds" "$seeds" "$data/simdrv_kernels.fatbin" "$data/simdrv_kernels_zstd.fatbin"
 
 # Committed seeds and regression inputs.
 for d in "$src"/tests/fuzz/corpus/*/; do

@@ -4,7 +4,8 @@
  * schedule export for fuzz_schedexp. Built against the same headers as the
  * harnesses, so the seeds follow any change of layout.
  *
- *   mkseeds OUTDIR FATBIN   (FATBIN: tests/data/simdrv_kernels.cu built)
+ *   mkseeds OUTDIR FATBIN [SMALL_FATBIN]   (tests/data/simdrv_kernels.cu built,
+ *                                          and built with every entry compressed)
  */
 #include "proto.h"
 #include "shm.h"
@@ -76,10 +77,10 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-static void dispatch_seeds(const char *fatbin_path)
+static void module_seed(const char *name, const char *fatbin_path);
+
+static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_path)
 {
-	size_t fatbin_len;
-	const uint8_t *fatbin = slurp(fatbin_path, &fatbin_len);
 
 	open_seed("fuzz_dispatch", "info");
 	REQ(NOP, .flags = 0);
@@ -105,27 +106,10 @@ static void dispatch_seeds(const char *fatbin_path)
 	REQ(MEM_FREE, .dptr = MARK(0)); /* twice: refused */
 	close_seed();
 
-	/* A module: load, look up a kernel and a variable, launch, unload. */
-	open_seed("fuzz_dispatch", "module");
-	REQ_BULK(MODULE_LOAD, fatbin, (uint32_t)fatbin_len, .flags = 0);
-	REQ_BULK(MODULE_GET_FUNCTION, "saxpy", 6, .module = MARK(0));
-	REQ(FUNC_GET_ATTRIBUTE, .func = MARK(1), .attr = 0);
-	REQ(OCCUPANCY, .func = MARK(1), .block_size = 128, .dynamic_smem = 0);
-	REQ(MEM_ALLOC, .size = 4096);
-	/* The newest values now: the allocation, then GET_FUNCTION's
-	 * parameter size and count, its function, the module. */
-	struct {
-		int32_t n;
-		float a;
-		uint64_t x, y;
-	} params = {16, 2.0f, MARK(0), MARK(0)};
-	REQ_BULK(LAUNCH, &params, sizeof params, .func = MARK(2), .grid = {1, 1, 1}, .block = {16, 1, 1},
-		 .shared_bytes = 0, .stream = 0);
-	REQ_BULK(MODULE_GET_GLOBAL, "dev_table", 10, .module = MARK(3));
-	/* GET_GLOBAL added its size and pointer. */
-	REQ(FUNC_SET_ATTRIBUTE, .func = MARK(4), .attr = 8, .value = 1024);
-	REQ(MODULE_UNLOAD, .module = MARK(5));
-	close_seed();
+	/* A module, as nvcc packs it and compressed (small inputs fuzz faster). */
+	module_seed("module", fatbin_path);
+	if (small_fatbin_path)
+		module_seed("module-zstd", small_fatbin_path);
 
 	/* Streams and events. */
 	open_seed("fuzz_dispatch", "streams");
@@ -154,6 +138,33 @@ static void dispatch_seeds(const char *fatbin_path)
 	REQ(MEMCPY_DTOH_SEG, .seg = MARK(0), .offset = 1024, .src = MARK(1), .size = 2048, .stream = 0);
 	REQ(SEG_UNREGISTER, .seg = MARK(0));
 	REQ(MEM_FREE, .dptr = MARK(1));
+	close_seed();
+}
+
+/* A module: load, look up a kernel and a variable, launch, unload. */
+static void module_seed(const char *name, const char *fatbin_path)
+{
+	size_t fatbin_len;
+	const uint8_t *fatbin = slurp(fatbin_path, &fatbin_len);
+	open_seed("fuzz_dispatch", name);
+	REQ_BULK(MODULE_LOAD, fatbin, (uint32_t)fatbin_len, .flags = 0);
+	REQ_BULK(MODULE_GET_FUNCTION, "saxpy", 6, .module = MARK(0));
+	REQ(FUNC_GET_ATTRIBUTE, .func = MARK(1), .attr = 0);
+	REQ(OCCUPANCY, .func = MARK(1), .block_size = 128, .dynamic_smem = 0);
+	REQ(MEM_ALLOC, .size = 4096);
+	/* The newest values now: the allocation, then GET_FUNCTION's
+	 * parameter size and count, its function, the module. */
+	struct {
+		int32_t n;
+		float a;
+		uint64_t x, y;
+	} params = {16, 2.0f, MARK(0), MARK(0)};
+	REQ_BULK(LAUNCH, &params, sizeof params, .func = MARK(2), .grid = {1, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0);
+	REQ_BULK(MODULE_GET_GLOBAL, "dev_table", 10, .module = MARK(3));
+	/* GET_GLOBAL added its size and pointer. */
+	REQ(FUNC_SET_ATTRIBUTE, .func = MARK(4), .attr = 8, .value = 1024);
+	REQ(MODULE_UNLOAD, .module = MARK(5));
 	close_seed();
 }
 
@@ -210,12 +221,12 @@ static void schedexp_seeds(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: mkseeds OUTDIR FATBIN\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: mkseeds OUTDIR FATBIN [SMALL_FATBIN]\n");
 		return 2;
 	}
 	outdir = argv[1];
-	dispatch_seeds(argv[2]);
+	dispatch_seeds(argv[2], argc > 3 ? argv[3] : NULL);
 	shm_seeds();
 	schedexp_seeds();
 	return 0;
