@@ -4,7 +4,8 @@
 # mkseeds' request sequences and regions, tests/fuzz/corpus/<harness>/), each
 # input run once: an input that once crashed, leaked or hung fails here. Then
 # each harness fuzzes for a moment (FUZZ_SEEDS_SECONDS, 2 s) from those
-# seeds, so a harness that no longer gets past its setup fails too.
+# seeds (with a fixed seed), so a harness that no longer gets past its
+# setup fails too.
 set -euo pipefail
 src=${XGPU_SRC:-$(cd "$(dirname "$0")/../.." && pwd)}
 fb=$src/build/fuzz
@@ -28,7 +29,7 @@ for c in "$src"/tests/fuzz/fuzz_*.c; do
 	ran=$(grep -c '^Executed ' "$tmp/$h.seeds.log" || true)
 	[ "$ran" -eq "$(ls "$seeds" | wc -l)" ] || { echo "FAIL: $h ran $ran of its seeds"; exit 1; }
 	mkdir -p "$tmp/$h.corpus"
-	if ! "$bin" -max_total_time="${FUZZ_SEEDS_SECONDS:-2}" -timeout=10 -rss_limit_mb=4096 \
+	if ! "$bin" -seed=1 -max_total_time="${FUZZ_SEEDS_SECONDS:-2}" -timeout=10 -rss_limit_mb=4096 \
 		-artifact_prefix="$tmp/" "$tmp/$h.corpus" "$seeds" >"$tmp/$h.fuzz.log" 2>&1; then
 		echo "FAIL: $h found a crash in ${FUZZ_SEEDS_SECONDS:-2} s (input in $tmp):"
 		grep -E 'ERROR|SUMMARY|runtime error|Test unit written' "$tmp/$h.fuzz.log" | head -5
