@@ -114,9 +114,12 @@ static const struct xgpu_be_transport_ops fuzz_ops = {
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	char err[512];
-	/* Kernels run on the host; a runaway one is stopped well before
-	 * libFuzzer's own timeout. */
-	setenv("XGPU_SIM_WATCHDOG_MS", "2000", 0);
+	/* The simulated GPU takes the time it models a kernel or copy to take:
+	 * a million times faster here, and a runaway operation (a grid of
+	 * billions of blocks) is stopped after 100 ms, so that no input costs
+	 * more than that and the watchdog's path is reached too. */
+	setenv("XGPU_SIM_SPEED", "1000000", 0);
+	setenv("XGPU_SIM_WATCHDOG_MS", "100", 0);
 	xgpu_log_init("fuzz_dispatch", getenv("FUZZ_LOG") ? XGPU_LOG_DEBUG : XGPU_LOG_ERROR, false);
 	D.o = (struct xgpud_opts){
 	    .transport = "local",

@@ -89,6 +89,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(1);
 	}
 	setenv("XGPU_XEN_STUB", T.sock, 1);
+	setenv("XGPU_SIM_SPEED", "1000000", 0);
+	setenv("XGPU_SIM_WATCHDOG_MS", "100", 0);
 	unsetenv("XGPU_XEN_DOMID");
 	T.xs0 = xgpu_xs_open_stub(T.sock, 0, err, sizeof err);
 	xgpu_log_init("fuzz_xenbus", getenv("FUZZ_LOG") ? XGPU_LOG_DEBUG : XGPU_LOG_ERROR, false);
