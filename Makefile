@@ -2,6 +2,7 @@
 #
 #   make          build everything into build/
 #   make test     build with ASan/UBSan into build/san/ and run every test
+#   make fuzz     run every libFuzzer harness for FUZZ_SECONDS (60) each (tests/fuzz/)
 #   make demo     run xgpud in local mode with three domains of bundled workloads
 #   make bench    run the benchmarks and write tables into docs/results/
 #   make experiment  Pegasus's coupled-workload evaluation in local mode (EXP_ARGS=--quick)
@@ -460,7 +461,9 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
-tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA)
+include tests/fuzz/fuzz.mk
+
+tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

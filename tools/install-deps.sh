@@ -11,6 +11,9 @@ PACKAGES+=(qemu-system-x86 cpio)
 # xen-sched-patch/build.sh builds Xen's hypervisor from Debian's source package
 # (apt-get source, into a cache) for tests/e2e/xen_sched_patch.sh.
 PACKAGES+=(dpkg-dev flex bison python3)
+# The libFuzzer harnesses (tests/fuzz/, `make fuzz`, run briefly by `make test`):
+# clang with its fuzzer and sanitizer runtimes.
+PACKAGES+=(clang-14 libclang-rt-14-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

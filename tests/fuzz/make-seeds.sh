@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# make-seeds.sh - fills FUZZ_BUILD/seeds/<harness>/ with each harness's seed
+# inputs: the bundled test data (fatbins the build makes from tests/data/,
+# recorded xentrace buffers, configs), what mkseeds writes from the real wire
+# layouts, and the committed seeds and regression inputs of
+# tests/fuzz/corpus/<harness>/.
+#
+#   tests/fuzz/make-seeds.sh FUZZ_BUILD TEST_DATA_DIR
+set -euo pipefail
+fb=${1:?usage: make-seeds.sh FUZZ_BUILD TEST_DATA_DIR}
+data=${2:?usage: make-seeds.sh FUZZ_BUILD TEST_DATA_DIR}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+seeds=$fb/seeds
+rm -rf "$seeds"
+for h in "$src"/tests/fuzz/fuzz_*.c; do
+	mkdir -p "$seeds/$(basename "$h" .c)"
+done
+
+# Fatbins of every compression mode and architecture mix the tests use.
+cp "$data"/*.fatbin "$seeds/fuzz_fatbin/"
+
+# xentrace: the harness's 12-byte header (PCPUs, TSC kHz, ring cons/prod),
+# then a recorded buffer.
+for f in "$src"/tests/data/xentrace/*.bin; do
+	n=$(stat -c %s "$f")
+	{
+		printf '\x02\x00\x10\x00\x00\x00\x00\x00'
+		# prod = the buffer's length, rounded down to a multiple of 4
+		printf "$(printf '\\x%02x\\x%02x\\x%02x\\x%02x' $((n / 4 * 4 & 255)) $((n / 4 * 4 >> 8 & 255)) $((n >> 16 & 255)) 0)"
+		cat "$f"
+	} >"$seeds/fuzz_xentrace/$(basename "$f" .bin)"
+done
+
+# xl configs name GPU specs; the spec harness takes a flags byte first.
+cp "$src"/tests/data/xen/*.cfg "$seeds/fuzz_config/"
+
+"$fb/bin/mkseeds" "$seeds" "$data/simdrv_kernels.fatbin" "$data/simdrv_kernels_zstd.fatbin"
+
+# Committed seeds and regression inputs.
+for d in "$src"/tests/fuzz/corpus/*/; do
+	[ -d "$d" ] || continue
+	h=$(basename "$d")
+	mkdir -p "$seeds/$h"
+	cp "$d"* "$seeds/$h/" 2>/dev/null || true
+done
