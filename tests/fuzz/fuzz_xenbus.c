@@ -48,6 +48,7 @@ static struct {
 	struct xgpu_xenstub *stub;
 	struct xgpu_xs *xs0;
 	struct xgpud d;
+	struct xgpu_transport_host host;
 	struct xgpu_xenbus *xb;
 } T;
 
@@ -112,7 +113,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fprintf(stderr, "fuzz_xenbus: xgpud_init: %s\n", err);
 		exit(1);
 	}
-	T.xb = xgpu_xenbus_open(&T.d, err, sizeof err);
+	xgpud_transport_host(&T.d, &T.host);
+	T.xb = xgpu_xenbus_open(&T.host, err, sizeof err);
 	if (!T.xb) {
 		fprintf(stderr, "fuzz_xenbus: xenbus: %s\n", err);
 		exit(1);
