@@ -2,6 +2,7 @@
  * A bare cubin or PTX text is wrapped in a one-entry container laid out as
  * nvcc writes them (the layout common/fatbin.c documents). */
 #include "cuimage.h"
+#include "le.h"
 
 #include "fatbin.h"
 
@@ -14,44 +15,13 @@
 #define ELF_SHDR 64u
 #define SHT_NOBITS 8u
 
-static uint16_t ld16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static uint32_t ld32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static void st16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, sizeof v);
-}
-static void st32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, sizeof v);
-}
-static void st64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof v);
-}
-
 size_t xgpu_cuimage_elf_size(const uint8_t *d, size_t max)
 {
 	if (!d || max < ELF_EHDR || memcmp(d, "\177ELF", 4) || d[4] != 2 || d[5] != 1)
 		return 0;
-	uint64_t shoff = ld64(d + 0x28), phoff = ld64(d + 0x20);
-	uint64_t shnum = ld16(d + 0x3c), phnum = ld16(d + 0x38);
-	uint64_t shent = ld16(d + 0x3a), phent = ld16(d + 0x36);
+	uint64_t shoff = xgpu_ld64(d + 0x28), phoff = xgpu_ld64(d + 0x20);
+	uint64_t shnum = xgpu_ld16(d + 0x3c), phnum = xgpu_ld16(d + 0x38);
+	uint64_t shent = xgpu_ld16(d + 0x3a), phent = xgpu_ld16(d + 0x36);
 	if (shent != ELF_SHDR || shoff > max || shnum * ELF_SHDR > max - shoff || phoff > max ||
 	    phnum * phent > max - phoff)
 		return 0;
@@ -62,8 +32,8 @@ size_t xgpu_cuimage_elf_size(const uint8_t *d, size_t max)
 		end = phoff + phnum * phent;
 	for (uint64_t i = 0; i < shnum; i++) {
 		const uint8_t *h = d + shoff + i * ELF_SHDR;
-		uint64_t off = ld64(h + 24), size = ld64(h + 32);
-		if (ld32(h + 4) == SHT_NOBITS)
+		uint64_t off = xgpu_ld64(h + 24), size = xgpu_ld64(h + 32);
+		if (xgpu_ld32(h + 4) == SHT_NOBITS)
 			continue;
 		if (off > max || size > max - off)
 			return 0;
@@ -81,19 +51,19 @@ uint8_t *xgpu_cuimage_wrap(uint16_t kind, const void *payload, size_t len, uint3
 	uint8_t *b = calloc(1, total);
 	if (!b)
 		return NULL;
-	st32(b, XGPU_FATBIN_MAGIC);
-	st16(b + 4, 1);
-	st16(b + 6, 16);
-	st64(b + 8, 64 + padded);
+	xgpu_st32(b, XGPU_FATBIN_MAGIC);
+	xgpu_st16(b + 4, 1);
+	xgpu_st16(b + 6, 16);
+	xgpu_st64(b + 8, 64 + padded);
 	uint8_t *e = b + 16;
-	st16(e, kind);
-	st16(e + 2, 0x0101);
-	st32(e + 4, 64);
-	st64(e + 8, padded);
-	st16(e + 24, minor);
-	st16(e + 26, major);
-	st32(e + 28, arch);
-	st64(e + 40, 0x11); /* 64-bit, Linux */
+	xgpu_st16(e, kind);
+	xgpu_st16(e + 2, 0x0101);
+	xgpu_st32(e + 4, 64);
+	xgpu_st64(e + 8, padded);
+	xgpu_st16(e + 24, minor);
+	xgpu_st16(e + 26, major);
+	xgpu_st32(e + 28, arch);
+	xgpu_st64(e + 40, 0x11); /* 64-bit, Linux */
 	memcpy(e + 64, payload, len);
 	*outlen = total;
 	return b;
@@ -122,7 +92,7 @@ int xgpu_cuimage_read(const void *image, size_t max, struct xgpu_cuimage *out, c
 		return -1;
 	}
 	const uint8_t *p = image;
-	uint32_t magic = ld32(p);
+	uint32_t magic = xgpu_ld32(p);
 	if (magic == XGPU_FATBIN_WRAPPER_MAGIC) {
 		/* __fatBinC_Wrapper_t: int magic, int version, const void *data, ... */
 		memcpy(&p, p + 8, sizeof p);
@@ -130,7 +100,7 @@ int xgpu_cuimage_read(const void *image, size_t max, struct xgpu_cuimage *out, c
 			snprintf(err, errlen, "fatbin wrapper without data");
 			return -1;
 		}
-		magic = ld32(p);
+		magic = xgpu_ld32(p);
 	}
 	if (magic == XGPU_FATBIN_MAGIC) {
 		out->fatbin = p;
@@ -148,7 +118,7 @@ int xgpu_cuimage_read(const void *image, size_t max, struct xgpu_cuimage *out, c
 			return -1;
 		}
 		/* EF_CUDA_SM: the SM version in bits 8-15 of e_flags. */
-		uint32_t arch = (ld32(p + 0x30) >> 8) & 0xff;
+		uint32_t arch = (xgpu_ld32(p + 0x30) >> 8) & 0xff;
 		out->owned = xgpu_cuimage_wrap(XGPU_CUIMAGE_ENTRY_ELF, p, n, arch, 1, 8, &out->len);
 	} else {
 		size_t n;

@@ -23,6 +23,7 @@
  * none nothing; only the first compressed size bytes of a payload are data.
  */
 #include "fatbin.h"
+#include "le.h"
 #include "proto.h"
 
 #include "util.h"
@@ -79,21 +80,6 @@ _Static_assert(XGPU_FATBIN_MAX_INFLATED == 2ull * XGPU_MAX_MODULE_BYTES,
 
 /* printf arguments for a name that need not be NUL-terminated. */
 #define NAME_ARG(s, len) (int)((len) < 200 ? (len) : 200), (s)
-
-static uint16_t ld16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t ld32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static uint64_t ld64(const uint8_t *p)
-{
-	return (uint64_t)ld32(p) | ((uint64_t)ld32(p + 4) << 32);
-}
 
 /* Sizes from the input are hostile: sums and products saturate, so that a
  * bound computed from them stays a bound. */
@@ -239,13 +225,13 @@ struct shdr {
 static void elf_shdr(const struct elf *e, uint32_t i, struct shdr *s)
 {
 	const uint8_t *p = e->d + e->shoff + (uint64_t)i * e->shentsize;
-	s->name = ld32(p);
-	s->type = ld32(p + 4);
-	s->flags = ld64(p + 8);
-	s->offset = ld64(p + 24);
-	s->size = ld64(p + 32);
-	s->link = ld32(p + 40);
-	s->entsize = ld64(p + 56);
+	s->name = xgpu_ld32(p);
+	s->type = xgpu_ld32(p + 4);
+	s->flags = xgpu_ld64(p + 8);
+	s->offset = xgpu_ld64(p + 24);
+	s->size = xgpu_ld64(p + 32);
+	s->link = xgpu_ld32(p + 40);
+	s->entsize = xgpu_ld64(p + 56);
 }
 
 /* The section's bytes, or NULL if they are not all inside the image. */
@@ -385,8 +371,8 @@ static int elf_globals(struct ctx *c, const struct elf *e, const uint8_t *shstr,
 		}
 		for (uint64_t j = 0; j < len / entsize; j++) {
 			const uint8_t *s = sym + j * entsize;
-			uint32_t shndx = ld16(s + 6);
-			uint64_t size = ld64(s + 16);
+			uint32_t shndx = xgpu_ld16(s + 6);
+			uint64_t size = xgpu_ld64(s + 16);
 			if (shndx == SHN_COMMON) {
 				common = sat_add(common, size);
 				continue;
@@ -394,14 +380,14 @@ static int elf_globals(struct ctx *c, const struct elf *e, const uint8_t *shstr,
 			if (shndx == SHN_XINDEX) {
 				if (!xi || j >= xlen / 4)
 					continue;
-				shndx = ld32(xi + 4 * j);
+				shndx = xgpu_ld32(xi + 4 * j);
 			} else if (shndx >= 0xff00u) {
 				continue; /* absolute and other reserved indexes */
 			}
 			if (shndx >= e->shnum || !slot[shndx])
 				continue;
 			struct vsec *v = &vs[slot[shndx] - 1];
-			uint64_t end = sat_add(ld64(s + 8), size);
+			uint64_t end = sat_add(xgpu_ld64(s + 8), size);
 			if (end > v->size)
 				v->size = end;
 		}
@@ -446,9 +432,9 @@ static int ekernel_cmp(const void *a, const void *b)
  * in bytes and u16 flags (0x0500 for pointers on sm_100+). */
 static void nvinfo_kparam(uint8_t attr, const uint8_t *pl, uint32_t *ord, uint32_t *off, uint32_t *size)
 {
-	*ord = ld16(pl + 4);
-	*off = ld16(pl + 6);
-	*size = attr == EIATTR_KPARAM_INFO ? ld32(pl + 8) >> 18 : ld16(pl + 8);
+	*ord = xgpu_ld16(pl + 4);
+	*off = xgpu_ld16(pl + 6);
+	*size = attr == EIATTR_KPARAM_INFO ? xgpu_ld32(pl + 8) >> 18 : xgpu_ld16(pl + 8);
 }
 
 struct nvinfo_walk {
@@ -467,7 +453,7 @@ static int nvinfo_next(struct nvinfo_walk *w)
 		return -1;
 	w->fmt = w->p[0];
 	w->attr = w->p[1];
-	w->val = ld16(w->p + 2);
+	w->val = xgpu_ld16(w->p + 2);
 	w->pl = w->p + 4;
 	switch (w->fmt) {
 	case EIFMT_NVAL:
@@ -506,7 +492,7 @@ static int nvinfo_params(struct ctx *c, const struct ekernel *ek, struct xgpu_kp
 		} else if (w.attr == EIATTR_CBANK_PARAM_SIZE && w.fmt == EIFMT_HVAL) {
 			cbank_size = w.val;
 		} else if (w.attr == EIATTR_PARAM_CBANK && w.fmt == EIFMT_SVAL && w.val >= 8) {
-			cbank_param = ld16(w.pl + 6);
+			cbank_param = xgpu_ld16(w.pl + 6);
 		}
 	}
 	if (r < 0)
@@ -572,10 +558,10 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 {
 	if (len < 64 || memcmp(d, "\177ELF", 4) != 0)
 		return xgpu_fail(&c->err, "ELF entry has no ELF header");
-	if (d[4] != 2 || d[5] != 1 || ld16(d + 18) != EM_CUDA)
+	if (d[4] != 2 || d[5] != 1 || xgpu_ld16(d + 18) != EM_CUDA)
 		return xgpu_fail(&c->err, "ELF entry is not a 64-bit little-endian CUDA cubin");
-	struct elf e = {d, len, ld64(d + 0x28), ld16(d + 0x3c), ld16(d + 0x3a)};
-	uint32_t shstrndx = ld16(d + 0x3e);
+	struct elf e = {d, len, xgpu_ld64(d + 0x28), xgpu_ld16(d + 0x3c), xgpu_ld16(d + 0x3a)};
+	uint32_t shstrndx = xgpu_ld16(d + 0x3e);
 	if (e.shoff == 0 && e.shnum == 0)
 		return 0; /* no sections, no kernels */
 	if (e.shentsize < 64 || e.shoff > len || (len - e.shoff) / e.shentsize < 1)
@@ -584,9 +570,9 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 		/* More than 0xff00 sections: the real numbers live in section 0. */
 		const uint8_t *s0 = d + e.shoff;
 		if (e.shnum == 0)
-			e.shnum = ld64(s0 + 32) > UINT32_MAX ? UINT32_MAX : (uint32_t)ld64(s0 + 32);
+			e.shnum = xgpu_ld64(s0 + 32) > UINT32_MAX ? UINT32_MAX : (uint32_t)xgpu_ld64(s0 + 32);
 		if (shstrndx == SHN_XINDEX)
-			shstrndx = ld32(s0 + 40);
+			shstrndx = xgpu_ld32(s0 + 40);
 	}
 	if (e.shnum > (len - e.shoff) / e.shentsize)
 		return xgpu_fail(&c->err, "ELF section headers outside the image");
@@ -629,7 +615,7 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 	uint64_t nsym = sym_len / symentsize, nk = 0;
 	for (uint64_t i = 0; i < nsym; i++) {
 		const uint8_t *s = sym + i * symentsize;
-		if ((s[4] & 0xf) == STT_FUNC && (s[5] & STO_CUDA_ENTRY) && ld16(s + 6) != 0)
+		if ((s[4] & 0xf) == STT_FUNC && (s[5] & STO_CUDA_ENTRY) && xgpu_ld16(s + 6) != 0)
 			nk++;
 	}
 	if (nk > XGPU_FATBIN_MAX_KERNELS)
@@ -648,10 +634,10 @@ static int parse_elf(struct ctx *c, const uint8_t *d, size_t len)
 	nk = 0;
 	for (uint64_t i = 0; i < nsym; i++) {
 		const uint8_t *s = sym + i * symentsize;
-		if ((s[4] & 0xf) != STT_FUNC || !(s[5] & STO_CUDA_ENTRY) || ld16(s + 6) == 0)
+		if ((s[4] & 0xf) != STT_FUNC || !(s[5] & STO_CUDA_ENTRY) || xgpu_ld16(s + 6) == 0)
 			continue;
 		struct ekernel *k = &ks[nk++];
-		int r = name_at(str, str_len, ld32(s), &k->name, &k->len);
+		int r = name_at(str, str_len, xgpu_ld32(s), &k->name, &k->len);
 		if (r <= 0 || !k->len || k->len >= left) {
 			bool bad = r == 0 || !k->len;
 			free(ks);
@@ -1222,9 +1208,9 @@ static int parse_ptx(struct ctx *c, const uint8_t *d, size_t len)
 size_t xgpu_fatbin_size(const void *data, size_t max)
 {
 	const uint8_t *d = data;
-	if (!d || max < FATBIN_HDR_SIZE || ld32(d) != XGPU_FATBIN_MAGIC)
+	if (!d || max < FATBIN_HDR_SIZE || xgpu_ld32(d) != XGPU_FATBIN_MAGIC)
 		return 0;
-	uint64_t hsz = ld16(d + 6), fsz = ld64(d + 8);
+	uint64_t hsz = xgpu_ld16(d + 6), fsz = xgpu_ld64(d + 8);
 	if (hsz < FATBIN_HDR_SIZE || hsz > max || fsz > max - hsz)
 		return 0;
 	return (size_t)(hsz + fsz);
@@ -1234,8 +1220,8 @@ size_t xgpu_fatbin_size(const void *data, size_t max)
 static int entry_payload(struct ctx *c, const uint8_t *e, const uint8_t *pl, uint64_t psz,
 			 const uint8_t **out, size_t *outlen, uint8_t **owned)
 {
-	uint64_t flags = ld64(e + 40);
-	uint64_t csz = ld32(e + 16), usz = ld64(e + 56);
+	uint64_t flags = xgpu_ld64(e + 40);
+	uint64_t csz = xgpu_ld32(e + 16), usz = xgpu_ld64(e + 56);
 	*owned = NULL;
 	if (!(flags & (FLAG_LZ4 | FLAG_ZSTD))) {
 		*out = pl;
@@ -1299,11 +1285,11 @@ static int parse_entries(struct ctx *c, const uint8_t *d, uint64_t start, uint64
 		const uint8_t *e = d + off;
 		if (end - off < ENTRY_HDR_MIN)
 			return xgpu_fail(&c->err, "truncated entry header at %llu", (unsigned long long)off);
-		uint64_t ehsz = ld32(e + 4), psz = ld64(e + 8);
+		uint64_t ehsz = xgpu_ld32(e + 4), psz = xgpu_ld64(e + 8);
 		if (ehsz < ENTRY_HDR_MIN || ehsz > end - off || psz > end - off - ehsz)
 			return xgpu_fail(&c->err, "entry at %llu overruns the container",
 					 (unsigned long long)off);
-		if (ld16(e) == kind && psz) {
+		if (xgpu_ld16(e) == kind && psz) {
 			const uint8_t *pl = NULL;
 			size_t plen = 0;
 			uint8_t *owned;
@@ -1337,10 +1323,10 @@ int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out
 	const uint8_t *d = data;
 	size_t total = xgpu_fatbin_size(d, len);
 	if (!total)
-		return xgpu_fail(&c.err, d && len >= FATBIN_HDR_SIZE && ld32(d) == XGPU_FATBIN_MAGIC
+		return xgpu_fail(&c.err, d && len >= FATBIN_HDR_SIZE && xgpu_ld32(d) == XGPU_FATBIN_MAGIC
 					     ? "fatbin header claims more than the buffer holds"
 					     : "not a fatbin");
-	uint64_t hsz = ld16(d + 6);
+	uint64_t hsz = xgpu_ld16(d + 6);
 	/* Cubins first: whichever architecture, they carry the compiler's own
 	 * layout; PTX only fills in kernels that no cubin has. */
 	if (parse_entries(&c, d, hsz, total, KIND_ELF) < 0 ||

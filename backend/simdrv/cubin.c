@@ -13,6 +13,7 @@
  * string is checked against the buffer before use.
  */
 #include "simdrv_int.h"
+#include "le.h"
 
 #include <lz4.h>
 #include <zstd.h>
@@ -44,25 +45,6 @@
 #define FATBIN_FLAG_LZ4 0x2000u
 #define FATBIN_FLAG_ZSTD 0x8000u
 #define FATBIN_ENTRY_MIN 64u
-
-static uint16_t ld16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static uint32_t ld32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static uint64_t ld64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -175,11 +157,11 @@ static int load_sections(struct elf *e, const uint8_t *d, size_t len, char *err,
 		   4) ||
 	    d[4] != 2 || d[5] != 1)
 		return fail(err, errlen, "not a 64-bit little-endian ELF image");
-	if (ld16(d + 18) != EM_CUDA)
-		return fail(err, errlen, "ELF image is not a CUDA cubin (machine %u)", ld16(d + 18));
-	uint64_t shoff = ld64(d + 0x28);
-	uint32_t shentsize = ld16(d + 0x3a), shnum = ld16(d + 0x3c);
-	e->shstrndx = ld16(d + 0x3e);
+	if (xgpu_ld16(d + 18) != EM_CUDA)
+		return fail(err, errlen, "ELF image is not a CUDA cubin (machine %u)", xgpu_ld16(d + 18));
+	uint64_t shoff = xgpu_ld64(d + 0x28);
+	uint32_t shentsize = xgpu_ld16(d + 0x3a), shnum = xgpu_ld16(d + 0x3c);
+	e->shstrndx = xgpu_ld16(d + 0x3e);
 	if (shentsize != ELF_SHDR || shnum == 0 || shoff > len || (uint64_t)shnum * ELF_SHDR > len - shoff ||
 	    e->shstrndx >= shnum)
 		return fail(err, errlen, "cubin section table out of bounds");
@@ -194,12 +176,12 @@ static int load_sections(struct elf *e, const uint8_t *d, size_t len, char *err,
 	for (uint32_t i = 0; i < shnum; i++) {
 		const uint8_t *h = d + shoff + (uint64_t)i * ELF_SHDR;
 		struct shdr *s = &e->sh[i];
-		s->name = ld32(h);
-		s->type = ld32(h + 4);
-		s->offset = ld64(h + 24);
-		s->size = ld64(h + 32);
-		s->link = ld32(h + 40);
-		s->info = ld32(h + 44);
+		s->name = xgpu_ld32(h);
+		s->type = xgpu_ld32(h + 4);
+		s->offset = xgpu_ld64(h + 24);
+		s->size = xgpu_ld64(h + 32);
+		s->link = xgpu_ld32(h + 40);
+		s->info = xgpu_ld32(h + 44);
 		if (s->type != SHT_NOBITS && (s->offset > len || s->size > len - s->offset)) {
 			free_sections(e);
 			return fail(err, errlen, "cubin section %u out of bounds", i);
@@ -260,7 +242,7 @@ static void walk_nvinfo(const struct elf *e, uint32_t sec,
 	uint64_t n = e->sh[sec].size, off = 0;
 	while (n - off >= 4) {
 		uint8_t fmt = p[off], attr = p[off + 1];
-		uint16_t v = ld16(p + off + 2);
+		uint16_t v = xgpu_ld16(p + off + 2);
 		off += 4;
 		if (fmt == EIFMT_SVAL) {
 			if (v > n - off)
@@ -282,13 +264,13 @@ static void global_info_rec(uint8_t fmt, uint8_t attr, const uint8_t *val, uint3
 	struct global_info_arg *a = arg;
 	if (fmt != EIFMT_SVAL || len < 8)
 		return;
-	struct sim_cubin_func *f = func_by_sym(a->c, a->syms, ld32(val));
+	struct sim_cubin_func *f = func_by_sym(a->c, a->syms, xgpu_ld32(val));
 	if (!f)
 		return;
 	if (attr == EIATTR_REGCOUNT)
-		f->regs = ld32(val + 4);
+		f->regs = xgpu_ld32(val + 4);
 	else if (attr == EIATTR_FRAME_SIZE)
-		f->local_bytes = ld32(val + 4);
+		f->local_bytes = xgpu_ld32(val + 4);
 }
 
 static void func_info_rec(uint8_t fmt, uint8_t attr, const uint8_t *val, uint32_t len, void *arg)
@@ -296,7 +278,7 @@ static void func_info_rec(uint8_t fmt, uint8_t attr, const uint8_t *val, uint32_
 	struct sim_cubin_func *f = arg;
 	if (fmt != EIFMT_SVAL || len < 12 || (attr != EIATTR_MAX_THREADS && attr != EIATTR_REQNTID))
 		return;
-	uint64_t t = (uint64_t)ld32(val) * ld32(val + 4) * ld32(val + 8);
+	uint64_t t = (uint64_t)xgpu_ld32(val) * xgpu_ld32(val + 4) * xgpu_ld32(val + 8);
 	if (t && t <= SIM_MAX_THREADS_PER_BLOCK && (!f->max_threads || t < f->max_threads))
 		f->max_threads = (uint32_t)t;
 }
@@ -381,10 +363,10 @@ int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, cha
 		goto oom;
 	for (uint64_t i = 1; i < nsym; i++) {
 		const uint8_t *s = sym0 + i * ELF_SYM;
-		uint32_t name_off = ld32(s);
+		uint32_t name_off = xgpu_ld32(s);
 		uint8_t info = s[4], other = s[5];
-		uint16_t shndx = ld16(s + 6);
-		uint64_t value = ld64(s + 8), size = ld64(s + 16);
+		uint16_t shndx = xgpu_ld16(s + 6);
+		uint64_t value = xgpu_ld64(s + 8), size = xgpu_ld64(s + 16);
 		if (shndx == 0 || shndx >= SHN_LORESERVE || shndx >= e.nsh)
 			continue;
 		/* Only the symbols kept have their names read: the reading is
@@ -467,7 +449,7 @@ static int entry_payload(const uint8_t *e, uint64_t ehsz, uint64_t psz, const ui
 			 uint8_t **owned, char *err, size_t errlen)
 {
 	const uint8_t *pl = e + ehsz;
-	uint64_t flags = ld64(e + 40), csz = ld32(e + 16), usz = ld64(e + 56);
+	uint64_t flags = xgpu_ld64(e + 40), csz = xgpu_ld32(e + 16), usz = xgpu_ld64(e + 56);
 	*owned = NULL;
 	if (!(flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD))) {
 		*out = pl;
@@ -520,18 +502,18 @@ int sim_cubin_from_fatbin(const uint8_t *fb, size_t len, uint32_t arch, struct s
 	if (!total)
 		return fail(err, errlen, "not a fatbin");
 	struct pick elf_pick = {0}, ptx_pick = {0};
-	for (uint64_t off = ld16(fb + 6); off < total;) {
+	for (uint64_t off = xgpu_ld16(fb + 6); off < total;) {
 		const uint8_t *e = fb + off;
 		if (total - off < FATBIN_ENTRY_MIN)
 			return fail(err, errlen, "truncated fatbin entry");
-		uint64_t ehsz = ld32(e + 4), psz = ld64(e + 8);
+		uint64_t ehsz = xgpu_ld32(e + 4), psz = xgpu_ld64(e + 8);
 		if (ehsz < FATBIN_ENTRY_MIN || ehsz > total - off || psz > total - off - ehsz)
 			return fail(err, errlen, "fatbin entry overruns its container");
-		uint32_t a = ld32(e + 28);
-		if (ld16(e) == FATBIN_KIND_ELF) {
+		uint32_t a = xgpu_ld32(e + 28);
+		if (xgpu_ld16(e) == FATBIN_KIND_ELF) {
 			out->has_elf = true;
 			consider(&elf_pick, e, a, ehsz, psz, arch);
-		} else if (ld16(e) == FATBIN_KIND_PTX)
+		} else if (xgpu_ld16(e) == FATBIN_KIND_PTX)
 			consider(&ptx_pick, e, a, ehsz, psz, arch);
 		off += ehsz + psz;
 	}
