@@ -501,18 +501,20 @@ static CUresult library_context(CUcontext *ctx)
 /* Slot 4, CUresult (CUcontext, uint64_t *id): cuBLASLt, before every
  * operation, looks id up in a std::map of contexts it has set up
  * (libcublasLt.so.13 0x194091b), cuFFT compares it with the one a plan was
- * made for (libcufft.so.12 0x31a169). An identity per context, never 0 (a
- * guess at what the driver answers, like cuCtxGetId's: LUPINE answers 1
- * for a context, 0 for none); here the context's address, which xgpu never
- * reuses for another context while the process lives for primaries. */
+ * made for (libcufft.so.12 0x31a169). An identity per context, never 0:
+ * cuCtxGetId's (a guess at what the driver answers; LUPINE answers 1 for a
+ * context, 0 for none). */
 static CUresult library_context_id(CUcontext ctx, uint64_t *id)
 {
 	trace_slot(T_LIBRARY, 4);
 	if (!id)
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = library_context(&ctx);
+	unsigned long long ctx_id = 0;
 	if (!r)
-		*id = (uint64_t)(uintptr_t)ctx;
+		r = cuCtxGetId(ctx, &ctx_id);
+	if (!r)
+		*id = ctx_id;
 	return r;
 }
 
@@ -553,9 +555,10 @@ static CUresult library_stream_id(CUcontext ctx, const void *object, uint64_t *i
 	X(1)                                                                                                 \
 	X(2)                                                                                                 \
 	X(3)                                                                                                 \
-	X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21)     \
-	    X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37)  \
-		X(38) X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50)
+	X(5)                                                                                                 \
+	X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22)    \
+	    X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38)  \
+		X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50)
 #define LIBRARY_DEFINE(n) UNIMPLEMENTED(T_LIBRARY, n)
 #define LIBRARY_ENTRY(n) [n] = (slot_fn)unimpl_T_LIBRARY_##n,
 LIBRARY_UNIMPLEMENTED(LIBRARY_DEFINE)

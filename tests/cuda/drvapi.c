@@ -198,7 +198,9 @@ static void check_library_tables(CUcontext ctx, CUmodule mod, CUstream stream, C
 	uint64_t id = 0, again = 0, sid = 0, default_sid = 0;
 	CHECK(context_id(ctx, &id));
 	CHECK(context_id(NULL, &again));
-	EXPECT(id && id == again);
+	unsigned long long ctx_id = 0;
+	CHECK(cuCtxGetId(ctx, &ctx_id));
+	EXPECT(id && id == again && id == ctx_id);
 	void *object = NULL, *default_object = NULL;
 	CHECK(stream_object(NULL, stream, &object, 0));
 	CHECK(stream_object(NULL, CU_STREAM_PER_THREAD, &default_object, 1));
