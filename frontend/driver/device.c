@@ -262,6 +262,14 @@ bool xgpu_drv_ctx_valid(CUcontext ctx)
 	return valid_ctx(ctx);
 }
 
+CUresult xgpu_drv_ctx_device(CUcontext ctx, CUdevice *dev)
+{
+	if (!valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*dev = ctx->device;
+	return CUDA_SUCCESS;
+}
+
 CUresult xgpu_drv_primary_ctx(CUdevice dev, CUcontext *pctx)
 {
 	CUresult r = check_device(dev);

@@ -485,7 +485,9 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 /* Device memory from cuMemAlloc only: xgpu's host memory is pageable and
  * not mapped into the device's address space, so any other pointer is
  * CUDA_ERROR_INVALID_VALUE, as the driver answers for memory it does not
- * know. */
+ * know. (Memory from xgpu's own libcudart.so.13 is not in this list: a
+ * program built with -cudart shared that hands such memory to a library
+ * with a runtime of its own gets "not known" here.) */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
 	struct xgpu_client *c;
@@ -521,12 +523,10 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 		*(unsigned *)data = 0; /* never set: cuPointerSetAttribute is not offered */
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-		if (a.ctx && xgpu_drv_ctx_valid(a.ctx)) {
-			CUcontext saved = xgpu_drv_current_ctx();
-			if ((r = cuCtxSetCurrent(a.ctx)) || (r = cuCtxGetDevice(&dev)) ||
-			    (r = cuCtxSetCurrent(saved)))
-				return r;
-		}
+		/* A context destroyed since is the program's error; its memory went
+		 * with it in CUDA. */
+		if (a.ctx && (r = xgpu_drv_ctx_device(a.ctx, &dev)))
+			return r;
 		*(int *)data = (int)dev;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
