@@ -44,6 +44,24 @@ grep -q "^exptab_cublas: snrm2 0" "$T/cublas.out" || fail "cuBLAS: no Snrm2"
 grep -qE "kernel _Z[0-9]+nrm2_kernel" "$XGPUD_LOG" || fail "cuBLAS: Snrm2 launched no kernel"
 library cufft "$B/tests/data/libs_cufft" '_Z[0-9]+vector_fft'
 
+# cuFFT in a program built with -cudart shared, with NVIDIA's libcudart.so.13
+# in front of xgpu's libcuda.so.1 (xgpu's own libcudart.so.13 does not run
+# cuFFT yet: docs/driver-frontend.md).
+nvrt=$(readlink -f "${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13")
+mkdir -p "$T/nvrt"
+ln -sf "$nvrt" "$T/nvrt/libcudart.so.13"
+ln -sf "$B/lib/libcuda.so.1" "$T/nvrt/libcuda.so.1"
+env LD_LIBRARY_PATH="$T/nvrt:${CUDA_HOME:-/usr/local/cuda}/lib64" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
+	"$B/tests/data/libs_cufft_shared" >"$T/cufft_shared.out" 2>"$T/cufft_shared.err" || {
+	cat "$T/cufft_shared.out" "$T/cufft_shared.err"
+	fail "cuFFT with NVIDIA's libcudart.so.13 over xgpu's libcuda.so.1 failed"
+}
+check_clean "$T/cufft_shared.err" "cuFFT (NVIDIA's libcudart.so.13)"
+if grep -E "is not supported by xgpu|is not implemented by xgpu|is not one xgpu offers" "$T/cufft_shared.err"; then
+	fail "cuFFT with NVIDIA's libcudart.so.13 called something xgpu does not offer (above)"
+fi
+note "cufft with NVIDIA's libcudart.so.13: every status SUCCESS"
+
 stop_xgpud
 if grep -E "which xgpu does not support" "$XGPUD_LOG"; then
 	fail "the daemon logged an unsupported call (above)"
