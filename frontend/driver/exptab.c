@@ -551,14 +551,14 @@ static CUresult library_stream_id(CUcontext ctx, const void *object, uint64_t *i
 	return r;
 }
 
-#define LIBRARY_UNIMPLEMENTED(X)                                                                             \
-	X(1)                                                                                                 \
-	X(2)                                                                                                 \
-	X(3)                                                                                                 \
-	X(5)                                                                                                 \
-	X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22)    \
-	    X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38)  \
-		X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50)
+/* The slots not implemented, each its own function so that it can name
+ * itself when called. */
+/* clang-format off */
+#define LIBRARY_UNIMPLEMENTED(X)                                                    \
+	X(1) X(2) X(3) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14)       \
+	X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26)     \
+	X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38)     \
+	X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50)
 #define LIBRARY_DEFINE(n) UNIMPLEMENTED(T_LIBRARY, n)
 #define LIBRARY_ENTRY(n) [n] = (slot_fn)unimpl_T_LIBRARY_##n,
 LIBRARY_UNIMPLEMENTED(LIBRARY_DEFINE)
@@ -568,11 +568,13 @@ LIBRARY_UNIMPLEMENTED(LIBRARY_DEFINE)
  * cuBLAS does not read it). */
 #define LIBRARY_SLOTS 52
 static const slot_fn library_resources[LIBRARY_SLOTS] = {
-    [0] = (slot_fn)(uintptr_t)(LIBRARY_SLOTS * sizeof(void *)),
-    LIBRARY_UNIMPLEMENTED(LIBRARY_ENTRY)[4] = (slot_fn)library_context_id,
-    [39] = (slot_fn)library_stream_id,
-    [51] = (slot_fn)library_stream_object,
+	[0] = (slot_fn)(uintptr_t)(LIBRARY_SLOTS * sizeof(void *)),
+	LIBRARY_UNIMPLEMENTED(LIBRARY_ENTRY)
+	[4] = (slot_fn)library_context_id,
+	[39] = (slot_fn)library_stream_id,
+	[51] = (slot_fn)library_stream_object,
 };
+/* clang-format on */
 
 /* ---- MODULE_FUNCTIONS (6e163fbe): a module's kernels, for cuFFT -------- */
 
