@@ -212,7 +212,7 @@ static const slot_fn tools_runtime_callback_hooks[HOOKS_SLOTS] = {
 
 /* ---- TOOLS_TLS: the tools interface's per-thread state ------------------ */
 
-/* The runtime only fetches it. cuBLAS, cuBLASLt and cuFFT call slot 2,
+/* The runtime only fetches it. cuBLAS and cuBLASLt call slot 2,
  * CUresult (CUcontext *out), and pass what it wrote as the context argument
  * of LIBRARY_RESOURCES' slots (objdump of libcublas.so.13 at 0x2183ab and of
  * libcublasLt.so.13 at 0x19408dc). That it is the calling thread's current
@@ -485,7 +485,7 @@ static const slot_fn integrity_check_table[INTEGRITY_SLOTS] = {
     (slot_fn)unimpl_T_INTEGRITY_2,
 };
 
-/* ---- LIBRARY_RESOURCES (21318c60): what cuBLAS asks of contexts/streams */
+/* ---- LIBRARY_RESOURCES (21318c60): what libraries ask of contexts, streams */
 
 /* Unnamed by ZLUDA; the name is ours. cuBLAS (libcublas.so.13), cuBLASLt
  * (libcublasLt.so.13) and cuFFT (libcufft.so.12) use three slots, each with
