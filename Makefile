@@ -224,6 +224,19 @@ $(TST)/data/libs_cufft_shared: tests/data/libs_cufft.cu | $(DEPS_STAMP)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $< -lcufft
 
+# tests/samples/pitch2d.cu: pitched memory and 2D/3D copies, built as the
+# samples are, with -cudart shared and with nvcc's default static runtime.
+PITCH2D_BINS := $(TST)/samples/pitch2d $(TST)/samples/static/pitch2d
+TEST_DATA += $(PITCH2D_BINS)
+$(TST)/samples/pitch2d: tests/samples/pitch2d.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<
+$(TST)/samples/static/pitch2d: tests/samples/pitch2d.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $<
+
 $(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)

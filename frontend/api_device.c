@@ -38,14 +38,23 @@ static cudaError_t check_device(int device)
 	return cudaSuccess;
 }
 
+/* Both make the device's primary context current on the calling thread,
+ * as NVIDIA's runtime does (every device of a domain is served by the
+ * channel's one context; the runtime works in device 0's). */
+static cudaError_t init_device(int device)
+{
+	cudaError_t e = check_device(device);
+	return e ? e : xgpu_rt_ret(xgpu_rt_primary_current(true));
+}
+
 XGPU_EXPORT cudaError_t cudaSetDevice(int device)
 {
-	return check_device(device);
+	return init_device(device);
 }
 
 XGPU_EXPORT cudaError_t cudaInitDevice(int device, unsigned int deviceFlags, unsigned int flags)
 {
-	return check_device(device);
+	return init_device(device);
 }
 
 XGPU_EXPORT cudaError_t cudaSetValidDevices(int *devices, int len)
@@ -173,6 +182,7 @@ XGPU_EXPORT cudaError_t cudaDeviceReset(void)
 	e = xgpu_call_DEVICE_RESET(c, &req, &rsp);
 	/* Everything the backend held for us is gone: modules reload lazily,
 	 * pinned memory stays mapped but is plain host memory now. */
+	xgpu_rt_primary_release();
 	xgpu_rt_new_epoch();
 	xgpu_rt_devmem_clear();
 	xgpu_rt_segs_forget();

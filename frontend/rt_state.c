@@ -2,10 +2,12 @@
  * errors, the remote-handle epoch, the device description cache, the
  * shadow tables of device allocations and pinned segments, and reporting of
  * unsupported calls. */
+#include "allocs.h"
 #include "errors.h"
 #include "runtime.h"
 #include "util.h"
 
+#include <cuda.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -45,9 +47,60 @@ XGPU_EXPORT cudaError_t cudaPeekAtLastError(void)
 	return sticky ? (cudaError_t)sticky : last_error;
 }
 
+/* ---- the primary context ------------------------------------------------ */
+
+/* As NVIDIA's runtime does, the runtime works in device 0's primary context
+ * and makes it current on each thread it initialises (unless the thread has
+ * a context of its own current), so libraries that call the driver API
+ * directly (cuFFT: cuCtxGetCurrent, cuLaunchKernel) find the program's
+ * context. The runtime retains it once per process; cudaDeviceReset
+ * releases that. */
+static pthread_mutex_t primary_lock = PTHREAD_MUTEX_INITIALIZER;
+static CUcontext primary;
+static bool primary_retained;
+static unsigned primary_generation;             /* xgpu_fork_generation when retained */
+static _Thread_local unsigned thread_ctx_epoch; /* xgpu_rt_epoch() + 1 once done */
+
+cudaError_t xgpu_rt_primary_current(bool force)
+{
+	unsigned epoch = xgpu_rt_epoch() + 1;
+	if (!force && thread_ctx_epoch == epoch)
+		return cudaSuccess;
+	CUresult r = cuInit(0);
+	pthread_mutex_lock(&primary_lock);
+	if (!r && (!primary_retained || primary_generation != xgpu_fork_generation)) {
+		r = cuDevicePrimaryCtxRetain(&primary, 0);
+		primary_retained = r == CUDA_SUCCESS;
+		primary_generation = xgpu_fork_generation;
+	}
+	CUcontext ctx = primary;
+	pthread_mutex_unlock(&primary_lock);
+	if (r)
+		return cudaErrorInitializationError;
+	CUcontext cur = NULL;
+	if (force || (cuCtxGetCurrent(&cur) == CUDA_SUCCESS && !cur))
+		r = cuCtxSetCurrent(ctx);
+	if (r)
+		return cudaErrorInitializationError;
+	thread_ctx_epoch = epoch;
+	return cudaSuccess;
+}
+
+void xgpu_rt_primary_release(void)
+{
+	pthread_mutex_lock(&primary_lock);
+	if (primary_retained && primary_generation == xgpu_fork_generation)
+		cuDevicePrimaryCtxRelease(0);
+	primary_retained = false;
+	pthread_mutex_unlock(&primary_lock);
+}
+
 cudaError_t xgpu_rt_client(struct xgpu_client **c)
 {
-	return xgpu_rt_ret(xgpu_client_get(c));
+	cudaError_t e = xgpu_client_get(c);
+	if (!e)
+		e = xgpu_rt_primary_current(false);
+	return xgpu_rt_ret(e);
 }
 
 static unsigned epoch_reset;
@@ -104,7 +157,6 @@ struct ranges {
 	size_t n, cap;
 };
 
-static struct ranges devmem = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static struct ranges segs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static ptrdiff_t floor_of(const struct ranges *t, uint64_t addr)
@@ -164,34 +216,33 @@ static bool ranges_find(struct ranges *t, uint64_t addr, uint64_t len, struct ra
 	return found;
 }
 
+/* Device allocations live in the registry both API layers share (allocs.h,
+ * in our libcuda.so.1), so memory from cuMemAlloc counts here too. */
 void xgpu_rt_devmem_add(uint64_t base, uint64_t size)
 {
-	struct range r = {.base = base, .size = size};
-	ranges_add(&devmem, &r);
+	xgpu_alloc_add(base, size, XGPU_ALLOC_DEVICE, 0);
 }
 
 void xgpu_rt_devmem_del(uint64_t base)
 {
-	ranges_del(&devmem, base, NULL);
+	xgpu_alloc_del(base, XGPU_ALLOC_DEVICE);
 }
 
 bool xgpu_rt_devmem_find(uint64_t addr, uint64_t *base, uint64_t *size)
 {
-	struct range r;
-	if (!ranges_find(&devmem, addr, 0, &r))
+	struct xgpu_alloc a;
+	if (!xgpu_alloc_find(addr, 0, &a) || a.kind != XGPU_ALLOC_DEVICE)
 		return false;
 	if (base)
-		*base = r.base;
+		*base = a.base;
 	if (size)
-		*size = r.size;
+		*size = a.size;
 	return true;
 }
 
 void xgpu_rt_devmem_clear(void)
 {
-	pthread_mutex_lock(&devmem.lock);
-	devmem.n = 0;
-	pthread_mutex_unlock(&devmem.lock);
+	xgpu_alloc_clear_device();
 }
 
 bool xgpu_rt_seg_find(const void *p, uint64_t len, struct xgpu_rt_seg *out)
@@ -262,6 +313,7 @@ static cudaError_t host_alloc(struct xgpu_client *c, void **ptr, size_t mapped, 
 	    .size = mapped,
 	    .seg = {.ptr = p, .size = mapped, .handle = rsp.seg, .epoch = xgpu_rt_epoch(), .flags = flags}};
 	ranges_add(&segs, &r);
+	xgpu_alloc_add((uintptr_t)p, mapped, XGPU_ALLOC_HOST, flags);
 	*ptr = p;
 	return cudaSuccess;
 }
@@ -278,6 +330,7 @@ XGPU_EXPORT cudaError_t cudaFreeHost(void *ptr)
 	struct range r;
 	if (!ranges_del(&segs, (uintptr_t)ptr, &r))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
+	xgpu_alloc_del((uintptr_t)ptr, XGPU_ALLOC_HOST);
 	struct xgpu_client *c;
 	cudaError_t e = xgpu_rt_client(&c);
 	if (e)
@@ -335,23 +388,25 @@ XGPU_EXPORT cudaError_t cudaHostUnregister(void *ptr)
 	return cudaSuccess;
 }
 
+/* From the registry both layers share: cuMemAlloc's and cuMemHostAlloc's
+ * memory is known here as well as the runtime's own. */
 XGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
 {
 	if (!attr)
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	memset(attr, 0, sizeof *attr);
-	struct xgpu_rt_seg s;
-	if (xgpu_rt_devmem_find((uintptr_t)ptr, NULL, NULL)) {
+	struct xgpu_alloc a;
+	if (!xgpu_alloc_find((uintptr_t)ptr, 0, &a)) {
+		attr->type = cudaMemoryTypeUnregistered;
+		attr->device = -2;
+	} else if (a.kind == XGPU_ALLOC_DEVICE) {
 		attr->type = cudaMemoryTypeDevice;
 		attr->device = 0;
 		attr->devicePointer = (void *)ptr;
-	} else if (seg_lookup_any(ptr, &s)) {
+	} else {
 		attr->type = cudaMemoryTypeHost;
 		attr->device = 0;
 		attr->hostPointer = (void *)ptr;
-	} else {
-		attr->type = cudaMemoryTypeUnregistered;
-		attr->device = -2;
 	}
 	return cudaSuccess;
 }
@@ -375,7 +430,7 @@ void xgpu_rt_segs_forget(void)
 static void rt_state_child(void)
 {
 	pthread_mutex_init(&devinfo_lock, NULL);
-	pthread_mutex_init(&devmem.lock, NULL);
+	pthread_mutex_init(&primary_lock, NULL);
 	pthread_mutex_init(&segs.lock, NULL);
 	pthread_mutex_init(&registered.lock, NULL);
 	pthread_mutex_init(&host_alloc_lock, NULL);

@@ -19,8 +19,16 @@
  * cudaSuccess or cudaErrorNotReady) and returns it. */
 cudaError_t xgpu_rt_ret(cudaError_t err);
 
-/* The connected client, or the (recorded) reason there is none. */
+/* The connected client, or the (recorded) reason there is none. The first
+ * call on a thread (and after cudaDeviceReset) also makes device 0's
+ * primary context current there, as NVIDIA's runtime does. */
 cudaError_t xgpu_rt_client(struct xgpu_client **c);
+
+/* Makes the primary context current on this thread (force: even over a
+ * context the thread made current itself; cudaSetDevice). Not recorded. */
+cudaError_t xgpu_rt_primary_current(bool force);
+/* cudaDeviceReset: releases the runtime's retain of the primary context. */
+void xgpu_rt_primary_release(void);
 
 /* Remote handles (modules, functions, globals) belong to one channel; this
  * changes in a forked child and on cudaDeviceReset, so cached handles from

@@ -594,6 +594,189 @@ HANDLER(MEMSET)
 	return r;
 }
 
+/* ---- pitched (2D) copies and memset -------------------------------------- */
+
+/* A pitched range, height rows of width bytes pitch apart, must lie inside
+ * one allocation of this process (a pitched allocation is one); its extent
+ * is computed overflow-checked before the range check sees it. */
+static int check_rows(struct call *c, uint64_t base, uint64_t pitch, uint64_t width, uint64_t height,
+		      const char *field)
+{
+	uint64_t span;
+	if (height > 1 && pitch < width) {
+		dlog_info(c->dom,
+			  "domain %s: %s refused: %s pitch %" PRIu64 " is less than the width %" PRIu64,
+			  c->dom->name, c->what, field, pitch, width);
+		return cudaErrorInvalidPitchValue;
+	}
+	if (__builtin_mul_overflow(height - 1, pitch, &span) || __builtin_add_overflow(span, width, &span)) {
+		dlog_info(c->dom,
+			  "domain %s: %s refused: %s rows (%" PRIu64 " of %" PRIu64 " bytes, pitch %" PRIu64
+			  ") overflow the address space",
+			  c->dom->name, c->what, field, height, width, pitch);
+		return cudaErrorInvalidValue;
+	}
+	return check_range(c, base, span, field);
+}
+
+/* Moves packed bytes [off, off + n) of a pitched device range to or from buf
+ * (a staging buffer): one driver copy per row piece, queued on s. */
+static int rows_copy(struct call *c, bool to_device, uint64_t dev, uint64_t pitch, uint64_t width,
+		     uint64_t off, uint64_t n, uint8_t *buf, CUstream s)
+{
+	int r = cudaSuccess;
+	for (uint64_t done = 0; done < n && !r;) {
+		uint64_t row = (off + done) / width, col = (off + done) % width;
+		uint64_t len = width - col < n - done ? width - col : n - done;
+		CUdeviceptr at = dev + row * pitch + col;
+		r = to_device ? drv(c, c->drv->cuMemcpyHtoDAsync(at, buf + done, len, s))
+			      : drv(c, c->drv->cuMemcpyDtoHAsync(buf + done, at, len, s));
+		done += len;
+	}
+	return r;
+}
+
+HANDLER(MEMCPY_2D_HTOD)
+{
+	struct xgpu_domain *dom = c->dom;
+	uint64_t total;
+	if (__builtin_mul_overflow(req->width, req->height, &total) || c->hdr.bulk_len != total)
+		return cudaErrorInvalidValue;
+	if (!total)
+		return cudaSuccess;
+	int r = check_rows(c, req->dst, req->dst_pitch, req->width, req->height, "dst");
+	if (r)
+		return r;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(dom, res->stream, &mark);
+	for (uint64_t done = 0; done < total && !r;) {
+		uint64_t n = total - done < dom->staging_size ? total - done : dom->staging_size;
+		unsigned b;
+		if (!keep_slot(c))
+			r = cudaErrorDevicesUnavailable;
+		else
+			r = xgpu_exec_staging_get(dom, &b);
+		if (r)
+			break;
+		r = bulk_read(c, dom->staging[b].buf, n);
+		if (!r)
+			r = rows_copy(c, true, req->dst, req->dst_pitch, req->width, done, n,
+				      dom->staging[b].buf, res->stream);
+		int e = xgpu_exec_staging_put(dom, b, res->stream, !r);
+		r = r ? r : e;
+		done += n;
+	}
+	xgpu_exec_busy_end(dom, res->stream, mark);
+	if (!r)
+		xgpu_stat_add(&dom->stats.h2d_bytes, total);
+	return r;
+}
+
+HANDLER(MEMCPY_2D_DTOH)
+{
+	struct xgpu_domain *dom = c->dom;
+	uint64_t total;
+	if (__builtin_mul_overflow(req->width, req->height, &total))
+		return cudaErrorInvalidValue;
+	if (!total)
+		return cudaSuccess;
+	int r = check_rows(c, req->src, req->src_pitch, req->width, req->height, "src");
+	if (r)
+		return r;
+	/* As MEMCPY_DTOH: one staging buffer's DMA runs ahead of the one being
+	 * handed to the guest. */
+	struct inflight {
+		unsigned buf;
+		uint64_t len;
+	} q[2];
+	unsigned nq = 0;
+	uint64_t issued = 0, sent = 0;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(dom, res->stream, &mark);
+	while (sent < total && !r) {
+		while (issued < total && nq < 2 && !r) {
+			uint64_t n = total - issued < dom->staging_size ? total - issued : dom->staging_size;
+			unsigned b;
+			if (!keep_slot(c))
+				r = cudaErrorDevicesUnavailable;
+			else
+				r = xgpu_exec_staging_get(dom, &b);
+			if (r)
+				break;
+			r = rows_copy(c, false, req->src, req->src_pitch, req->width, issued, n,
+				      dom->staging[b].buf, res->stream);
+			if (!r)
+				r = drv(c, c->drv->cuEventRecord(dom->staging[b].done, res->stream));
+			if (r) {
+				xgpu_exec_staging_put(dom, b, res->stream, false);
+				break;
+			}
+			q[nq++] = (struct inflight){b, n};
+			issued += n;
+		}
+		if (r || !nq)
+			break;
+		r = drv(c, c->drv->cuEventSynchronize(dom->staging[q[0].buf].done));
+		if (!r)
+			r = bulk_write(c, dom->staging[q[0].buf].buf, q[0].len);
+		xgpu_exec_staging_put(dom, q[0].buf, NULL, false);
+		sent += q[0].len;
+		q[0] = q[1];
+		nq--;
+	}
+	for (unsigned i = 0; i < nq; i++)
+		xgpu_exec_staging_put(dom, q[i].buf, NULL, false);
+	xgpu_exec_busy_end(dom, res->stream, mark);
+	if (!r)
+		xgpu_stat_add(&dom->stats.d2h_bytes, total);
+	return r;
+}
+
+HANDLER(MEMCPY_2D_DTOD)
+{
+	if (!req->width || !req->height)
+		return cudaSuccess;
+	int r = check_rows(c, req->dst, req->dst_pitch, req->width, req->height, "dst");
+	if (!r)
+		r = check_rows(c, req->src, req->src_pitch, req->width, req->height, "src");
+	if (r)
+		return r;
+	CUDA_MEMCPY2D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			   .srcDevice = req->src,
+			   .srcPitch = req->src_pitch,
+			   .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			   .dstDevice = req->dst,
+			   .dstPitch = req->dst_pitch,
+			   .WidthInBytes = req->width,
+			   .Height = req->height};
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuMemcpy2DAsync(&p, res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r && !(req->flags & XGPU_COPY_ASYNC))
+		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	return r;
+}
+
+HANDLER(MEMSET_2D)
+{
+	if (req->value > 0xff)
+		return cudaErrorInvalidValue;
+	if (!req->width || !req->height)
+		return cudaSuccess;
+	int r = check_rows(c, req->dst, req->pitch, req->width, req->height, "dst");
+	if (r)
+		return r;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuMemsetD2D8Async(req->dst, req->pitch, (unsigned char)req->value, req->width,
+					     req->height, res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r && !(req->flags & XGPU_COPY_ASYNC))
+		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	return r;
+}
+
 HANDLER(SEG_REGISTER)
 {
 	struct xgpu_domain *dom = c->dom;

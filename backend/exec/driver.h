@@ -42,6 +42,8 @@
 	X(cuMemcpyDtoHAsync)                                                                                 \
 	X(cuMemcpyDtoDAsync)                                                                                 \
 	X(cuMemsetD8Async)                                                                                   \
+	X(cuMemcpy2DAsync)                                                                                   \
+	X(cuMemsetD2D8Async)                                                                                 \
 	X(cuModuleLoadData)                                                                                  \
 	X(cuModuleUnload)                                                                                    \
 	X(cuModuleGetFunction)                                                                               \

@@ -199,16 +199,25 @@ static uint64_t op_work(struct sim_device *dev, struct sim_op *op)
 	case SIM_OP_COPY:
 		/* Device ranges of one copy may overlap (cuMemcpyDtoD(p + 1, p,
 		 * n)); host ones are another process's memory or a snapshot. */
-		if (op->u.copy.dir == SIM_D2D)
-			memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
-		else
-			memcpy(op->u.copy.dst, op->u.copy.src, op->u.copy.bytes);
+		for (size_t row = 0, rows = op->u.copy.rows ? op->u.copy.rows : 1; row < rows; row++) {
+			uint8_t *dst = (uint8_t *)op->u.copy.dst + row * op->u.copy.dst_pitch;
+			const uint8_t *src = (const uint8_t *)op->u.copy.src + row * op->u.copy.src_pitch;
+			if (op->u.copy.dir == SIM_D2D)
+				memmove(dst, src, op->u.copy.bytes);
+			else
+				memcpy(dst, src, op->u.copy.bytes);
+		}
 		cost = SIM_COPY_LATENCY_NS +
-		       bytes_ns(op->u.copy.bytes, op->u.copy.dir == SIM_D2D ? dev->p.dev_bw : dev->p.host_bw);
+		       bytes_ns(op->u.copy.bytes * (op->u.copy.rows ? op->u.copy.rows : 1),
+				op->u.copy.dir == SIM_D2D ? dev->p.dev_bw : dev->p.host_bw);
 		break;
 	case SIM_OP_MEMSET:
-		memset(op->u.memset.dst, op->u.memset.value, op->u.memset.bytes);
-		cost = SIM_MEMSET_LATENCY_NS + bytes_ns(op->u.memset.bytes, dev->p.dev_bw);
+		for (size_t row = 0, rows = op->u.memset.rows ? op->u.memset.rows : 1; row < rows; row++)
+			memset((uint8_t *)op->u.memset.dst + row * op->u.memset.pitch, op->u.memset.value,
+			       op->u.memset.bytes);
+		cost =
+		    SIM_MEMSET_LATENCY_NS +
+		    bytes_ns(op->u.memset.bytes * (op->u.memset.rows ? op->u.memset.rows : 1), dev->p.dev_bw);
 		break;
 	case SIM_OP_EVENT:
 		break;

@@ -750,3 +750,92 @@ CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUst
 	end_async(c, s);
 	return r;
 }
+
+/* ---- pitched (2D) copies and memset ------------------------------------------ */
+
+/* The extent of height rows of width bytes, pitch apart; false when it
+ * overflows or the pitch is below the width. */
+static bool pitched_span(size_t pitch, size_t width, size_t height, size_t *span)
+{
+	if (height > 1 && pitch < width)
+		return false;
+	return !__builtin_mul_overflow(height - 1, pitch, span) &&
+	       !__builtin_add_overflow(*span, width, span);
+}
+
+/* Device-to-device only: what xgpud asks of it (its host rows go through
+ * the 1D copies, from staging buffers). Offsets (srcXInBytes, srcY) apply
+ * as in CUDA. */
+CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *p, CUstream hStream)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType != CU_MEMORYTYPE_DEVICE || p->dstMemoryType != CU_MEMORYTYPE_DEVICE)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	size_t sspan, dspan, bytes;
+	if (!pitched_span(p->srcPitch, p->WidthInBytes, p->Height, &sspan) ||
+	    !pitched_span(p->dstPitch, p->WidthInBytes, p->Height, &dspan) ||
+	    __builtin_mul_overflow(p->WidthInBytes, p->Height, &bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUdeviceptr src0 = p->srcDevice + p->srcY * p->srcPitch + p->srcXInBytes;
+	CUdeviceptr dst0 = p->dstDevice + p->dstY * p->dstPitch + p->dstXInBytes;
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	struct sim_op *op;
+	CUresult r = begin_async(hStream, true, bytes, SIM_OP_COPY, &c, &s, &op);
+	if (!op)
+		return r;
+	op->u.copy.dir = SIM_D2D;
+	op->u.copy.bytes = p->WidthInBytes;
+	op->u.copy.rows = p->Height;
+	op->u.copy.dst_pitch = p->dstPitch;
+	op->u.copy.src_pitch = p->srcPitch;
+	pthread_mutex_lock(&c->lock);
+	void *dst = c->destroyed ? NULL : sim_mem_translate_locked(c, dst0, dspan);
+	const void *src = dst ? sim_mem_translate_locked(c, src0, sspan) : NULL;
+	if (!src)
+		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
+	else {
+		op->u.copy.dst = dst;
+		op->u.copy.src = src;
+		sim_submit(op, s);
+		op = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (op)
+		sim_op_free(op);
+	end_async(c, s);
+	return r;
+}
+
+CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+			   size_t Height, CUstream hStream)
+{
+	size_t span, bytes;
+	if (!pitched_span(dstPitch, Width, Height, &span) || __builtin_mul_overflow(Width, Height, &bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	struct sim_op *op;
+	CUresult r = begin_async(hStream, true, bytes, SIM_OP_MEMSET, &c, &s, &op);
+	if (!op)
+		return r;
+	op->u.memset.value = uc;
+	op->u.memset.bytes = Width;
+	op->u.memset.rows = Height;
+	op->u.memset.pitch = dstPitch;
+	pthread_mutex_lock(&c->lock);
+	void *dst = c->destroyed ? NULL : sim_mem_translate_locked(c, dstDevice, span);
+	if (!dst)
+		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
+	else {
+		op->u.memset.dst = dst;
+		sim_submit(op, s);
+		op = NULL;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (op)
+		sim_op_free(op);
+	end_async(c, s);
+	return r;
+}

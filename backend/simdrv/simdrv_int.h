@@ -278,11 +278,14 @@ struct sim_op {
 			size_t bytes;
 			void *snapshot; /* owned copy of a pageable source */
 			enum sim_copy_dir dir;
+			/* Pitched copies: rows of bytes, pitches apart (0: one row). */
+			size_t rows, dst_pitch, src_pitch;
 		} copy;
 		struct {
 			void *dst;
 			unsigned char value;
 			size_t bytes;
+			size_t rows, pitch; /* pitched memset (0: one row) */
 		} memset;
 		struct {
 			struct CUevent_st *ev; /* referenced */

@@ -6,6 +6,7 @@
  * data areas. cuMemsetD16/D32 with a pattern whose bytes differ have no wire
  * call of their own; they upload the pattern, which is correct but costs a
  * host-to-device copy of the range. */
+#include "allocs.h"
 #include "driver.h"
 
 #include <pthread.h>
@@ -19,56 +20,12 @@
 
 /* ---- what cuPointerGetAttribute needs to know of allocations ---------- */
 
-/* The daemon knows the allocations; cuPointerGetAttribute is answered here
- * from this list of what cuMemAlloc handed out instead of a round trip.
- * Libraries ask it about a few buffers (cuFFT, each buffer of a plan), so a
- * list searched from the newest is enough. */
-struct allocation {
-	CUdeviceptr base;
-	size_t size;
-	unsigned long long buffer_id; /* never reused within the process */
-	CUcontext ctx;
-	struct allocation *next;
-};
-static pthread_mutex_t allocations_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct allocation *allocations;
-static unsigned long long last_buffer_id;
-
-static void remember_allocation(CUdeviceptr base, size_t size)
+/* The daemon knows the allocations; pointer attributes and the direction of
+ * a unified copy are answered from the registry both API layers share
+ * (allocs.h) instead of a round trip. */
+static bool find_allocation(CUdeviceptr p, struct xgpu_alloc *out)
 {
-	struct allocation *a = calloc(1, sizeof *a);
-	if (!a)
-		return; /* cuPointerGetAttribute will not know it: INVALID_VALUE */
-	pthread_mutex_lock(&allocations_lock);
-	*a = (struct allocation){base, size, ++last_buffer_id, xgpu_drv_current_ctx(), allocations};
-	allocations = a;
-	pthread_mutex_unlock(&allocations_lock);
-}
-
-static void forget_allocation(CUdeviceptr base)
-{
-	pthread_mutex_lock(&allocations_lock);
-	for (struct allocation **a = &allocations; *a; a = &(*a)->next)
-		if ((*a)->base == base) {
-			struct allocation *gone = *a;
-			*a = gone->next;
-			free(gone);
-			break;
-		}
-	pthread_mutex_unlock(&allocations_lock);
-}
-
-static bool find_allocation(CUdeviceptr p, struct allocation *out)
-{
-	bool found = false;
-	pthread_mutex_lock(&allocations_lock);
-	for (struct allocation *a = allocations; a && !found; a = a->next)
-		if (p >= a->base && p - a->base < a->size) {
-			*out = *a;
-			found = true;
-		}
-	pthread_mutex_unlock(&allocations_lock);
-	return found;
+	return xgpu_alloc_find(p, 0, out);
 }
 
 CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
@@ -86,7 +43,7 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 	r = xgpu_drv_result(xgpu_call_MEM_ALLOC(c, &req, &rsp));
 	if (!r) {
 		*dptr = (CUdeviceptr)rsp.dptr;
-		remember_allocation(*dptr, bytesize);
+		xgpu_alloc_add(*dptr, bytesize, XGPU_ALLOC_DEVICE, 0);
 	}
 	return r;
 }
@@ -103,7 +60,7 @@ CUresult cuMemFree(CUdeviceptr dptr)
 	struct xgpu_rsp_MEM_FREE rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
 	if (!r)
-		forget_allocation(dptr);
+		xgpu_alloc_del(dptr, XGPU_ALLOC_DEVICE);
 	return r;
 }
 
@@ -335,6 +292,8 @@ static CUresult host_track(void *ptr, size_t size, unsigned flags, bool register
 	b->next = host_blocks;
 	host_blocks = b;
 	pthread_mutex_unlock(&host_lock);
+	if (!registered)
+		xgpu_alloc_add((uintptr_t)ptr, size, XGPU_ALLOC_HOST, flags);
 	return CUDA_SUCCESS;
 }
 
@@ -352,6 +311,8 @@ static bool host_untrack(void *ptr, bool registered, struct host_block *out)
 	pthread_mutex_unlock(&host_lock);
 	if (gone)
 		*out = *gone;
+	if (gone && !registered)
+		xgpu_alloc_del((uintptr_t)ptr, XGPU_ALLOC_HOST);
 	free(gone);
 	return gone != NULL;
 }
@@ -482,42 +443,47 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 	return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
-/* Device memory from cuMemAlloc only: xgpu's host memory is pageable and
- * not mapped into the device's address space, so any other pointer is
- * CUDA_ERROR_INVALID_VALUE, as the driver answers for memory it does not
- * know. (Memory from xgpu's own libcudart.so.13 is not in this list: a
- * program built with -cudart shared that hands such memory to a library
- * with a runtime of its own gets "not known" here.) */
-CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+/* What a pointer's attribute is. Memory neither layer allocated is unknown:
+ * cuPointerGetAttribute answers CUDA_ERROR_INVALID_VALUE for it (strict),
+ * cuPointerGetAttributes the values CUDA documents for it (NULL, 0; the
+ * device ordinal -2, as NVIDIA's runtime reports for unregistered memory).
+ * Page-locked host memory is not mapped into the device's address space
+ * (xgpu's guests cannot name the daemon's mapping): its device pointer is
+ * an error when asked alone and NULL among others, as is the host pointer of
+ * device memory. */
+static CUresult attribute_of(const struct xgpu_alloc *a, CUpointer_attribute attribute, CUdeviceptr ptr,
+			     void *data, bool strict)
 {
-	struct xgpu_client *c;
-	if (!data)
-		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client(&c);
-	if (r)
-		return r;
-	struct allocation a;
-	if (!find_allocation(ptr, &a))
-		return CUDA_ERROR_INVALID_VALUE;
+	bool host = a && a->kind == XGPU_ALLOC_HOST;
+	CUresult r;
 	CUdevice dev = 0;
+	if (!a && strict)
+		return CUDA_ERROR_INVALID_VALUE;
 	switch (attribute) {
 	case CU_POINTER_ATTRIBUTE_CONTEXT:
-		*(CUcontext *)data = a.ctx;
+		*(CUcontext *)data = a ? a->ctx : NULL;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-		*(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+		*(unsigned *)data = !a ? 0 : host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-		*(CUdeviceptr *)data = ptr;
+		if (host && strict)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(CUdeviceptr *)data = a && !host ? ptr : 0;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		if (a && !host && strict)
+			return CUDA_ERROR_INVALID_VALUE;
+		*(void **)data = host ? (void *)(uintptr_t)ptr : NULL;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-		*(unsigned long long *)data = a.buffer_id;
+		*(unsigned long long *)data = a ? a->buffer_id : 0;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
 		*(unsigned *)data = 0;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MAPPED:
-		*(unsigned *)data = 1;
+		*(unsigned *)data = a && !host;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
 		*(unsigned *)data = 0; /* never set: cuPointerSetAttribute is not offered */
@@ -525,15 +491,15 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
 		/* A context destroyed since is the program's error; its memory went
 		 * with it in CUDA. */
-		if (a.ctx && (r = xgpu_drv_ctx_device(a.ctx, &dev)))
+		if (a && a->ctx && (r = xgpu_drv_ctx_device(a->ctx, &dev)))
 			return r;
-		*(int *)data = (int)dev;
+		*(int *)data = a ? (int)dev : -2;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-		*(CUdeviceptr *)data = a.base;
+		*(CUdeviceptr *)data = a ? a->base : 0;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-		*(size_t *)data = a.size;
+		*(size_t *)data = a ? a->size : 0;
 		return CUDA_SUCCESS;
 	default: {
 		char name[64];
@@ -543,10 +509,20 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 	}
 }
 
-/* Each attribute as cuPointerGetAttribute answers it, except that memory
- * xgpu does not know is not an error: its attributes take the values CUDA
- * documents for it (NULL, 0; the device ordinal -2, as NVIDIA's runtime
- * reports for unregistered memory). */
+/* Memory from either API layer (allocs.h): cuMemAlloc's and cudaMalloc's,
+ * and page-locked host memory from cuMemHostAlloc and cudaHostAlloc. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	struct xgpu_client *c;
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	struct xgpu_alloc a;
+	return attribute_of(find_allocation(ptr, &a) ? &a : NULL, attribute, ptr, data, true);
+}
+
 CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
 				CUdeviceptr ptr)
 {
@@ -556,47 +532,13 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
 	CUresult r = xgpu_drv_client(&c);
 	if (r)
 		return r;
-	struct allocation a;
+	struct xgpu_alloc a;
 	bool known = find_allocation(ptr, &a);
 	for (unsigned i = 0; i < numAttributes; i++) {
 		if (!data[i])
 			return CUDA_ERROR_INVALID_VALUE;
-		if (known) {
-			if ((r = cuPointerGetAttribute(data[i], attributes[i], ptr)))
-				return r;
-			continue;
-		}
-		switch (attributes[i]) {
-		case CU_POINTER_ATTRIBUTE_CONTEXT:
-		case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-			*(void **)data[i] = NULL;
-			break;
-		case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
-		case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-			*(CUdeviceptr *)data[i] = 0;
-			break;
-		case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-			*(unsigned long long *)data[i] = 0;
-			break;
-		case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-			*(size_t *)data[i] = 0;
-			break;
-		case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-			*(int *)data[i] = -2;
-			break;
-		case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-		case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-		case CU_POINTER_ATTRIBUTE_MAPPED:
-		case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
-			*(unsigned *)data[i] = 0;
-			break;
-		default: {
-			char name[64];
-			snprintf(name, sizeof name, "cuPointerGetAttributes (attribute %d)",
-				 (int)attributes[i]);
-			return xgpu_drv_unsupported(name);
-		}
-		}
+		if ((r = attribute_of(known ? &a : NULL, attributes[i], ptr, data[i], false)))
+			return r;
 	}
 	return CUDA_SUCCESS;
 }

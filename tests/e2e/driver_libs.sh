@@ -45,8 +45,7 @@ grep -qE "kernel _Z[0-9]+nrm2_kernel" "$XGPUD_LOG" || fail "cuBLAS: Snrm2 launch
 library cufft "$B/tests/data/libs_cufft" '_Z[0-9]+vector_fft'
 
 # cuFFT in a program built with -cudart shared, with NVIDIA's libcudart.so.13
-# in front of xgpu's libcuda.so.1 (xgpu's own libcudart.so.13 does not run
-# cuFFT yet: docs/driver-frontend.md).
+# in front of xgpu's libcuda.so.1.
 nvrt=$(readlink -f "${CUDA_HOME:-/usr/local/cuda}/lib64/libcudart.so.13")
 mkdir -p "$T/nvrt"
 ln -sf "$nvrt" "$T/nvrt/libcudart.so.13"
@@ -61,6 +60,23 @@ if grep -E "is not supported by xgpu|is not implemented by xgpu|is not one xgpu 
 	fail "cuFFT with NVIDIA's libcudart.so.13 called something xgpu does not offer (above)"
 fi
 note "cufft with NVIDIA's libcudart.so.13: every status SUCCESS"
+
+# The same program with xgpu's own libcudart.so.13 in front: cuFFT calls the
+# driver API directly and needs the context the runtime works in to be
+# current, which xgpu's runtime makes the primary context, as NVIDIA's does.
+env LD_LIBRARY_PATH="$B/lib:${CUDA_HOME:-/usr/local/cuda}/lib64" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
+	"$B/tests/data/libs_cufft_shared" >"$T/cufft_ours.out" 2>"$T/cufft_ours.err" || {
+	cat "$T/cufft_ours.out" "$T/cufft_ours.err"
+	fail "cuFFT with xgpu's libcudart.so.13 failed (a status that is not SUCCESS is its last line above)"
+}
+check_clean "$T/cufft_ours.err" "cuFFT (xgpu's libcudart.so.13)"
+if grep -E "is not supported by xgpu|is not implemented by xgpu|is not one xgpu offers" "$T/cufft_ours.err"; then
+	fail "cuFFT with xgpu's libcudart.so.13 called something xgpu does not offer (above)"
+fi
+# cufftExecC2C answers CUFFT_EXEC_FAILED when its launch fails (as it did
+# with no context current).
+grep -q "^libs_cufft: exec_c2c 0" "$T/cufft_ours.out" || fail "cuFFT with xgpu's libcudart.so.13: no transform"
+note "cufft with xgpu's libcudart.so.13: every status SUCCESS"
 
 stop_xgpud
 if grep -E "which xgpu does not support" "$XGPUD_LOG"; then
