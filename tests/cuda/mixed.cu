@@ -45,6 +45,11 @@ int main()
 	auto retain = entry<PFN_cuDevicePrimaryCtxRetain_v7000>("cuDevicePrimaryCtxRetain");
 	auto release = entry<PFN_cuDevicePrimaryCtxRelease_v11000>("cuDevicePrimaryCtxRelease");
 	auto init = entry<PFN_cuInit_v2000>("cuInit");
+	auto ptrAttr = entry<PFN_cuPointerGetAttribute_v4000>("cuPointerGetAttribute");
+	auto memcpyUnified = entry<PFN_cuMemcpy_v4000>("cuMemcpy");
+	auto memcpyUnifiedAsync = entry<PFN_cuMemcpyAsync_v4000>("cuMemcpyAsync");
+	auto hostAlloc = entry<PFN_cuMemHostAlloc_v2020>("cuMemHostAlloc");
+	auto freeHost = entry<PFN_cuMemFreeHost_v2000>("cuMemFreeHost");
 	void *missing = &missing;
 	cudaDriverEntryPointQueryResult st;
 	CHECK(cudaGetDriverEntryPointByVersion("cuNoSuchCall", &missing, 13000, cudaEnableDefault, &st));
@@ -57,14 +62,18 @@ int main()
 		return 1;
 	}
 
-	// NVIDIA's runtime makes the primary context current; a program mixing
-	// the APIs does the same before its driver calls.
+	// The runtime has made device 0's primary context current on this
+	// thread, as NVIDIA's does: driver calls need no set-up of their own.
 	CHECK(init(0));
 	CUcontext ctx = nullptr, cur = nullptr;
 	CHECK(retain(&ctx, 0));
 	CHECK(ctxGetCurrent(&cur));
-	if (!cur)
+	if (cur != ctx) {
+		printf("mixed: the runtime did not make the primary context current (%p, primary %p)\n",
+		       (void *)cur, (void *)ctx);
+		failures++;
 		CHECK(ctxSetCurrent(ctx));
+	}
 
 	const int n = 4096;
 	static int host[n], back[n];
@@ -106,6 +115,73 @@ int main()
 		printf("mixed: %d words wrong after the driver's memset\n", bad);
 		failures++;
 	}
+
+	// One registry of allocations: each API knows the other's memory.
+	unsigned type = 0;
+	CUdeviceptr start = 0;
+	size_t range = 0;
+	CUcontext owner = nullptr;
+	CHECK(ptrAttr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)(rt_mem + 5)));
+	CHECK(ptrAttr(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, (CUdeviceptr)(rt_mem + 5)));
+	CHECK(ptrAttr(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE, (CUdeviceptr)(rt_mem + 5)));
+	CHECK(ptrAttr(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, (CUdeviceptr)rt_mem));
+	if (type != CU_MEMORYTYPE_DEVICE || start != (CUdeviceptr)rt_mem || range != sizeof host || owner != ctx) {
+		printf("mixed: cuPointerGetAttribute on cudaMalloc memory: type %u start %#llx size %zu\n", type,
+		       (unsigned long long)start, range);
+		failures++;
+	}
+	cudaPointerAttributes pa;
+	CHECK(cudaPointerGetAttributes(&pa, (void *)(drv_mem + 8)));
+	if (pa.type != cudaMemoryTypeDevice || pa.devicePointer != (void *)(drv_mem + 8)) {
+		printf("mixed: cudaPointerGetAttributes on cuMemAlloc memory: type %d\n", (int)pa.type);
+		failures++;
+	}
+	int *rt_pinned = nullptr;
+	void *drv_pinned = nullptr;
+	CHECK(cudaMallocHost(&rt_pinned, sizeof host));
+	CHECK(hostAlloc(&drv_pinned, sizeof host, 0));
+	CHECK(ptrAttr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)rt_pinned));
+	CHECK(cudaPointerGetAttributes(&pa, drv_pinned));
+	if (type != CU_MEMORYTYPE_HOST || pa.type != cudaMemoryTypeHost || pa.hostPointer != drv_pinned) {
+		printf("mixed: page-locked memory of one API unknown to the other (%u, %d)\n", type, (int)pa.type);
+		failures++;
+	}
+	CHECK(cudaPointerGetAttributes(&pa, back));
+	if (pa.type != cudaMemoryTypeUnregistered) {
+		printf("mixed: pageable memory reported as type %d\n", (int)pa.type);
+		failures++;
+	}
+	if (ptrAttr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)back) != CUDA_ERROR_INVALID_VALUE) {
+		printf("mixed: cuPointerGetAttribute knew pageable memory\n");
+		failures++;
+	}
+
+	// Unified copies: cudaMemcpyDefault on the driver's memory and cuMemcpy
+	// on the runtime's, every direction, through page-locked memory of the
+	// other API too.
+	for (int i = 0; i < n; i++)
+		host[i] = i * 13 + 1;
+	CHECK(cudaMemcpy((void *)drv_mem, host, sizeof host, cudaMemcpyDefault));
+	CHECK(cudaMemcpy(rt_mem, (void *)drv_mem, sizeof host, cudaMemcpyDefault));
+	CHECK(memcpyUnified((CUdeviceptr)drv_pinned, (CUdeviceptr)rt_mem, sizeof host));
+	memset(back, 0, sizeof back);
+	CHECK(cudaMemcpy(back, drv_pinned, sizeof back, cudaMemcpyDefault));
+	if (memcmp(host, back, sizeof host)) {
+		printf("mixed: cudaMemcpyDefault / cuMemcpy round trip reads back wrong\n");
+		failures++;
+	}
+	CHECK(memsetD32(drv_mem, 0, n));
+	CHECK(memcpyUnifiedAsync((CUdeviceptr)rt_mem, (CUdeviceptr)host, sizeof host, (CUstream)stream));
+	CHECK(memcpyUnifiedAsync(drv_mem, (CUdeviceptr)rt_mem, sizeof host, (CUstream)stream));
+	CHECK(cudaStreamSynchronize(stream));
+	memset(rt_pinned, 0, sizeof host);
+	CHECK(memcpyUnified((CUdeviceptr)rt_pinned, drv_mem, sizeof host));
+	if (memcmp(host, rt_pinned, sizeof host)) {
+		printf("mixed: cuMemcpy(Async) between the APIs' memory reads back wrong\n");
+		failures++;
+	}
+	CHECK(cudaFreeHost(rt_pinned));
+	CHECK(freeHost(drv_pinned));
 
 	CHECK(cudaStreamDestroy(stream));
 	CHECK(memFree(drv_mem));

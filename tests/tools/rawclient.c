@@ -270,6 +270,47 @@ static int mode_cross_domain(void)
 	struct xgpu_req_MEMSET wrap = {.dst = arsp.dptr + 8, .value = 7, .size = UINT64_MAX - 4};
 	CHECK(xgpu_call_MEMSET(a, &wrap, &msr) == cudaErrorInvalidValue, "A wraps the address space");
 
+	/* Pitched copies: every row must stay inside the allocation, and the
+	 * extent is computed without overflow; B may not touch A's rows. */
+	struct xgpu_req_MEMSET_2D m2 = {
+	    .dst = arsp.dptr, .pitch = 1024, .value = 9, .width = 100, .height = 4};
+	struct xgpu_rsp_MEMSET_2D m2r;
+	CHECK(xgpu_call_MEMSET_2D(a, &m2, &m2r) == cudaSuccess, "A sets rows inside its allocation");
+	struct xgpu_req_MEMCPY_2D_DTOH d2 = {.src = arsp.dptr, .src_pitch = 1024, .width = 16, .height = 4};
+	struct xgpu_rsp_MEMCPY_2D_DTOH d2r;
+	uint8_t rows[64];
+	r = xgpu_rpc_MEMCPY_2D_DTOH(&d2, &d2r);
+	r.in = rows;
+	r.in_max = sizeof rows;
+	CHECK(xgpu_rpc(a, &r) == cudaSuccess && r.in_len == sizeof rows && rows[0] == 9 && rows[63] == 9,
+	      "A reads its rows back");
+	st = xgpu_rpc(b, &r);
+	CHECK(st == cudaErrorInvalidValue, "B read A's rows: %d", st);
+	struct xgpu_req_MEMCPY_2D_DTOD past = {.dst = arsp.dptr,
+					       .dst_pitch = 1024,
+					       .src = arsp.dptr + 2048,
+					       .src_pitch = 1024,
+					       .width = 64,
+					       .height = 3};
+	struct xgpu_rsp_MEMCPY_2D_DTOD pastr;
+	CHECK(xgpu_call_MEMCPY_2D_DTOD(a, &past, &pastr) == cudaErrorInvalidValue,
+	      "A's rows left its allocation");
+	struct xgpu_req_MEMSET_2D huge = {
+	    .dst = arsp.dptr, .pitch = UINT64_MAX / 2, .value = 1, .width = 8, .height = 3};
+	CHECK(xgpu_call_MEMSET_2D(a, &huge, &m2r) == cudaErrorInvalidValue,
+	      "a pitch that overflows was accepted");
+	struct xgpu_req_MEMSET_2D narrow = {
+	    .dst = arsp.dptr, .pitch = 8, .value = 1, .width = 16, .height = 2};
+	CHECK(xgpu_call_MEMSET_2D(a, &narrow, &m2r) == cudaErrorInvalidPitchValue, "a pitch below the width");
+	struct xgpu_req_MEMCPY_2D_HTOD h2 = {
+	    .dst = arsp.dptr, .dst_pitch = 1024, .width = (uint64_t)1 << 33, .height = (uint64_t)1 << 33};
+	struct xgpu_rsp_MEMCPY_2D_HTOD h2r;
+	r = xgpu_rpc_MEMCPY_2D_HTOD(&h2, &h2r);
+	r.out = rows;
+	r.out_len = sizeof rows;
+	CHECK(xgpu_rpc(a, &r) == cudaErrorInvalidValue, "width * height overflowing was accepted");
+	printf("pitched copies past an allocation, overflowing or across domains -> refused\n");
+
 	CHECK(xgpu_call_MEM_FREE(a, &fr, &frsp) == cudaSuccess, "A frees its memory");
 	xgpu_client_close(a);
 	xgpu_client_close(b);
