@@ -7,7 +7,8 @@
  * FATBIN and CUBIN are tests/data/drvapi_kernels.cu built with nvcc -fatbin
  * and -cubin. Checks device queries, cuGetProcAddress, contexts, copies,
  * memsets, modules from the fatbin and the cubin launched with kernelParams
- * (and cuLaunchKernelEx), a library from the cubin launched with extra, a module global, streams, events, and
+ * (and cuLaunchKernelEx), a library from the cubin launched with extra, a module global, streams, events,
+ * pitched memory and 2D/3D copies, and
  * that an unimplemented entry point answers CUDA_ERROR_NOT_SUPPORTED. Prints
  * "drvapi: OK" and exits 0 when every result is right. */
 #include <cuda.h>
@@ -255,6 +256,124 @@ static void check_library_tables(CUcontext ctx, CUmodule mod, CUstream stream, C
 	EXPECT(type == CU_MEMORYTYPE_DEVICE && ordinal == 0);
 }
 
+/* Pitched memory and the copies that name memory types: cuMemAllocPitch,
+ * cuMemcpy2D from host rows, device to device (as UNIFIED) at an offset and
+ * back, cuMemcpy3D of two slices, cuMemsetD2D32 with a pattern and
+ * cuMemsetD2D8Async, all checked against the host's own arithmetic; a CUDA
+ * array is refused as not supported. */
+static void check_pitched(CUstream stream)
+{
+	enum { W = 40, H = 9 }; /* bytes, rows */
+	int align = 0;
+	CHECK(cuDeviceGetAttribute(&align, CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT, 0));
+	CUdeviceptr a, b;
+	size_t pa = 0, pb = 0;
+	EXPECT(cuMemAllocPitch(&a, &pa, W, H, 3) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuMemAllocPitch(&a, &pa, W, H, 4));
+	CHECK(cuMemAllocPitch(&b, &pb, W, H * 2, 8));
+	EXPECT(pa >= W && align > 0 && pa % (size_t)align == 0 && pb == pa);
+	static unsigned char host[H][W + 3], back[H][W + 3];
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W + 3; x++)
+			host[y][x] = (unsigned char)(y * 31 + x);
+	CUDA_MEMCPY2D up = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+			    .srcHost = host,
+			    .srcPitch = W + 3,
+			    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			    .dstDevice = a,
+			    .dstPitch = pa,
+			    .WidthInBytes = W,
+			    .Height = H};
+	CHECK(cuMemcpy2D(&up));
+	CHECK(cuMemsetD2D8Async(b, pb, 0, pb, H * 2, stream));
+	CUDA_MEMCPY2D across = {.srcMemoryType = CU_MEMORYTYPE_UNIFIED,
+				.srcDevice = a,
+				.srcXInBytes = 2,
+				.srcY = 1,
+				.srcPitch = pa,
+				.dstMemoryType = CU_MEMORYTYPE_UNIFIED,
+				.dstDevice = b,
+				.dstY = 3,
+				.dstPitch = pb,
+				.WidthInBytes = W - 2,
+				.Height = H - 1};
+	CHECK(cuMemcpy2DAsync(&across, stream));
+	CUDA_MEMCPY2D down = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			      .srcDevice = b,
+			      .srcY = 3,
+			      .srcPitch = pb,
+			      .dstMemoryType = CU_MEMORYTYPE_HOST,
+			      .dstHost = back,
+			      .dstPitch = W + 3,
+			      .WidthInBytes = W - 2,
+			      .Height = H - 1};
+	CHECK(cuMemcpy2DAsync(&down, stream));
+	CHECK(cuStreamSynchronize(stream));
+	int bad = 0;
+	for (int y = 0; y < H - 1; y++)
+		for (int x = 0; x < W - 2; x++)
+			bad += back[y][x] != host[y + 1][x + 2];
+	EXPECT(bad == 0);
+
+	/* The host rows (again, through the Unaligned form) into both slices of
+	 * a volume, device to device, then the whole volume to the host. */
+	CHECK(cuMemcpy2DUnaligned(&up));
+	CUDA_MEMCPY3D vol = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .srcDevice = a,
+			     .srcPitch = pa,
+			     .srcHeight = H,
+			     .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .dstDevice = b,
+			     .dstPitch = pb,
+			     .dstHeight = H,
+			     .WidthInBytes = W,
+			     .Height = H,
+			     .Depth = 1};
+	CHECK(cuMemcpy3D(&vol));
+	vol.dstZ = 1;
+	CHECK(cuMemcpy3DAsync(&vol, stream));
+	static unsigned char slices[2][H][W];
+	CUDA_MEMCPY3D out = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .srcDevice = b,
+			     .srcPitch = pb,
+			     .srcHeight = H,
+			     .dstMemoryType = CU_MEMORYTYPE_HOST,
+			     .dstHost = slices,
+			     .dstPitch = W,
+			     .dstHeight = H,
+			     .WidthInBytes = W,
+			     .Height = H,
+			     .Depth = 2};
+	CHECK(cuMemcpy3DAsync(&out, stream));
+	CHECK(cuStreamSynchronize(stream));
+	bad = 0;
+	for (int z = 0; z < 2; z++)
+		for (int y = 0; y < H; y++)
+			bad += memcmp(slices[z][y], host[y], W) != 0;
+	EXPECT(bad == 0);
+
+	/* A 32-bit pattern over the rows, then read through the unified cuMemcpy. */
+	CHECK(cuMemsetD2D32(a, pa, 0xa1b2c3d4u, W / 4, H));
+	static uint32_t words[H][W / 4];
+	for (int y = 0; y < H; y++)
+		CHECK(cuMemcpy((CUdeviceptr)words[y], a + y * pa, W));
+	bad = 0;
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W / 4; x++)
+			bad += words[y][x] != 0xa1b2c3d4u;
+	EXPECT(bad == 0);
+
+	/* Arrays are not offered; rows past the allocation are refused. */
+	CUDA_MEMCPY2D array = up;
+	array.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+	EXPECT(cuMemcpy2D(&array) == CUDA_ERROR_NOT_SUPPORTED);
+	CUDA_MEMCPY2D past = across;
+	past.Height = H * 2;
+	EXPECT(cuMemcpy2D(&past) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuMemFree(a));
+	CHECK(cuMemFree(b));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -468,6 +587,8 @@ int main(int argc, char **argv)
 	EXPECT(bad == 0);
 	CHECK(cuMemcpyDtoH(ints, dz, sizeof ints));
 	EXPECT(ints[0] == 100 && ints[255] == 355);
+
+	check_pitched(stream);
 
 	/* An entry point xgpu does not implement answers NOT_SUPPORTED. */
 	CUdeviceptr managed;
