@@ -106,6 +106,23 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	REQ(MEM_FREE, .dptr = MARK(0)); /* twice: refused */
 	close_seed();
 
+	/* Pitched copies and memset: inside the allocation, then rows that
+	 * leave it and a pitch whose extent overflows (refused). */
+	open_seed("fuzz_dispatch", "pitched");
+	REQ(MEM_ALLOC, .size = 4096);
+	REQ_BULK(MEMCPY_2D_HTOD, data, sizeof data, .dst = MARK(0), .dst_pitch = 512, .width = 16,
+		 .height = 4, .stream = 0);
+	REQ(MEMCPY_2D_DTOH, .src = MARK(0), .src_pitch = 512, .width = 16, .height = 4, .stream = 0);
+	REQ(MEMCPY_2D_DTOD, .dst = MARK(0), .dst_pitch = 256, .src = MARK(0), .src_pitch = 512, .width = 16,
+	    .height = 8, .stream = 0);
+	REQ(MEMSET_2D, .dst = MARK(0), .pitch = 1024, .value = 3, .width = 100, .height = 4, .stream = 0);
+	REQ(MEMCPY_2D_DTOD, .dst = MARK(0), .dst_pitch = 1024, .src = MARK(0), .src_pitch = 1024, .width = 64,
+	    .height = 5, .stream = 0);
+	REQ(MEMSET_2D, .dst = MARK(0), .pitch = UINT64_MAX / 2, .value = 1, .width = 8, .height = 3,
+	    .stream = 0);
+	REQ(MEM_FREE, .dptr = MARK(0));
+	close_seed();
+
 	/* A module, as nvcc packs it and compressed (small inputs fuzz faster). */
 	module_seed("module", fatbin_path);
 	if (small_fatbin_path)
