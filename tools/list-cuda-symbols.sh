@@ -115,6 +115,10 @@ map() {
 	echo "	 * what frontend/client.h offers the runtime API files. */"
 	printf '\t%s;\n' xgpu_client_get xgpu_client_ack xgpu_client_share xgpu_client_unshare xgpu_rpc \
 		xgpu_client_device_info xgpu_client_note_unsupported xgpu_fe_warn_once xgpu_fork_generation
+	echo "	/* The allocation registry both layers share (frontend/allocs.h) and the"
+	echo "	 * 2D copy both marshal the same way (frontend/copy2d.h). */"
+	printf '\t%s;\n' xgpu_alloc_add xgpu_alloc_del xgpu_alloc_find xgpu_alloc_clear_device xgpu_copy2d \
+		xgpu_copy3d xgpu_memset2d
 	echo "local:"
 	echo "	*;"
 	echo "};"
