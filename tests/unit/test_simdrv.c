@@ -466,6 +466,68 @@ static void test_copy_checks(void **state)
 	CU(cuCtxDestroy(c));
 }
 
+/* Pitched copies and memsets: rows land at their pitch, the bytes between
+ * rows stay, offsets apply, and an extent past the allocation, a pitch
+ * below the width, one that overflows, or a host memory type is refused. */
+static void test_pitched(void **state)
+{
+	CUcontext c = new_ctx(0);
+	CUdeviceptr a, b;
+	CU(cuMemAlloc(&a, 4096));
+	CU(cuMemAlloc(&b, 4096));
+	uint8_t in[4096], out[4096];
+	for (int i = 0; i < 4096; i++)
+		in[i] = (uint8_t)(i * 5 + 1);
+	CU(cuMemcpyHtoDAsync(a, in, 4096, NULL));
+	CU(cuMemsetD8Async(b, 0xee, 4096, NULL));
+	CU(cuMemsetD2D8Async(b + 512, 256, 0x42, 10, 3, NULL));
+	CUDA_MEMCPY2D p = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			   .srcDevice = a,
+			   .srcXInBytes = 3,
+			   .srcY = 2,
+			   .srcPitch = 100,
+			   .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			   .dstDevice = b,
+			   .dstPitch = 300,
+			   .WidthInBytes = 20,
+			   .Height = 4};
+	CU(cuMemcpy2DAsync(&p, NULL));
+	CU(cuMemcpyDtoHAsync(out, b, 4096, NULL));
+	for (int i = 0; i < 4096; i++) {
+		int row = i / 300, col = i % 300;
+		uint8_t want = 0xee;
+		if (i >= 512 && (i - 512) % 256 < 10 && (i - 512) / 256 < 3)
+			want = 0x42;
+		if (row < 4 && col < 20)
+			want = in[(row + 2) * 100 + 3 + col];
+		assert_int_equal(out[i], want);
+	}
+	/* The last row ends exactly at the end: fine; one more byte is not. */
+	p.srcY = 0;
+	p.srcXInBytes = 0;
+	p.srcPitch = 1000;
+	p.dstPitch = 1000;
+	p.Height = 5;
+	p.WidthInBytes = 1096;
+	CUERR(cuMemcpy2DAsync(&p, NULL), CUDA_ERROR_INVALID_VALUE); /* pitch below the width */
+	p.WidthInBytes = 96;
+	CU(cuMemcpy2DAsync(&p, NULL));
+	p.WidthInBytes = 97;
+	CUERR(cuMemcpy2DAsync(&p, NULL), CUDA_ERROR_INVALID_VALUE);
+	p.WidthInBytes = 8;
+	p.srcPitch = SIZE_MAX / 2;
+	CUERR(cuMemcpy2DAsync(&p, NULL), CUDA_ERROR_INVALID_VALUE);
+	p.srcPitch = 100;
+	p.srcMemoryType = CU_MEMORYTYPE_HOST;
+	p.srcHost = in;
+	CUERR(cuMemcpy2DAsync(&p, NULL), CUDA_ERROR_NOT_SUPPORTED);
+	CUERR(cuMemsetD2D8Async(b + 4000, 32, 1, 16, 4, NULL), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemsetD2D8Async(b, 8, 1, 16, 4, NULL), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemsetD2D8Async(b, SIZE_MAX / 2, 1, 16, 4, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU(cuCtxSynchronize());
+	CU(cuCtxDestroy(c));
+}
+
 /* ---- isolation ----------------------------------------------------------------------- */
 
 static void test_context_isolation(void **state)
@@ -2148,6 +2210,7 @@ int main(void)
 	    cmocka_unit_test(test_contexts),
 	    cmocka_unit_test(test_memory_accounting),
 	    cmocka_unit_test(test_copy_checks),
+	    cmocka_unit_test(test_pitched),
 	    cmocka_unit_test(test_context_isolation),
 	    cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_image_forms),
