@@ -132,8 +132,8 @@ static void *callback_thread(void *arg)
 
 		pthread_mutex_lock(&cb_lock);
 		struct pending *p = pending_find(it->c, it->stream, false);
-		if (p && p->count)
-			p->count--;
+		if (p && p->count && !--p->count)
+			*p = pend[--npend]; /* streams come and go: keep only busy ones */
 		atomic_fetch_sub(&cb_outstanding, 1);
 		pthread_cond_broadcast(&cb_done);
 		pthread_mutex_unlock(&cb_lock);

@@ -49,3 +49,20 @@ dom=uid-$(id -u)
 wait_for 10 dom_eq "$dom" channels 0 || fail "channels still open"
 [ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after every program exited"
 stop_xgpud
+
+# A kernel that faults with callbacks behind it: the stream callback gets the
+# error as its status, the host function is not called. Without gating, so
+# that enqueuing does not wait for the faulting kernel to have run.
+start_xgpud --policy none
+for prog in "$S/callbacks" "$S/static/callbacks"; do
+	out=$(run_cuda "$prog" fault 2>&1) || {
+		echo "$out"
+		fail "$prog fault failed"
+	}
+	check_clean <(echo "$out") "$prog fault"
+	echo "$out" | tail -n 1
+	echo "$out" | grep -q "^RESULT callbacks-fault verified=yes" || fail "$prog fault did not verify"
+done
+grep -q "device context is broken by CUDA_ERROR_ILLEGAL_ADDRESS" "$XGPUD_LOG" ||
+	fail "the daemon did not see the fault"
+stop_xgpud
