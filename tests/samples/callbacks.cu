@@ -102,6 +102,54 @@ static void CUDART_CB stream_callback(cudaStream_t stream, cudaError_t status, v
 	s->done = 2;
 }
 
+#define THREADS 4
+#define PER_THREAD 40
+
+struct Worker {
+	int id;
+	std::atomic<int> next; // the callback expected next
+	bool in_order;
+	cudaError_t err;
+};
+
+struct Step {
+	Worker *w;
+	int index;
+};
+
+static void CUDART_CB worker_step(void *arg)
+{
+	Step *st = (Step *)arg;
+	if (st->w->next.load() != st->index)
+		st->w->in_order = false;
+	st->w->next.store(st->index + 1);
+}
+
+static void *worker_main(void *arg)
+{
+	Worker *w = (Worker *)arg;
+	static Step steps[THREADS][PER_THREAD];
+	cudaStream_t stream;
+	int *d;
+	cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+	if (!e)
+		e = cudaMalloc(&d, N * sizeof(int));
+	for (int i = 0; !e && i < PER_THREAD; i++) {
+		steps[w->id][i] = Step{w, i};
+		if (i % 3 == 0)
+			cb_work<<<1, 32, 0, stream>>>(d, i, 100000LL);
+		e = cudaLaunchHostFunc(stream, worker_step, &steps[w->id][i]);
+	}
+	if (!e)
+		e = cudaStreamSynchronize(stream);
+	if (!e)
+		e = cudaStreamDestroy(stream);
+	if (!e)
+		e = cudaFree(d);
+	w->err = e;
+	return NULL;
+}
+
 // "callbacks fault": a kernel that faults while callbacks wait behind it
 // (this breaks the context, so it is a run of its own; e2e/samples runs it
 // without GPU-slot gating, which would hold the enqueue back until the
@@ -148,14 +196,14 @@ int main(int argc, char **argv)
 	CHECK(cudaStreamCreate(&st));
 
 	// 0. Enqueuing a callback does not wait for the stream: the kernel
-	// before it takes 200 ms.
+	// before it takes 400 ms.
 	std::atomic<int> flag{0};
-	cb_work<<<1, N, 0, st>>>(p, 100, 200000000LL);
+	cb_work<<<1, N, 0, st>>>(p, 100, 400000000LL);
 	auto t0 = std::chrono::steady_clock::now();
 	CHECK(cudaLaunchHostFunc(st, set_flag, &flag));
 	double enqueue_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 	TRUE(flag.load() == 0);
-	TRUE(enqueue_ms < 150);
+	TRUE(enqueue_ms < 300);
 	TRUE(cudaStreamQuery(st) == cudaErrorNotReady);
 	CHECK(cudaStreamSynchronize(st));
 	TRUE(flag.load() == 1);
@@ -218,6 +266,24 @@ int main(int argc, char **argv)
 	CHECK(cudaStreamDestroy(st2));
 	CHECK(cudaDeviceSynchronize());
 	TRUE(s.done.load() == 1);
+
+	// 5. Threads, each with a stream of its own, interleaving kernels and
+	// callbacks: every stream's callbacks run in its order.
+	pthread_t threads[THREADS];
+	Worker workers[THREADS];
+	for (int t = 0; t < THREADS; t++) {
+		workers[t].id = t;
+		workers[t].next = 0;
+		workers[t].in_order = true;
+		workers[t].err = cudaSuccess;
+		pthread_create(&threads[t], NULL, worker_main, &workers[t]);
+	}
+	for (int t = 0; t < THREADS; t++) {
+		pthread_join(threads[t], NULL);
+		TRUE(workers[t].err == cudaSuccess);
+		TRUE(workers[t].next == PER_THREAD);
+		TRUE(workers[t].in_order);
+	}
 
 	CHECK(cudaStreamDestroy(st));
 	CHECK(cudaFree(p));
