@@ -139,12 +139,19 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 	echo "\`cuLaunchKernel\` of an empty kernel <<<1, 1>>>, one LAUNCH round trip that returns once the"
 	echo "daemon has queued the kernel. Runtime and driver ran alternately, three times each; each figure is"
 	echo "the median of the three. Only the ratios are meant for comparison: they are measured in one run on"
-	echo "the same machine and daemon."
+	echo "the same machine and daemon. The mean is timed over the whole batch (as the NOP's above), so a"
+	echo "busy host's stalls weigh on it; the p50, from the second pass timing each call, is the steadier"
+	echo "figure to compare the frontends by. The raw NOP is xgpu-bench's, through the channel client alone."
 	echo
-	echo "| call | raw NOP (us) | runtime (us) | driver (us) | driver / runtime | p50 runtime / driver (us) | p99 runtime / driver (us) |"
-	echo "|---|---|---|---|---|---|---|"
-	echo "| null call | $(v rtt_spin_batch_us) | $(v api_runtime_null_batch_us) | $(v api_driver_null_batch_us) | $(ratio "$(v api_driver_null_batch_us)" "$(v api_runtime_null_batch_us)")x | $(v api_runtime_null_p50_us) / $(v api_driver_null_p50_us) | $(v api_runtime_null_p99_us) / $(v api_driver_null_p99_us) |"
-	echo "| launch | | $(v api_runtime_launch_batch_us) | $(v api_driver_launch_batch_us) | $(ratio "$(v api_driver_launch_batch_us)" "$(v api_runtime_launch_batch_us)")x | $(v api_runtime_launch_p50_us) / $(v api_driver_launch_p50_us) | $(v api_runtime_launch_p99_us) / $(v api_driver_launch_p99_us) |"
+	echo "| call | raw NOP p50 (us) | runtime p50 (us) | driver p50 (us) | driver / runtime, p50 | runtime mean (us) | driver mean (us) | driver / runtime, mean | p99 runtime / driver (us) |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	for c in null launch; do
+		rp=$(v api_runtime_${c}_p50_us) dp=$(v api_driver_${c}_p50_us)
+		rm=$(v api_runtime_${c}_batch_us) dm=$(v api_driver_${c}_batch_us)
+		nop=
+		[ $c = null ] && nop=$(v rtt_spin_p50_us)
+		echo "| $([ $c = null ] && echo "null call" || echo launch) | $nop | $rp | $dp | $(ratio "$dp" "$rp")x | $rm | $dm | $(ratio "$dm" "$rm")x | $(v api_runtime_${c}_p99_us) / $(v api_driver_${c}_p99_us) |"
+	done
 	echo
 	echo "## Bulk bytes through a channel's 4 MiB data area (two threads)"
 	echo
