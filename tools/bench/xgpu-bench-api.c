@@ -3,7 +3,7 @@
  * driver frontend (libcuda.so.1) beside the runtime frontend
  * (libcudart.so.13) measured in the same run on the same daemon:
  *
- *   xgpu-bench-api runtime|driver LIBDIR FATBIN
+ *   xgpu-bench-api runtime|driver LIBDIR FATBIN [COUNT]
  *
  * LIBDIR holds the frontend (loaded by path, so no other CUDA library can
  * answer); FATBIN is tools/bench/null_kernel.cu built, one empty kernel.
@@ -18,9 +18,12 @@
  * forwards every time, as exactly one STREAM_QUERY round trip (exempt from
  * scheduling, like NOP; an idle stream answers at once). A launch of the
  * empty kernel <<<1, 1>>> is one LAUNCH round trip (the call returns once
- * the daemon has queued the kernel, not once it has run); every LAUNCH_CHUNK
+ * the daemon has queued the kernel, not once it has run); every 1000
  * launches the device is synchronised, outside the timed calls, so the queue
  * stays short.
+ *
+ * COUNT (a multiple of 1000, or fewer) replaces the 100000 null calls and
+ * 30000 launches per pass, and caps the 2000 untimed warm-up launches.
  *
  * Prints "key value" lines (api_<frontend>_<null|launch>_<batch|p50|p99>_us)
  * for tools/bench/run.sh. It is linked with nothing of xgpu's, as a guest
@@ -36,10 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NULL_CALLS 100000u
-#define LAUNCHES 30000u
-#define LAUNCH_CHUNK 1000u
-#define WARMUP 2000u
+/* Calls of each kind timed per pass, unless COUNT says (the e2e test's few). */
+static unsigned null_calls = 100000, launches = 30000, launch_chunk = 1000, warmup = 2000;
 
 typedef int result_t; /* cudaError_t and CUresult alike: 0 is success */
 struct dim3_t {
@@ -157,54 +158,61 @@ static result_t sync_all(void)
  * xgpu-bench's rtt does; p50 and p99 from a second pass timing each call. */
 static void time_null_calls(void)
 {
-	uint64_t *ns = malloc(NULL_CALLS * sizeof *ns);
-	for (unsigned i = 0; i < WARMUP; i++)
+	uint64_t *ns = malloc(null_calls * sizeof *ns);
+	for (unsigned i = 0; i < warmup; i++)
 		check(null_call(), "the null call");
 	uint64_t t0 = now_ns();
-	for (unsigned i = 0; i < NULL_CALLS; i++)
+	for (unsigned i = 0; i < null_calls; i++)
 		check(null_call(), "the null call");
-	double batch = (double)(now_ns() - t0) / NULL_CALLS / 1e3;
-	for (unsigned i = 0; i < NULL_CALLS; i++) {
+	double batch = (double)(now_ns() - t0) / null_calls / 1e3;
+	for (unsigned i = 0; i < null_calls; i++) {
 		uint64_t t1 = now_ns();
 		check(null_call(), "the null call");
 		ns[i] = now_ns() - t1;
 	}
-	report("null", batch, ns, NULL_CALLS);
+	report("null", batch, ns, null_calls);
 	free(ns);
 }
 
 static void time_launches(void)
 {
-	uint64_t *ns = malloc(LAUNCHES * sizeof *ns);
-	for (unsigned i = 0; i < WARMUP; i++)
+	uint64_t *ns = malloc(launches * sizeof *ns);
+	for (unsigned i = 0; i < warmup; i++)
 		check(launch(), "a launch");
 	check(sync_all(), "synchronising");
 	uint64_t total = 0;
-	for (unsigned i = 0; i < LAUNCHES; i += LAUNCH_CHUNK) {
+	for (unsigned i = 0; i < launches; i += launch_chunk) {
 		uint64_t t0 = now_ns();
-		for (unsigned j = 0; j < LAUNCH_CHUNK; j++)
+		for (unsigned j = 0; j < launch_chunk; j++)
 			check(launch(), "a launch");
 		total += now_ns() - t0;
 		check(sync_all(), "synchronising");
 	}
-	double batch = (double)total / LAUNCHES / 1e3;
-	for (unsigned i = 0; i < LAUNCHES; i++) {
+	double batch = (double)total / launches / 1e3;
+	for (unsigned i = 0; i < launches; i++) {
 		uint64_t t1 = now_ns();
 		check(launch(), "a launch");
 		ns[i] = now_ns() - t1;
-		if ((i + 1) % LAUNCH_CHUNK == 0)
+		if ((i + 1) % launch_chunk == 0)
 			check(sync_all(), "synchronising");
 	}
 	check(sync_all(), "synchronising");
-	report("launch", batch, ns, LAUNCHES);
+	report("launch", batch, ns, launches);
 	free(ns);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 4 || (strcmp(argv[1], "runtime") && strcmp(argv[1], "driver"))) {
-		fprintf(stderr, "usage: xgpu-bench-api runtime|driver LIBDIR FATBIN\n");
+	unsigned count = argc == 5 ? (unsigned)strtoul(argv[4], NULL, 10) : 0;
+	if (argc < 4 || argc > 5 || (strcmp(argv[1], "runtime") && strcmp(argv[1], "driver")) ||
+	    (argc == 5 && (count == 0 || (count > 1000 && count % 1000)))) {
+		fprintf(stderr, "usage: xgpu-bench-api runtime|driver LIBDIR FATBIN [COUNT]\n");
 		return 2;
+	}
+	if (count) {
+		null_calls = launches = count;
+		launch_chunk = count < 1000 ? count : 1000;
+		warmup = count < warmup ? count : warmup;
 	}
 	frontend = argv[1];
 	is_runtime = !strcmp(frontend, "runtime");
