@@ -211,6 +211,18 @@ $(TST)/data/exptab_cublas: tests/data/exptab_cublas.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $< -lcublas
+# cuFFT's plan and transform, for driver_libs.
+TEST_DATA += $(TST)/data/libs_cufft
+$(TST)/data/libs_cufft: tests/data/libs_cufft.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $< -lcufft
+# The same with -cudart shared, run with NVIDIA's libcudart.so.13 over ours.
+TEST_DATA += $(TST)/data/libs_cufft_shared
+$(TST)/data/libs_cufft_shared: tests/data/libs_cufft.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $< -lcufft
 
 $(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

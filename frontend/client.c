@@ -531,6 +531,11 @@ int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
 void xgpu_client_note_unsupported(const char *name, const char *returns)
 {
 	xgpu_fe_warn_once(name, "%s is not supported by xgpu; it returns %s", name, returns);
+	xgpu_client_tell_unsupported(name);
+}
+
+void xgpu_client_tell_unsupported(const char *name)
+{
 	struct xgpu_client *c;
 	if (xgpu_client_get(&c) == cudaSuccess) {
 		struct xgpu_req_NOTE_UNSUPPORTED req = {0};

@@ -94,6 +94,9 @@ int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
  * which counts such calls, if the channel is up. */
 void xgpu_client_note_unsupported(const char *name, const char *returns);
 
+/* Only tells the daemon (for callers that have warned in their own words). */
+void xgpu_client_tell_unsupported(const char *name);
+
 /* Bumped in every forked child: state keyed to the parent's channel (remote
  * handles, registered segments) is stale when this differs. */
 extern unsigned xgpu_fork_generation;

@@ -332,6 +332,37 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 	return r;
 }
 
+CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)
+{
+	struct xgpu_client *c;
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (!valid_module(mod))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*count = mod->info.nkernels;
+	return CUDA_SUCCESS;
+}
+
+/* The module's kernels in the order of its image, each resolved as
+ * cuModuleGetFunction resolves it by name. */
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod)
+{
+	if (!functions)
+		return CUDA_ERROR_INVALID_VALUE;
+	unsigned count;
+	CUresult r = cuModuleGetFunctionCount(&count, mod);
+	if (r)
+		return r;
+	if (numFunctions > count)
+		numFunctions = count;
+	for (unsigned i = 0; i < numFunctions && !r; i++)
+		r = cuModuleGetFunction(&functions[i], mod, mod->info.kernels[i].name);
+	return r;
+}
+
 CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
 	struct xgpu_client *c;
