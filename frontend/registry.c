@@ -417,15 +417,10 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 	e = xgpu_launch_config_check(di->attrs, di->nattrs, grid_dims, block_dims, shared);
 	if (e)
 		return xgpu_rt_ret(e);
-	memset(params, 0, k->param_bytes);
-	for (uint32_t i = 0; i < k->nparams; i++) {
-		/* The layout comes from the program's own fatbin, but a damaged
-		 * one must not make us write outside the buffer. */
-		if (k->params[i].offset > k->param_bytes ||
-		    k->params[i].size > k->param_bytes - k->params[i].offset)
-			return xgpu_rt_ret(cudaErrorInvalidKernelImage);
-		memcpy(params + k->params[i].offset, args[i], k->params[i].size);
-	}
+	/* The layout comes from the program's own fatbin, but a damaged one
+	 * must not make us write outside the buffer. */
+	if (xgpu_fatbin_pack_params(k, args, params, sizeof params))
+		return xgpu_rt_ret(cudaErrorInvalidKernelImage);
 	struct xgpu_req_LAUNCH req = {.func = f->remote,
 				      .grid = {grid.x, grid.y, grid.z},
 				      .block = {block.x, block.y, block.z},
