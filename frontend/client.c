@@ -473,8 +473,13 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 {
+	/* Before the channel lock: a held-back submission must not stop the
+	 * callback thread's own exchanges. */
+	int status = xgpu_stream_gate(c, r);
+	if (status)
+		return status;
 	pthread_mutex_lock(&c->lock);
-	int status = c->dead_error;
+	status = c->dead_error;
 	if (status)
 		goto out;
 	uint64_t seq = ++c->seq;

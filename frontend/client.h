@@ -104,4 +104,29 @@ extern unsigned xgpu_fork_generation;
 /* Prints a message to stderr once per distinct key, unless XGPU_LOG=error. */
 void xgpu_fe_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- per-stream state both APIs share (streamstate.c) ---- */
+
+/* Runs one host callback: fn as the API named it, the stream as the program
+ * passed it, status the stream's state when reached (a cudaError_t). */
+typedef void (*xgpu_hostfn_run_t)(void (*fn)(void), void *api_stream, int status, void *user);
+/* Enqueues a host callback at the current end of stream (a wire handle):
+ * returns once it is queued; run is called on the process's callback thread
+ * once the stream reaches that point, and later work on the stream waits for
+ * it to return. Returns cudaError_t. */
+int xgpu_hostfn_enqueue(struct xgpu_client *c, xgpu_handle_t stream, xgpu_hostfn_run_t run, void (*fn)(void),
+			void *api_stream, void *user);
+/* Called by xgpu_rpc before each request: holds back stream work that must
+ * follow outstanding callbacks. Returns cudaSuccess, or the answer to give
+ * without sending (cudaErrorNotReady for a stream query). */
+int xgpu_stream_gate(struct xgpu_client *c, const struct xgpu_rpc *r);
+/* Stream attributes (CUlaunchAttributeID numbers, which cudaLaunchAttributeID
+ * shares; value a CUlaunchAttributeValue): checked, then remembered per
+ * stream. Return cudaError_t. */
+int xgpu_stream_attr_set(struct xgpu_client *c, xgpu_handle_t stream, int attr, const void *value);
+int xgpu_stream_attr_get(struct xgpu_client *c, xgpu_handle_t stream, int attr, void *value);
+/* A stream's priority (as clamped, or as set by attribute) and the device's
+ * priority range; any pointer may be NULL. Returns cudaError_t. */
+int xgpu_stream_get_priority(struct xgpu_client *c, xgpu_handle_t stream, int *priority, int *least,
+			     int *greatest);
+
 #endif

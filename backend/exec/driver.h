@@ -53,6 +53,9 @@
 	X(cuFuncGetParamInfo)                                                                                \
 	X(cuLaunchKernel)                                                                                    \
 	X(cuLaunchHostFunc)                                                                                  \
+	X(cuLaunchKernelEx)                                                                                  \
+	X(cuCtxGetStreamPriorityRange)                                                                       \
+	X(cuStreamGetPriority)                                                                               \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                       \
 	X(cuStreamCreate)                                                                                    \
 	X(cuStreamCreateWithPriority)                                                                        \

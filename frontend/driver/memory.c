@@ -400,6 +400,24 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 	return r;
 }
 
+/* Pinned memory lives in the guest; the GPU can address only Dom0's mapping
+ * of it, which no guest pointer can name. The device reports
+ * CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 0, and for memory the device
+ * has no mapping of the driver answers CUDA_ERROR_INVALID_VALUE. Nothing is
+ * written to *pdptr: the pre-v2 ABI (aliased below) has a 32-bit one. */
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+	if (!pdptr || !p || Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	xgpu_fe_warn_once("hostdevptr",
+			  "cuMemHostGetDevicePointer: host memory cannot be mapped into the device's address "
+			  "space under xgpu (it lives in the guest); returning CUDA_ERROR_INVALID_VALUE");
+	return CUDA_ERROR_INVALID_VALUE;
+}
+#undef cuMemHostGetDevicePointer
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+    XGPU_ALIAS(cuMemHostGetDevicePointer_v2);
+
 CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
 	struct xgpu_client *c;
