@@ -128,7 +128,8 @@ static long long stream_loop(cudaStream_t *streams, int nstreams)
 		mp_fill<<<blocks(n), 256, 0, s>>>(a, n, r);
 		mp_fill<<<blocks(n), 256, 0, s>>>(b, n, 2 * r);
 		mp_add<<<blocks(n), 256, 0, s>>>(sum, a, b, n);
-		EXPECT(cudaMemcpyAsync(results + (size_t)r * maxn, sum, n * sizeof(int), cudaMemcpyDeviceToHost, s),
+		EXPECT(cudaMemcpyAsync(results + (size_t)r * maxn, sum, n * sizeof(int),
+				       cudaMemcpyDeviceToHost, s),
 		       cudaSuccess);
 		EXPECT(cudaFreeAsync(a, s), cudaSuccess);
 		EXPECT(cudaFreeAsync(b, s), cudaSuccess);
@@ -336,7 +337,8 @@ static void driver_api(cudaStream_t s1, cudaStream_t s2)
 	EXPECT(poolCreate(&pool, &props), CUDA_SUCCESS);
 	cuuint64_t threshold = 1 << 20, got = 0;
 	EXPECT(poolSet(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold), CUDA_SUCCESS);
-	EXPECT(cudaMemPoolGetAttribute((cudaMemPool_t)pool, cudaMemPoolAttrReleaseThreshold, &got), cudaSuccess);
+	EXPECT(cudaMemPoolGetAttribute((cudaMemPool_t)pool, cudaMemPoolAttrReleaseThreshold, &got),
+	       cudaSuccess);
 	TRUE(got == threshold);
 	CUdeviceptr e = 0;
 	int *f = NULL;
@@ -405,8 +407,9 @@ int main(int argc, char **argv)
 	bool limit = argc > 1 && !strcmp(argv[1], "limit");
 	cudaStream_t streams[4];
 	for (int i = 0; i < 4; i++)
-		EXPECT(cudaStreamCreateWithFlags(&streams[i], i % 2 ? cudaStreamNonBlocking : cudaStreamDefault),
-		       cudaSuccess);
+		EXPECT(
+		    cudaStreamCreateWithFlags(&streams[i], i % 2 ? cudaStreamNonBlocking : cudaStreamDefault),
+		    cudaSuccess);
 	if (limit) {
 		limit_mode(streams[0]);
 		printf("RESULT mempool-limit verified=%s checks=%lld\n", ok ? "yes" : "no", checks);
@@ -476,7 +479,8 @@ int main(int argc, char **argv)
 	props.handleTypes = cudaMemHandleTypePosixFileDescriptor;
 	EXPECT(cudaMemPoolCreate(&bad, &props), cudaErrorNotSupported);
 	uint64_t v;
-	EXPECT(cudaMemPoolGetAttribute((cudaMemPool_t)&v, cudaMemPoolAttrUsedMemCurrent, &v), cudaErrorInvalidValue);
+	EXPECT(cudaMemPoolGetAttribute((cudaMemPool_t)&v, cudaMemPoolAttrUsedMemCurrent, &v),
+	       cudaErrorInvalidValue);
 	EXPECT(cudaMemPoolDestroy(def), cudaErrorInvalidValue);
 	EXPECT(cudaDeviceSetMemPool(0, (cudaMemPool_t)&v), cudaErrorInvalidValue);
 	EXPECT(cudaDeviceGetDefaultMemPool(&bad, 7), cudaErrorInvalidDevice);
