@@ -10,6 +10,7 @@
 //   mempool limit    under a 64 MiB domain limit: cached pool memory goes
 //                    back before an allocation fails, and one beyond the
 //                    limit fails with cudaErrorMemoryAllocation
+#include <atomic>
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cstdint>
@@ -17,9 +18,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <cuda_runtime.h>
+#include <thread>
 
-static bool ok = true;
-static long long checks;
+// Atomic: the threads check too.
+static std::atomic<bool> ok{true};
+static std::atomic<long long> checks;
 
 #define EXPECT(call, want)                                                                                   \
 	do {                                                                                                 \
@@ -262,6 +265,45 @@ static void reuse(cudaStream_t s1, cudaStream_t s2)
 	EXPECT(cudaFree(keep), cudaSuccess);
 }
 
+// Threads allocating and freeing on streams of their own at once: the
+// pools are shared by the whole process.
+static long long threads_at_once()
+{
+	const int nthreads = 4, rounds = 16, n = 2048;
+	long long sums[nthreads] = {0};
+	std::thread workers[nthreads];
+	for (int t = 0; t < nthreads; t++)
+		workers[t] = std::thread([t, &sums] {
+			cudaStream_t s;
+			EXPECT(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+			int *h = (int *)malloc(n * sizeof(int));
+			for (int r = 0; r < rounds && h; r++) {
+				int *a = NULL, *b = NULL;
+				EXPECT(cudaMallocAsync(&a, n * sizeof(int), s), cudaSuccess);
+				EXPECT(cudaMallocAsync(&b, n * sizeof(int), s), cudaSuccess);
+				mp_fill<<<blocks(n), 256, 0, s>>>(a, n, 100 * t + r);
+				mp_add<<<blocks(n), 256, 0, s>>>(b, a, a, n);
+				EXPECT(cudaFreeAsync(a, s), cudaSuccess);
+				EXPECT(cudaMemcpyAsync(h, b, n * sizeof(int), cudaMemcpyDeviceToHost, s),
+				       cudaSuccess);
+				EXPECT(cudaFreeAsync(b, s), cudaSuccess);
+				EXPECT(cudaStreamSynchronize(s), cudaSuccess);
+				for (int i = 0; i < n; i++) {
+					TRUE(h[i] == 2 * (100 * t + r + i));
+					sums[t] += h[i];
+				}
+			}
+			free(h);
+			EXPECT(cudaStreamDestroy(s), cudaSuccess);
+		});
+	long long total = 0;
+	for (int t = 0; t < nthreads; t++) {
+		workers[t].join();
+		total += sums[t];
+	}
+	return total;
+}
+
 template <typename T> static T entry(const char *name)
 {
 	void *fn = nullptr;
@@ -412,7 +454,7 @@ int main(int argc, char **argv)
 		    cudaSuccess);
 	if (limit) {
 		limit_mode(streams[0]);
-		printf("RESULT mempool-limit verified=%s checks=%lld\n", ok ? "yes" : "no", checks);
+		printf("RESULT mempool-limit verified=%s checks=%lld\n", ok ? "yes" : "no", checks.load());
 		return ok ? 0 : 1;
 	}
 
@@ -453,6 +495,7 @@ int main(int argc, char **argv)
 	TRUE(attr64(def, cudaMemPoolAttrReservedMemCurrent) == 2 * blk);
 	set64(def, cudaMemPoolAttrReleaseThreshold, 0);
 
+	total += threads_at_once();
 	reuse(streams[0], streams[1]);
 	reuse(streams[2], streams[3]);
 
@@ -502,6 +545,7 @@ int main(int argc, char **argv)
 	EXPECT(cudaDeviceSynchronize(), cudaSuccess);
 	for (int i = 0; i < 4; i++)
 		EXPECT(cudaStreamDestroy(streams[i]), cudaSuccess);
-	printf("RESULT mempool verified=%s checksum=%lld checks=%lld\n", ok ? "yes" : "no", total, checks);
+	printf("RESULT mempool verified=%s checksum=%lld checks=%lld\n", ok ? "yes" : "no", total,
+	       checks.load());
 	return ok ? 0 : 1;
 }
