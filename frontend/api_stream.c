@@ -370,7 +370,7 @@ XGPU_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 	struct xgpu_rsp_EVENT_SYNC rsp;
 	e = xgpu_call_EVENT_SYNC(c, &req, &rsp);
 	if (!e)
-		xgpu_pool_synced(c, false, 0);
+		xgpu_pool_synced(c, false, XGPU_POOL_ANY_STREAM);
 	return xgpu_rt_ret(e);
 }
 

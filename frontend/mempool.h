@@ -42,9 +42,11 @@ bool xgpu_pool_forget(uint64_t dptr);
 int xgpu_pool_set_attr(void *pool, int attr, const void *value);
 int xgpu_pool_get_attr(void *pool, int attr, void *value);
 int xgpu_pool_trim(struct xgpu_client *c, void *pool, uint64_t keep);
-/* A synchronisation point returned: the whole device's work (device) or
- * one stream's is done; pools give back what is above their release
- * threshold. */
+/* A synchronisation point returned: the whole device's work (device), one
+ * stream's, or an event's (stream XGPU_POOL_ANY_STREAM: cached blocks are
+ * asked whether their frees completed); pools give back what is above their
+ * release threshold. */
+#define XGPU_POOL_ANY_STREAM ((xgpu_handle_t)-1)
 void xgpu_pool_synced(struct xgpu_client *c, bool device, xgpu_handle_t stream);
 /* An ordinary allocation failed for memory: gives back every cached block
  * (waiting for its free to complete); true if anything went back, so the

@@ -32,6 +32,8 @@
 
 /* Sizes are rounded up to this, the alignment cudaMalloc guarantees. */
 #define POOL_GRANULE 256u
+/* Cached blocks an allocation asks the completion of, at most. */
+#define POOL_REUSE_QUERIES 4
 /* Events kept for the next frees instead of being destroyed. */
 #define SPARE_EVENTS 32
 
@@ -148,23 +150,31 @@ static void unlink_pool_locked(struct pool *p)
 		}
 }
 
+/* How a release knows that a cached block's free has completed. */
+enum release_how {
+	RELEASE_DEVICE_DONE, /* the device was synchronised: all have */
+	RELEASE_STREAM_DONE, /* a stream was: those freed on it have */
+	RELEASE_QUERY,       /* ask (EVENT_QUERY) */
+	RELEASE_WAIT,        /* wait for each (EVENT_SYNC) */
+};
+
 /* Gives cached blocks of p back to the daemon until p reserves at most keep
- * bytes. A block goes back only once its free is complete: known (device
- * synchronised, or its stream), asked (EVENT_QUERY), or waited for (wait).
- * Returns the bytes given back. */
-static uint64_t release_locked(struct xgpu_client *c, struct pool *p, uint64_t keep, bool device_done,
-			       xgpu_handle_t stream_done, bool wait)
+ * bytes, those whose free is complete as how finds out. Returns the bytes
+ * given back. */
+static uint64_t release_locked(struct xgpu_client *c, struct pool *p, uint64_t keep, enum release_how how,
+			       xgpu_handle_t stream_done)
 {
 	uint64_t released = 0;
 	for (struct pool_block **bp = &p->cached; *bp && p->reserved > keep;) {
 		struct pool_block *b = *bp;
-		bool done = !b->event || device_done || (stream_done && b->freed_on == stream_done);
-		if (!done && wait) {
+		bool done = !b->event || how == RELEASE_DEVICE_DONE ||
+			    (how == RELEASE_STREAM_DONE && b->freed_on == stream_done);
+		if (!done && how == RELEASE_WAIT) {
 			struct xgpu_req_EVENT_SYNC req = {.event = b->event};
 			struct xgpu_rsp_EVENT_SYNC rsp;
 			xgpu_call_EVENT_SYNC(c, &req, &rsp);
 			done = true; /* an error breaks the context: the memory is no one's */
-		} else if (!done) {
+		} else if (!done && how == RELEASE_QUERY) {
 			done = event_complete(c, b->event);
 		}
 		if (!done) {
@@ -190,7 +200,7 @@ static uint64_t release_everything_locked(struct xgpu_client *c)
 	uint64_t released = 0;
 	for (struct pool *p = pools, *n; p; p = n) {
 		n = p->next; /* release may unlink a destroyed pool */
-		released += release_locked(c, p, 0, false, 0, true);
+		released += release_locked(c, p, 0, RELEASE_WAIT, 0);
 	}
 	return released;
 }
@@ -203,6 +213,7 @@ static struct pool_block *reuse_locked(struct xgpu_client *c, struct pool *p, ui
 	 * large block. Same stream or known complete first; then complete by
 	 * query; then any, behind a wait for its free. */
 	struct pool_block **pick = NULL;
+	int queries = 0;
 	for (int pass = 0; pass < 3 && !pick; pass++) {
 		if ((pass == 1 && !p->allow_opportunistic) || (pass == 2 && !p->allow_internal_deps))
 			continue;
@@ -210,13 +221,15 @@ static struct pool_block *reuse_locked(struct xgpu_client *c, struct pool *p, ui
 			struct pool_block *b = *bp;
 			if (b->size < size || b->size / 2 > size)
 				continue;
-			bool usable = pass == 0   ? (!b->event || b->freed_on == stream)
-				      : pass == 1 ? event_complete(c, b->event)
-						  : true;
+			bool usable = true;
+			if (pass == 0)
+				usable = !b->event || b->freed_on == stream;
+			else if (pass == 1) /* each query is a round trip: a few per allocation */
+				usable = queries++ < POOL_REUSE_QUERIES && event_complete(c, b->event);
 			if (usable && (!pick || b->size < (*pick)->size)) {
 				pick = bp;
 				if (pass == 1)
-					break; /* each query is a round trip */
+					break;
 			}
 		}
 	}
@@ -259,7 +272,7 @@ XGPU_EXPORTED int xgpu_pool_alloc(struct xgpu_client *c, void *handle, uint64_t 
 		e = cudaErrorInvalidValue;
 	} else if (!b) {
 		if (p->max_size && p->reserved + size > p->max_size)
-			release_locked(c, p, 0, false, 0, true);
+			release_locked(c, p, 0, RELEASE_WAIT, 0);
 		if (p->max_size && p->reserved + size > p->max_size)
 			e = cudaErrorMemoryAllocation;
 		b = e ? NULL : calloc(1, sizeof *b);
@@ -377,13 +390,16 @@ XGPU_EXPORTED bool xgpu_pool_forget(uint64_t dptr)
 
 XGPU_EXPORTED void xgpu_pool_synced(struct xgpu_client *c, bool device, xgpu_handle_t stream)
 {
+	enum release_how how = device                           ? RELEASE_DEVICE_DONE
+			       : stream == XGPU_POOL_ANY_STREAM ? RELEASE_QUERY
+								: RELEASE_STREAM_DONE;
 	pthread_mutex_lock(&pool_lock);
 	if (blocks_client == c && blocks_generation == xgpu_fork_generation)
 		for (struct pool *p = pools, *n; p; p = n) {
 			n = p->next;
 			uint64_t keep = p->destroyed ? 0 : p->release_threshold;
 			if (p->reserved > keep && p->cached)
-				release_locked(c, p, keep, device, stream, false);
+				release_locked(c, p, keep, how, stream);
 		}
 	pthread_mutex_unlock(&pool_lock);
 }
@@ -411,7 +427,7 @@ XGPU_EXPORTED int xgpu_pool_trim(struct xgpu_client *c, void *handle, uint64_t k
 	same_channel_locked(c);
 	struct pool *p = find_pool(handle);
 	if (p)
-		release_locked(c, p, keep, false, 0, false);
+		release_locked(c, p, keep, RELEASE_QUERY, 0);
 	pthread_mutex_unlock(&pool_lock);
 	return p ? cudaSuccess : cudaErrorInvalidValue;
 }
@@ -487,7 +503,7 @@ XGPU_EXPORTED int xgpu_pool_destroy(struct xgpu_client *c, void *handle)
 			current_pool = &default_pool;
 		if (c) {
 			same_channel_locked(c);
-			release_locked(c, p, 0, false, 0, false);
+			release_locked(c, p, 0, RELEASE_QUERY, 0);
 		} else if (!p->reserved) {
 			unlink_pool_locked(p);
 		}

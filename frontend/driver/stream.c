@@ -138,7 +138,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
 	struct xgpu_rsp_EVENT_SYNC rsp;
 	int e = xgpu_call_EVENT_SYNC(c, &req, &rsp);
 	if (!e)
-		xgpu_pool_synced(c, false, 0);
+		xgpu_pool_synced(c, false, XGPU_POOL_ANY_STREAM);
 	return xgpu_drv_result(e);
 }
 

@@ -494,6 +494,16 @@ int main(int argc, char **argv)
 	EXPECT(cudaDeviceSynchronize(), cudaSuccess);
 	TRUE(attr64(def, cudaMemPoolAttrReservedMemCurrent) == 2 * blk);
 	set64(def, cudaMemPoolAttrReleaseThreshold, 0);
+	// An event's synchronisation gives back what the event covers.
+	cudaEvent_t done;
+	EXPECT(cudaEventCreate(&done), cudaSuccess);
+	EXPECT(cudaMallocAsync(&p[0], blk, streams[1]), cudaSuccess);
+	mp_fill<<<blocks(1024), 256, 0, streams[1]>>>(p[0], 1024, 9);
+	EXPECT(cudaFreeAsync(p[0], streams[1]), cudaSuccess);
+	EXPECT(cudaEventRecord(done, streams[1]), cudaSuccess);
+	EXPECT(cudaEventSynchronize(done), cudaSuccess);
+	TRUE(attr64(def, cudaMemPoolAttrReservedMemCurrent) == 0);
+	EXPECT(cudaEventDestroy(done), cudaSuccess);
 
 	total += threads_at_once();
 	reuse(streams[0], streams[1]);
