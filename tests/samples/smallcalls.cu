@@ -2,7 +2,8 @@
 // one device a guest sees: peer access queries (no peer), the device by PCI
 // bus id, peer copies within the device, stream ids, devices and attribute
 // copies, the shared-memory bank configuration and the persisting-L2 reset;
-// the driver API's forms through cudaGetDriverEntryPoint.
+// a kernel's name and parameter layout; the driver API's forms through
+// cudaGetDriverEntryPoint.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cstdio>
@@ -128,6 +129,19 @@ int main()
 
 	// Configuration without effect.
 	EXPECT(cudaCtxResetPersistingL2Cache(), cudaSuccess);
+
+	// A kernel's name and parameters, and its driver handle.
+	const char *name = NULL;
+	EXPECT(cudaFuncGetName(&name, (const void *)sc_fill), cudaSuccess);
+	TRUE(name && strcmp(name, "_Z7sc_fillPii") == 0);
+	// Not a kernel: refused (NVIDIA's runtime answers cudaErrorInvalidResourceHandle,
+	// ours cudaErrorInvalidDeviceFunction).
+	TRUE(cudaFuncGetName(&name, (const void *)&checks) != cudaSuccess);
+	cudaGetLastError();
+	size_t offset = 99, size = 99;
+	EXPECT(cudaFuncGetParamInfo((const void *)sc_fill, 1, &offset, &size), cudaSuccess);
+	TRUE(offset == 8 && size == 4);
+	EXPECT(cudaFuncGetParamInfo((const void *)sc_fill, 2, &offset, &size), cudaErrorInvalidValue);
 
 	// The driver's forms.
 	auto init = entry<PFN_cuInit_v2000>("cuInit");
