@@ -205,9 +205,10 @@ static uint64_t release_everything_locked(struct xgpu_client *c)
 	return released;
 }
 
-/* A cached block for size on stream, made safe to use there, or NULL. */
+/* A cached block for size on stream, made safe to use there, or NULL (with
+ * *err set if stream refused the wait: not a stream of this process). */
 static struct pool_block *reuse_locked(struct xgpu_client *c, struct pool *p, uint64_t size,
-				       xgpu_handle_t stream)
+				       xgpu_handle_t stream, int *err)
 {
 	/* A block at most twice the size, so a small allocation does not pin a
 	 * large block. Same stream or known complete first; then complete by
@@ -240,8 +241,9 @@ static struct pool_block *reuse_locked(struct xgpu_client *c, struct pool *p, ui
 		/* Complete already (pass 1) or not: waiting costs nothing then. */
 		struct xgpu_req_STREAM_WAIT_EVENT req = {.stream = stream, .event = b->event};
 		struct xgpu_rsp_STREAM_WAIT_EVENT rsp;
-		if (xgpu_call_STREAM_WAIT_EVENT(c, &req, &rsp))
-			return NULL;
+		*err = xgpu_call_STREAM_WAIT_EVENT(c, &req, &rsp);
+		if (*err)
+			return NULL; /* not a stream of this process */
 	}
 	*pick = b->next;
 	event_done(c, b->event);
@@ -267,10 +269,10 @@ XGPU_EXPORTED int xgpu_pool_alloc(struct xgpu_client *c, void *handle, uint64_t 
 	same_channel_locked(c);
 	struct pool *p = handle ? find_pool(handle) : current_pool;
 	int e = cudaSuccess;
-	struct pool_block *b = p ? reuse_locked(c, p, size, stream) : NULL;
+	struct pool_block *b = p ? reuse_locked(c, p, size, stream, &e) : NULL;
 	if (!p) {
 		e = cudaErrorInvalidValue;
-	} else if (!b) {
+	} else if (!b && !e) {
 		if (p->max_size && p->reserved + size > p->max_size)
 			release_locked(c, p, 0, RELEASE_WAIT, 0);
 		if (p->max_size && p->reserved + size > p->max_size)
