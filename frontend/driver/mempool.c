@@ -387,6 +387,8 @@ XGPU_EXPORTED bool xgpu_pool_forget(uint64_t dptr)
 			unlink_pool_locked(p);
 	}
 	pthread_mutex_unlock(&pool_lock);
+	if (b) /* the runtime's cudaFree does not tell memory.c */
+		xgpu_drv_forget_allocation(dptr);
 	return b != NULL;
 }
 
