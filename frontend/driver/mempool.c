@@ -354,10 +354,11 @@ XGPU_EXPORTED int xgpu_pool_free(struct xgpu_client *c, uint64_t dptr, xgpu_hand
 			p->used -= b->size;
 		}
 	}
+	bool was_pools = b != NULL;
 	pthread_mutex_unlock(&pool_lock);
-	if (b && !e)
+	if (was_pools && !e)
 		xgpu_drv_forget_allocation(dptr);
-	if (b)
+	if (was_pools)
 		return e;
 	/* Not a pool's: an ordinary allocation, freed after the stream's work
 	 * before this call, as the free would have been ordered. */
@@ -378,6 +379,7 @@ XGPU_EXPORTED bool xgpu_pool_forget(uint64_t dptr)
 {
 	pthread_mutex_lock(&pool_lock);
 	struct pool_block *b = take_live_locked(dptr);
+	bool was_pools = b != NULL;
 	if (b) {
 		struct pool *p = b->pool;
 		p->used -= b->size;
@@ -387,9 +389,9 @@ XGPU_EXPORTED bool xgpu_pool_forget(uint64_t dptr)
 			unlink_pool_locked(p);
 	}
 	pthread_mutex_unlock(&pool_lock);
-	if (b) /* the runtime's cudaFree does not tell memory.c */
+	if (was_pools) /* the runtime's cudaFree does not tell memory.c */
 		xgpu_drv_forget_allocation(dptr);
-	return b != NULL;
+	return was_pools;
 }
 
 XGPU_EXPORTED void xgpu_pool_synced(struct xgpu_client *c, bool device, xgpu_handle_t stream)
