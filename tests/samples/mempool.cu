@@ -161,16 +161,18 @@ static void reuse(cudaStream_t s1, cudaStream_t s2)
 	cudaMemPool_t pool = new_pool(0);
 	set64(pool, cudaMemPoolAttrReleaseThreshold, UINT64_MAX);
 
-	// Same stream: stream order makes the freed block usable at once.
+	// Same stream: stream order makes the freed block usable at once, with
+	// work still running before the free and no reuse across streams allowed.
 	int *x = NULL, *y = NULL, *z = NULL, *w = NULL;
+	set_flag(pool, cudaMemPoolReuseAllowOpportunistic, 0);
+	set_flag(pool, cudaMemPoolReuseAllowInternalDependencies, 0);
 	EXPECT(cudaMallocFromPoolAsync(&x, bytes, pool, s1), cudaSuccess);
+	mp_slow<<<blocks(n), 256, 0, s1>>>(x, n, 1, 20000);
 	EXPECT(cudaFreeAsync(x, s1), cudaSuccess);
 	EXPECT(cudaMallocFromPoolAsync(&y, bytes, pool, s1), cudaSuccess);
 	TRUE(y == x);
 
 	// Another stream, no reuse allowed across streams: a new block.
-	set_flag(pool, cudaMemPoolReuseAllowOpportunistic, 0);
-	set_flag(pool, cudaMemPoolReuseAllowInternalDependencies, 0);
 	mp_slow<<<blocks(n), 256, 0, s1>>>(y, n, 1, 20000);
 	EXPECT(cudaFreeAsync(y, s1), cudaSuccess);
 	EXPECT(cudaMallocFromPoolAsync(&z, bytes, pool, s2), cudaSuccess);
