@@ -7,6 +7,7 @@
  * call of their own; they upload the pattern, which is correct but costs a
  * host-to-device copy of the range. */
 #include "driver.h"
+#include "mempool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -34,7 +35,7 @@ static pthread_mutex_t allocations_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct allocation *allocations;
 static unsigned long long last_buffer_id;
 
-static void remember_allocation(CUdeviceptr base, size_t size)
+void xgpu_drv_remember_allocation(CUdeviceptr base, size_t size)
 {
 	struct allocation *a = calloc(1, sizeof *a);
 	if (!a)
@@ -45,7 +46,7 @@ static void remember_allocation(CUdeviceptr base, size_t size)
 	pthread_mutex_unlock(&allocations_lock);
 }
 
-static void forget_allocation(CUdeviceptr base)
+void xgpu_drv_forget_allocation(CUdeviceptr base)
 {
 	pthread_mutex_lock(&allocations_lock);
 	for (struct allocation **a = &allocations; *a; a = &(*a)->next)
@@ -83,10 +84,14 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_req_MEM_ALLOC req = {.size = bytesize};
 	struct xgpu_rsp_MEM_ALLOC rsp;
-	r = xgpu_drv_result(xgpu_call_MEM_ALLOC(c, &req, &rsp));
+	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	/* What memory pools cache goes back before an allocation fails. */
+	if (e == cudaErrorMemoryAllocation && xgpu_pool_release_cached(c))
+		e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	r = xgpu_drv_result(e);
 	if (!r) {
 		*dptr = (CUdeviceptr)rsp.dptr;
-		remember_allocation(*dptr, bytesize);
+		xgpu_drv_remember_allocation(*dptr, bytesize);
 	}
 	return r;
 }
@@ -102,8 +107,10 @@ CUresult cuMemFree(CUdeviceptr dptr)
 	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
-	if (!r)
-		forget_allocation(dptr);
+	if (!r) {
+		xgpu_drv_forget_allocation(dptr);
+		xgpu_pool_forget(dptr);
+	}
 	return r;
 }
 
