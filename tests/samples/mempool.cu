@@ -4,8 +4,8 @@
 // streams after completion, behind internal and user event dependencies,
 // the release threshold at synchronisation, trimming, pools of one's own,
 // pointer attributes and cudaMemcpyDefault of pool memory, and the driver
-// API's forms on the same pools (through
-// cudaGetDriverEntryPoint, as a -cudart shared program reaches the driver).
+// API's forms on the same pools (through cudaGetDriverEntryPoint, as a
+// -cudart shared program reaches the driver).
 //
 //   mempool          the checks above
 //   mempool limit    under a 64 MiB domain limit: cached pool memory goes
