@@ -67,7 +67,8 @@ COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
 # The channel client: linked into libcuda.so.1 only, which exports it to
 # libcudart.so.13 so that a process has one channel (docs/design.md, "Driver API").
-CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c
+CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c \
+	frontend/managed.c
 RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
 DRIVER_SRC := $(wildcard frontend/driver/*.c)
 BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) \
