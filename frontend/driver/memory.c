@@ -222,6 +222,52 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream
 	return xgpu_drv_result(xgpu_call_MEMCPY_DTOD(c, &req, &rsp));
 }
 
+/* cuMemcpy / cuMemcpyAsync: unified addressing, so the direction comes from
+ * what each pointer is: memory of cuMemAlloc or managed memory is the
+ * device's, anything else the host's. */
+static bool is_device(CUdeviceptr p)
+{
+	struct allocation a;
+	return find_allocation(p, &a) || is_managed((const void *)(uintptr_t)p);
+}
+
+static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
+{
+	bool d = is_device(dst), s = is_device(src);
+	if (d && s)
+		return dtod(dst, src, n, stream, async);
+	if (d)
+		return htod(dst, (const void *)(uintptr_t)src, n, stream, async);
+	if (s)
+		return dtoh((void *)(uintptr_t)dst, src, n, stream);
+	/* Host to host, ordered after the stream's work as CUDA orders it. */
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r || !n)
+		return r;
+	if (!dst || !src)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_req_STREAM_SYNC rq = {.stream = xgpu_drv_stream(stream)};
+	struct xgpu_rsp_STREAM_SYNC rs;
+	if ((r = xgpu_drv_result(xgpu_call_STREAM_SYNC(c, &rq, &rs))))
+		return r;
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	return unified_copy(dst, src, n, NULL, false);
+}
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpy);
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+	return unified_copy(dst, src, n, stream, true);
+}
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemcpyAsync);
+
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 {
 	return htod(dst, src, n, NULL, false);

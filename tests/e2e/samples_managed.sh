@@ -26,6 +26,23 @@ for prog in "$S/managed" "$S/static/managed"; do
 	want=$sum
 done
 
+# A segmentation fault outside managed memory still ends the program (by the
+# signal, or through the sanitizer's handler, which ours hands it to).
+for prog in "$S/managed" "$S/static/managed"; do
+	rc=0
+	out=$(run_cuda "$prog" crash 2>&1) || rc=$?
+	echo "$out" | grep -q "writing through a bad pointer" || {
+		echo "$out"
+		fail "$prog crash did not get as far as the bad write"
+	}
+	! echo "$out" | grep -q "survived a bad write" || fail "$prog survived a write through a bad pointer"
+	[ "$rc" -eq 139 ] || echo "$out" | grep -q "AddressSanitizer: SEGV" || {
+		echo "$out"
+		fail "$prog crash: exit $rc, neither the signal nor the sanitizer's report"
+	}
+	echo "$prog crash: exit $rc"
+done
+
 if grep -q "which xgpu does not support" "$XGPUD_LOG"; then
 	grep "which xgpu does not support" "$XGPUD_LOG"
 	fail "the sample called an unsupported function"

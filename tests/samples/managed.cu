@@ -276,8 +276,21 @@ static void driver_api()
 	CU(mfree(d));
 }
 
-int main()
+int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "crash")) {
+		// A fault outside managed memory must still end the program as
+		// it would have (or reach ASan's handler), not be swallowed.
+		int *a;
+		CHECK(cudaMallocManaged(&a, 4096));
+		a[0] = 1;
+		volatile int *volatile nowhere = (int *)16;
+		printf("writing through a bad pointer\n");
+		fflush(stdout);
+		*nowhere = 1;
+		printf("survived a bad write\n");
+		return 0;
+	}
 	int managed_memory = -1, concurrent = -1;
 	CHECK(cudaDeviceGetAttribute(&managed_memory, cudaDevAttrManagedMemory, 0));
 	CHECK(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, 0));
