@@ -116,6 +116,9 @@ map() {
 	printf '\t%s;\n' xgpu_client_get xgpu_client_ack xgpu_client_share xgpu_client_unshare xgpu_rpc \
 		xgpu_client_device_info xgpu_client_note_unsupported xgpu_fe_warn_once xgpu_fork_generation \
 		xgpu_hostfn_enqueue xgpu_stream_attr_set xgpu_stream_attr_get xgpu_stream_get_priority
+	echo "	/* and managed memory, frontend/managed.h. */"
+	printf '\t%s;\n' xgpu_managed_alloc xgpu_managed_map_var xgpu_managed_free xgpu_managed_find \
+		xgpu_managed_prefetch xgpu_managed_advise
 	echo "local:"
 	echo "	*;"
 	echo "};"

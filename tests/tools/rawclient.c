@@ -332,8 +332,8 @@ static int mode_managed(void)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		struct xgpu_req_MEM_ALLOC_MANAGED rq = {.size = bad[i].size, .flags = bad[i].flags};
 		int st = xgpu_call_MEM_ALLOC_MANAGED(c, &rq, &rsp);
-		CHECK(st == bad[i].want, "managed size %llu flags %u: %d, want %d", (unsigned long long)bad[i].size,
-		      bad[i].flags, st, bad[i].want);
+		CHECK(st == bad[i].want, "managed size %llu flags %u: %d, want %d",
+		      (unsigned long long)bad[i].size, bad[i].flags, st, bad[i].want);
 	}
 	struct xgpu_req_MEM_ALLOC_MANAGED ok = {.size = 5000, .flags = 1};
 	CHECK(xgpu_call_MEM_ALLOC_MANAGED(c, &ok, &rsp) == cudaSuccess, "managed allocation");
@@ -348,7 +348,8 @@ static int mode_managed(void)
 	CHECK(xgpu_call_MEM_FREE(other, &whole, &fr) == cudaErrorInvalidValue, "another domain freed it");
 	struct xgpu_req_MEMSET past = {.dst = d + 4096, .size = 8192};
 	struct xgpu_rsp_MEMSET msr;
-	CHECK(xgpu_call_MEMSET(c, &past, &msr) == cudaErrorInvalidValue, "memset past the allocation's pages");
+	CHECK(xgpu_call_MEMSET(c, &past, &msr) == cudaErrorInvalidValue,
+	      "memset past the allocation's pages");
 	CHECK(xgpu_call_MEM_FREE(c, &whole, &fr) == cudaSuccess, "free");
 	CHECK(xgpu_call_MEM_FREE(c, &whole, &fr) == cudaErrorInvalidValue, "freed twice");
 	xgpu_client_close(other);
