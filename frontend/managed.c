@@ -366,6 +366,35 @@ void xgpu_managed_after(struct xgpu_client *c, const struct xgpu_rpc *r, int sta
 	pthread_mutex_unlock(&lock);
 }
 
+/* ---- fork -------------------------------------------------------------------- */
+
+/* A forked child gets a channel of its own, where none of the parent's
+ * managed memory exists: its mappings become plain, writable memory (with
+ * the parent's last view of the data), so that the child neither pushes to
+ * addresses its channel does not have nor faults on them. */
+static void managed_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	unsigned n = atomic_load(&slots_high);
+	for (unsigned i = 0; i < n; i++) {
+		struct managed *m = &table[i];
+		if (!m->used)
+			continue;
+		uint64_t base = m->base;
+		atomic_store(&m->base, 0);
+		mprotect((void *)(uintptr_t)base, m->len, PROT_READ | PROT_WRITE);
+		m->used = false;
+	}
+	atomic_store(&live, 0);
+	atomic_store(&any_host_dirty, false);
+	atomic_store(&any_device_dirty, false);
+}
+
+__attribute__((constructor)) static void managed_setup(void)
+{
+	pthread_atfork(NULL, NULL, managed_child);
+}
+
 /* ---- the calls --------------------------------------------------------------- */
 
 static struct managed *free_slot_locked(void)
