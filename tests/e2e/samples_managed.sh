@@ -43,6 +43,23 @@ for prog in "$S/managed" "$S/static/managed"; do
 	echo "$prog crash: exit $rc"
 done
 
+# The guest already uses the address the daemon allocated at: refused with
+# the address named, and the daemon's allocation given back (checked below).
+for prog in "$S/managed" "$S/static/managed"; do
+	out=$(run_cuda "$prog" taken 2>&1) || {
+		echo "$out"
+		fail "$prog taken failed"
+	}
+	echo "$out" | grep -q "^RESULT managed-taken verified=yes" || {
+		echo "$out"
+		fail "$prog taken did not verify"
+	}
+	echo "$out" | grep -q "cannot place managed memory at 0x3[0-9a-f]*000 .*: that address is taken in this process" || {
+		echo "$out"
+		fail "$prog taken: the refusal did not name the address"
+	}
+done
+
 if grep -q "which xgpu does not support" "$XGPUD_LOG"; then
 	grep "which xgpu does not support" "$XGPUD_LOG"
 	fail "the sample called an unsupported function"
