@@ -122,7 +122,10 @@ static uint64_t run_bytes(const struct managed *m, uint64_t p, uint64_t run)
 /* Copies the host-dirty pages of every allocation to the device. */
 static int push_locked(struct xgpu_client *c, uint64_t from, uint64_t to)
 {
-	if (!atomic_exchange(&any_host_dirty, false))
+	/* The flag only saves a scan: cleared before a scan of everything (a
+	 * fault during it sets it again), left alone by a prefetch of a part. */
+	bool whole = from == 0 && to == UINT64_MAX;
+	if (whole ? !atomic_exchange(&any_host_dirty, false) : !atomic_load(&any_host_dirty))
 		return 0;
 	int status = 0;
 	bool pushed = false;
@@ -163,14 +166,6 @@ static int push_locked(struct xgpu_client *c, uint64_t from, uint64_t to)
 	if (status) {
 		atomic_store(&any_host_dirty, true);
 		return status;
-	}
-	if (pushed && (from != 0 || to != UINT64_MAX)) {
-		/* A prefetch of part of the memory: others may still be dirty. */
-		for (unsigned i = 0; i < n; i++)
-			if (table[i].used)
-				for (uint64_t p = 0; p < table[i].len / page; p++)
-					if (__atomic_load_n(&table[i].dirty[p], __ATOMIC_SEQ_CST))
-						atomic_store(&any_host_dirty, true);
 	}
 	if (pushed) {
 		/* The copies went to the legacy stream; work on a non-blocking
