@@ -223,16 +223,23 @@ typedef CUresult (*prefetch_fn)(CUdeviceptr, size_t, CUmemLocation, unsigned, CU
 typedef CUresult (*advise_fn)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
 typedef CUresult (*attr_fn)(void *, CUpointer_attribute, CUdeviceptr);
 
-static void *entry(const char *name)
+typedef CUresult (*prefetch_v1_fn)(CUdeviceptr, size_t, CUdevice, CUstream);
+
+static void *entry_version(const char *name, unsigned version)
 {
 	void *fn = NULL;
 	cudaDriverEntryPointQueryResult q;
-	CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 13000, cudaEnableDefault, &q));
+	CHECK(cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &q));
 	if (!fn || q != cudaDriverEntryPointSuccess) {
 		fprintf(stderr, "managed: no driver entry point %s\n", name);
 		exit(1);
 	}
 	return fn;
+}
+
+static void *entry(const char *name)
+{
+	return entry_version(name, 13000);
 }
 
 // The driver API's managed memory, in the same process as the runtime's.
@@ -250,6 +257,8 @@ static void driver_api()
 	prefetch_fn prefetch = (prefetch_fn)entry("cuMemPrefetchAsync");
 	advise_fn advise = (advise_fn)entry("cuMemAdvise");
 	attr_fn attr = (attr_fn)entry("cuPointerGetAttribute");
+	// The CUDA 8 form, which names the host as CU_DEVICE_CPU.
+	prefetch_v1_fn prefetch_v1 = (prefetch_v1_fn)entry_version("cuMemPrefetchAsync", 8000);
 	const int n = 5000;
 	CUdeviceptr d;
 	CU(alloc(&d, n * sizeof(int), CU_MEM_ATTACH_GLOBAL));
@@ -269,6 +278,8 @@ static void driver_api()
 		CHECK(cudaGetLastError());
 		if (r == 2)
 			CU(prefetch(d, n * sizeof(int), host, 0, 0));
+		if (r == 0)
+			CU(prefetch_v1(d, n * sizeof(int), CU_DEVICE_CPU, 0));
 		CU(sync(primary));
 		for (int i = 0; i < n; i++)
 			want[i] += 7;
