@@ -243,6 +243,8 @@ $(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
+# The empty kernel xgpu-bench-api launches through each frontend.
+BENCH_FATBIN := $(BUILD)/bench/null_kernel.fatbin
 
 # Xen's service libraries (libxen-dev): xenstore, grants and event channels,
 # used by xgpud and by the frontend library in a guest.
@@ -261,7 +263,7 @@ LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_C
 
 .PHONY: all deps test unit demo bench experiment clean format tests-build gpu-validate
 
-all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
+all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -405,6 +407,11 @@ $(BIN)/$(1): tools/bench/$(1).c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	$$(Q)$$(CC) $$(ALL_CFLAGS) -Ifrontend $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
 endef
 $(foreach b,$(patsubst tools/bench/%.c,%,$(BENCH_SRC)),$(eval $(call bench_rule,$(b))))
+
+$(BENCH_FATBIN): tools/bench/null_kernel.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(CUDA_ARCH) -o $@ $<
 
 # ---- tests ---------------------------------------------------------------
 # Each unit test links libxgpu-common.a plus the archives named in

@@ -456,15 +456,10 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 	e = xgpu_launch_config_check(di->attrs, di->nattrs, grid_dims, block_dims, shared);
 	if (e)
 		return xgpu_rt_ret(e);
-	memset(params, 0, k->param_bytes);
-	for (uint32_t i = 0; i < k->nparams; i++) {
-		/* The layout comes from the program's own fatbin, but a damaged
-		 * one must not make us write outside the buffer. */
-		if (k->params[i].offset > k->param_bytes ||
-		    k->params[i].size > k->param_bytes - k->params[i].offset)
-			return xgpu_rt_ret(cudaErrorInvalidKernelImage);
-		memcpy(params + k->params[i].offset, args[i], k->params[i].size);
-	}
+	/* The layout comes from the program's own fatbin, but a damaged one
+	 * must not make us write outside the buffer. */
+	if (xgpu_fatbin_pack_params(k, args, params, sizeof params))
+		return xgpu_rt_ret(cudaErrorInvalidKernelImage);
 	struct xgpu_req_LAUNCH req = {.func = f->remote,
 				      .grid = {grid.x, grid.y, grid.z},
 				      .block = {block.x, block.y, block.z},
@@ -649,6 +644,43 @@ XGPU_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCa
 		return e;
 	/* A hint Hopper ignores (see cudaDeviceSetCacheConfig). */
 	return config <= cudaFuncCachePreferEqual ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidValue);
+}
+
+/* The mangled name, as the driver's cuFuncGetName answers; it lives as long
+ * as the registration. */
+XGPU_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+	if (!name)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	pthread_mutex_lock(&reg_lock);
+	struct fe_func *f = find_func(func);
+	if (f)
+		*name = f->name;
+	pthread_mutex_unlock(&reg_lock);
+	return f ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidDeviceFunction);
+}
+
+/* A parameter's place in the kernel's parameter buffer, from the image's
+ * KPARAM_INFO (what launches lay parameters out by). */
+XGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
+					     size_t *paramSize)
+{
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	if (e)
+		return e;
+	pthread_mutex_lock(&reg_lock);
+	const struct xgpu_kernel_info *k = f->kinfo;
+	bool found = k && paramIndex < k->nparams;
+	if (found) {
+		if (paramOffset)
+			*paramOffset = k->params[paramIndex].offset;
+		if (paramSize)
+			*paramSize = k->params[paramIndex].size;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return found ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidValue);
 }
 
 XGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, const void *func,

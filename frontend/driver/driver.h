@@ -65,4 +65,9 @@ void xgpu_drv_cls_forget(CUcontext ctx);
  * that follow launches). */
 CUresult xgpu_drv_sync(struct xgpu_client *c);
 
+/* What cuPointerGetAttribute knows of allocations (memory.c): pools'
+ * allocations are added and dropped as they are handed out and freed. */
+void xgpu_drv_remember_allocation(CUdeviceptr base, size_t size);
+void xgpu_drv_forget_allocation(CUdeviceptr base);
+
 #endif

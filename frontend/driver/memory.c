@@ -8,6 +8,7 @@
  * host-to-device copy of the range. */
 #include "driver.h"
 #include "managed.h"
+#include "mempool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -47,7 +48,12 @@ static void remember_allocation(CUdeviceptr base, size_t size, bool managed)
 	pthread_mutex_unlock(&allocations_lock);
 }
 
-static void forget_allocation(CUdeviceptr base)
+void xgpu_drv_remember_allocation(CUdeviceptr base, size_t size)
+{
+	remember_allocation(base, size, false);
+}
+
+void xgpu_drv_forget_allocation(CUdeviceptr base)
 {
 	pthread_mutex_lock(&allocations_lock);
 	for (struct allocation **a = &allocations; *a; a = &(*a)->next)
@@ -85,7 +91,11 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_req_MEM_ALLOC req = {.size = bytesize};
 	struct xgpu_rsp_MEM_ALLOC rsp;
-	r = xgpu_drv_result(xgpu_call_MEM_ALLOC(c, &req, &rsp));
+	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	/* What memory pools cache goes back before an allocation fails. */
+	if (e == cudaErrorMemoryAllocation && xgpu_pool_release_cached(c))
+		e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	r = xgpu_drv_result(e);
 	if (!r) {
 		*dptr = (CUdeviceptr)rsp.dptr;
 		remember_allocation(*dptr, bytesize, false);
@@ -124,14 +134,16 @@ CUresult cuMemFree(CUdeviceptr dptr)
 	if (xgpu_managed_free(c, dptr, &managed_status)) {
 		r = xgpu_drv_result(managed_status);
 		if (!r)
-			forget_allocation(dptr);
+			xgpu_drv_forget_allocation(dptr);
 		return r;
 	}
 	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
-	if (!r)
-		forget_allocation(dptr);
+	if (!r) {
+		xgpu_drv_forget_allocation(dptr);
+		xgpu_pool_forget(dptr);
+	}
 	return r;
 }
 

@@ -783,14 +783,10 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 	} else {
 		if (k->nparams && !kernelParams)
 			return CUDA_ERROR_INVALID_VALUE;
-		for (uint32_t i = 0; i < k->nparams; i++) {
-			/* The layout comes from the program's own image, but a
-			 * damaged one must not make us write outside the buffer. */
-			if (k->params[i].offset > k->param_bytes ||
-			    k->params[i].size > k->param_bytes - k->params[i].offset)
-				return CUDA_ERROR_INVALID_IMAGE;
-			memcpy(params + k->params[i].offset, kernelParams[i], k->params[i].size);
-		}
+		/* The layout comes from the program's own image, but a damaged
+		 * one must not make us write outside the buffer. */
+		if (xgpu_fatbin_pack_params(k, kernelParams, params, sizeof params))
+			return CUDA_ERROR_INVALID_IMAGE;
 	}
 	xgpu_handle_t remote_func;
 	if ((r = func_remote(c, f, &remote_func)))
