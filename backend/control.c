@@ -59,6 +59,8 @@ static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
 	json_object_set_new(o, "slot_wait_max_ns", json_integer((json_int_t)atomic_load(&sd->max_wait_ns)));
 	json_object_set_new(o, "queue_wait_ns", json_integer((json_int_t)atomic_load(&s->queue_wait_ns)));
 	json_object_set_new(o, "queue_waits", json_integer((json_int_t)atomic_load(&s->queue_waits)));
+	json_object_set_new(o, "wait_p50_us", json_real(xgpu_stats_wait_us(s, 50)));
+	json_object_set_new(o, "wait_p99_us", json_real(xgpu_stats_wait_us(s, 99)));
 	json_object_set_new(o, "channels_total", json_integer((json_int_t)atomic_load(&s->channels_total)));
 	return o;
 }
