@@ -516,7 +516,18 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 
 include tests/fuzz/fuzz.mk
 
-tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
+# Manual pages: docs/man/*.scd (scdoc sources) -> $(BUILD)/man/ (roff);
+# `man -l build/man/xgpud.8` reads one. tests/e2e/manpages.sh checks them.
+MAN_SRC := $(wildcard docs/man/*.scd)
+MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
+$(BUILD)/man/%: docs/man/%.scd
+	@mkdir -p $(dir $@)
+	$(call say,SCDOC,$@)
+	$(Q)scdoc <$< >$@.tmp && mv $@.tmp $@
+man: $(MAN_PAGES)
+.PHONY: man
+
+tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
 test:
