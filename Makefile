@@ -527,6 +527,16 @@ $(BUILD)/man/%: docs/man/%.scd
 man: $(MAN_PAGES)
 .PHONY: man
 
+# The Debian package (debian/, debhelper), built from a copy of the tracked
+# files in build/deb/ (dpkg-buildpackage writes into the parent directory and
+# cleans its tree); the .deb lands in build/deb/.
+deb:
+	rm -rf build/deb && mkdir -p build/deb/xgpu
+	git ls-files -z | tar --null -T - -cf - | tar -xf - -C build/deb/xgpu
+	cd build/deb/xgpu && CUDA_HOME="$(CUDA_HOME)" dpkg-buildpackage -us -uc -b
+	@ls build/deb/*.deb
+.PHONY: deb
+
 tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
