@@ -21,7 +21,7 @@ static unsigned bucket_of(uint64_t ns)
 }
 
 /* Upper edge of bucket b in microseconds. */
-static double bucket_edge(unsigned b)
+double xgpu_stats_bucket_edge_us(unsigned b)
 {
 	if (b == 0)
 		return 1.0;
@@ -55,9 +55,9 @@ static double percentile_us(const _Atomic uint64_t *hist, double pct)
 	for (unsigned b = 0; b < XGPU_LAT_BUCKETS; b++) {
 		seen += counts[b];
 		if (seen >= rank)
-			return bucket_edge(b);
+			return xgpu_stats_bucket_edge_us(b);
 	}
-	return bucket_edge(XGPU_LAT_BUCKETS - 1);
+	return xgpu_stats_bucket_edge_us(XGPU_LAT_BUCKETS - 1);
 }
 
 double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct)

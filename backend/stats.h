@@ -28,6 +28,9 @@ static inline void xgpu_stat_add(_Atomic uint64_t *counter, uint64_t v)
 }
 /* Percentile (0..100) of recorded latencies in microseconds; 0 if none. */
 double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct);
+/* Upper edge in microseconds of histogram bucket b (0 <= b < XGPU_LAT_BUCKETS):
+ * power-of-two edges are exact, so coarser views can be summed from these. */
+double xgpu_stats_bucket_edge_us(unsigned b);
 /* The same for the queue wait. */
 double xgpu_stats_wait_us(const struct xgpu_dom_stats *s, double pct);
 

@@ -48,6 +48,8 @@ awk -v doms="${doms[*]}" '
 		if ($7 <= 0) { print "no memory shown for " $1; bad = 1 }
 		if ($8 <= 0) { print "no calls/s for " $1; bad = 1 }
 		if ($9 <= 0 || $9 > 1e7) { print "implausible p99 wait for " $1 ": " $9; bad = 1 }
+		# Over the interval, from the wait histograms: a bucket edge.
+		if (frame == 2) { e = $9; while (e >= 8) e /= 2; if (e != 4 && e != 5 && e != 6 && e != 7 && $9 >= 8) { print "p99 wait " $9 " is no bucket edge"; bad = 1 } }
 		if (frame == 2 && $5 <= 0) { print $1 " held no slot in the interval"; bad = 1 }
 	}
 	END {
@@ -101,22 +103,42 @@ else
 fi
 
 # Prometheus: every line is a HELP/TYPE comment or a sample of a family
-# declared above it; counters end in _total and never decrease.
+# declared above it; counters end in _total and, like the wait histograms'
+# buckets, never decrease; a histogram's buckets grow with le and its
+# +Inf bucket is its _count.
 scrape() {
 	"$B/bin/xl-gpu" stats --prometheus >"$1" || fail "xl-gpu stats --prometheus failed"
 	awk '
 		/^# HELP [a-zA-Z_:][a-zA-Z0-9_:]* / { next }
-		/^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge)$/ {
+		/^# TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram)$/ {
 			if ($4 == "counter" && $3 !~ /_total$/) { print "counter without _total: " $3; bad = 1 }
 			type[$3] = $4; next
 		}
 		/^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*\})? -?[0-9][0-9.]*([eE][-+]?[0-9]+)?$/ {
 			name = $0; sub(/[{ ].*/, "", name)
-			if (!(name in type)) { print "sample before its TYPE: " $0; bad = 1 }
+			base = name; sub(/_(bucket|sum|count)$/, "", base)
+			if (!(name in type) && type[base] != "histogram") { print "sample before its TYPE: " $0; bad = 1 }
+			# A histogram: buckets cumulative in le, +Inf equal to _count.
+			if (name ~ /_bucket$/ && type[base] == "histogram") {
+				series = $0; sub(/,?le="[^"]*"/, "", series); sub(/ [^ ]*$/, "", series)
+				if (series != last_series) { last_series = series; last_count = 0 }
+				if ($2 + 0 < last_count) { print "bucket below the one before: " $0; bad = 1 }
+				last_count = $2 + 0
+				if ($0 ~ /le="\+Inf"/) inf[series] = $2
+			}
+			if (name ~ /_count$/ && type[base] == "histogram") {
+				series = $0; sub(/ [^ ]*$/, "", series); sub(/_count\{/, "_bucket{", series)
+				if (!(series in inf) || inf[series] != $2) { print "_count is not the +Inf bucket: " $0; bad = 1 }
+				histograms++
+			}
 			samples++; next
 		}
 		{ print "malformed line: " $0; bad = 1 }
-		END { if (samples < 20) { print "only " samples " samples"; bad = 1 }; exit bad }' "$1" ||
+		END {
+			if (samples < 20) { print "only " samples " samples"; bad = 1 }
+			if (histograms < 3) { print "only " histograms " wait histograms"; bad = 1 }
+			exit bad
+		}' "$1" ||
 		fail "$1 is not Prometheus text"
 }
 scrape "$T/prom1"
@@ -128,9 +150,9 @@ for d in "${doms[@]}"; do
 done
 grep -q '^xgpu_gpu_info{gpu="0",.*policy="rr"} 1$' "$T/prom2" || fail "no xgpu_gpu_info for GPU 0"
 awk '
-	FNR == NR && / counter$/ { counter[$3] = 1 }
+	FNR == NR && / (counter|histogram)$/ { counter[$3] = 1 }
 	/^#/ { next }
-	{ name = $1; sub(/\{.*/, "", name); series = $1 }
+	{ name = $1; sub(/\{.*/, "", name); sub(/_(bucket|sum|count)$/, "", name); series = $1 }
 	FNR == NR { if (name in counter) before[series] = $2; next }
 	(series in before) && $2 + 0 < before[series] + 0 { print series ": " before[series] " -> " $2; bad = 1 }
 	(series in before) { compared++ }

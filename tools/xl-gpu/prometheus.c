@@ -9,6 +9,7 @@
  * them. */
 #include "top.h"
 
+#include <math.h>
 #include <string.h>
 
 enum metric_kind { COUNTER, GAUGE };
@@ -30,9 +31,6 @@ static const struct domain_metric domain_metrics[] = {
     {"d2h_bytes_total", "d2h_bytes", COUNTER, 1, "Bytes copied from device to host."},
     {"kernels_total", "kernels", COUNTER, 1, "Kernels launched."},
     {"kernel_timeouts_total", "timeouts", COUNTER, 1, "Contexts destroyed by the kernel timeout."},
-    {"queue_wait_seconds_total", "queue_wait_ns", COUNTER, 1e-9,
-     "Time requests waited between leaving the ring and running."},
-    {"queue_waits_total", "queue_waits", COUNTER, 1, "Requests that went through the queue."},
     {"slot_wait_seconds_total", "slot_wait_ns", COUNTER, 1e-9, "Time the domain waited for the GPU slot."},
     {"channels_opened_total", "channels_total", COUNTER, 1, "Channels (processes) the domain opened."},
     {"credit", "credit", GAUGE, 1, "The domain's GPU credit (share weight)."},
@@ -81,6 +79,54 @@ static void put_family(FILE *out, const char *name, const char *type, const char
 	fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+static void put_domain_labels(FILE *out, json_t *d)
+{
+	fputs("domain=", out);
+	put_label_value(out, json_string_value(json_object_get(d, "name")));
+	fprintf(out, ",domid=\"%lld\",gpu=\"%lld\"", (long long)value_of(d, "domid"),
+		(long long)value_of(d, "gpu"));
+}
+
+/* The queue wait as a Prometheus histogram: buckets at powers of four
+ * microseconds (1 us to about 4 s), each the sum of the daemon's finer
+ * buckets at or under it (their power-of-two edges are exact), so the set
+ * of series stays the same from scrape to scrape. */
+static void put_wait_histogram(FILE *out, json_t *doms)
+{
+	const char *family = "xgpu_domain_queue_wait_seconds";
+	put_family(out, family, "histogram",
+		   "Time requests waited between leaving the ring and running (the GPU slot included).");
+	size_t i;
+	json_t *d;
+	json_array_foreach(doms, i, d)
+	{
+		json_t *hist = json_object_get(d, "wait_hist");
+		double total = 0;
+		for (size_t k = 0; k < json_array_size(hist); k++)
+			total += json_number_value(json_array_get(json_array_get(hist, k), 1));
+		for (int e = 0; e <= 22; e += 2) {
+			double le_us = ldexp(1.0, e), below = 0;
+			for (size_t k = 0; k < json_array_size(hist); k++) {
+				json_t *pair = json_array_get(hist, k);
+				if (json_number_value(json_array_get(pair, 0)) <= le_us)
+					below += json_number_value(json_array_get(pair, 1));
+			}
+			fprintf(out, "%s_bucket{", family);
+			put_domain_labels(out, d);
+			fprintf(out, ",le=\"%.9g\"} %.0f\n", le_us * 1e-6, below);
+		}
+		fprintf(out, "%s_bucket{", family);
+		put_domain_labels(out, d);
+		fprintf(out, ",le=\"+Inf\"} %.0f\n", total);
+		fprintf(out, "%s_sum{", family);
+		put_domain_labels(out, d);
+		fprintf(out, "} %.9g\n", value_of(d, "queue_wait_ns") * 1e-9);
+		fprintf(out, "%s_count{", family);
+		put_domain_labels(out, d);
+		fprintf(out, "} %.0f\n", total);
+	}
+}
+
 void xlgpu_print_prometheus(FILE *out, json_t *stats)
 {
 	put_family(out, "xgpu_uptime_seconds", "gauge", "Time since xgpud started.");
@@ -122,11 +168,11 @@ void xlgpu_print_prometheus(FILE *out, json_t *stats)
 		put_family(out, family, dm->kind == COUNTER ? "counter" : "gauge", dm->help);
 		json_array_foreach(doms, i, d)
 		{
-			fprintf(out, "%s{domain=", family);
-			put_label_value(out, json_string_value(json_object_get(d, "name")));
-			fprintf(out, ",domid=\"%lld\",gpu=\"%lld\"}", (long long)value_of(d, "domid"),
-				(long long)value_of(d, "gpu"));
+			fprintf(out, "%s{", family);
+			put_domain_labels(out, d);
+			putc('}', out);
 			put_value(out, d, dm->key, dm->scale);
 		}
 	}
+	put_wait_histogram(out, doms);
 }

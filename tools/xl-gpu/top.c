@@ -5,7 +5,9 @@
  *
  * Rates are the difference of two successive stats snapshots divided by the
  * daemon's own uptime difference (its clock, not ours, so a slow request does
- * not skew them); the first frame compares against the daemon's start.
+ * not skew them); the first frame compares against the daemon's start. The
+ * p99 wait, too, is over the interval: the difference of the two snapshots'
+ * wait histograms.
  * Plain ANSI escapes and termios rather than ncurses: the screen is one table
  * redrawn whole, which needs only "home, clear" and raw key input, and the
  * tool keeps no terminal library dependency. */
@@ -65,6 +67,53 @@ static double grown(json_t *now, json_t *before, const char *key)
 {
 	long long a = num(now, key), b = before ? num(before, key) : 0;
 	return (double)(a >= b ? a - b : a);
+}
+
+/* Count of the histogram bucket with this upper edge in a wait_hist array
+ * ([edge us, count] pairs). */
+static double bucket_count(json_t *hist, double edge)
+{
+	size_t i;
+	json_t *pair;
+	json_array_foreach(hist, i, pair)
+	{
+		if (json_number_value(json_array_get(pair, 0)) == edge)
+			return json_number_value(json_array_get(pair, 1));
+	}
+	return 0;
+}
+
+/* The pct percentile of the queue waits that happened between the two
+ * snapshots, from the difference of their histograms (the upper edge of the
+ * bucket it falls in, as the daemon computes it); 0 when there were none. */
+static double interval_wait_us(json_t *now, json_t *before, double pct)
+{
+	json_t *hist = json_object_get(now, "wait_hist"),
+	       *old = before ? json_object_get(before, "wait_hist") : NULL;
+	size_t n = json_array_size(hist), i;
+	double *delta = calloc(n ? n : 1, sizeof *delta), total = 0;
+	if (!delta)
+		return 0;
+	json_t *pair;
+	json_array_foreach(hist, i, pair)
+	{
+		double edge = json_number_value(json_array_get(pair, 0));
+		double c = json_number_value(json_array_get(pair, 1)), b = old ? bucket_count(old, edge) : 0;
+		delta[i] = c >= b ? c - b : c;
+		total += delta[i];
+	}
+	double result = 0, rank = ceil(pct / 100.0 * total), seen = 0;
+	if (rank < 1)
+		rank = 1;
+	for (i = 0; total > 0 && i < n; i++) {
+		seen += delta[i];
+		if (seen >= rank) {
+			result = json_number_value(json_array_get(json_array_get(hist, i), 0));
+			break;
+		}
+	}
+	free(delta);
+	return result;
 }
 
 static int compare_rows(const void *pa, const void *pb)
@@ -132,7 +181,7 @@ static void render(FILE *out, json_t *now, json_t *prev, int lines_max, const ch
 		    .busy_pct = 100.0 * grown(d, p, "busy_ns") / dt_ns,
 		    .mem_mib = (double)num(d, "mem_bytes") / 1048576.0,
 		    .calls_per_s = grown(d, p, "calls") / (dt_ns / 1e9),
-		    .wait_p99_us = json_number_value(json_object_get(d, "wait_p99_us")),
+		    .wait_p99_us = interval_wait_us(d, p, 99),
 		};
 	}
 	qsort(rows, n, sizeof *rows, compare_rows);
