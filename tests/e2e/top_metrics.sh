@@ -159,8 +159,22 @@ awk '
 	END { if (compared < 30) { print "only " compared " counters compared"; bad = 1 }; exit bad }' \
 	"$T/prom1" "$T/prom2" || fail "a counter went backwards between scrapes"
 
+# A daemon that goes away ends top with status 1 and the reason.
+if command -v tmux >/dev/null; then
+	rm -f "$T/itop.rc"
+	tmux -S "$TMUX_SOCK" -f /dev/null new-session -d -x 120 -y 30 \
+		"env XGPU_SOCKET='$XGPU_SOCKET' ASAN_OPTIONS='${ASAN_OPTIONS:-}' \
+			'$B/bin/xl-gpu' top -d 0.2 2>'$T/itop.err'; echo \$? >'$T/itop.rc'"
+	wait_for 10 screen_has '\[SLOT%\]' || { cat "$T/screen"; fail "second top did not show the domains"; }
+fi
 kill "${pids[@]}" 2>/dev/null || true
 wait "${pids[@]}" 2>/dev/null || true
 pids=()
 stop_xgpud
+if command -v tmux >/dev/null; then
+	wait_for 5 test -s "$T/itop.rc" || fail "top did not end when xgpud stopped"
+	[ "$(cat "$T/itop.rc")" = 1 ] || fail "top exited with $(cat "$T/itop.rc") when xgpud stopped"
+	grep -q "cannot reach xgpud" "$T/itop.err" || { cat "$T/itop.err"; fail "top did not say why it ended"; }
+	check_clean "$T/itop.err" "xl-gpu top (daemon gone)"
+fi
 echo "top and metrics OK"

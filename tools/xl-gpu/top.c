@@ -368,6 +368,14 @@ int xlgpu_top(int argc, char **argv, json_t *(*fetch_stats)(void))
 	int status = 0;
 	for (long frame = 0; iterations < 0 || frame < iterations; frame++) {
 		json_t *now = fetch_stats();
+		if (!now && terminal_raw) {
+			/* Why went to the alternate screen, which is about to go:
+			 * ask once more on the ordinary one, so the reason stays. */
+			restore_terminal();
+			now = fetch_stats();
+			json_decref(now);
+			now = NULL;
+		}
 		if (!now) {
 			status = 1;
 			break;
