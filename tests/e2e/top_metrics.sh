@@ -94,6 +94,19 @@ if command -v tmux >/dev/null; then
 	cat "$T/screen"
 	[ "$(awk '$1 ~ /^top-/ { printf "%s ", $1 }' "$T/screen")" = "top-a top-b top-c " ] ||
 		fail "screen not sorted by name"
+	# A narrow terminal: rows are cut at its width, not wrapped into each
+	# other (summary, GPU, header and three domains: six lines). tmux cuts
+	# the old screen itself, so 'r' (reverse: top-c first) marks a redraw.
+	tmux -S "$TMUX_SOCK" resize-window -x 50 -y 30
+	tmux -S "$TMUX_SOCK" send-keys r
+	narrow() {
+		tmux -S "$TMUX_SOCK" capture-pane -p >"$T/screen" &&
+			[ "$(awk '$1 ~ /^top-/ { print $1; exit }' "$T/screen")" = top-c ] &&
+			[ "$(grep -c . "$T/screen")" -eq 6 ] &&
+			[ "$(awk "{ print length }" "$T/screen" | sort -n | tail -1)" -le 50 ] &&
+			[ "$(grep -c '^top-[abc] ' "$T/screen")" -eq 3 ]
+	}
+	wait_for 5 narrow || { cat "$T/screen"; fail "top's rows do not fit a 50-column terminal"; }
 	tmux -S "$TMUX_SOCK" send-keys q
 	wait_for 5 test -s "$T/itop.rc" || fail "top did not quit on q"
 	[ "$(cat "$T/itop.rc")" = 0 ] || fail "interactive top exited with $(cat "$T/itop.rc")"

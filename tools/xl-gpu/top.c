@@ -223,6 +223,31 @@ static void render(FILE *out, json_t *now, json_t *prev, int lines_max, const ch
 	free(rows);
 }
 
+/* Writes text with each line cut at cols visible characters, as a narrow
+ * terminal would otherwise wrap rows into each other; escape sequences
+ * (ESC [ ... letter) take no column. */
+static void put_clipped(FILE *out, const char *text, int cols)
+{
+	int col = 0;
+	for (const char *p = text; *p; p++) {
+		if (*p == '\033' && p[1] == '[') {
+			const char *q = p + 2;
+			while (*q && !((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z')))
+				q++;
+			if (!*q)
+				break;
+			fwrite(p, 1, (size_t)(q - p + 1), out);
+			p = q;
+		} else if (*p == '\r' || *p == '\n') {
+			putc(*p, out);
+			col = 0;
+		} else if (col < cols) {
+			putc(*p, out);
+			col++;
+		}
+	}
+}
+
 static struct termios saved_termios;
 static bool terminal_raw;
 static volatile sig_atomic_t stop_requested;
@@ -386,12 +411,25 @@ int xlgpu_top(int argc, char **argv, json_t *(*fetch_stats)(void))
 			render(stdout, now, prev, 0, "\n");
 		} else {
 			struct winsize ws = {0};
-			int rows = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row ? ws.ws_row : 24;
-			fputs("\033[H\033[2J", stdout);
+			bool sized = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0;
+			int rows = sized && ws.ws_row ? ws.ws_row : 24,
+			    cols = sized && ws.ws_col ? ws.ws_col : 80;
+			char *screen = NULL;
+			size_t screen_len = 0;
+			FILE *mem = open_memstream(&screen, &screen_len);
+			if (!mem) {
+				json_decref(now);
+				status = 1;
+				break;
+			}
 			/* Raw mode keeps output processing, but \r\n is explicit so the
 			 * rows start at column 0 whatever the terminal's settings. */
-			render(stdout, now, prev,
-			       rows - 4 - (int)json_array_size(json_object_get(now, "gpus")), "\r\n");
+			render(mem, now, prev, rows - 4 - (int)json_array_size(json_object_get(now, "gpus")),
+			       "\r\n");
+			fclose(mem);
+			fputs("\033[H\033[2J", stdout);
+			put_clipped(stdout, screen, cols);
+			free(screen);
 		}
 		fflush(stdout);
 		json_decref(prev);
