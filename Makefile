@@ -447,6 +447,8 @@ TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard poli
 TEST_LIBS_test_xentrace := $(OBJ)/backend/schedsrc/xentrace_parse.o $(OBJ)/backend/schedsrc/hypsrc_xentrace.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
+# The per-domain histograms (service time, queue wait).
+TEST_LIBS_test_stats := $(OBJ)/backend/stats.o
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule
