@@ -5,6 +5,8 @@
  * from cudaMallocHost is already shared with the backend, so its copies move
  * no bytes through the guest at all.
  */
+#include "allocs.h"
+#include "managed.h"
 #include "mempool.h"
 #include "runtime.h"
 
@@ -41,6 +43,13 @@ XGPU_EXPORT cudaError_t cudaFree(void *ptr)
 	cudaError_t e = xgpu_rt_client(&c);
 	if (e || !ptr)
 		return e;
+	int managed_status;
+	if (xgpu_managed_free(c, (uintptr_t)ptr, &managed_status)) {
+		/* Gone from the daemon even where waiting for the device failed. */
+		if (!xgpu_managed_find((uintptr_t)ptr, 0, NULL, NULL))
+			xgpu_alloc_del((uintptr_t)ptr, XGPU_ALLOC_MANAGED);
+		return xgpu_rt_ret(managed_status);
+	}
 	struct xgpu_req_MEM_FREE req = {.dptr = (uintptr_t)ptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	e = xgpu_call_MEM_FREE(c, &req, &rsp);
@@ -71,13 +80,18 @@ XGPU_EXPORT cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 
 static bool is_device(const void *p)
 {
-	return xgpu_rt_devmem_find((uintptr_t)p, NULL, NULL);
+	return xgpu_alloc_on_device((uintptr_t)p);
 }
 
 /* cudaMemcpyDefault: infer the direction from who owns each pointer, as
- * unified addressing does. */
+ * unified addressing does. Managed memory is copied as device memory whatever
+ * the kind says: the device's copy is the current one once its host-written
+ * pages are pushed, and a copy into it must reach the device. */
 static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMemcpyKind kind)
 {
+	if (kind != cudaMemcpyDefault && kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDeviceToDevice &&
+	    (xgpu_alloc_is_managed((uintptr_t)dst) || xgpu_alloc_is_managed((uintptr_t)src)))
+		kind = cudaMemcpyDefault;
 	if (kind != cudaMemcpyDefault)
 		return kind;
 	bool d = is_device(dst), s = is_device(src);

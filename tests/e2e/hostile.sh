@@ -17,6 +17,7 @@ grep -q "corrupted its request ring" "$XGPUD_LOG" || fail "corrupt ring not logg
 grep -q "closed (corrupt tx index)" "$XGPUD_LOG" || fail "corrupt data-area index not logged"
 "$R" cross-domain || fail "cross-domain access"
 grep -q "is not inside one of this process's allocations" "$XGPUD_LOG" || fail "cross-domain refusal not logged"
+"$R" managed || fail "forged managed-memory requests"
 "$R" fuzz 1 3000 || fail "fuzzing"
 # A guest misbehaving in a loop is logged within its domain's budget
 # (50 lines per 10 s), not once per bad packet.
