@@ -471,8 +471,16 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 	return h.status;
 }
 
+int (*xgpu_rpc_capture_hook)(struct xgpu_rpc *r);
+
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 {
+	int (*hook)(struct xgpu_rpc *) = xgpu_rpc_capture_hook;
+	if (hook) {
+		int taken = hook(r);
+		if (taken >= 0)
+			return taken;
+	}
 	pthread_mutex_lock(&c->lock);
 	int status = c->dead_error;
 	if (status)

@@ -397,12 +397,13 @@ XGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size
 	return cudaSuccess;
 }
 
-static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
-			  size_t shared, cudaStream_t stream)
+/* Lays out a launch's parameters as the kernel's parameter space, after
+ * checking the configuration; *len is the kernel's parameter size. */
+static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args, size_t shared,
+			   uint8_t *params, uint32_t *len)
 {
 	const struct xgpu_kernel_info *k = f->kinfo;
-	uint8_t params[XGPU_MAX_PARAM_BYTES];
-	if (k->param_bytes > sizeof params || (k->nparams && !args))
+	if (k->param_bytes > XGPU_MAX_PARAM_BYTES || (k->nparams && !args))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	/* A configuration no kernel could run with is
 	 * cudaErrorInvalidConfiguration, as NVIDIA's runtime reports it (its
@@ -425,6 +426,18 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 			return xgpu_rt_ret(cudaErrorInvalidKernelImage);
 		memcpy(params + k->params[i].offset, args[i], k->params[i].size);
 	}
+	*len = k->param_bytes;
+	return cudaSuccess;
+}
+
+static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
+			  size_t shared, cudaStream_t stream)
+{
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	cudaError_t e = marshal(f, grid, block, args, shared, params, &len);
+	if (e)
+		return e;
 	struct xgpu_req_LAUNCH req = {.func = f->remote,
 				      .grid = {grid.x, grid.y, grid.z},
 				      .block = {block.x, block.y, block.z},
@@ -433,8 +446,21 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 	struct xgpu_rsp_LAUNCH rsp;
 	struct xgpu_rpc r = xgpu_rpc_LAUNCH(&req, &rsp);
 	r.out = params;
-	r.out_len = k->param_bytes;
+	r.out_len = len;
 	return xgpu_rt_ret(xgpu_rpc(c, &r));
+}
+
+cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
+				xgpu_handle_t *remote, uint8_t *params, uint32_t *len)
+{
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	if (!e)
+		e = marshal(f, grid, block, args, shared, params, len);
+	if (!e)
+		*remote = f->remote;
+	return e;
 }
 
 XGPU_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared,

@@ -84,7 +84,7 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream
 	return xgpu_drv_result(xgpu_rpc(c, &rpc));
 }
 
-static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
 {
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
@@ -94,7 +94,8 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Into pageable memory a copy has landed when it returns, async or
 	 * not, as in CUDA. */
-	struct xgpu_req_MEMCPY_DTOH req = {.src = src, .size = n, .stream = xgpu_drv_stream(stream)};
+	struct xgpu_req_MEMCPY_DTOH req = {
+	    .src = src, .size = n, .stream = xgpu_drv_stream(stream), .flags = async ? XGPU_COPY_ASYNC : 0};
 	struct xgpu_rsp_MEMCPY_DTOH rsp;
 	struct xgpu_rpc rpc = xgpu_rpc_MEMCPY_DTOH(&req, &rsp);
 	rpc.in = dst;
@@ -128,7 +129,7 @@ CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n) XGPU_A
 
 CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 {
-	return dtoh(dst, src, n, NULL);
+	return dtoh(dst, src, n, NULL, false);
 }
 CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpyDtoH_v2);
 
@@ -147,7 +148,7 @@ CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, C
 
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream stream)
 {
-	return dtoh(dst, src, n, stream);
+	return dtoh(dst, src, n, stream, true);
 }
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream stream)
     XGPU_ALIAS(cuMemcpyDtoHAsync_v2);

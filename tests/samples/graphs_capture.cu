@@ -1,0 +1,174 @@
+// graphs_capture.cu - stream capture, as NVIDIA's simpleCudaGraphs sample
+// uses it: a pipeline over two streams (fork and join through events) with
+// pageable copies in and out, captured once and launched repeatedly with new
+// input, every result checked. Then what CUDA refuses during a capture: a
+// synchronous cudaMemcpy and a cudaStreamSynchronize of the capturing stream
+// fail with cudaErrorStreamCaptureUnsupported and invalidate the capture;
+// cudaMalloc is refused in global mode and allowed in relaxed mode.
+#include "graphs_kernels.cuh"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#define CHECK(call)                                                                                          \
+	do {                                                                                                 \
+		cudaError_t e_ = (call);                                                                     \
+		if (e_ != cudaSuccess) {                                                                     \
+			fprintf(stderr, "graphs_capture: %s failed at line %d: %s\n", #call, __LINE__,       \
+				cudaGetErrorName(e_));                                                       \
+			exit(1);                                                                             \
+		}                                                                                            \
+	} while (0)
+
+#define EXPECT(call, want)                                                                                   \
+	do {                                                                                                 \
+		cudaError_t e_ = (call);                                                                     \
+		if (e_ != (want)) {                                                                          \
+			fprintf(stderr, "graphs_capture: %s gave %s at line %d, want %s\n", #call,           \
+				cudaGetErrorName(e_), __LINE__, cudaGetErrorName(want));                     \
+			exit(1);                                                                             \
+		}                                                                                            \
+		cudaGetLastError();                                                                          \
+	} while (0)
+
+static const int N = 10000;
+static const dim3 GRID((N + 255) / 256), BLOCK(256);
+
+int main()
+{
+	int *d_a, *d_b, *d_c;
+	CHECK(cudaMalloc(&d_a, N * sizeof(int)));
+	CHECK(cudaMalloc(&d_b, N * sizeof(int)));
+	CHECK(cudaMalloc(&d_c, N * sizeof(int)));
+	int *in = (int *)malloc(N * sizeof(int)), *out = (int *)malloc(N * sizeof(int));
+	cudaStream_t s1, s2;
+	CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+	CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+	cudaEvent_t fork, join;
+	CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+	CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+
+	cudaStreamCaptureStatus st;
+	CHECK(cudaStreamIsCapturing(s1, &st));
+	if (st != cudaStreamCaptureStatusNone) {
+		fprintf(stderr, "graphs_capture: a fresh stream is capturing\n");
+		return 1;
+	}
+
+	// a = in; a *= 3; fork: [s2: b = 0; b += 2a] [s1: c = a; c += 5]; join;
+	// b += c; out = b   =>  out = 2*3x + 3x + 5 = 9x + 5. The branches only
+	// read a, so they may run in either order or together.
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	CHECK(cudaMemcpyAsync(d_a, in, N * sizeof(int), cudaMemcpyHostToDevice, s1));
+	gk_scale<<<GRID, BLOCK, 0, s1>>>(d_a, 3, N);
+	CHECK(cudaEventRecord(fork, s1));
+	CHECK(cudaStreamWaitEvent(s2, fork, 0));
+	CHECK(cudaStreamIsCapturing(s2, &st));
+	if (st != cudaStreamCaptureStatusActive) {
+		fprintf(stderr, "graphs_capture: the forked stream did not join the capture\n");
+		return 1;
+	}
+	CHECK(cudaMemsetAsync(d_b, 0, N * sizeof(int), s2));
+	gk_axpy<<<GRID, BLOCK, 0, s2>>>(d_b, d_a, 2, N);
+	CHECK(cudaMemcpyAsync(d_c, d_a, N * sizeof(int), cudaMemcpyDeviceToDevice, s1));
+	gk_add<<<GRID, BLOCK, 0, s1>>>(d_c, 5, N);
+	CHECK(cudaEventRecord(join, s2));
+	CHECK(cudaStreamWaitEvent(s1, join, 0));
+	gk_axpy<<<GRID, BLOCK, 0, s1>>>(d_b, d_c, 1, N);
+	CHECK(cudaMemcpyAsync(out, d_b, N * sizeof(int), cudaMemcpyDeviceToHost, s1));
+	CHECK(cudaGetLastError());
+	unsigned long long id = 0;
+	size_t ndeps = 0;
+	const cudaGraphNode_t *deps = NULL;
+	cudaGraph_t capturing = NULL;
+	CHECK(cudaStreamGetCaptureInfo(s1, &st, &id, &capturing, &deps, NULL, &ndeps));
+	if (st != cudaStreamCaptureStatusActive || !id || !capturing || ndeps != 1) {
+		fprintf(stderr, "graphs_capture: capture info: status %d id %llu deps %zu\n", (int)st, id,
+			ndeps);
+		return 1;
+	}
+	cudaGraph_t g;
+	CHECK(cudaStreamEndCapture(s1, &g));
+	CHECK(cudaStreamIsCapturing(s1, &st));
+	if (st != cudaStreamCaptureStatusNone) {
+		fprintf(stderr, "graphs_capture: still capturing after cudaStreamEndCapture\n");
+		return 1;
+	}
+	size_t nodes = 0;
+	CHECK(cudaGraphGetNodes(g, NULL, &nodes));
+	if (nodes != 8) {
+		fprintf(stderr, "graphs_capture: captured %zu nodes, want 8\n", nodes);
+		return 1;
+	}
+	cudaGraphExec_t exec;
+	CHECK(cudaGraphInstantiate(&exec, g, 0));
+	const int launches = 20;
+	for (int it = 0; it < launches; it++) {
+		for (int i = 0; i < N; i++)
+			in[i] = i - it * 100;
+		CHECK(cudaGraphLaunch(exec, s1));
+		CHECK(cudaStreamSynchronize(s1));
+		for (int i = 0; i < N; i++)
+			if (out[i] != 9 * in[i] + 5) {
+				fprintf(stderr, "graphs_capture: launch %d: out[%d] = %d, want %d\n", it, i,
+					out[i], 9 * in[i] + 5);
+				return 1;
+			}
+	}
+	CHECK(cudaGraphExecDestroy(exec));
+	CHECK(cudaGraphDestroy(g));
+
+	// Illegal during a capture: a synchronous copy, then the capture is void.
+	cudaGraph_t bad = (cudaGraph_t)1;
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	gk_add<<<GRID, BLOCK, 0, s1>>>(d_a, 1, N);
+	EXPECT(cudaMemcpy(out, d_a, sizeof(int), cudaMemcpyDeviceToHost), cudaErrorStreamCaptureUnsupported);
+	CHECK(cudaStreamIsCapturing(s1, &st));
+	if (st != cudaStreamCaptureStatusInvalidated) {
+		fprintf(stderr, "graphs_capture: the capture was not invalidated\n");
+		return 1;
+	}
+	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+	if (bad) {
+		fprintf(stderr, "graphs_capture: an invalidated capture returned a graph\n");
+		return 1;
+	}
+
+	// Synchronizing the capturing stream.
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal));
+	EXPECT(cudaStreamSynchronize(s1), cudaErrorStreamCaptureUnsupported);
+	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+
+	// cudaMalloc: refused in global mode, allowed in relaxed mode.
+	int *tmp = NULL;
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	EXPECT(cudaMalloc(&tmp, 64), cudaErrorStreamCaptureUnsupported);
+	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeRelaxed));
+	CHECK(cudaMalloc(&tmp, 64));
+	gk_add<<<GRID, BLOCK, 0, s1>>>(d_a, 1, N);
+	CHECK(cudaStreamEndCapture(s1, &g));
+	CHECK(cudaGraphDestroy(g));
+	CHECK(cudaFree(tmp));
+	// Nothing captured ran: a is still 3 * in from the last launch.
+	CHECK(cudaMemcpy(out, d_a, N * sizeof(int), cudaMemcpyDeviceToHost));
+	for (int i = 0; i < N; i++)
+		if (out[i] != 3 * in[i]) {
+			fprintf(stderr, "graphs_capture: captured work ran outside its graph (a[%d] = %d)\n",
+				i, out[i]);
+			return 1;
+		}
+
+	CHECK(cudaEventDestroy(fork));
+	CHECK(cudaEventDestroy(join));
+	CHECK(cudaStreamDestroy(s1));
+	CHECK(cudaStreamDestroy(s2));
+	CHECK(cudaFree(d_a));
+	CHECK(cudaFree(d_b));
+	CHECK(cudaFree(d_c));
+	free(in);
+	free(out);
+	printf("RESULT workload=graphs_capture launches=%d nodes=%zu verified=yes\n", launches, nodes);
+	return 0;
+}
