@@ -1217,8 +1217,12 @@ static int graph_order(struct call *c, uint32_t nn, const struct xgpu_graph_edge
 			if (--indeg[outs[k]] == 0)
 				order[tail++] = outs[k];
 	}
-	if (tail != nn)
-		r = graph_refuse(c, "the dependencies form a cycle", order[tail ? tail - 1 : 0]);
+	if (tail != nn) {
+		uint32_t stuck = 0;
+		while (stuck < nn && !indeg[stuck])
+			stuck++;
+		r = graph_refuse(c, "the dependencies form a cycle", stuck);
+	}
 out:
 	free(out_at);
 	free(outs);
