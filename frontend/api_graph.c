@@ -13,6 +13,9 @@
 CUresult xgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
 			       xgpu_handle_t func, const uint32_t grid[3], const uint32_t block[3],
 			       uint32_t shared, const void *params, uint32_t param_len);
+CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xgpu_handle_t func,
+				    const uint32_t grid[3], const uint32_t block[3], uint32_t shared,
+				    const void *params, uint32_t param_len);
 extern _Thread_local int xgpu_graph_from_runtime;
 
 /* Runs a driver graph call on the runtime's terms (no cuInit or current
@@ -253,6 +256,37 @@ XGPU_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t 
 XGPU_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
 {
 	return cudaGraphUpload(graphExec, stream);
+}
+
+static CUresult exec_set_kernel(cudaGraphExec_t exec, cudaGraphNode_t node,
+				const struct cudaKernelNodeParams *p)
+{
+	if (!p || !p->func)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->extra)
+		return (CUresult)xgpu_unsupported("cudaGraphExecKernelNodeSetParams (with extra)");
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	xgpu_handle_t remote;
+	cudaError_t e = xgpu_rt_kernel_wire(p->func, p->gridDim, p->blockDim, p->kernelParams,
+					    p->sharedMemBytes, &remote, params, &len);
+	if (e)
+		return (CUresult)e;
+	const uint32_t grid[3] = {p->gridDim.x, p->gridDim.y, p->gridDim.z};
+	const uint32_t block[3] = {p->blockDim.x, p->blockDim.y, p->blockDim.z};
+	return xgpu_graph_exec_set_kernel(exec, node, remote, grid, block, p->sharedMemBytes, params, len);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+							 const struct cudaKernelNodeParams *pNodeParams)
+{
+	RT_CALL(exec_set_kernel(hGraphExec, node, pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+					    cudaGraphExecUpdateResultInfo *resultInfo)
+{
+	RT_CALL(cuGraphExecUpdate_v2(hGraphExec, hGraph, (CUgraphExecUpdateResultInfo *)resultInfo));
 }
 
 XGPU_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)

@@ -116,7 +116,7 @@ map() {
 	printf '\t%s;\n' xgpu_client_get xgpu_client_ack xgpu_client_share xgpu_client_unshare xgpu_rpc \
 		xgpu_client_device_info xgpu_client_note_unsupported xgpu_fe_warn_once xgpu_fork_generation
 	echo "	/* Graphs (graph.c), for our libcudart.so.13's cudaGraph* and capture. */"
-	printf '\t%s;\n' xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_from_runtime
+	printf '\t%s;\n' xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_exec_set_kernel xgpu_graph_from_runtime
 	echo "local:"
 	echo "	*;"
 	echo "};"

@@ -76,6 +76,9 @@ CUresult xgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
 			       uint32_t shared, const void *params, uint32_t param_len);
 CUresult xgpu_graph_add_copy(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
 			     bool dst_host, uint64_t dst, bool src_host, uint64_t src, uint64_t size);
+CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xgpu_handle_t func,
+				    const uint32_t grid[3], const uint32_t block[3], uint32_t shared,
+				    const void *params, uint32_t param_len);
 /* Whether stream is capturing: copies then go through the wire, where
  * capture sees them, rather than through a pinned segment. */
 bool xgpu_graph_capturing(xgpu_handle_t stream);

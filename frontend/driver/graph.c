@@ -63,6 +63,13 @@ struct CUgraphExec_st {
 	uint64_t htod_bytes, dtoh_bytes;
 	struct host_copy *copies; /* in node order, as the daemon lays them out */
 	size_t ncopies;
+	/* Updates (cuGraphExecKernelNodeSetParams, cuGraphExecUpdate) change
+	 * this copy of the graph as instantiated, whose nodes pair with the
+	 * source graph's by position; the next launch instantiates it again
+	 * in the daemon (dirty), so any number of updates cost one round trip. */
+	struct CUgraph_st *snapshot;
+	const struct CUgraph_st *source;
+	bool dirty;
 };
 
 _Thread_local int xgpu_graph_from_runtime;
@@ -365,13 +372,19 @@ CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const
 	return add_event_node(phGraphNode, hGraph, dependencies, numDependencies, event, false);
 }
 
-/* A deep copy of g; *map, when asked for, pairs each node of g (by index)
- * with its copy. */
+/* A deep copy of g, node for node in the same order. Dependencies may point
+ * at later nodes (cuGraphAddDependencies), so they are copied once every
+ * node exists. */
 static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 {
 	struct CUgraph_st *c = depth <= MAX_CHILD_DEPTH ? new_graph() : NULL;
 	if (!c)
 		return NULL;
+	if (g->n && !(c->nodes = calloc(g->n, sizeof *c->nodes))) {
+		free_graph(c);
+		return NULL;
+	}
+	c->cap = g->n;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct CUgraphNode_st *s = g->nodes[i];
 		struct CUgraphNode_st *n = malloc(sizeof *n);
@@ -380,33 +393,32 @@ static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 			return NULL;
 		}
 		*n = *s;
+		n->graph = c;
 		n->params = NULL;
 		n->child = NULL;
 		n->deps = NULL;
 		n->ndeps = 0;
-		bool ok = true;
-		if (s->params && (n->params = malloc(s->w.param_len)))
+		c->nodes[c->n++] = n;
+		if ((s->params && !(n->params = malloc(s->w.param_len))) ||
+		    (s->child && !(n->child = clone_graph(s->child, depth + 1))) ||
+		    (s->ndeps && !(n->deps = malloc(s->ndeps * sizeof *n->deps)))) {
+			free_graph(c);
+			return NULL;
+		}
+		if (s->params)
 			memcpy(n->params, s->params, s->w.param_len);
-		else if (s->params)
-			ok = false;
-		if (ok && s->child && !(n->child = clone_graph(s->child, depth + 1)))
-			ok = false;
-		/* Dependencies point at earlier nodes: their copies exist. */
-		CUgraphNode deps[s->ndeps ? s->ndeps : 1];
-		for (size_t k = 0; ok && k < s->ndeps; k++) {
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct CUgraphNode_st *s = g->nodes[i];
+		for (size_t k = 0; k < s->ndeps; k++) {
 			size_t j = 0;
-			while (g->nodes[j] != s->deps[k])
+			while (j < g->n && g->nodes[j] != s->deps[k])
 				j++;
-			deps[k] = c->nodes[j];
-		}
-		if (!ok) {
-			free_node(n);
-			free_graph(c);
-			return NULL;
-		}
-		if (add_node(c, deps, s->ndeps, n, NULL)) {
-			free_graph(c);
-			return NULL;
+			if (j == g->n) { /* cannot be: deps are nodes of g */
+				free_graph(c);
+				return NULL;
+			}
+			c->nodes[i]->deps[c->nodes[i]->ndeps++] = c->nodes[j];
 		}
 	}
 	return c;
@@ -654,40 +666,17 @@ static void desc_free(struct desc *d)
 	free(d->copies);
 }
 
-static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
+/* The daemon's side of x from graph g (not empty): one GRAPH_INSTANTIATE.
+ * On success x's remote handle, byte counts and host copies are g's. */
+static CUresult send_graph(struct xgpu_client *c, const struct CUgraph_st *g, struct CUgraphExec_st *x)
 {
-	struct xgpu_client *c;
-	if (!out || !valid_graph(g))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (flags)
-		return xgpu_drv_unsupported("cuGraphInstantiate (with flags)");
-	CUresult r = graph_client(&c);
-	if (r)
-		return r;
-	if (!g->n) {
-		/* An empty graph launches as nothing; the daemon needs no node. */
-		struct xgpu_graph_node w = {.type = XGPU_GN_EMPTY};
-		CUgraphNode n;
-		struct CUgraph_st *one = new_graph();
-		if (!one)
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		struct CUgraphNode_st *e = new_node(CU_GRAPH_NODE_TYPE_EMPTY, w.type);
-		r = e ? add_node(one, NULL, 0, e, &n) : CUDA_ERROR_OUT_OF_MEMORY;
-		if (!r)
-			r = instantiate(out, one, 0);
-		free_graph(one);
-		return r;
-	}
 	struct desc d = {0};
-	r = flatten(&d, g, NULL, 0, NULL);
+	CUresult r = flatten(&d, g, NULL, 0, NULL);
 	struct xgpu_graph_desc h = {
 	    .nnodes = (uint32_t)d.nn, .nedges = (uint32_t)d.ne, .param_bytes = (uint32_t)d.np};
 	size_t len = sizeof h + d.nn * sizeof *d.nodes + d.ne * sizeof *d.edges + d.np;
 	uint8_t *buf = r ? NULL : malloc(len);
 	if (!r && !buf)
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-	struct CUgraphExec_st *x = r ? NULL : calloc(1, sizeof *x);
-	if (!r && !x)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!r) {
 		uint8_t *p = buf;
@@ -707,22 +696,62 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
 		rpc.out_len = len;
 		r = xgpu_drv_result(xgpu_rpc(c, &rpc));
 		if (!r) {
-			x->magic = EXEC_MAGIC;
 			x->remote = rsp.exec;
 			x->generation = xgpu_fork_generation;
 			x->htod_bytes = rsp.htod_bytes;
 			x->dtoh_bytes = rsp.dtoh_bytes;
+			free(x->copies);
 			x->copies = d.copies;
 			x->ncopies = d.nc;
 			d.copies = NULL;
-			*out = x;
-			x = NULL;
 		}
 	}
-	free(x);
 	free(buf);
 	desc_free(&d);
 	return r;
+}
+
+static void destroy_remote(struct xgpu_client *c, xgpu_handle_t remote)
+{
+	struct xgpu_req_GRAPH_EXEC_DESTROY req = {.exec = remote};
+	struct xgpu_rsp_GRAPH_EXEC_DESTROY rsp;
+	xgpu_call_GRAPH_EXEC_DESTROY(c, &req, &rsp);
+}
+
+static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
+{
+	struct xgpu_client *c;
+	if (!out || !valid_graph(g))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags)
+		return xgpu_drv_unsupported("cuGraphInstantiate (with flags)");
+	CUresult r = graph_client(&c);
+	if (r)
+		return r;
+	struct CUgraphExec_st *x = calloc(1, sizeof *x);
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* The daemon needs a node: an empty graph launches as one empty node. */
+	x->snapshot = clone_graph(g, 0);
+	CUgraphNode none;
+	if (x->snapshot && !g->n) {
+		struct CUgraphNode_st *e = new_node(CU_GRAPH_NODE_TYPE_EMPTY, XGPU_GN_EMPTY);
+		r = e ? add_node(x->snapshot, NULL, 0, e, &none) : CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (!x->snapshot)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r)
+		r = send_graph(c, x->snapshot, x);
+	if (r) {
+		if (x->snapshot)
+			free_graph(x->snapshot);
+		free(x);
+		return r;
+	}
+	x->magic = EXEC_MAGIC;
+	x->source = g;
+	*out = x;
+	return CUDA_SUCCESS;
 }
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
@@ -781,6 +810,14 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 	if (r)
 		return r;
 	struct CUgraphExec_st *x = hGraphExec;
+	if (x->dirty) {
+		xgpu_handle_t old = x->remote;
+		if ((r = send_graph(c, x->snapshot, x)))
+			return r;
+		/* Waits for the old graph's launches (in the daemon). */
+		destroy_remote(c, old);
+		x->dirty = false;
+	}
 	uint8_t *out = x->htod_bytes ? malloc(x->htod_bytes) : NULL;
 	uint8_t *in = x->dtoh_bytes ? malloc(x->dtoh_bytes) : NULL;
 	if ((x->htod_bytes && !out) || (x->dtoh_bytes && !in)) {
@@ -835,9 +872,160 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 		struct xgpu_rsp_GRAPH_EXEC_DESTROY rsp;
 		r = xgpu_drv_result(xgpu_call_GRAPH_EXEC_DESTROY(c, &req, &rsp));
 	}
+	free_graph(hGraphExec->snapshot);
 	free(hGraphExec->copies);
 	hGraphExec->magic = 0;
 	free(hGraphExec);
+	return r;
+}
+
+/* ---- updating an instantiated graph -------------------------------------- */
+
+/* The snapshot's node that pairs with node of the exec's source graph. */
+static struct CUgraphNode_st *exec_node(struct CUgraphExec_st *x, CUgraphNode node)
+{
+	if (!valid_node(node) || node->graph != x->source)
+		return NULL;
+	for (size_t i = 0; i < x->source->n && i < x->snapshot->n; i++)
+		if (x->source->nodes[i] == node)
+			return x->snapshot->nodes[i]->type == node->type ? x->snapshot->nodes[i] : NULL;
+	return NULL;
+}
+
+/* New parameters for a kernel node of an instantiated graph, in wire form;
+ * they take effect from the next launch. */
+CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xgpu_handle_t func,
+				    const uint32_t grid[3], const uint32_t block[3], uint32_t shared,
+				    const void *params, uint32_t param_len)
+{
+	if (!valid_exec(hGraphExec) || param_len > XGPU_MAX_PARAM_BYTES)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = exec_node(hGraphExec, node);
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint8_t *copy = param_len ? malloc(param_len) : NULL;
+	if (param_len && !copy)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (param_len)
+		memcpy(copy, params, param_len);
+	free(n->params);
+	n->params = copy;
+	n->w.handle = func;
+	n->w.grid = (struct xgpu_dim3){grid[0], grid[1], grid[2]};
+	n->w.block = (struct xgpu_dim3){block[0], block[1], block[2]};
+	n->w.shared_bytes = shared;
+	n->w.param_len = param_len;
+	hGraphExec->dirty = true;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+					   const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUfunction f = p->func;
+	if (!f && p->kern) {
+		CUresult r = cuKernelGetFunction(&f, p->kern);
+		if (r)
+			return r;
+	}
+	const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+	const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	xgpu_handle_t remote;
+	CUresult r = xgpu_drv_kernel_wire(f, grid, block, p->sharedMemBytes, p->kernelParams, p->extra,
+					  &remote, params, &len);
+	return r ? r
+		 : xgpu_graph_exec_set_kernel(hGraphExec, hNode, remote, grid, block, p->sharedMemBytes,
+					      params, len);
+}
+
+#undef cuGraphExecKernelNodeSetParams
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+					const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+					const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUDA_KERNEL_NODE_PARAMS v2;
+	memset(&v2, 0, sizeof v2);
+	memcpy(&v2, p, sizeof *p); /* v2 extends v1 */
+	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &v2);
+}
+
+/* Whether a and b have the same nodes (by type) and edges, recursively;
+ * *bad is the first node of b that differs. */
+static bool same_topology(const struct CUgraph_st *a, const struct CUgraph_st *b, CUgraphNode *bad)
+{
+	if (a->n != b->n) {
+		*bad = NULL;
+		return false;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		const struct CUgraphNode_st *x = a->nodes[i], *y = b->nodes[i];
+		bool same = x->type == y->type && x->w.type == y->w.type && x->ndeps == y->ndeps;
+		for (size_t k = 0; same && k < x->ndeps; k++) {
+			size_t j = 0, l = 0;
+			while (j < a->n && a->nodes[j] != x->deps[k])
+				j++;
+			while (l < b->n && b->nodes[l] != y->deps[k])
+				l++;
+			same = j == l;
+		}
+		CUgraphNode inner;
+		if (same && x->child)
+			same = same_topology(x->child, y->child, &inner);
+		if (!same) {
+			*bad = b->nodes[i];
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The parameters of hGraph, whose topology must be the instantiated one's,
+ * take effect from the next launch. */
+CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
+{
+	if (!valid_exec(hGraphExec) || !valid_graph(hGraph))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUgraphNode bad = NULL;
+	if (resultInfo)
+		memset(resultInfo, 0, sizeof *resultInfo);
+	if (!same_topology(hGraphExec->snapshot, hGraph, &bad)) {
+		if (resultInfo) {
+			resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+			resultInfo->errorNode = bad;
+		}
+		return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+	}
+	struct CUgraph_st *copy = clone_graph(hGraph, 0);
+	if (!copy)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	free_graph(hGraphExec->snapshot);
+	hGraphExec->snapshot = copy;
+	hGraphExec->dirty = true;
+	if (resultInfo)
+		resultInfo->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+	return CUDA_SUCCESS;
+}
+
+/* The CUDA 10.2 ABI. */
+#undef cuGraphExecUpdate
+CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+			   CUgraphExecUpdateResult *updateResult_out);
+CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+			   CUgraphExecUpdateResult *updateResult_out)
+{
+	CUgraphExecUpdateResultInfo info;
+	CUresult r = cuGraphExecUpdate_v2(hGraphExec, hGraph, &info);
+	if (hErrorNode_out)
+		*hErrorNode_out = r ? info.errorNode : NULL;
+	if (updateResult_out)
+		*updateResult_out = r ? info.result : CU_GRAPH_EXEC_UPDATE_SUCCESS;
 	return r;
 }
 

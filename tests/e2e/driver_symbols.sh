@@ -32,7 +32,7 @@ lib=$B/lib/libcuda.so.1
 nm -D --defined-only --with-symbol-versions "$lib" >"$T/nm"
 awk '$2 ~ /^[TtWwiI]$/ {print $3}' "$T/nm" | grep '@' && fail "libcuda.so.1 exports versioned symbols"
 awk '$2 ~ /^[TtWwiIBD]$/ {print $3}' "$T/nm" | LC_ALL=C sort >"$T/exports"
-client="xgpu_client_ack xgpu_client_device_info xgpu_client_get xgpu_client_note_unsupported xgpu_client_share xgpu_client_unshare xgpu_fe_warn_once xgpu_fork_generation xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_from_runtime xgpu_rpc"
+client="xgpu_client_ack xgpu_client_device_info xgpu_client_get xgpu_client_note_unsupported xgpu_client_share xgpu_client_unshare xgpu_fe_warn_once xgpu_fork_generation xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_exec_set_kernel xgpu_graph_from_runtime xgpu_rpc"
 (cat "$T/symbols" && printf '%s\n' $client) | LC_ALL=C sort >"$T/want"
 diff -u "$T/want" "$T/exports" || fail "libcuda.so.1 exports differ from cuda13.symbols plus the client"
 readelf -d "$lib" | grep -q 'SONAME.*\[libcuda.so.1\]' || fail "libcuda.so.1 has the wrong SONAME"

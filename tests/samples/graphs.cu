@@ -113,6 +113,44 @@ int main()
 				return 1;
 			}
 	}
+	// New parameters for an instantiated graph: x *= 4 instead of 2, so
+	// y = 12 x; then an update from the graph itself restores x *= 2.
+	int four = 4;
+	void *scale4_args[] = {&d_x, &four, &n};
+	kp = kernel_params((void *)gk_scale, scale4_args);
+	CHECK(cudaGraphExecKernelNodeSetParams(exec, scale2, &kp));
+	for (int want = 12, round = 0; round < 2; round++, want = 6) {
+		for (int i = 0; i < N; i++)
+			h_x[i] = i - 50;
+		CHECK(cudaEventRecord(ready, s));
+		CHECK(cudaGraphLaunch(exec, s));
+		CHECK(cudaStreamSynchronize(s));
+		for (int i = 0; i < N; i++)
+			if (h_y[i] != want * (i - 50)) {
+				fprintf(stderr, "graphs: updated launch %d: y[%d] = %d, want %d\n", round, i,
+					h_y[i], want * (i - 50));
+				return 1;
+			}
+		cudaGraphExecUpdateResultInfo info;
+		CHECK(cudaGraphExecUpdate(exec, g, &info));
+	}
+	// An update that changes the topology is refused.
+	cudaGraph_t other;
+	CHECK(cudaGraphCreate(&other, 0));
+	cudaGraphExecUpdateResultInfo info;
+	if (cudaGraphExecUpdate(exec, other, &info) != cudaErrorGraphExecUpdateFailure ||
+	    info.result != cudaGraphExecUpdateErrorTopologyChanged) {
+		fprintf(stderr, "graphs: an update to another topology was accepted\n");
+		return 1;
+	}
+	cudaGetLastError();
+	CHECK(cudaGraphDestroy(other));
+	for (int i = 0; i < N; i++)
+		h_x[i] = i * 7 + launches - 1;
+	CHECK(cudaEventRecord(ready, s));
+	CHECK(cudaGraphLaunch(exec, s));
+	CHECK(cudaStreamSynchronize(s));
+
 	// The device side agrees with what came back.
 	int z_last;
 	CHECK(cudaMemcpy(&z_last, d_z + N - 1, sizeof z_last, cudaMemcpyDeviceToHost));
