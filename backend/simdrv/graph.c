@@ -7,15 +7,14 @@
  * ordinary entry points: the device worker runs a context's work in order
  * (exec.c), which satisfies every dependency, and each node takes the modeled
  * time that the same work submitted alone takes. Kernel parameters, copy and
- * memset descriptions are copied at add time, as the driver does.
+ * memset descriptions are copied at add time, as the driver does. Graphs and
+ * executables are registered handles (handles.c), so a stale or forged one
+ * is refused; a node is accepted only if it is found in its graph.
  */
 #include "simdrv_int.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define GRAPH_MAGIC 0x73677270u /* "sgrp" */
-#define EXEC_MAGIC 0x73657865u  /* "sexe" */
 
 enum node_kind { N_EMPTY, N_KERNEL, N_COPY, N_MEMSET, N_EVENT_RECORD, N_EVENT_WAIT };
 
@@ -46,22 +45,17 @@ struct CUgraphNode_st {
 };
 
 struct CUgraph_st {
-	uint32_t magic;
+	struct sim_obj obj;
 	struct CUgraphNode_st **nodes;
 	size_t n, cap;
 };
 
 struct CUgraphExec_st {
-	uint32_t magic;
-	struct CUgraph_st *copy; /* the nodes as instantiated */
+	struct sim_obj obj;
+	struct CUgraph_st *copy; /* the nodes as instantiated (not registered) */
 };
 
-static bool valid_graph(CUgraph g)
-{
-	return g && g->magic == GRAPH_MAGIC;
-}
-
-static void free_graph(struct CUgraph_st *g)
+static void free_nodes(struct CUgraph_st *g)
 {
 	for (size_t i = 0; i < g->n; i++) {
 		if (g->nodes[i]->kind == N_KERNEL)
@@ -69,8 +63,31 @@ static void free_graph(struct CUgraph_st *g)
 		free(g->nodes[i]);
 	}
 	free(g->nodes);
-	g->magic = 0;
+}
+
+static void graph_release(struct sim_obj *o)
+{
+	struct CUgraph_st *g = (struct CUgraph_st *)o;
+	free_nodes(g);
 	free(g);
+}
+
+static void exec_release(struct sim_obj *o)
+{
+	struct CUgraphExec_st *x = (struct CUgraphExec_st *)o;
+	free_nodes(x->copy);
+	free(x->copy);
+	free(x);
+}
+
+/* Drops a registered object: the registry's reference and the caller's. */
+static CUresult destroy(struct sim_obj *o)
+{
+	CUresult r = sim_obj_unregister(o) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	if (!r)
+		sim_obj_put(o);
+	sim_obj_put(o);
+	return r;
 }
 
 CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
@@ -80,46 +97,60 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 	struct CUgraph_st *g = calloc(1, sizeof *g);
 	if (!g)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	g->magic = GRAPH_MAGIC;
+	if (sim_obj_register(&g->obj, SIM_GRAPH, graph_release) < 0) {
+		free(g);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	*phGraph = g;
 	return CUDA_SUCCESS;
 }
 
 CUresult cuGraphDestroy(CUgraph hGraph)
 {
-	if (!valid_graph(hGraph))
-		return CUDA_ERROR_INVALID_VALUE;
-	free_graph(hGraph);
-	return CUDA_SUCCESS;
+	struct CUgraph_st *g = sim_obj_get(hGraph, SIM_GRAPH);
+	return g ? destroy(&g->obj) : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* Appends a node whose dependencies must all be nodes of g already. */
-static CUresult add(CUgraph g, const CUgraphNode *deps, size_t ndeps, struct CUgraphNode_st *node,
+static bool has_node(const struct CUgraph_st *g, const struct CUgraphNode_st *n)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (g->nodes[i] == n)
+			return true;
+	return false;
+}
+
+/* Appends a node whose dependencies must all be nodes of the graph already.
+ * Takes node (freed on failure). */
+static CUresult add(CUgraph h, const CUgraphNode *deps, size_t ndeps, struct CUgraphNode_st *node,
 		    CUgraphNode *out)
 {
-	if (!valid_graph(g) || !out || (ndeps && !deps)) {
-		free(node);
-		return CUDA_ERROR_INVALID_VALUE;
-	}
-	for (size_t i = 0; i < ndeps; i++)
-		if (!deps[i] || deps[i]->graph != g) {
-			free(node);
-			return CUDA_ERROR_INVALID_VALUE;
-		}
-	if (g->n == g->cap) {
+	struct CUgraph_st *g = sim_obj_get(h, SIM_GRAPH);
+	CUresult r = g && out && (!ndeps || deps) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; !r && i < ndeps; i++)
+		if (!has_node(g, deps[i]))
+			r = CUDA_ERROR_INVALID_VALUE;
+	if (!r && g->n == g->cap) {
 		size_t cap = g->cap ? 2 * g->cap : 16;
 		struct CUgraphNode_st **v = realloc(g->nodes, cap * sizeof *v);
-		if (!v) {
-			free(node);
-			return CUDA_ERROR_OUT_OF_MEMORY;
+		if (!v)
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		else {
+			g->nodes = v;
+			g->cap = cap;
 		}
-		g->nodes = v;
-		g->cap = cap;
 	}
-	node->graph = g;
-	g->nodes[g->n++] = node;
-	*out = node;
-	return CUDA_SUCCESS;
+	if (!r) {
+		node->graph = g;
+		g->nodes[g->n++] = node;
+		*out = node;
+	} else {
+		if (node->kind == N_KERNEL)
+			free(node->u.k.params);
+		free(node);
+	}
+	if (g)
+		sim_obj_put(&g->obj);
+	return r;
 }
 
 static struct CUgraphNode_st *new_node(enum node_kind kind)
@@ -176,10 +207,7 @@ CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CU
 	n->u.k.shared = p->sharedMemBytes;
 	n->u.k.params = copy;
 	n->u.k.param_bytes = size;
-	CUresult r = add(hGraph, dependencies, numDependencies, n, phGraphNode);
-	if (r)
-		free(copy);
-	return r;
+	return add(hGraph, dependencies, numDependencies, n, phGraphNode);
 }
 
 /* One-dimensional copies between host and device memory. */
@@ -255,38 +283,49 @@ CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const
 /* The executable is a snapshot: later changes to the graph do not reach it. */
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
 {
-	if (!phGraphExec || !valid_graph(hGraph) || flags)
+	if (!phGraphExec || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraph_st *src = sim_obj_get(hGraph, SIM_GRAPH);
+	if (!src)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct CUgraphExec_st *x = calloc(1, sizeof *x);
 	struct CUgraph_st *g = calloc(1, sizeof *g);
-	if (!x || !g || (hGraph->n && !(g->nodes = calloc(hGraph->n, sizeof *g->nodes)))) {
-		free(x);
-		free(g);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	g->magic = GRAPH_MAGIC;
-	g->cap = hGraph->n;
-	for (size_t i = 0; i < hGraph->n; i++) {
+	CUresult r = x && g && (!src->n || (g->nodes = calloc(src->n, sizeof *g->nodes)))
+			 ? CUDA_SUCCESS
+			 : CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; !r && i < src->n; i++) {
+		const struct CUgraphNode_st *s = src->nodes[i];
 		struct CUgraphNode_st *n = malloc(sizeof *n);
-		void *params = NULL;
-		if (n && hGraph->nodes[i]->kind == N_KERNEL && hGraph->nodes[i]->u.k.param_bytes &&
-		    (params = malloc(hGraph->nodes[i]->u.k.param_bytes)))
-			memcpy(params, hGraph->nodes[i]->u.k.params, hGraph->nodes[i]->u.k.param_bytes);
-		if (!n ||
-		    (hGraph->nodes[i]->kind == N_KERNEL && hGraph->nodes[i]->u.k.param_bytes && !params)) {
-			free(n);
-			free_graph(g);
-			free(x);
-			return CUDA_ERROR_OUT_OF_MEMORY;
+		if (!n) {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+			break;
 		}
-		*n = *hGraph->nodes[i];
+		*n = *s;
 		n->graph = g;
-		if (n->kind == N_KERNEL)
-			n->u.k.params = params;
 		g->nodes[g->n++] = n;
+		if (n->kind == N_KERNEL && s->u.k.param_bytes) {
+			if (!(n->u.k.params = malloc(s->u.k.param_bytes))) {
+				n->kind = N_EMPTY; /* nothing of its own to free */
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+				break;
+			}
+			memcpy(n->u.k.params, s->u.k.params, s->u.k.param_bytes);
+		}
 	}
-	x->magic = EXEC_MAGIC;
-	x->copy = g;
+	sim_obj_put(&src->obj);
+	if (!r) {
+		x->copy = g;
+		if (sim_obj_register(&x->obj, SIM_GRAPH_EXEC, exec_release) < 0)
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (r) {
+		if (g) {
+			free_nodes(g);
+			free(g);
+		}
+		free(x);
+		return r;
+	}
 	*phGraphExec = x;
 	return CUDA_SUCCESS;
 }
@@ -322,23 +361,18 @@ static CUresult launch_node(const struct CUgraphNode_st *n, CUstream s)
 
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-	if (!hGraphExec || hGraphExec->magic != EXEC_MAGIC)
+	struct CUgraphExec_st *x = sim_obj_get(hGraphExec, SIM_GRAPH_EXEC);
+	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
-	const struct CUgraph_st *g = hGraphExec->copy;
-	for (size_t i = 0; i < g->n; i++) {
-		CUresult r = launch_node(g->nodes[i], hStream);
-		if (r)
-			return r;
-	}
-	return CUDA_SUCCESS;
+	CUresult r = CUDA_SUCCESS;
+	for (size_t i = 0; !r && i < x->copy->n; i++)
+		r = launch_node(x->copy->nodes[i], hStream);
+	sim_obj_put(&x->obj);
+	return r;
 }
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-	if (!hGraphExec || hGraphExec->magic != EXEC_MAGIC)
-		return CUDA_ERROR_INVALID_VALUE;
-	free_graph(hGraphExec->copy);
-	hGraphExec->magic = 0;
-	free(hGraphExec);
-	return CUDA_SUCCESS;
+	struct CUgraphExec_st *x = sim_obj_get(hGraphExec, SIM_GRAPH_EXEC);
+	return x ? destroy(&x->obj) : CUDA_ERROR_INVALID_VALUE;
 }
