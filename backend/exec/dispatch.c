@@ -16,6 +16,7 @@
 #include "exec/dispatch.h"
 #include "channel.h"
 #include "exec/exec.h"
+#include "exec/graph.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -1082,37 +1083,6 @@ HANDLER(NOTE_UNSUPPORTED)
 }
 
 /* ---- graphs ---------------------------------------------------------------- */
-
-/* An instantiated graph: the driver's graph and its executable, and what a
- * launch must check again (the handles and ranges its nodes name may have
- * been freed since) and where its host copies are staged. */
-struct xgpu_graph_exec {
-	CUgraph g;
-	CUgraphExec ge;
-	CUevent done; /* recorded after each launch: the staging is free again */
-	bool launched;
-	uint32_t nnodes, nkernels;
-	struct xgpu_graph_node *nodes; /* as validated; host copies point into host */
-	uint64_t htod_bytes, dtoh_bytes;
-	uint8_t *host; /* pinned: htod_bytes then dtoh_bytes */
-	uint64_t host_charge;
-};
-
-void xgpu_graph_exec_free(struct xgpu_domain *dom, struct xgpu_graph_exec *x)
-{
-	struct xgpu_driver *drv = &dom->d->drv;
-	if (x->ge)
-		drv->cuGraphExecDestroy(x->ge);
-	if (x->g)
-		drv->cuGraphDestroy(x->g);
-	if (x->done)
-		drv->cuEventDestroy(x->done);
-	if (x->host)
-		drv->cuMemFreeHost(x->host);
-	dom->pinned_bytes -= x->host_charge;
-	free(x->nodes);
-	free(x);
-}
 
 static int graph_refuse(struct call *c, const char *why, uint32_t node)
 {
