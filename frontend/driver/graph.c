@@ -666,12 +666,17 @@ static void desc_free(struct desc *d)
 	free(d->copies);
 }
 
-/* The daemon's side of x from graph g (not empty): one GRAPH_INSTANTIATE.
+/* The daemon's side of x from graph g: one GRAPH_INSTANTIATE.
  * On success x's remote handle, byte counts and host copies are g's. */
 static CUresult send_graph(struct xgpu_client *c, const struct CUgraph_st *g, struct CUgraphExec_st *x)
 {
 	struct desc d = {0};
 	CUresult r = flatten(&d, g, NULL, 0, NULL);
+	/* The daemon needs a node: an empty graph launches as one empty node. */
+	uint32_t only;
+	struct xgpu_graph_node empty = {.type = XGPU_GN_EMPTY};
+	if (!r && !d.nn)
+		r = desc_node(&d, &empty, &only);
 	struct xgpu_graph_desc h = {
 	    .nnodes = (uint32_t)d.nn, .nedges = (uint32_t)d.ne, .param_bytes = (uint32_t)d.np};
 	size_t len = sizeof h + d.nn * sizeof *d.nodes + d.ne * sizeof *d.edges + d.np;
@@ -731,13 +736,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
 	struct CUgraphExec_st *x = calloc(1, sizeof *x);
 	if (!x)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	/* The daemon needs a node: an empty graph launches as one empty node. */
 	x->snapshot = clone_graph(g, 0);
-	CUgraphNode none;
-	if (x->snapshot && !g->n) {
-		struct CUgraphNode_st *e = new_node(CU_GRAPH_NODE_TYPE_EMPTY, XGPU_GN_EMPTY);
-		r = e ? add_node(x->snapshot, NULL, 0, e, &none) : CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	if (!x->snapshot)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!r)

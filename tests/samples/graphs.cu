@@ -171,6 +171,17 @@ int main()
 
 	CHECK(cudaGraphExecDestroy(exec));
 	CHECK(cudaGraphDestroy(g));
+
+	// An empty graph launches as nothing.
+	cudaGraph_t nothing;
+	cudaGraphExec_t nothing_exec;
+	CHECK(cudaGraphCreate(&nothing, 0));
+	CHECK(cudaGraphInstantiate(&nothing_exec, nothing, 0));
+	CHECK(cudaGraphLaunch(nothing_exec, s));
+	CHECK(cudaStreamSynchronize(s));
+	CHECK(cudaGraphExecUpdate(nothing_exec, nothing, &info));
+	CHECK(cudaGraphExecDestroy(nothing_exec));
+	CHECK(cudaGraphDestroy(nothing));
 	CHECK(cudaGraphDestroy(child));
 	CHECK(cudaEventDestroy(ready));
 	CHECK(cudaEventDestroy(done));
