@@ -42,6 +42,7 @@ struct CUgraphNode_st {
 	struct CUgraph_st *child; /* a child graph node's own copy */
 	struct CUgraphNode_st **deps;
 	size_t ndeps;
+	uint64_t seen; /* a walk's mark (joined()) */
 };
 
 struct CUgraph_st {
@@ -1496,6 +1497,39 @@ CUresult cuStreamBeginCapture(CUstream hStream)
 }
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream) XGPU_ALIAS(cuStreamBeginCapture);
 
+/* Whether every stream of cs's capture joined back into cs: each of their
+ * frontier nodes is one cs's frontier depends on (or is in it). */
+static bool joined(const struct capture_stream *cs)
+{
+	static uint64_t walk;
+	struct CUgraph_st *g = cs->cap->graph;
+	struct CUgraphNode_st **stack = malloc((g->n + 1) * sizeof *stack);
+	if (!stack)
+		return true; /* cannot tell: do not refuse */
+	uint64_t mark = ++walk;
+	size_t top = 0;
+	for (size_t i = 0; i < cs->n; i++)
+		if (cs->frontier[i]->seen != mark) {
+			cs->frontier[i]->seen = mark;
+			stack[top++] = cs->frontier[i];
+		}
+	while (top) {
+		struct CUgraphNode_st *n = stack[--top];
+		for (size_t k = 0; k < n->ndeps; k++)
+			if (n->deps[k]->seen != mark) {
+				n->deps[k]->seen = mark;
+				stack[top++] = n->deps[k];
+			}
+	}
+	free(stack);
+	for (size_t i = 0; i < MAX_CAPTURE_STREAMS; i++)
+		if (cstreams[i].cap == cs->cap && &cstreams[i] != cs)
+			for (size_t k = 0; k < cstreams[i].n; k++)
+				if (cstreams[i].frontier[k]->seen != mark)
+					return false;
+	return true;
+}
+
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
 	struct xgpu_client *c;
@@ -1516,7 +1550,11 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
 	if (!r) {
 		struct capture *cap = cs->cap;
-		if (cap->invalidated) {
+		if (!cap->invalidated && !joined(cs)) {
+			free_graph(cap->graph);
+			*phGraph = NULL;
+			r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+		} else if (cap->invalidated) {
 			free_graph(cap->graph);
 			*phGraph = NULL;
 			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;

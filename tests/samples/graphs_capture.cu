@@ -135,6 +135,19 @@ int main()
 		return 1;
 	}
 
+	// A forked stream that does not join back.
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	CHECK(cudaEventRecord(fork, s1));
+	CHECK(cudaStreamWaitEvent(s2, fork, 0));
+	gk_add<<<GRID, BLOCK, 0, s2>>>(d_c, 1, N);
+	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureUnjoined);
+	CHECK(cudaStreamIsCapturing(s2, &st));
+	if (bad || st != cudaStreamCaptureStatusNone) {
+		fprintf(stderr,
+			"graphs_capture: an unjoined capture returned a graph or left a stream capturing\n");
+		return 1;
+	}
+
 	// Synchronizing the capturing stream.
 	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal));
 	EXPECT(cudaStreamSynchronize(s1), cudaErrorStreamCaptureUnsupported);
