@@ -1092,9 +1092,10 @@ static int graph_refuse(struct call *c, const char *why, uint32_t node)
 
 /* Checks one node against this process's objects and memory; used at
  * instantiate and again at every launch. */
-static int graph_check_node(struct call *c, const struct xgpu_graph_node *n, uint32_t i, uint32_t param_bytes,
-			    const struct xgpu_kernel_info **kinfo)
+static int graph_check_node(struct call *c, const struct xgpu_graph_node *n, uint32_t i, uint32_t param_bytes)
 {
+	if (n->reserved)
+		return graph_refuse(c, "a reserved field is not 0", i);
 	switch (n->type) {
 	case XGPU_GN_EMPTY:
 		return cudaSuccess;
@@ -1109,8 +1110,6 @@ static int graph_check_node(struct call *c, const struct xgpu_graph_node *n, uin
 			    c, "kernel parameters of the wrong size or outside the description", i);
 		if (!n->grid.x || !n->grid.y || !n->grid.z || !n->block.x || !n->block.y || !n->block.z)
 			return cudaErrorInvalidConfiguration;
-		if (kinfo)
-			*kinfo = k;
 		return cudaSuccess;
 	}
 	case XGPU_GN_HTOD:
@@ -1281,7 +1280,7 @@ static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t 
 	uint64_t host = 0;
 	for (uint32_t i = 0; i < d.nnodes; i++) {
 		struct xgpu_graph_node *n = &x->nodes[i];
-		int r = graph_check_node(c, n, i, d.param_bytes, NULL);
+		int r = graph_check_node(c, n, i, d.param_bytes);
 		if (r)
 			return r;
 		if (n->type == XGPU_GN_KERNEL)
@@ -1415,7 +1414,7 @@ HANDLER(GRAPH_LAUNCH)
 	/* What the nodes name may have been freed or unloaded since. */
 	for (uint32_t i = 0; i < x->nnodes; i++) {
 		/* Host copies' staging offsets replaced their host side only. */
-		int r = graph_check_node(c, &x->nodes[i], i, UINT32_MAX, NULL);
+		int r = graph_check_node(c, &x->nodes[i], i, UINT32_MAX);
 		if (r)
 			return r;
 	}
