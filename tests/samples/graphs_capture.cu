@@ -1,7 +1,7 @@
 // graphs_capture.cu - stream capture, as NVIDIA's simpleCudaGraphs sample
 // uses it: a pipeline over two streams (fork and join through events) with
-// pageable copies in and out, captured once and launched repeatedly with new
-// input, every result checked. Then what CUDA refuses during a capture: a
+// copies in from pinned and out to pageable memory, captured once and
+// launched repeatedly with new input, every result checked. Then what CUDA refuses during a capture: a
 // synchronous cudaMemcpy and a cudaStreamSynchronize of the capturing stream
 // fail with cudaErrorStreamCaptureUnsupported and invalidate the capture;
 // cudaMalloc is refused in global mode and allowed in relaxed mode.
@@ -41,7 +41,9 @@ int main()
 	CHECK(cudaMalloc(&d_a, N * sizeof(int)));
 	CHECK(cudaMalloc(&d_b, N * sizeof(int)));
 	CHECK(cudaMalloc(&d_c, N * sizeof(int)));
-	int *in = (int *)malloc(N * sizeof(int)), *out = (int *)malloc(N * sizeof(int));
+	// Input in pinned memory, output pageable: a capture records both.
+	int *in, *out = (int *)malloc(N * sizeof(int));
+	CHECK(cudaMallocHost(&in, N * sizeof(int)));
 	cudaStream_t s1, s2;
 	CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
 	CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
@@ -180,7 +182,7 @@ int main()
 	CHECK(cudaFree(d_a));
 	CHECK(cudaFree(d_b));
 	CHECK(cudaFree(d_c));
-	free(in);
+	CHECK(cudaFreeHost(in));
 	free(out);
 	printf("RESULT workload=graphs_capture launches=%d nodes=%zu verified=yes\n", launches, nodes);
 	return 0;
