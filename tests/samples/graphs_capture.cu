@@ -1,10 +1,12 @@
 // graphs_capture.cu - stream capture, as NVIDIA's simpleCudaGraphs sample
 // uses it: a pipeline over two streams (fork and join through events) with
 // copies in from pinned and out to pageable memory, captured once and
-// launched repeatedly with new input, every result checked. Then what CUDA refuses during a capture: a
-// synchronous cudaMemcpy and a cudaStreamSynchronize of the capturing stream
-// fail with cudaErrorStreamCaptureUnsupported and invalidate the capture;
-// cudaMalloc is refused in global mode and allowed in relaxed mode.
+// launched repeatedly with new input, every result checked. Then what CUDA
+// refuses during a capture: a synchronous cudaMemcpy and a
+// cudaStreamSynchronize of the capturing stream fail with
+// cudaErrorStreamCaptureUnsupported and invalidate the capture; a forked
+// stream that does not join back makes the capture unjoined; cudaMalloc is
+// refused in global mode and allowed in relaxed mode.
 #include "graphs_kernels.cuh"
 
 #include <cstdio>
