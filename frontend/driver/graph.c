@@ -1340,6 +1340,13 @@ static int capture_stream_work(struct xgpu_rpc *r, xgpu_handle_t stream)
 	default:
 		break;
 	}
+	if (!cs && r->call == XGPU_CALL_EVENT_RECORD) {
+		/* Recorded outside a capture, the event no longer marks one. */
+		struct capture_event *ce = find_event(((const struct xgpu_req_EVENT_RECORD *)r->req)->event);
+		if (ce)
+			drop_event(ce);
+		return -1;
+	}
 	if (!cs) {
 		/* A synchronous copy (on the legacy stream) while a capture
 		 * forbids it. */
