@@ -67,7 +67,7 @@ COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
 # The channel client: linked into libcuda.so.1 only, which exports it to
 # libcudart.so.13 so that a process has one channel (docs/design.md, "Driver API").
-CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c
+CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c
 RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
 DRIVER_SRC := $(wildcard frontend/driver/*.c)
 BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) \
@@ -120,6 +120,16 @@ TEST_CU_BINS := $(patsubst tests/cuda/%.cu,$(TST)/cuda/%,$(TEST_CU)) \
 	$(patsubst tests/cuda/%.cu,$(TST)/cuda/static/%,$(TEST_CU)) \
 	$(patsubst tests/cuda/%.cu,$(TST)/cuda/rdc/%,$(TEST_CU))
 TEST_SIMK := $(patsubst tests/cuda/%_simk.c,$(TST)/simkernels/%.so,$(wildcard tests/cuda/*_simk.c))
+# tests/samples/*.cu: small sample-style programs, one per feature, each
+# built with -cudart shared and with nvcc's default static runtime and run by
+# tests/e2e/samples.sh; their <name>_simk.c are the kernels' host
+# implementations. drvsample.c is a driver-API-only one, with its kernels
+# in tests/data/drvsample_kernels.cu.
+SAMPLE_CU := $(wildcard tests/samples/*.cu)
+SAMPLE_BINS := $(patsubst tests/samples/%.cu,$(TST)/samples/%,$(SAMPLE_CU)) \
+	$(patsubst tests/samples/%.cu,$(TST)/samples/static/%,$(SAMPLE_CU)) \
+	$(TST)/samples/drvsample $(TST)/data/drvsample_kernels.fatbin
+TEST_SIMK += $(patsubst tests/samples/%_simk.c,$(TST)/simkernels/%.so,$(wildcard tests/samples/*_simk.c))
 TEST_TOOLS_SRC := $(wildcard tests/tools/*.c)
 TEST_DATA :=
 # test_simdrv's inputs: small kernels as a fatbin (what the frontend
@@ -211,6 +221,18 @@ $(TST)/data/exptab_cublas: tests/data/exptab_cublas.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $< -lcublas
+# cuFFT's plan and transform, for driver_libs.
+TEST_DATA += $(TST)/data/libs_cufft
+$(TST)/data/libs_cufft: tests/data/libs_cufft.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $< -lcufft
+# The same with -cudart shared, run with NVIDIA's libcudart.so.13 over ours.
+TEST_DATA += $(TST)/data/libs_cufft_shared
+$(TST)/data/libs_cufft_shared: tests/data/libs_cufft.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $< -lcufft
 
 $(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -220,6 +242,8 @@ $(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
 BENCH_BINS := $(patsubst tools/bench/%.c,$(BIN)/%,$(BENCH_SRC))
+# The empty kernel xgpu-bench-api launches through each frontend.
+BENCH_FATBIN := $(BUILD)/bench/null_kernel.fatbin
 
 # Xen's service libraries (libxen-dev): xenstore, grants and event channels,
 # used by xgpud and by the frontend library in a guest.
@@ -238,7 +262,7 @@ LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_C
 
 .PHONY: all deps test unit demo bench experiment clean format tests-build gpu-validate
 
-all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS)
+all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -383,6 +407,11 @@ $(BIN)/$(1): tools/bench/$(1).c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 endef
 $(foreach b,$(patsubst tools/bench/%.c,%,$(BENCH_SRC)),$(eval $(call bench_rule,$(b))))
 
+$(BENCH_FATBIN): tools/bench/null_kernel.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(CUDA_ARCH) -o $@ $<
+
 # ---- tests ---------------------------------------------------------------
 # Each unit test links libxgpu-common.a plus the archives named in
 # TEST_LIBS_<test name> (set below, before the rules are generated).
@@ -455,6 +484,30 @@ $(TST)/simkernels/%.so: tests/cuda/%_simk.c backend/simdrv/simkernel.h | $(DEPS_
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
+$(TST)/simkernels/%.so: tests/samples/%_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
+
+$(TST)/samples/%: tests/samples/%.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<
+
+$(TST)/samples/static/%: tests/samples/%.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $<
+
+$(TST)/samples/drvsample: tests/samples/drvsample.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
+
+$(TST)/data/drvsample_kernels.fatbin: tests/data/drvsample_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
 
 $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
@@ -464,7 +517,7 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 include tests/fuzz/fuzz.mk
 include tests/samples/graphs.mk
 
-tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
+tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

@@ -91,6 +91,12 @@ int xgpu_cuimage_read(const void *image, size_t max, struct xgpu_cuimage *out, c
 		snprintf(err, errlen, "no image");
 		return -1;
 	}
+	/* Every form starts with at least a 4-byte magic (PTX with more); a
+	 * shorter image must not be read past. */
+	if (max < 4) {
+		snprintf(err, errlen, "image of fewer than 4 bytes");
+		return -1;
+	}
 	const uint8_t *p = image;
 	uint32_t magic = xgpu_ld32(p);
 	if (magic == XGPU_FATBIN_WRAPPER_MAGIC) {

@@ -1381,3 +1381,17 @@ void xgpu_fatbin_free(struct xgpu_fatbin_info *info)
 	info->nkernels = 0;
 	info->global_bytes = 0;
 }
+
+int xgpu_fatbin_pack_params(const struct xgpu_kernel_info *k, void *const *args, uint8_t *buf, size_t bufsize)
+{
+	if (k->param_bytes > bufsize)
+		return XGPU_KPARAMS_TOO_BIG;
+	memset(buf, 0, k->param_bytes);
+	for (uint32_t i = 0; i < k->nparams; i++) {
+		if (k->params[i].offset > k->param_bytes ||
+		    k->params[i].size > k->param_bytes - k->params[i].offset)
+			return XGPU_KPARAMS_DAMAGED;
+		memcpy(buf + k->params[i].offset, args[i], k->params[i].size);
+	}
+	return 0;
+}

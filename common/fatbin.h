@@ -77,4 +77,15 @@ const struct xgpu_kernel_info *xgpu_fatbin_find(const struct xgpu_fatbin_info *i
 
 void xgpu_fatbin_free(struct xgpu_fatbin_info *info);
 
+/* Lays a launch's arguments out as kernel k's parameter space (the
+ * frontends' cudaLaunchKernel and cuLaunchKernel): args[i] points at
+ * parameter i, buf receives k->param_bytes bytes, zero where no parameter
+ * lies. Returns 0; XGPU_KPARAMS_TOO_BIG when k->param_bytes exceeds bufsize;
+ * XGPU_KPARAMS_DAMAGED when a parameter lies outside k->param_bytes, which
+ * only a damaged image (the program's own) can make happen. */
+#define XGPU_KPARAMS_TOO_BIG (-1)
+#define XGPU_KPARAMS_DAMAGED (-2)
+int xgpu_fatbin_pack_params(const struct xgpu_kernel_info *k, void *const *args, uint8_t *buf,
+			    size_t bufsize);
+
 #endif

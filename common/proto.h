@@ -32,6 +32,9 @@
 /* Copy flags. */
 #define XGPU_COPY_ASYNC 0x1u
 
+/* LAUNCH_EX flags. */
+#define XGPU_LAUNCH_COOPERATIVE 0x1u
+
 /* Stream handle 0 is the context's legacy default stream. */
 #define XGPU_STREAM_DEFAULT 0u
 

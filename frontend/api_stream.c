@@ -4,6 +4,9 @@
  * need no round trip. */
 #include "runtime.h"
 
+#include <cuda.h>
+#include <cuda_profiler_api.h>
+
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -168,19 +171,125 @@ XGPU_EXPORT cudaError_t cudaStreamGetFlags(cudaStream_t stream, unsigned int *fl
 	return cudaSuccess;
 }
 
+/* The priority as the device clamped it (or as a priority attribute set
+ * it), from the daemon: what the device reports, not what was asked. */
 XGPU_EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority)
 {
-	struct stream_info si;
-	xgpu_handle_t h = xgpu_rt_stream(stream);
 	if (!priority)
 		return xgpu_rt_ret(cudaErrorInvalidValue);
-	if (h == XGPU_STREAM_DEFAULT) {
-		*priority = 0;
-		return cudaSuccess;
-	}
-	if (!lookup_stream(h, &si, false))
-		return xgpu_rt_ret(cudaErrorInvalidResourceHandle);
-	*priority = si.priority;
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return xgpu_rt_ret(xgpu_stream_get_priority(c, xgpu_rt_stream(stream), priority, NULL, NULL));
+}
+
+XGPU_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return xgpu_rt_ret(
+	    xgpu_stream_get_priority(c, XGPU_STREAM_DEFAULT, NULL, leastPriority, greatestPriority));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamSetAttribute(cudaStream_t stream, cudaStreamAttrID attr,
+					       const cudaStreamAttrValue *value)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	_Static_assert(sizeof(cudaStreamAttrValue) == sizeof(CUlaunchAttributeValue),
+		       "the runtime's and the driver's attribute values share one layout");
+	return xgpu_rt_ret(xgpu_stream_attr_set(c, xgpu_rt_stream(stream), (int)attr, value));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamGetAttribute(cudaStream_t stream, cudaStreamAttrID attr,
+					       cudaStreamAttrValue *value)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return xgpu_rt_ret(xgpu_stream_attr_get(c, xgpu_rt_stream(stream), (int)attr, value));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamSetAttribute_ptsz(cudaStream_t stream, cudaStreamAttrID attr,
+						    const cudaStreamAttrValue *value)
+{
+	return cudaStreamSetAttribute(stream, attr, value);
+}
+
+XGPU_EXPORT cudaError_t cudaStreamGetAttribute_ptsz(cudaStream_t stream, cudaStreamAttrID attr,
+						    cudaStreamAttrValue *value)
+{
+	return cudaStreamGetAttribute(stream, attr, value);
+}
+
+/* ---- host callbacks (run by streamstate.c in libcuda.so.1) ---------------- */
+
+/* cudaLaunchHostFunc: not called once the context has failed, as in CUDA. */
+static void run_host_func(void (*fn)(void), void *api_stream, int status, void *user)
+{
+	(void)api_stream;
+	if (!status)
+		((cudaHostFn_t)fn)(user);
+}
+
+/* cudaStreamAddCallback: called with the stream's error state. */
+static void run_stream_callback(void (*fn)(void), void *api_stream, int status, void *user)
+{
+	((cudaStreamCallback_t)fn)((cudaStream_t)api_stream, (cudaError_t)status, user);
+}
+
+XGPU_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+	if (!fn)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return xgpu_rt_ret(xgpu_hostfn_enqueue(c, xgpu_rt_stream(stream), run_host_func, (void (*)(void))fn,
+					       stream, userData));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+					      void *userData, unsigned int flags)
+{
+	/* flags is reserved and must be 0. */
+	if (!callback || flags)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return xgpu_rt_ret(xgpu_hostfn_enqueue(c, xgpu_rt_stream(stream), run_stream_callback,
+					       (void (*)(void))callback, stream, userData));
+}
+
+XGPU_EXPORT cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+	return cudaLaunchHostFunc(stream, fn, userData);
+}
+
+XGPU_EXPORT cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
+						   void *userData, unsigned int flags)
+{
+	return cudaStreamAddCallback(stream, callback, userData, flags);
+}
+
+/* Profiling is the host's business (Nsight on Dom0 sees xgpud): the
+ * program's start/stop markers are accepted and change nothing. */
+XGPU_EXPORT cudaError_t cudaProfilerStart(void)
+{
+	return cudaSuccess;
+}
+
+XGPU_EXPORT cudaError_t cudaProfilerStop(void)
+{
 	return cudaSuccess;
 }
 

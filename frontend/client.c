@@ -475,14 +475,22 @@ int (*xgpu_rpc_capture_hook)(struct xgpu_rpc *r);
 
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 {
+	/* Capture first: a capturing stream's work becomes a graph node and does
+	 * not run now, so it neither waits for the stream's outstanding host
+	 * callbacks nor is held back behind them (graph.c). */
 	int (*hook)(struct xgpu_rpc *) = xgpu_rpc_capture_hook;
 	if (hook) {
 		int taken = hook(r);
 		if (taken >= 0)
 			return taken;
 	}
+	/* Before the channel lock: a held-back submission must not stop the
+	 * callback thread's own exchanges. */
+	int status = xgpu_stream_gate(c, r);
+	if (status)
+		return status;
 	pthread_mutex_lock(&c->lock);
-	int status = c->dead_error;
+	status = c->dead_error;
 	if (status)
 		goto out;
 	uint64_t seq = ++c->seq;
@@ -539,6 +547,11 @@ int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
 void xgpu_client_note_unsupported(const char *name, const char *returns)
 {
 	xgpu_fe_warn_once(name, "%s is not supported by xgpu; it returns %s", name, returns);
+	xgpu_client_tell_unsupported(name);
+}
+
+void xgpu_client_tell_unsupported(const char *name)
+{
 	struct xgpu_client *c;
 	if (xgpu_client_get(&c) == cudaSuccess) {
 		struct xgpu_req_NOTE_UNSUPPORTED req = {0};

@@ -39,6 +39,13 @@ int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r);
  * work on a capturing stream becomes a graph node). NULL until the process
  * first begins a capture. */
 extern int (*xgpu_rpc_capture_hook)(struct xgpu_rpc *r);
+/* Asked by xgpu_hostfn_enqueue before it enqueues a host function on stream
+ * (set by frontend/driver/graph.c with the hook above): a host function on a
+ * capturing stream would be a host node, which xgpu's graphs do not offer, so
+ * the capture is invalidated and cudaErrorStreamCaptureUnsupported returned
+ * (cudaErrorStreamCaptureInvalidated once it already is); 0 when the stream
+ * is not capturing. */
+extern int (*xgpu_hostfn_capture_hook)(xgpu_handle_t stream);
 
 /* xgpu_rpc_NAME(&req, &rsp): a type-checked exchange descriptor for NAME;
  * xgpu_call_NAME(c, &req, &rsp): the exchange without bulk data. */
@@ -100,11 +107,39 @@ int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
  * which counts such calls, if the channel is up. */
 void xgpu_client_note_unsupported(const char *name, const char *returns);
 
+/* Only tells the daemon (for callers that have warned in their own words). */
+void xgpu_client_tell_unsupported(const char *name);
+
 /* Bumped in every forked child: state keyed to the parent's channel (remote
  * handles, registered segments) is stale when this differs. */
 extern unsigned xgpu_fork_generation;
 
 /* Prints a message to stderr once per distinct key, unless XGPU_LOG=error. */
 void xgpu_fe_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- per-stream state both APIs share (streamstate.c) ---- */
+
+/* Runs one host callback: fn as the API named it, the stream as the program
+ * passed it, status the stream's state when reached (a cudaError_t). */
+typedef void (*xgpu_hostfn_run_t)(void (*fn)(void), void *api_stream, int status, void *user);
+/* Enqueues a host callback at the current end of stream (a wire handle):
+ * returns once it is queued; run is called on the process's callback thread
+ * once the stream reaches that point, and later work on the stream waits for
+ * it to return. Returns cudaError_t. */
+int xgpu_hostfn_enqueue(struct xgpu_client *c, xgpu_handle_t stream, xgpu_hostfn_run_t run, void (*fn)(void),
+			void *api_stream, void *user);
+/* Called by xgpu_rpc before each request: holds back stream work that must
+ * follow outstanding callbacks. Returns cudaSuccess, or the answer to give
+ * without sending (cudaErrorNotReady for a stream query). */
+int xgpu_stream_gate(struct xgpu_client *c, const struct xgpu_rpc *r);
+/* Stream attributes (CUlaunchAttributeID numbers, which cudaLaunchAttributeID
+ * shares; value a CUlaunchAttributeValue): checked, then remembered per
+ * stream. Return cudaError_t. */
+int xgpu_stream_attr_set(struct xgpu_client *c, xgpu_handle_t stream, int attr, const void *value);
+int xgpu_stream_attr_get(struct xgpu_client *c, xgpu_handle_t stream, int attr, void *value);
+/* A stream's priority (as clamped, or as set by attribute) and the device's
+ * priority range; any pointer may be NULL. Returns cudaError_t. */
+int xgpu_stream_get_priority(struct xgpu_client *c, xgpu_handle_t stream, int *priority, int *least,
+			     int *greatest);
 
 #endif

@@ -13,6 +13,7 @@
 #include "runtime.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -398,7 +399,9 @@ XGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size
 }
 
 /* Lays out a launch's parameters as the kernel's parameter space, after
- * checking the configuration; *len is the kernel's parameter size. */
+ * checking the configuration; *len is the kernel's parameter size. The one
+ * marshalling path of the runtime: launches, cooperative launches and graph
+ * kernel nodes (xgpu_rt_kernel_wire). */
 static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args, size_t shared,
 			   uint8_t *params, uint32_t *len)
 {
@@ -417,21 +420,16 @@ static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args
 	e = xgpu_launch_config_check(di->attrs, di->nattrs, grid_dims, block_dims, shared);
 	if (e)
 		return xgpu_rt_ret(e);
-	memset(params, 0, k->param_bytes);
-	for (uint32_t i = 0; i < k->nparams; i++) {
-		/* The layout comes from the program's own fatbin, but a damaged
-		 * one must not make us write outside the buffer. */
-		if (k->params[i].offset > k->param_bytes ||
-		    k->params[i].size > k->param_bytes - k->params[i].offset)
-			return xgpu_rt_ret(cudaErrorInvalidKernelImage);
-		memcpy(params + k->params[i].offset, args[i], k->params[i].size);
-	}
+	/* The layout comes from the program's own fatbin, but a damaged one
+	 * must not make us write outside the buffer. */
+	if (xgpu_fatbin_pack_params(k, args, params, XGPU_MAX_PARAM_BYTES))
+		return xgpu_rt_ret(cudaErrorInvalidKernelImage);
 	*len = k->param_bytes;
 	return cudaSuccess;
 }
 
-static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
-			  size_t shared, cudaStream_t stream)
+static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
+			     size_t shared, cudaStream_t stream, uint32_t flags)
 {
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
 	uint32_t len;
@@ -444,10 +442,23 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 				      .shared_bytes = (uint32_t)shared,
 				      .stream = xgpu_rt_stream(stream)};
 	struct xgpu_rsp_LAUNCH rsp;
-	struct xgpu_rpc r = xgpu_rpc_LAUNCH(&req, &rsp);
+	struct xgpu_req_LAUNCH_EX req_ex = {.func = req.func,
+					    .grid = req.grid,
+					    .block = req.block,
+					    .shared_bytes = req.shared_bytes,
+					    .stream = req.stream,
+					    .flags = flags};
+	struct xgpu_rsp_LAUNCH_EX rsp_ex;
+	struct xgpu_rpc r = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	r.out = params;
 	r.out_len = len;
 	return xgpu_rt_ret(xgpu_rpc(c, &r));
+}
+
+static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
+			  size_t shared, cudaStream_t stream)
+{
+	return launch_ex(c, f, grid, block, args, shared, stream, 0);
 }
 
 cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
@@ -476,6 +487,58 @@ XGPU_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 
 					      size_t shared, cudaStream_t stream)
 {
 	return cudaLaunchKernel(func, grid, block, args, shared, stream);
+}
+
+/* Every block of a cooperative launch is resident at once, so grid-wide
+ * synchronisation works; the daemon checks the grid against the device's
+ * occupancy (cudaErrorCooperativeLaunchTooLarge) and its support. */
+XGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid, dim3 block, void **args,
+						    size_t shared, cudaStream_t stream)
+{
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	return e ? e : launch_ex(c, f, grid, block, args, shared, stream, XGPU_LAUNCH_COOPERATIVE);
+}
+
+XGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
+							 size_t shared, cudaStream_t stream)
+{
+	return cudaLaunchCooperativeKernel(func, grid, block, args, shared, stream);
+}
+
+/* The launch attributes that have a meaning here: cooperative; ignore; and
+ * priority, a hint the daemon's scheduling does not use per launch. */
+XGPU_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+	if (!config || (config->numAttrs && !config->attrs))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	uint32_t flags = 0;
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const cudaLaunchAttribute *a = &config->attrs[i];
+		if (a->id == cudaLaunchAttributeCooperative) {
+			if (a->val.cooperative)
+				flags |= XGPU_LAUNCH_COOPERATIVE;
+			else
+				flags &= ~XGPU_LAUNCH_COOPERATIVE;
+		} else if (a->id != cudaLaunchAttributeIgnore && a->id != cudaLaunchAttributePriority) {
+			char what[96];
+			snprintf(what, sizeof what, "cudaLaunchKernelExC (launch attribute %d)", (int)a->id);
+			return xgpu_unsupported(what);
+		}
+	}
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	return e ? e
+		 : launch_ex(c, f, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+			     config->stream, flags);
+}
+
+XGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
+						 void **args)
+{
+	return cudaLaunchKernelExC(config, func, args);
 }
 
 /* nvcc 13's launch stubs ask once per kernel for a handle, then launch

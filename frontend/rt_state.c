@@ -302,9 +302,19 @@ XGPU_EXPORT cudaError_t cudaHostGetFlags(unsigned int *flags, void *ptr)
 
 XGPU_EXPORT cudaError_t cudaHostGetDevicePointer(void **pdev, void *host, unsigned int flags)
 {
-	/* A guest pointer cannot name Dom0's mapping of the same pages, so
-	 * mapped (zero-copy) host memory is not offered. */
-	return xgpu_unsupported("cudaHostGetDevicePointer");
+	/* Pinned memory lives in the guest; the GPU can address only Dom0's
+	 * mapping of it, which no guest pointer can name. The device reports
+	 * canMapHostMemory = 0 (the daemon says so in DEVICE_INFO), and for a
+	 * pointer the device has no mapping of CUDA answers
+	 * cudaErrorInvalidValue. */
+	if (!pdev || !host || flags)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	xgpu_fe_warn_once("hostdevptr",
+			  "cudaHostGetDevicePointer: host memory cannot be mapped into the device's "
+			  "address space under xgpu (it lives in the guest); returning "
+			  "cudaErrorInvalidValue");
+	*pdev = NULL;
+	return xgpu_rt_ret(cudaErrorInvalidValue);
 }
 
 /* cudaHostRegister cannot share memory the program already owns with the

@@ -17,46 +17,7 @@ set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 secs=${DEMO_SECONDS:-12}
 policy=${DEMO_POLICY:-rr}
-work=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-demo.XXXXXX")
-export XGPU_SOCKET=$work/xgpud.sock
-# The workloads run through xgpu's libraries; the daemon must not, since it
-# loads NVIDIA's libcuda.so.1 and ours has the same name.
-daemon_ldpath=${LD_LIBRARY_PATH-}
-export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-daemon=
-
-cleanup() {
-	if [ -n "$daemon" ]; then
-		kill -TERM "$daemon" 2>/dev/null || true
-		wait "$daemon" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-
-# start_daemon LOG [xgpud options...]: starts xgpud and waits until it answers.
-start_daemon() {
-	local log=$1
-	shift
-	if [ -n "$daemon_ldpath" ]; then
-		LD_LIBRARY_PATH=$daemon_ldpath "$B/bin/xgpud" --foreground "$@" >"$log" 2>&1 &
-	else
-		env -u LD_LIBRARY_PATH "$B/bin/xgpud" --foreground "$@" >"$log" 2>&1 &
-	fi
-	daemon=$!
-	for _ in $(seq 100); do
-		"$B/bin/xl-gpu" list >/dev/null 2>&1 && return 0
-		kill -0 "$daemon" 2>/dev/null || { cat "$log"; exit 1; }
-		sleep 0.1
-	done
-}
-
-# stop_daemon: SIGTERM, and a failed exit fails the demo.
-stop_daemon() {
-	kill -TERM "$daemon"
-	wait "$daemon" || status=1
-	daemon=
-}
+. "$(dirname "$0")/lib-daemon.sh"
 
 # run_mix SUFFIX SECONDS: the three domains' programs at once, for SECONDS
 # each; outputs in $work/<domain>SUFFIX.out.
@@ -92,7 +53,7 @@ declare -A prog=(
 status=0
 run_mix "" "$secs"
 "$B/bin/xl-gpu" stats --json >"$work/stats.json"
-stop_daemon
+stop_daemon || status=1
 
 # One row per domain: the daemon's accounting beside the program's own
 # verification line.
@@ -149,7 +110,7 @@ CONF
 		XGPU_SIM_SPEED=$sat_speed start_daemon "$work/xgpud-$p.log" --policy "$p" --config "$work/credits.conf"
 		run_mix "-$p" "$tsecs"
 		"$B/bin/xl-gpu" stats --json >"$work/stats-$p.json"
-		stop_daemon
+		stop_daemon || status=1
 		for d in tenant-a tenant-b tenant-c; do
 			grep -q "verified=yes" "$work/$d-$p.out" || { status=1; echo "$d failed under $p"; }
 		done

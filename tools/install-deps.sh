@@ -14,6 +14,8 @@ PACKAGES+=(dpkg-dev flex bison python3)
 # The libFuzzer harnesses (tests/fuzz/, `make fuzz`, run briefly by `make test`):
 # clang with its fuzzer and sanitizer runtimes.
 PACKAGES+=(clang-14 libclang-rt-14-dev)
+# The plots of `make experiment` (tools/experiment/run.sh --report).
+PACKAGES+=(gnuplot-nox)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -353,9 +353,16 @@ HANDLER(DEVICE_INFO)
 	rsp->total_mem = b.total_mem;
 	rsp->attr_count = g->nattrs;
 	rsp->driver_version = c->d->driver_version;
+	/* Pinned memory lives in the guest: the device cannot address it, so
+	 * the guest is told the device cannot map host memory (programs that
+	 * check take their copying path; cudaHostGetDevicePointer refuses). */
+	int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
+	memcpy(attrs, g->attrs, sizeof attrs);
+	if (g->nattrs > CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
+		attrs[CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY] = 0;
 	int r = bulk_write(c, &b, sizeof b);
 	if (!r)
-		r = bulk_write(c, g->attrs, (uint64_t)g->nattrs * sizeof g->attrs[0]);
+		r = bulk_write(c, attrs, (uint64_t)g->nattrs * sizeof attrs[0]);
 	return r;
 }
 
@@ -836,33 +843,96 @@ HANDLER(FUNC_SET_ATTRIBUTE)
 	    c, c->drv->cuFuncSetAttribute(res->func->u.func.fn, (CUfunction_attribute)req->attr, req->value));
 }
 
-HANDLER(LAUNCH)
+/* A cooperative launch must have every block resident at once: more blocks
+ * than the device's occupancy for this configuration x its SMs is refused
+ * as CUDA refuses it, before the driver sees it. */
+static int check_cooperative(struct call *c, CUfunction fn, const struct xgpu_dim3 *grid,
+			     const struct xgpu_dim3 *block, uint32_t shared_bytes)
 {
-	const struct xgpu_kernel_info *k = res->func->u.func.kinfo;
+	const struct xgpu_gpu *g = c->dom->gpu;
+	if (!g->attrs[CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH])
+		return cudaErrorNotSupported;
+	uint64_t threads = (uint64_t)block->x * block->y * block->z;
+	uint64_t blocks = (uint64_t)grid->x * grid->y * grid->z;
+	int per_sm = 0;
+	if (threads > INT32_MAX)
+		return cudaErrorInvalidConfiguration;
+	int r = drv(
+	    c, c->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)threads, shared_bytes));
+	if (r)
+		return r;
+	uint64_t fit = (uint64_t)(per_sm > 0 ? per_sm : 0) *
+		       (uint64_t)g->attrs[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+	if (blocks > fit) {
+		dlog_info(c->dom,
+			  "domain %s: cooperative launch refused: %" PRIu64 " blocks, at most %" PRIu64
+			  " fit on the device at once",
+			  c->dom->name, blocks, fit);
+		return cudaErrorCooperativeLaunchTooLarge;
+	}
+	return cudaSuccess;
+}
+
+static int launch(struct call *c, const struct xgpu_obj *func, const struct xgpu_dim3 *grid,
+		  const struct xgpu_dim3 *block, uint32_t shared_bytes, CUstream stream, uint32_t flags)
+{
+	const struct xgpu_kernel_info *k = func->u.func.kinfo;
+	/* Up to the 32764 bytes CUDA 12.1 allows. */
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	if (flags & ~XGPU_LAUNCH_COOPERATIVE)
+		return cudaErrorInvalidValue;
 	if (c->hdr.bulk_len != k->param_bytes) {
 		dlog_info(c->dom,
 			  "domain %s: launch of %s refused: %" PRIu64 " parameter bytes, the kernel takes %u",
 			  c->dom->name, k->name, c->hdr.bulk_len, k->param_bytes);
 		return cudaErrorInvalidValue;
 	}
-	if (!req->grid.x || !req->grid.y || !req->grid.z || !req->block.x || !req->block.y || !req->block.z)
+	if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
 		return cudaErrorInvalidConfiguration;
 	int r = bulk_read(c, params, k->param_bytes);
 	if (r)
 		return r;
+	if (flags & XGPU_LAUNCH_COOPERATIVE) {
+		r = check_cooperative(c, func->u.func.fn, grid, block, shared_bytes);
+		if (r)
+			return r;
+	}
 	size_t size = k->param_bytes;
 	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
 			 CU_LAUNCH_PARAM_END};
 	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
-	r = drv(c, c->drv->cuLaunchKernel(res->func->u.func.fn, req->grid.x, req->grid.y, req->grid.z,
-					  req->block.x, req->block.y, req->block.z, req->shared_bytes,
-					  res->stream, NULL, size ? extra : NULL));
-	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	xgpu_exec_busy_begin(c->dom, stream, &mark);
+	if (flags & XGPU_LAUNCH_COOPERATIVE) {
+		CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+		CUlaunchConfig cfg = {.gridDimX = grid->x,
+				      .gridDimY = grid->y,
+				      .gridDimZ = grid->z,
+				      .blockDimX = block->x,
+				      .blockDimY = block->y,
+				      .blockDimZ = block->z,
+				      .sharedMemBytes = shared_bytes,
+				      .hStream = stream,
+				      .attrs = &coop,
+				      .numAttrs = 1};
+		r = drv(c, c->drv->cuLaunchKernelEx(&cfg, func->u.func.fn, NULL, size ? extra : NULL));
+	} else
+		r = drv(c,
+			c->drv->cuLaunchKernel(func->u.func.fn, grid->x, grid->y, grid->z, block->x, block->y,
+					       block->z, shared_bytes, stream, NULL, size ? extra : NULL));
+	xgpu_exec_busy_end(c->dom, stream, mark);
 	if (!r)
 		xgpu_stat_add(&c->dom->stats.kernels, 1);
 	return r;
+}
+
+HANDLER(LAUNCH)
+{
+	return launch(c, res->func, &req->grid, &req->block, req->shared_bytes, res->stream, 0);
+}
+
+HANDLER(LAUNCH_EX)
+{
+	return launch(c, res->func, &req->grid, &req->block, req->shared_bytes, res->stream, req->flags);
 }
 
 HANDLER(OCCUPANCY)
@@ -922,6 +992,18 @@ HANDLER(STREAM_WAIT_EVENT)
 	if (req->flags)
 		return cudaErrorInvalidValue;
 	return drv(c, c->drv->cuStreamWaitEvent(res->stream, res->event->u.event.e, 0));
+}
+
+HANDLER(STREAM_PRIORITY)
+{
+	int prio = 0, least = 0, greatest = 0;
+	int r = drv(c, c->drv->cuCtxGetStreamPriorityRange(&least, &greatest));
+	if (!r && res->stream)
+		r = drv(c, c->drv->cuStreamGetPriority(res->stream, &prio));
+	rsp->priority = prio;
+	rsp->least = least;
+	rsp->greatest = greatest;
+	return r;
 }
 
 HANDLER(EVENT_CREATE)

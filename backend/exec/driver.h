@@ -51,6 +51,9 @@
 	X(cuFuncGetParamInfo)                                                                                \
 	X(cuLaunchKernel)                                                                                    \
 	X(cuLaunchHostFunc)                                                                                  \
+	X(cuLaunchKernelEx)                                                                                  \
+	X(cuCtxGetStreamPriorityRange)                                                                       \
+	X(cuStreamGetPriority)                                                                               \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                       \
 	X(cuStreamCreate)                                                                                    \
 	X(cuStreamCreateWithPriority)                                                                        \

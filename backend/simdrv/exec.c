@@ -540,6 +540,39 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 	return stream_create(phStream, Flags, 0);
 }
 
+CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, true);
+	if (r)
+		return r;
+	sim_ctx_put(c);
+	/* Either pointer may be NULL, as with the real driver. */
+	if (leastPriority)
+		*leastPriority = SIM_PRIO_LEAST;
+	if (greatestPriority)
+		*greatestPriority = SIM_PRIO_GREATEST;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, true);
+	if (r)
+		return r;
+	struct CUstream_st *s = NULL;
+	if (!priority)
+		r = CUDA_ERROR_INVALID_VALUE;
+	else
+		r = sim_stream_get(hStream, c, &s);
+	if (!r)
+		*priority = s ? s->priority : SIM_PRIO_LEAST;
+	sim_stream_put(s);
+	sim_ctx_put(c);
+	return r;
+}
+
 /* Unlinks obj (a stream or event of ctx) after the caller unregistered it,
  * and drops the registry's reference. */
 static void unlink_and_put(struct CUctx_st *ctx, struct sim_link *link, struct sim_obj *obj)

@@ -864,3 +864,43 @@ CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
 	*cost_ns = f->impl && f->impl->cost_ns ? f->impl->cost_ns(&l) : default_cost(op);
 	return r;
 }
+
+/* cuLaunchKernelEx: the attributes the simulated device gives meaning to.
+ * A cooperative launch must fit on the device at once (every block
+ * resident, so that grid-wide synchronisation cannot deadlock): more blocks
+ * than occupancy x SMs is refused as the real driver refuses it. */
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+	if (!config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	bool cooperative = false;
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const CUlaunchAttribute *a = &config->attrs[i];
+		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
+			cooperative = a->value.cooperative != 0;
+		else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE)
+			return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (cooperative) {
+		struct CUfunc_st *fn;
+		CUresult r = func_get(f, &fn);
+		if (r)
+			return r;
+		int sms = fn->mod->ctx->dev->p.sms;
+		sim_obj_put(&fn->obj);
+		uint64_t threads = (uint64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
+		uint64_t blocks = (uint64_t)config->gridDimX * config->gridDimY * config->gridDimZ;
+		int per_sm = 0;
+		if (threads && threads <= INT32_MAX) {
+			r = cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, (int)threads,
+									config->sharedMemBytes);
+			if (r)
+				return r;
+		}
+		if (blocks > (uint64_t)per_sm * (uint64_t)sms)
+			return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+	}
+	return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+			      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+			      kernelParams, extra);
+}

@@ -11,6 +11,7 @@
 #include "driver.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,12 +24,14 @@ struct CUctx_st {
 	CUdevice device;
 	bool primary;
 	unsigned flags;
+	unsigned long long id; /* cuCtxGetId: never reused within the process */
 };
 
 static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool initialised;
 static unsigned init_generation; /* xgpu_fork_generation at cuInit */
 static struct CUctx_st primaries[MAX_DEVICES];
+static _Atomic unsigned long long last_ctx_id;
 static unsigned primary_refs[MAX_DEVICES];
 
 /* The calling thread's context stack; the top is the current context. */
@@ -69,8 +72,8 @@ CUresult cuInit(unsigned int flags)
 	pthread_mutex_lock(&drv_lock);
 	if (!initialised || init_generation != xgpu_fork_generation) {
 		for (unsigned i = 0; i < MAX_DEVICES; i++) {
-			primaries[i] =
-			    (struct CUctx_st){.magic = CTX_MAGIC, .device = (CUdevice)i, .primary = true};
+			primaries[i] = (struct CUctx_st){
+			    .magic = CTX_MAGIC, .device = (CUdevice)i, .primary = true, .id = ++last_ctx_id};
 			primary_refs[i] = 0;
 		}
 		init_generation = xgpu_fork_generation;
@@ -257,6 +260,14 @@ CUcontext xgpu_drv_current_ctx(void)
 bool xgpu_drv_ctx_valid(CUcontext ctx)
 {
 	return valid_ctx(ctx);
+}
+
+CUresult xgpu_drv_ctx_device(CUcontext ctx, CUdevice *dev)
+{
+	if (!valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*dev = ctx->device;
+	return CUDA_SUCCESS;
 }
 
 CUresult xgpu_drv_primary_ctx(CUdevice dev, CUcontext *pctx)
@@ -492,9 +503,21 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int fl
 	CUcontext ctx = calloc(1, sizeof *ctx);
 	if (!ctx)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	*ctx = (struct CUctx_st){.magic = CTX_MAGIC, .device = dev, .flags = flags};
+	*ctx = (struct CUctx_st){.magic = CTX_MAGIC, .device = dev, .flags = flags, .id = ++last_ctx_id};
 	ctx_stack[ctx_depth++] = ctx;
 	*pctx = ctx;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+	if (!ctxId)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!ctx)
+		ctx = current();
+	if (!valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*ctxId = ctx->id;
 	return CUDA_SUCCESS;
 }
 

@@ -51,6 +51,8 @@ static inline xgpu_handle_t xgpu_drv_stream(CUstream s)
 /* The calling thread's current context, or NULL. */
 CUcontext xgpu_drv_current_ctx(void);
 bool xgpu_drv_ctx_valid(CUcontext ctx);
+/* The device of a valid context; CUDA_ERROR_INVALID_CONTEXT otherwise. */
+CUresult xgpu_drv_ctx_device(CUcontext ctx, CUdevice *dev);
 
 /* dev's primary context, without retaining it (what NVIDIA's runtime asks
  * the private CUDART_INTERFACE table for, exptab.c). */

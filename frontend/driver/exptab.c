@@ -16,6 +16,7 @@
 #include "md2.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +29,23 @@ struct export_table {
 	uint8_t id[16];
 	const slot_fn *slots; /* NULL: known, and deliberately answered "not found" */
 	unsigned nslots;
-	_Atomic unsigned long long traced_slots; /* bit per slot already traced */
+	_Atomic unsigned long long traced_slots;   /* bit per slot already traced */
+	_Atomic unsigned long long reported_slots; /* bit per unimplemented slot told to the daemon */
 	_Atomic int traced;
 };
 
-enum { T_PREINIT, T_CUDART, T_HOOKS, T_TLS, T_CLS, T_CHECKS, T_INTEGRITY, T_COUNT };
+enum {
+	T_PREINIT,
+	T_CUDART,
+	T_HOOKS,
+	T_TLS,
+	T_CLS,
+	T_CHECKS,
+	T_INTEGRITY,
+	T_LIBRARY,
+	T_MODULE_FUNCS,
+	T_COUNT
+};
 
 static struct export_table tables[T_COUNT];
 
@@ -76,6 +89,15 @@ static CUresult unimplemented_slot(unsigned table, unsigned slot)
 			  "slot %u of the driver's private table %s (%s) is not implemented by xgpu; it "
 			  "returns CUDA_ERROR_NOT_SUPPORTED (xgpu offers CUDA 13.0's tables)",
 			  slot, tables[table].name, uuid);
+	/* The daemon's log names it too, once: that is where an administrator
+	 * (and the e2e tests) look for what a program needed and did not get. */
+	unsigned long long bit = 1ull << (slot % 64);
+	if (!(atomic_fetch_or(&tables[table].reported_slots, bit) & bit)) {
+		char name[128];
+		snprintf(name, sizeof name, "slot %u of private table %s (%s)", slot, uuid,
+			 tables[table].name);
+		xgpu_client_tell_unsupported(name);
+	}
 	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -190,13 +212,19 @@ static const slot_fn tools_runtime_callback_hooks[HOOKS_SLOTS] = {
 
 /* ---- TOOLS_TLS: the tools interface's per-thread state ------------------ */
 
-/* The runtime only fetches it; cuBLAS calls slot 2 while creating a handle.
- * Its arguments are not known; with no tool (profiler) attached there is no
- * tool state, and answering success with nothing written is what lets
- * cuBLAS go on (LUPINE, lupinemachines/lupine, answers all three slots so). */
-static CUresult tools_tls_2(void)
+/* The runtime only fetches it. cuBLAS and cuBLASLt call slot 2,
+ * CUresult (CUcontext *out), and pass what it wrote as the context argument
+ * of LIBRARY_RESOURCES' slots (objdump of libcublas.so.13 at 0x2183ab and of
+ * libcublasLt.so.13 at 0x19408dc). That it is the calling thread's current
+ * context is a guess, resting on cuFFT, which passes slot 4 a context it
+ * got elsewhere (libcufft.so.12 0x31a144..0x31a169). An earlier xgpu
+ * answered success without writing, and cuBLAS passed stack garbage on. */
+static CUresult tools_tls_2(CUcontext *out)
 {
 	trace_slot(T_TLS, 2);
+	if (!out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*out = xgpu_drv_current_ctx();
 	return CUDA_SUCCESS;
 }
 
@@ -457,6 +485,150 @@ static const slot_fn integrity_check_table[INTEGRITY_SLOTS] = {
     (slot_fn)unimpl_T_INTEGRITY_2,
 };
 
+/* ---- LIBRARY_RESOURCES (21318c60): what libraries ask of contexts, streams */
+
+/* Unnamed by ZLUDA; the name is ours. cuBLAS (libcublas.so.13), cuBLASLt
+ * (libcublasLt.so.13) and cuFFT (libcufft.so.12) use three slots, each with
+ * a context first (TOOLS_TLS slot 2's, or one cuFFT has); signatures from
+ * the call sites (docs/driver-frontend.md). NULL means the current one. */
+static CUresult library_context(CUcontext *ctx)
+{
+	if (!*ctx)
+		*ctx = xgpu_drv_current_ctx();
+	return *ctx && xgpu_drv_ctx_valid(*ctx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* Slot 4, CUresult (CUcontext, uint64_t *id): cuBLASLt, before every
+ * operation, looks id up in a std::map of contexts it has set up
+ * (libcublasLt.so.13 0x194091b), cuFFT compares it with the one a plan was
+ * made for (libcufft.so.12 0x31a169). An identity per context, never 0:
+ * cuCtxGetId's (a guess at what the driver answers; LUPINE answers 1 for a
+ * context, 0 for none). */
+static CUresult library_context_id(CUcontext ctx, uint64_t *id)
+{
+	trace_slot(T_LIBRARY, 4);
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = library_context(&ctx);
+	unsigned long long ctx_id = 0;
+	if (!r)
+		r = cuCtxGetId(ctx, &ctx_id);
+	if (!r)
+		*id = ctx_id;
+	return r;
+}
+
+/* Slot 51, CUresult (CUcontext, CUstream, void **stream_object, int
+ * per_thread): cuBLAS, choosing a workspace for a stream that is not being
+ * captured (libcublas.so.13 0x2183de; per_thread is stream == 2,
+ * cudaStreamPerThread), turns the stream into an object it only passes to
+ * slot 39. The object here is the stream's wire handle; an unknown stream
+ * fails later, at its first use. */
+static CUresult library_stream_object(CUcontext ctx, CUstream stream, void **object, int per_thread)
+{
+	trace_slot(T_LIBRARY, 51);
+	(void)per_thread; /* every thread's default stream is the channel's one */
+	if (!object)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = library_context(&ctx);
+	if (!r)
+		*object = (void *)(uintptr_t)xgpu_drv_stream(stream);
+	return r;
+}
+
+/* Slot 39, CUresult (CUcontext, stream_object, uint64_t *id): the key cuBLAS
+ * files a stream's workspace under (compared with the keys of its pool,
+ * libcublas.so.13 0x2183fb); fresh pool entries hold 0, so the identity is
+ * never 0: the wire handle plus one. */
+static CUresult library_stream_id(CUcontext ctx, const void *object, uint64_t *id)
+{
+	trace_slot(T_LIBRARY, 39);
+	if (!id)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = library_context(&ctx);
+	if (!r)
+		*id = (uint64_t)(uintptr_t)object + 1;
+	return r;
+}
+
+/* The slots not implemented, each its own function so that it can name
+ * itself when called. */
+/* clang-format off */
+#define LIBRARY_UNIMPLEMENTED(X)                                                    \
+	X(1) X(2) X(3) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14)       \
+	X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26)     \
+	X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38)     \
+	X(40) X(41) X(42) X(43) X(44) X(45) X(46) X(47) X(48) X(49) X(50)
+#define LIBRARY_DEFINE(n) UNIMPLEMENTED(T_LIBRARY, n)
+#define LIBRARY_ENTRY(n) [n] = (slot_fn)unimpl_T_LIBRARY_##n,
+LIBRARY_UNIMPLEMENTED(LIBRARY_DEFINE)
+
+/* How many slots the table has is not known; 51 is the highest seen used,
+ * and slot 0 is taken to be the size as in the other tables (a guess:
+ * cuBLAS does not read it). */
+#define LIBRARY_SLOTS 52
+static const slot_fn library_resources[LIBRARY_SLOTS] = {
+	[0] = (slot_fn)(uintptr_t)(LIBRARY_SLOTS * sizeof(void *)),
+	LIBRARY_UNIMPLEMENTED(LIBRARY_ENTRY)
+	[4] = (slot_fn)library_context_id,
+	[39] = (slot_fn)library_stream_id,
+	[51] = (slot_fn)library_stream_object,
+};
+/* clang-format on */
+
+/* ---- MODULE_FUNCTIONS (6e163fbe): a module's kernels, for cuFFT -------- */
+
+/* Unnamed by ZLUDA; the name is ours. cuFFT asks for it at start-up beside
+ * LIBRARY_RESOURCES and refuses to plan without it; it checks that slot 0,
+ * the size, covers slot 7 (libcufft.so.12 0x350fca) and calls only that:
+ *   unsigned (CUcontext, CUmodule, void (*each)(void *user, CUfunction,
+ *   uint64_t), void *user)
+ * when it wants a module's kernel without naming it (0x350fde; with a name
+ * it calls cuModuleGetFunction). It takes the function its callback was last
+ * given and requires the answer 1: the answer is taken to be the number of
+ * functions passed to the callback (a guess; cuFFT's modules hold one
+ * kernel). The callback's third argument is not known (cuFFT's ignores it;
+ * 0 here). Any failure answers 0. */
+typedef void (*module_function_cb)(void *user, CUfunction function, uint64_t unknown);
+
+static unsigned module_functions_each(CUcontext ctx, CUmodule module, module_function_cb each, void *user)
+{
+	trace_slot(T_MODULE_FUNCS, 7);
+	if (!each || (ctx && !xgpu_drv_ctx_valid(ctx)))
+		return 0;
+	unsigned count;
+	if (cuModuleGetFunctionCount(&count, module) || !count)
+		return 0;
+	CUfunction *functions = calloc(count, sizeof *functions);
+	if (!functions)
+		return 0;
+	if (cuModuleEnumerateFunctions(functions, count, module))
+		count = 0;
+	for (unsigned i = 0; i < count; i++)
+		each(user, functions[i], 0);
+	free(functions);
+	return count;
+}
+
+UNIMPLEMENTED(T_MODULE_FUNCS, 1)
+UNIMPLEMENTED(T_MODULE_FUNCS, 2)
+UNIMPLEMENTED(T_MODULE_FUNCS, 3)
+UNIMPLEMENTED(T_MODULE_FUNCS, 4)
+UNIMPLEMENTED(T_MODULE_FUNCS, 5)
+UNIMPLEMENTED(T_MODULE_FUNCS, 6)
+
+#define MODULE_FUNCS_SLOTS 8
+static const slot_fn module_functions[MODULE_FUNCS_SLOTS] = {
+    (slot_fn)(uintptr_t)(MODULE_FUNCS_SLOTS * sizeof(void *)),
+    (slot_fn)unimpl_T_MODULE_FUNCS_1,
+    (slot_fn)unimpl_T_MODULE_FUNCS_2,
+    (slot_fn)unimpl_T_MODULE_FUNCS_3,
+    (slot_fn)unimpl_T_MODULE_FUNCS_4,
+    (slot_fn)unimpl_T_MODULE_FUNCS_5,
+    (slot_fn)unimpl_T_MODULE_FUNCS_6,
+    (slot_fn)module_functions_each,
+};
+
 /* ---- the directory ----------------------------------------------------- */
 
 /* Names as ZLUDA calls them, where it does. */
@@ -498,6 +670,16 @@ static struct export_table tables[T_COUNT] = {
 		      0xe1, 0xf2},
 		     integrity_check_table,
 		     INTEGRITY_SLOTS},
+    [T_LIBRARY] = {"LIBRARY_RESOURCES",
+		   {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8,
+		    0xf2},
+		   library_resources,
+		   LIBRARY_SLOTS},
+    [T_MODULE_FUNCS] = {"MODULE_FUNCTIONS",
+			{0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1,
+			 0x99, 0x1e},
+			module_functions,
+			MODULE_FUNCS_SLOTS},
 };
 
 /* Whether an unknown table is traced for the first time (the trace lists
@@ -528,17 +710,20 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 	for (unsigned i = 0; i < T_COUNT; i++)
 		if (!memcmp(tables[i].id, pExportTableId->bytes, 16))
 			t = &tables[i];
-	if (tracing() && (t ? !t->traced : first_unknown(pExportTableId->bytes))) {
-		if (t)
-			t->traced = 1;
+	bool first = t ? !atomic_exchange(&t->traced, 1) : first_unknown(pExportTableId->bytes);
+	if (tracing() && first)
 		fprintf(stderr, "xgpu-exptab: table %s %s %s\n", uuid, t ? t->name : "UNKNOWN",
 			t && t->slots ? "offered" : "refused");
-	}
 	if (!t) {
 		xgpu_fe_warn_once(uuid,
 				  "cuGetExportTable: the driver's private table %s is not one xgpu offers "
 				  "(xgpu offers CUDA 13.0's tables; see docs/driver-frontend.md)",
 				  uuid);
+		if (first) {
+			char name[80];
+			snprintf(name, sizeof name, "cuGetExportTable of private table %s", uuid);
+			xgpu_client_tell_unsupported(name);
+		}
 		return CUDA_ERROR_NOT_FOUND;
 	}
 	if (!t->slots)

@@ -1216,6 +1216,9 @@ static int capture_rpc(struct xgpu_rpc *r)
 	case XGPU_CALL_LAUNCH:
 		res = capture_stream_work(r, STREAM_OF(LAUNCH));
 		break;
+	case XGPU_CALL_LAUNCH_EX:
+		res = capture_stream_work(r, STREAM_OF(LAUNCH_EX));
+		break;
 	case XGPU_CALL_MEMCPY_HTOD:
 		res = capture_stream_work(r, STREAM_OF(MEMCPY_HTOD));
 		break;
@@ -1427,10 +1430,28 @@ static int capture_stream_work(struct xgpu_rpc *r, xgpu_handle_t stream)
 	default:
 		/* A graph launched into a capture (a child graph node) is not
 		 * offered: the daemon's instantiated graph has no description
-		 * here to copy. */
+		 * here to copy. Nor is a cooperative launch (LAUNCH_EX): a
+		 * kernel node has no launch attributes on the wire. */
 		cs->cap->invalidated = true;
 		return cudaErrorStreamCaptureUnsupported;
 	}
+}
+
+/* xgpu_hostfn_capture_hook (client.h). */
+static int capture_host_fn(xgpu_handle_t stream)
+{
+	if (!atomic_load(&live_captures))
+		return cudaSuccess;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(stream);
+	int res = cudaSuccess;
+	if (cs) {
+		res = cs->cap->invalidated ? cudaErrorStreamCaptureInvalidated
+					   : cudaErrorStreamCaptureUnsupported;
+		cs->cap->invalidated = true;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return res;
 }
 
 bool xgpu_graph_capturing(xgpu_handle_t stream)
@@ -1458,6 +1479,7 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
 	if (s == XGPU_STREAM_DEFAULT)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	xgpu_rpc_capture_hook = capture_rpc;
+	xgpu_hostfn_capture_hook = capture_host_fn;
 	pthread_mutex_lock(&capture_lock);
 	struct capture *cap = NULL;
 	struct capture_stream *cs = NULL;

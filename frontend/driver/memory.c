@@ -9,12 +9,67 @@
 #include "driver.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The per-thread-default-stream entry points (_ptds, _ptsz) behave as the
  * legacy ones: the channel has one default stream. */
 #define XGPU_ALIAS(name) __attribute__((alias(#name)))
+
+/* ---- what cuPointerGetAttribute needs to know of allocations ---------- */
+
+/* The daemon knows the allocations; cuPointerGetAttribute is answered here
+ * from this list of what cuMemAlloc handed out instead of a round trip.
+ * Libraries ask it about a few buffers (cuFFT, each buffer of a plan), so a
+ * list searched from the newest is enough. */
+struct allocation {
+	CUdeviceptr base;
+	size_t size;
+	unsigned long long buffer_id; /* never reused within the process */
+	CUcontext ctx;
+	struct allocation *next;
+};
+static pthread_mutex_t allocations_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct allocation *allocations;
+static unsigned long long last_buffer_id;
+
+static void remember_allocation(CUdeviceptr base, size_t size)
+{
+	struct allocation *a = calloc(1, sizeof *a);
+	if (!a)
+		return; /* cuPointerGetAttribute will not know it: INVALID_VALUE */
+	pthread_mutex_lock(&allocations_lock);
+	*a = (struct allocation){base, size, ++last_buffer_id, xgpu_drv_current_ctx(), allocations};
+	allocations = a;
+	pthread_mutex_unlock(&allocations_lock);
+}
+
+static void forget_allocation(CUdeviceptr base)
+{
+	pthread_mutex_lock(&allocations_lock);
+	for (struct allocation **a = &allocations; *a; a = &(*a)->next)
+		if ((*a)->base == base) {
+			struct allocation *gone = *a;
+			*a = gone->next;
+			free(gone);
+			break;
+		}
+	pthread_mutex_unlock(&allocations_lock);
+}
+
+static bool find_allocation(CUdeviceptr p, struct allocation *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&allocations_lock);
+	for (struct allocation *a = allocations; a && !found; a = a->next)
+		if (p >= a->base && p - a->base < a->size) {
+			*out = *a;
+			found = true;
+		}
+	pthread_mutex_unlock(&allocations_lock);
+	return found;
+}
 
 CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 {
@@ -29,8 +84,10 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 	struct xgpu_req_MEM_ALLOC req = {.size = bytesize};
 	struct xgpu_rsp_MEM_ALLOC rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_ALLOC(c, &req, &rsp));
-	if (!r)
+	if (!r) {
 		*dptr = (CUdeviceptr)rsp.dptr;
+		remember_allocation(*dptr, bytesize);
+	}
 	return r;
 }
 
@@ -44,7 +101,10 @@ CUresult cuMemFree(CUdeviceptr dptr)
 		return CUDA_SUCCESS;
 	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
 	struct xgpu_rsp_MEM_FREE rsp;
-	return xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
+	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
+	if (!r)
+		forget_allocation(dptr);
+	return r;
 }
 
 CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
@@ -380,6 +440,24 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 	return r;
 }
 
+/* Pinned memory lives in the guest; the GPU can address only Dom0's mapping
+ * of it, which no guest pointer can name. The device reports
+ * CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 0, and for memory the device
+ * has no mapping of the driver answers CUDA_ERROR_INVALID_VALUE. Nothing is
+ * written to *pdptr: the pre-v2 ABI (aliased below) has a 32-bit one. */
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+	if (!pdptr || !p || Flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	xgpu_fe_warn_once("hostdevptr",
+			  "cuMemHostGetDevicePointer: host memory cannot be mapped into the device's address "
+			  "space under xgpu (it lives in the guest); returning CUDA_ERROR_INVALID_VALUE");
+	return CUDA_ERROR_INVALID_VALUE;
+}
+#undef cuMemHostGetDevicePointer
+CUresult cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+    XGPU_ALIAS(cuMemHostGetDevicePointer_v2);
+
 CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
 	struct xgpu_client *c;
@@ -421,4 +499,123 @@ CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
 CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
 	return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+/* Device memory from cuMemAlloc only: xgpu's host memory is pageable and
+ * not mapped into the device's address space, so any other pointer is
+ * CUDA_ERROR_INVALID_VALUE, as the driver answers for memory it does not
+ * know. (Memory from xgpu's own libcudart.so.13 is not in this list: a
+ * program built with -cudart shared that hands such memory to a library
+ * with a runtime of its own gets "not known" here.) */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	struct xgpu_client *c;
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	struct allocation a;
+	if (!find_allocation(ptr, &a))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUdevice dev = 0;
+	switch (attribute) {
+	case CU_POINTER_ATTRIBUTE_CONTEXT:
+		*(CUcontext *)data = a.ctx;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+		*(CUdeviceptr *)data = ptr;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+		*(unsigned long long *)data = a.buffer_id;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		*(unsigned *)data = 0;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MAPPED:
+		*(unsigned *)data = 1;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+		*(unsigned *)data = 0; /* never set: cuPointerSetAttribute is not offered */
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		/* A context destroyed since is the program's error; its memory went
+		 * with it in CUDA. */
+		if (a.ctx && (r = xgpu_drv_ctx_device(a.ctx, &dev)))
+			return r;
+		*(int *)data = (int)dev;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+		*(CUdeviceptr *)data = a.base;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+		*(size_t *)data = a.size;
+		return CUDA_SUCCESS;
+	default: {
+		char name[64];
+		snprintf(name, sizeof name, "cuPointerGetAttribute (attribute %d)", (int)attribute);
+		return xgpu_drv_unsupported(name);
+	}
+	}
+}
+
+/* Each attribute as cuPointerGetAttribute answers it, except that memory
+ * xgpu does not know is not an error: its attributes take the values CUDA
+ * documents for it (NULL, 0; the device ordinal -2, as NVIDIA's runtime
+ * reports for unregistered memory). */
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes, void **data,
+				CUdeviceptr ptr)
+{
+	struct xgpu_client *c;
+	if (!attributes || !data)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	struct allocation a;
+	bool known = find_allocation(ptr, &a);
+	for (unsigned i = 0; i < numAttributes; i++) {
+		if (!data[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		if (known) {
+			if ((r = cuPointerGetAttribute(data[i], attributes[i], ptr)))
+				return r;
+			continue;
+		}
+		switch (attributes[i]) {
+		case CU_POINTER_ATTRIBUTE_CONTEXT:
+		case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+			*(void **)data[i] = NULL;
+			break;
+		case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+		case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+			*(CUdeviceptr *)data[i] = 0;
+			break;
+		case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+			*(unsigned long long *)data[i] = 0;
+			break;
+		case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+			*(size_t *)data[i] = 0;
+			break;
+		case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+			*(int *)data[i] = -2;
+			break;
+		case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+		case CU_POINTER_ATTRIBUTE_MAPPED:
+		case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+			*(unsigned *)data[i] = 0;
+			break;
+		default: {
+			char name[64];
+			snprintf(name, sizeof name, "cuPointerGetAttributes (attribute %d)",
+				 (int)attributes[i]);
+			return xgpu_drv_unsupported(name);
+		}
+		}
+	}
+	return CUDA_SUCCESS;
 }

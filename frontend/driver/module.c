@@ -332,6 +332,37 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 	return r;
 }
 
+CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)
+{
+	struct xgpu_client *c;
+	if (!count)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (!valid_module(mod))
+		return CUDA_ERROR_INVALID_HANDLE;
+	*count = mod->info.nkernels;
+	return CUDA_SUCCESS;
+}
+
+/* The module's kernels in the order of its image, each resolved as
+ * cuModuleGetFunction resolves it by name. */
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod)
+{
+	if (!functions)
+		return CUDA_ERROR_INVALID_VALUE;
+	unsigned count;
+	CUresult r = cuModuleGetFunctionCount(&count, mod);
+	if (r)
+		return r;
+	if (numFunctions > count)
+		numFunctions = count;
+	for (unsigned i = 0; i < numFunctions && !r; i++)
+		r = cuModuleGetFunction(&functions[i], mod, mod->info.kernels[i].name);
+	return r;
+}
+
 CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
 	struct xgpu_client *c;
@@ -712,22 +743,19 @@ CUresult xgpu_drv_kernel_wire(CUfunction func, const unsigned grid[3], const uns
 	} else {
 		if (k->nparams && !kernelParams)
 			return CUDA_ERROR_INVALID_VALUE;
-		for (uint32_t i = 0; i < k->nparams; i++) {
-			/* The layout comes from the program's own image, but a
-			 * damaged one must not make us write outside the buffer. */
-			if (k->params[i].offset > k->param_bytes ||
-			    k->params[i].size > k->param_bytes - k->params[i].offset)
-				return CUDA_ERROR_INVALID_IMAGE;
-			memcpy(params + k->params[i].offset, kernelParams[i], k->params[i].size);
-		}
+		/* The layout comes from the program's own image, but a damaged
+		 * one must not make us write outside the buffer. */
+		if (xgpu_fatbin_pack_params(k, kernelParams, params, XGPU_MAX_PARAM_BYTES))
+			return CUDA_ERROR_INVALID_IMAGE;
 	}
 	*len = k->param_bytes;
 	return func_remote(c, f, remote);
 }
 
-CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
-			unsigned int blockX, unsigned int blockY, unsigned int blockZ,
-			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+		       unsigned int blockX, unsigned int blockY, unsigned int blockZ,
+		       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
+		       uint32_t flags)
 {
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
@@ -746,28 +774,71 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 				      .shared_bytes = sharedMemBytes,
 				      .stream = xgpu_drv_stream(hStream)};
 	struct xgpu_rsp_LAUNCH rsp;
-	struct xgpu_rpc rpc = xgpu_rpc_LAUNCH(&req, &rsp);
+	struct xgpu_req_LAUNCH_EX req_ex = {.func = req.func,
+					    .grid = req.grid,
+					    .block = req.block,
+					    .shared_bytes = req.shared_bytes,
+					    .stream = req.stream,
+					    .flags = flags};
+	struct xgpu_rsp_LAUNCH_EX rsp_ex;
+	struct xgpu_rpc rpc = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	rpc.out = params;
 	rpc.out_len = len;
 	int e = xgpu_rpc(c, &rpc);
 	return e == cudaErrorInvalidConfiguration ? (CUresult)e : xgpu_drv_result(e);
+}
+CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+			unsigned int blockX, unsigned int blockY, unsigned int blockZ,
+			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+	return launch(func, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes, hStream,
+		      kernelParams, extra, 0);
 }
 CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
 			     unsigned int blockX, unsigned int blockY, unsigned int blockZ,
 			     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
     XGPU_ALIAS(cuLaunchKernel);
 
-/* cuLaunchKernelEx without launch attributes is cuLaunchKernel; clusters,
- * cooperative launches and the other attributes are not offered yet. */
+/* Every block of a cooperative launch is resident at once; the daemon
+ * checks the grid against occupancy x SMs
+ * (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE) and the device's support. */
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+				   unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+				   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+				   void **kernelParams)
+{
+	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+		      hStream, kernelParams, NULL, XGPU_LAUNCH_COOPERATIVE);
+}
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+					unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+					unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+					void **kernelParams) XGPU_ALIAS(cuLaunchCooperativeKernel);
+
+/* cuLaunchKernelEx: the attributes with a meaning here are cooperative,
+ * ignore, and priority (a hint the daemon does not use per launch);
+ * clusters and the others are not offered. */
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	if (!config)
+	if (!config || (config->numAttrs && !config->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (config->numAttrs)
-		return xgpu_drv_unsupported("cuLaunchKernelEx (with launch attributes)");
-	return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-			      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
-			      kernelParams, extra);
+	uint32_t flags = 0;
+	for (unsigned i = 0; i < config->numAttrs; i++) {
+		const CUlaunchAttribute *a = &config->attrs[i];
+		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+			if (a->value.cooperative)
+				flags |= XGPU_LAUNCH_COOPERATIVE;
+			else
+				flags &= ~XGPU_LAUNCH_COOPERATIVE;
+		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE && a->id != CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+			char what[96];
+			snprintf(what, sizeof what, "cuLaunchKernelEx (launch attribute %d)", (int)a->id);
+			return xgpu_drv_unsupported(what);
+		}
+	}
+	return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+		      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+		      kernelParams, extra, flags);
 }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
     XGPU_ALIAS(cuLaunchKernelEx);

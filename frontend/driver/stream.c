@@ -3,6 +3,8 @@
  * cudaStream_t and cudaEvent_t are, so the two APIs' objects mix). */
 #include "driver.h"
 
+#include <cudaProfiler.h>
+
 #define XGPU_ALIAS(name) __attribute__((alias(#name)))
 
 static inline xgpu_handle_t event_handle(CUevent e)
@@ -169,4 +171,112 @@ CUresult cuEventDestroy(CUevent hEvent) XGPU_ALIAS(cuEventDestroy_v2);
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     XGPU_ALIAS(cuEventElapsedTime_v2);
 
-/* Stream capture: graph.c. */
+/* ---- priorities and attributes (streamstate.c, shared with the runtime) --- */
+
+CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+	struct xgpu_client *c;
+	if (!priority)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return xgpu_drv_result(xgpu_stream_get_priority(c, xgpu_drv_stream(hStream), priority, NULL, NULL));
+}
+CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority) XGPU_ALIAS(cuStreamGetPriority);
+
+CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return xgpu_drv_result(
+	    xgpu_stream_get_priority(c, XGPU_STREAM_DEFAULT, NULL, leastPriority, greatestPriority));
+}
+
+CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return xgpu_drv_result(xgpu_stream_attr_set(c, xgpu_drv_stream(hStream), (int)attr, value));
+}
+CUresult cuStreamSetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value)
+    XGPU_ALIAS(cuStreamSetAttribute);
+
+CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return xgpu_drv_result(xgpu_stream_attr_get(c, xgpu_drv_stream(hStream), (int)attr, value_out));
+}
+CUresult cuStreamGetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out)
+    XGPU_ALIAS(cuStreamGetAttribute);
+
+/* ---- host callbacks ------------------------------------------------------- */
+
+/* cuLaunchHostFunc: not called once the context has failed (unlike
+ * cuStreamAddCallback), as documented. */
+static void run_host_func(void (*fn)(void), void *api_stream, int status, void *user)
+{
+	(void)api_stream;
+	if (!status)
+		((CUhostFn)fn)(user);
+}
+
+static void run_stream_callback(void (*fn)(void), void *api_stream, int status, void *user)
+{
+	((CUstreamCallback)fn)((CUstream)api_stream, status ? xgpu_drv_result(status) : CUDA_SUCCESS, user);
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+	struct xgpu_client *c;
+	if (!fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return xgpu_drv_result(xgpu_hostfn_enqueue(c, xgpu_drv_stream(hStream), run_host_func,
+						   (void (*)(void))fn, hStream, userData));
+}
+CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData) XGPU_ALIAS(cuLaunchHostFunc);
+
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags)
+{
+	struct xgpu_client *c;
+	if (!callback || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return xgpu_drv_result(xgpu_hostfn_enqueue(c, xgpu_drv_stream(hStream), run_stream_callback,
+						   (void (*)(void))callback, hStream, userData));
+}
+CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void *userData,
+				  unsigned int flags) XGPU_ALIAS(cuStreamAddCallback);
+
+/* ---- profiler markers ------------------------------------------------------ */
+
+/* Profiling is the host's business (Nsight on Dom0 sees xgpud): a guest's
+ * markers are accepted and change nothing. */
+CUresult cuProfilerInitialize(const char *configFile, const char *outputFile, CUoutput_mode outputMode)
+{
+	return CUDA_SUCCESS;
+}
+
+CUresult cuProfilerStart(void)
+{
+	return CUDA_SUCCESS;
+}
+
+CUresult cuProfilerStop(void)
+{
+	return CUDA_SUCCESS;
+}
+
+/* ---- stream capture: graph.c ------------------------------------------- */

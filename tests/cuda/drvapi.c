@@ -164,6 +164,97 @@ static void check_export_tables(CUdevice dev)
 	EXPECT(((CUresult(*)(void))t[3])() == CUDA_ERROR_NOT_SUPPORTED);
 }
 
+/* What NVIDIA's libraries use beyond the runtime (docs/driver-frontend.md):
+ * TOOLS_TLS slot 2, LIBRARY_RESOURCES slots 4, 51 and 39, MODULE_FUNCTIONS
+ * slot 7 and the module's kernels, and pointer attributes. mod holds
+ * drv_saxpy and drv_iota; dx and dy are cuMemAlloc'd, 4 * N bytes each. */
+static void collect_function(void *user, CUfunction f, uint64_t unknown)
+{
+	(void)unknown;
+	CUfunction *seen = user;
+	seen[seen[0] ? 1 : 0] = f;
+}
+
+static void check_library_tables(CUcontext ctx, CUmodule mod, CUstream stream, CUdeviceptr dx, CUdeviceptr dy)
+{
+	static const CUuuid tools_tls = {
+	    {0x42, 0xd8, 0x5a, 0x81, 0x23, 0xf6, 0xcb, 0x47, 0x82, 0x98, 0xf6, 0xe7, 0x8a, 0x3a, 0xec, 0xdc}};
+	static const CUuuid library = {
+	    {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2}};
+	static const CUuuid module_functions = {
+	    {0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e}};
+	const void *const *t = NULL;
+	CHECK(cuGetExportTable((const void **)&t, &tools_tls));
+	CUcontext got = NULL;
+	CHECK(((CUresult(*)(CUcontext *))t[2])(&got));
+	EXPECT(got == ctx);
+
+	CHECK(cuGetExportTable((const void **)&t, &library));
+	CUresult (*context_id)(CUcontext, uint64_t *) = (CUresult(*)(CUcontext, uint64_t *))t[4];
+	CUresult (*stream_object)(CUcontext, CUstream, void **, int) =
+	    (CUresult(*)(CUcontext, CUstream, void **, int))t[51];
+	CUresult (*stream_id)(CUcontext, void *, uint64_t *) =
+	    (CUresult(*)(CUcontext, void *, uint64_t *))t[39];
+	uint64_t id = 0, again = 0, sid = 0, default_sid = 0;
+	CHECK(context_id(ctx, &id));
+	CHECK(context_id(NULL, &again));
+	unsigned long long ctx_id = 0;
+	CHECK(cuCtxGetId(ctx, &ctx_id));
+	EXPECT(id && id == again && id == ctx_id);
+	void *object = NULL, *default_object = NULL;
+	CHECK(stream_object(NULL, stream, &object, 0));
+	CHECK(stream_object(NULL, CU_STREAM_PER_THREAD, &default_object, 1));
+	CHECK(stream_id(NULL, object, &sid));
+	CHECK(stream_id(NULL, default_object, &default_sid));
+	EXPECT(sid && default_sid && sid != default_sid);
+	EXPECT(context_id((CUcontext)&id, &id) == CUDA_ERROR_INVALID_CONTEXT);
+	EXPECT(((CUresult(*)(void))t[5])() == CUDA_ERROR_NOT_SUPPORTED);
+
+	/* MODULE_FUNCTIONS slot 7: each kernel of the module to the callback. */
+	unsigned count = 0;
+	CHECK(cuModuleGetFunctionCount(&count, mod));
+	EXPECT(count == 2);
+	CUfunction listed[2] = {NULL, NULL}, seen[2] = {NULL, NULL};
+	CHECK(cuModuleEnumerateFunctions(listed, 2, mod));
+	const char *first = "", *second = "";
+	CHECK(cuFuncGetName(&first, listed[0]));
+	CHECK(cuFuncGetName(&second, listed[1]));
+	EXPECT((!strcmp(first, "drv_saxpy") && !strcmp(second, "drv_iota")) ||
+	       (!strcmp(first, "drv_iota") && !strcmp(second, "drv_saxpy")));
+	CHECK(cuGetExportTable((const void **)&t, &module_functions));
+	EXPECT((uintptr_t)t[0] > 7 * sizeof(void *));
+	unsigned (*each)(CUcontext, CUmodule, void (*)(void *, CUfunction, uint64_t), void *) =
+	    (unsigned (*)(CUcontext, CUmodule, void (*)(void *, CUfunction, uint64_t), void *))t[7];
+	EXPECT(each(ctx, mod, collect_function, seen) == 2);
+	EXPECT(seen[0] == listed[0] && seen[1] == listed[1]);
+	EXPECT(each(ctx, (CUmodule)&count, collect_function, seen) == 0);
+
+	/* Pointer attributes of cuMemAlloc'd memory, an interior pointer
+	 * included; host memory is not the driver's. */
+	unsigned long long bx = 0, by = 0;
+	CHECK(cuPointerGetAttribute(&bx, CU_POINTER_ATTRIBUTE_BUFFER_ID, dx));
+	CHECK(cuPointerGetAttribute(&by, CU_POINTER_ATTRIBUTE_BUFFER_ID, dy + 8));
+	EXPECT(bx && by && bx != by);
+	CUdeviceptr start = 0;
+	size_t range = 0;
+	unsigned type = 0;
+	CHECK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, dy + 8));
+	CHECK(cuPointerGetAttribute(&range, CU_POINTER_ATTRIBUTE_RANGE_SIZE, dy + 8));
+	CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dx));
+	EXPECT(start == dy && range == N * sizeof(float) && type == CU_MEMORYTYPE_DEVICE);
+	EXPECT(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				     (CUdeviceptr)(uintptr_t)&type) == CUDA_ERROR_INVALID_VALUE);
+	CUpointer_attribute which[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+					CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+	int ordinal = 7;
+	type = 7;
+	void *values[2] = {&type, &ordinal};
+	CHECK(cuPointerGetAttributes(2, which, values, (CUdeviceptr)(uintptr_t)&type));
+	EXPECT(type == 0 && ordinal == -2);
+	CHECK(cuPointerGetAttributes(2, which, values, dx));
+	EXPECT(type == CU_MEMORYTYPE_DEVICE && ordinal == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -263,6 +354,7 @@ int main(int argc, char **argv)
 	CHECK(cuMemAlloc(&dy, sizeof y));
 	CUstream stream;
 	CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+	check_library_tables(ctx, mod, stream, dx, dy);
 	/* No stream is ever capturing (xgpu offers no graphs), in every ABI. */
 	CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_ACTIVE;
 	CHECK(cuStreamIsCapturing(stream, &cap));

@@ -13,6 +13,11 @@
 //                               descheduled), then BATCH kernels of MS ms
 //                               whose count the next CPU work reads back and
 //                               depends on; reports loops and loops_per_s
+//   guestload latency PERIOD_MS US SECONDS  Pegasus's FWT-like latency-
+//                               sensitive guest: every PERIOD_MS one small
+//                               call (a kernel of US microseconds and the
+//                               copy of its result), timed in the client;
+//                               reports calls and the latency p50/p99/max
 //   guestload runaway           one launch of a kernel that never ends
 //   guestload fault illegal|trap  a kernel that writes to an illegal address
 //                               or traps
@@ -20,12 +25,14 @@
 //                               the first error and when it came
 // runaway and fault report the error of the synchronization and of later calls
 // (CUDA's sticky context errors), and exit 0 when both are the expected ones.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <time.h>
+#include <vector>
 
 // Counts its launches in *count; the simulated driver models it as taking ns
 // (or, with ns 0, one nanosecond per thread: for a huge grid, forever).
@@ -84,7 +91,8 @@ static unsigned long long cpu_work(double cpu_s, unsigned long long seed)
 static int usage()
 {
 	fprintf(stderr,
-		"usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS | runaway |\n"
+		"usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS |\n"
+		"       latency PERIOD_MS US SECONDS | runaway |\n"
 		"       fault illegal|trap | calls SECONDS\n");
 	return 2;
 }
@@ -165,6 +173,38 @@ int main(int argc, char **argv)
 		printf("RESULT workload=guestload mode=coupled loops=%llu loops_per_s=%.3f kernels=%llu "
 		       "counted=%llu elapsed_s=%.3f verified=%s error=%s\n",
 		       loops, loops / elapsed, launched, counted, elapsed, ok ? "yes" : "no",
+		       cudaGetErrorName(err));
+		return ok ? 0 : 1;
+	}
+	if (!strcmp(argv[1], "latency") && argc == 5) {
+		double period_s = atof(argv[2]) / 1e3;
+		unsigned long long ns = strtoull(argv[3], nullptr, 10) * 1000ull;
+		double secs = atof(argv[4]), t0 = now_s(), next = t0;
+		if (period_s <= 0 || ns == 0 || secs <= 0)
+			return usage();
+		std::vector<double> lat_us;
+		unsigned long long counted = 0;
+		while (now_s() - t0 < secs) {
+			next += period_s;
+			double c0 = now_s();
+			spin<<<1, 32>>>(count, ns);
+			if ((err = cudaMemcpy(&counted, count, sizeof counted, cudaMemcpyDeviceToHost)) !=
+			    cudaSuccess)
+				break;
+			lat_us.push_back((now_s() - c0) * 1e6);
+			// A fixed schedule: a late call does not push the later ones back.
+			double wait = next - now_s();
+			if (wait > 0)
+				std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+		}
+		bool ok = err == cudaSuccess && !lat_us.empty() && counted == lat_us.size();
+		std::sort(lat_us.begin(), lat_us.end());
+		auto pct = [&](double q) {
+			return lat_us.empty() ? 0.0 : lat_us[(size_t)(q * (double)(lat_us.size() - 1))];
+		};
+		printf("RESULT workload=guestload mode=latency calls=%zu p50_us=%.1f p99_us=%.1f "
+		       "max_us=%.1f verified=%s error=%s\n",
+		       lat_us.size(), pct(0.50), pct(0.99), pct(1.0), ok ? "yes" : "no",
 		       cudaGetErrorName(err));
 		return ok ? 0 : 1;
 	}

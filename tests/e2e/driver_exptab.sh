@@ -5,8 +5,8 @@
 # (tests/data/exptab-cuda13.0.txt): another toolkit shows up here as a
 # clear difference rather than as a program failing somewhere later. Both
 # NVIDIA runtimes are traced: the static one nvcc links by default, and its
-# libcudart.so.13 (in front of xgpu's libcuda.so.1, instead of ours); and
-# cuBLAS's start-up and first calls (tests/data/exptab-cublas-cuda13.0.txt).
+# libcudart.so.13 (in front of xgpu's libcuda.so.1, instead of ours).
+# NVIDIA's libraries (cuBLAS, cuFFT) are traced by driver_libs.
 . "$(dirname "$0")/lib.bash"
 start_xgpud
 
@@ -50,18 +50,4 @@ sed -n 's/^xgpu-exptab: //p' "$T/shared.err" >"$T/shared.trace"
 diff -u <(grep -v '^#' "$expected") "$T/shared.trace" ||
 	fail "NVIDIA's libcudart.so.13 (CUDA $toolkit) asks for other private tables or slots than CUDA 13.0's"
 
-# cuBLAS (and cuBLASLt), each with a runtime of its own. Only the trace is
-# judged here: on the sim driver cublasSgemm does not succeed yet (a private
-# table of cuBLASLt's is not offered; see docs/driver-frontend.md).
-XGPU_TRACE_EXPORT_TABLES=1 env LD_LIBRARY_PATH="$B/lib:${CUDA_HOME:-/usr/local/cuda}/lib64" \
-	${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$B/tests/data/exptab_cublas" >"$T/cublas.out" 2>"$T/cublas.err" || {
-	cat "$T/cublas.out" "$T/cublas.err"
-	fail "the cuBLAS program failed"
-}
-cat "$T/cublas.out"
-grep -q "^exptab_cublas: create 0" "$T/cublas.out" || fail "cublasCreate failed"
-check_clean "$T/cublas.err" cuBLAS
-sed -n 's/^xgpu-exptab: //p' "$T/cublas.err" >"$T/cublas.trace"
-diff -u <(grep -v '^#' "$SRC/tests/data/exptab-cublas-cuda13.0.txt") "$T/cublas.trace" ||
-	fail "cuBLAS (CUDA $toolkit) asks for other private tables or slots than CUDA 13.0's"
 stop_xgpud

@@ -5,7 +5,9 @@
 #     installed toolkit, so a toolkit change shows up here;
 #  2. the built library exports exactly those entry points, unversioned as
 #     NVIDIA's, plus the channel client and graph helpers our libcudart.so.13 takes from it;
-#  3. our libcudart.so.13 needs it and finds it beside itself.
+#  3. our libcudart.so.13 needs it and finds it beside itself;
+#  4. docs/design.md lists exactly the entry points the build implements
+#     (the exports less the generated NOT_SUPPORTED stubs).
 set -euo pipefail
 B=${XGPU_BUILD:?run through tests/run.sh}
 SRC=${XGPU_SRC:?}
@@ -32,7 +34,7 @@ lib=$B/lib/libcuda.so.1
 nm -D --defined-only --with-symbol-versions "$lib" >"$T/nm"
 awk '$2 ~ /^[TtWwiI]$/ {print $3}' "$T/nm" | grep '@' && fail "libcuda.so.1 exports versioned symbols"
 awk '$2 ~ /^[TtWwiIBD]$/ {print $3}' "$T/nm" | LC_ALL=C sort >"$T/exports"
-client="xgpu_client_ack xgpu_client_device_info xgpu_client_get xgpu_client_note_unsupported xgpu_client_share xgpu_client_unshare xgpu_fe_warn_once xgpu_fork_generation xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_exec_set_kernel xgpu_graph_from_runtime xgpu_rpc"
+client="xgpu_client_ack xgpu_client_device_info xgpu_client_get xgpu_client_note_unsupported xgpu_client_share xgpu_client_unshare xgpu_fe_warn_once xgpu_fork_generation xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_exec_set_kernel xgpu_graph_from_runtime xgpu_rpc xgpu_hostfn_enqueue xgpu_stream_attr_get xgpu_stream_attr_set xgpu_stream_get_priority"
 (cat "$T/symbols" && printf '%s\n' $client) | LC_ALL=C sort >"$T/want"
 diff -u "$T/want" "$T/exports" || fail "libcuda.so.1 exports differ from cuda13.symbols plus the client"
 readelf -d "$lib" | grep -q 'SONAME.*\[libcuda.so.1\]' || fail "libcuda.so.1 has the wrong SONAME"
@@ -42,3 +44,14 @@ readelf -d "$rt" | grep -q 'NEEDED.*\[libcuda.so.1\]' || fail "libcudart.so.13 d
 found=$(env -u LD_LIBRARY_PATH ldd "$rt" | awk '$1 == "libcuda.so.1" {print $3}')
 [ "$found" = "$(cd "$B/lib" && pwd)/libcuda.so.1" ] || fail "libcudart.so.13 resolves libcuda.so.1 to '$found', not ours beside it"
 echo "-- libcuda.so.1 exports match; libcudart.so.13 finds it beside itself"
+
+stubs=$B/obj/gen/cuda_stubs.o
+"$SRC/tools/list-cuda-symbols.sh" --doc "$stubs" >"$T/doc-want"
+begin=$(head -1 "$T/doc-want")
+end=$(tail -1 "$T/doc-want")
+awk -v b="$begin" -v e="$end" '$0 == b {on = 1} on {print} $0 == e {on = 0}' "$SRC/docs/design.md" >"$T/doc-have"
+diff -u "$T/doc-want" "$T/doc-have" ||
+	fail "docs/design.md's list of implemented driver entry points is stale: run tools/list-cuda-symbols.sh --write-doc $stubs"
+impl=$("$SRC/tools/list-cuda-symbols.sh" --implemented "$stubs" | wc -l)
+[ "$impl" -gt 100 ] && [ "$impl" -lt "$n" ] || fail "$impl implemented entry points of $n: the stubs object looks wrong"
+echo "-- docs/design.md lists the $impl implemented entry points"

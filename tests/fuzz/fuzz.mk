@@ -27,7 +27,7 @@ FUZZ_SEEDS_STAMP := $(FUZZ_BUILD)/seeds/.made
 fzobj = $(patsubst %.c,$(FZ_OBJ)/%.o,$(1))
 
 # Keep the harnesses' objects (make would delete them as intermediates).
-.SECONDARY: $(call fzobj,$(FUZZ_HARNESS_SRC) tests/fuzz/mkseeds.c)
+.SECONDARY: $(call fzobj,$(FUZZ_HARNESS_SRC) tests/fuzz/mkseeds.c tests/fuzz/fzchan.c)
 
 $(FZ_OBJ)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -63,6 +63,9 @@ $(FUZZ_BUILD)/bin/%: $(FZ_OBJ)/tests/fuzz/%.o $(FUZZ_BACKEND_A) $(FUZZ_COMMON_A)
 # xgpud's xenbus logic against the in-memory Xen, in-process.
 $(FUZZ_BUILD)/bin/fuzz_xenbus: $(FUZZ_XENSTUB_A)
 
+# The dispatcher harnesses share an in-process daemon and channel (fzchan.c).
+$(FUZZ_BUILD)/bin/fuzz_dispatch $(FUZZ_BUILD)/bin/fuzz_drvimage: $(FZ_OBJ)/tests/fuzz/fzchan.o
+
 # mkseeds writes the seeds that need the real structs (packet sequences,
 # channel regions, schedule exports); the rest are the bundled test inputs.
 $(FUZZ_MKSEEDS): $(FZ_OBJ)/tests/fuzz/mkseeds.o $(FUZZ_BACKEND_A) $(FUZZ_COMMON_A)
@@ -74,7 +77,9 @@ $(FUZZ_SEEDS_STAMP): $(FUZZ_MKSEEDS) tests/fuzz/make-seeds.sh $(FUZZ_HARNESS_SRC
 		$(TST)/data/simdrv_kernels.fatbin \
 		$(TST)/data/simdrv_kernels_zstd.fatbin $(TST)/data/simdrv_kernels_lz4.fatbin \
 		$(patsubst %,$(TST)/data/fatbin_%.fatbin,$(FATBIN_VARIANTS)) \
-		$(patsubst %,$(TST)/data/globals_%.fatbin,$(GLOBALS_VARIANTS)) $(TST)/data/simdrv_kernels_ptx.fatbin
+		$(patsubst %,$(TST)/data/globals_%.fatbin,$(GLOBALS_VARIANTS)) $(TST)/data/simdrv_kernels_ptx.fatbin \
+		$(TST)/data/simdrv_kernels.cubin $(TST)/data/simdrv_kernels.ptx $(TST)/data/drvapi_kernels.fatbin \
+		$(TST)/data/drvapi_kernels.cubin
 	$(call say,SEEDS,$(FUZZ_BUILD)/seeds)
 	$(Q)tests/fuzz/make-seeds.sh $(FUZZ_BUILD) $(TST)/data
 	@touch $@

@@ -6,6 +6,8 @@
  * call (modules, functions, streams, events, segments, device pointers) are
  * used, freed and reused by later ones.
  *
+ * The daemon, domain and channel are fzchan.c's.
+ *
  * Input: records of
  *   u8 call, u8 mode, u16 unused, u32 bulk bytes (le), 96 argument bytes, bulk
  * mode bits: 0x01 the call id as is (not modulo the call count), 0x02 a wrong
@@ -20,138 +22,28 @@
  * response must be posted, for that request, with exactly the bulk bytes it
  * announces in the rx area. At the end of an input the channel's objects are
  * released as when a guest process exits, so nothing carries to the next. */
-#include "channel.h"
-#include "daemon.h"
-#include "domain.h"
-#include "log.h"
+#include "fzchan.h"
 #include "proto.h"
 #include "queue.h"
-#include "shm.h"
 #include "util.h"
 #include "exec/dispatch.h"
-#include "exec/exec.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define RECORD_HEAD 8u
 #define ARGS_BYTES ((size_t)XGPU_SLOT_ARGS)
-#define DATA_SIZE (256u << 10)
-#define SEG_MAX (1u << 20)
+#define DATA_SIZE FZ_DATA_SIZE
 #define SEEN_MAX 32u
 #define HANDLE_MARK 0xF0F0F0F0F0F0F000ull
 
-static struct xgpud D;
-static struct xgpu_domain *dom;
-static uint8_t *region;
-static size_t region_size;
-static int ready_fd = -1;
-
-/* ---- a transport inside this process ------------------------------------ */
-
-static void t_kick(struct xgpu_channel *ch)
-{
-}
-
-/* Always readable: a wait that finds no progress comes straight back to its
- * stall check (the timeout is 0), so no input can hang the harness. */
-static int t_wait_fd(struct xgpu_channel *ch)
-{
-	return ready_fd;
-}
-
-static bool t_service(struct xgpu_channel *ch)
-{
-	return true;
-}
-
-static int t_import_segment(struct xgpu_channel *ch, uint64_t token, uint64_t size, void **ptr, char *err,
-			    size_t errlen)
-{
-	if (size == 0 || size > SEG_MAX || (token & 1)) {
-		snprintf(err, errlen, "no segment with that token was shared");
-		return -1;
-	}
-	*ptr = calloc(1, size);
-	if (!*ptr) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	return 0;
-}
-
-static void t_drop_segment(struct xgpu_channel *ch, uint64_t token)
-{
-}
-
-static void t_release_segment(struct xgpu_channel *ch, void *ptr, uint64_t size)
-{
-	free(ptr);
-}
-
-static void t_close(struct xgpu_channel *ch)
-{
-}
-
-static const struct xgpu_be_transport_ops fuzz_ops = {
-    .name = "fuzz",
-    .kick = t_kick,
-    .wait_fd = t_wait_fd,
-    .service = t_service,
-    .import_segment = t_import_segment,
-    .drop_segment = t_drop_segment,
-    .release_segment = t_release_segment,
-    .close = t_close,
-};
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char err[512];
-	/* The simulated GPU takes the time it models a kernel or copy to take:
-	 * a million times faster here, and a runaway operation (a grid of
-	 * billions of blocks) is stopped after 100 ms, so that no input costs
-	 * more than that and the watchdog's path is reached too. */
-	setenv("XGPU_SIM_SPEED", "1000000", 0);
-	setenv("XGPU_SIM_WATCHDOG_MS", "100", 0);
-	xgpu_log_init("fuzz_dispatch", getenv("FUZZ_LOG") ? XGPU_LOG_DEBUG : XGPU_LOG_ERROR, false);
-	D.o = (struct xgpud_opts){
-	    .transport = "local",
-	    .executor = "sim",
-	    .policy = "rr",
-	    .tick_ms = 10,
-	    .log_level = XGPU_LOG_ERROR,
-	    .mem_limit = 256ull << 20,
-	    .spin_ns = 0,
-	    .stall_timeout_s = 0,
-	    .max_channels_per_domain = 4,
-	    .max_domains_per_uid = 4,
-	    .max_domains = 4,
-	    .pinned_limit = 4ull << 20,
-	};
-	if (xgpud_init(&D, err, sizeof err) < 0) {
-		fprintf(stderr, "fuzz_dispatch: xgpud_init: %s\n", err);
-		exit(1);
-	}
-	dom = xgpu_domain_get(&D, "fuzz", getuid(), err, sizeof err);
-	if (!dom) {
-		fprintf(stderr, "fuzz_dispatch: domain: %s\n", err);
-		exit(1);
-	}
-	ready_fd = eventfd(1, EFD_CLOEXEC);
-	struct xgpu_shm_params p = {.nr_slots = 16, .data_size = DATA_SIZE};
-	region_size = xgpu_shm_region_size(&p);
-	region = aligned_alloc(4096, region_size);
-	if (ready_fd < 0 || !region_size || !region) {
-		fprintf(stderr, "fuzz_dispatch: setup failed\n");
-		exit(1);
-	}
+	fz_daemon_init("fuzz_dispatch");
 	return 0;
 }
 
@@ -259,25 +151,10 @@ static bool one_request(struct xgpu_channel *ch, struct xgpu_shm_view *fv, struc
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char err[256];
-	struct xgpu_shm_params p = {.nr_slots = 16, .data_size = DATA_SIZE};
-	memset(region, 0, region_size);
-	if (xgpu_shm_init(region, region_size, &p) < 0)
-		abort();
-	struct xgpu_channel ch;
-	memset(&ch, 0, sizeof ch);
-	if (xgpu_shm_attach(region, region_size, &ch.v, err, sizeof err) < 0)
-		abort();
-	struct xgpu_shm_view fv;
-	xgpu_shm_view_frontend(region, &fv);
-	ch.dom = dom;
-	ch.id = 1;
-	ch.task = 1;
-	ch.pid = getpid();
-	ch.uid = getuid();
-	ch.ops = &fuzz_ops;
-	ch.region = region;
-	ch.region_size = region_size;
+	struct fz_chan c;
+	fz_chan_open(&c);
+	struct xgpu_channel *ch = &c.ch;
+	struct xgpu_shm_view *fv = &c.fv;
 
 	struct seen seen = {0};
 	uint64_t seq = 1, rx_unread = 0;
@@ -293,12 +170,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			bulk_len = DATA_SIZE;
 		const uint8_t *bulk = data + off;
 		off += bulk_len;
-		if (!one_request(&ch, &fv, &seen, &rx_unread, seq++, rec, bulk, bulk_len))
+		if (!one_request(ch, fv, &seen, &rx_unread, seq++, rec, bulk, bulk_len))
 			break;
 	}
-	xgpu_channel_release_objects(&ch);
-	/* A context broken by this input must not decide the next one's fate. */
-	if (dom->ctx && dom->sticky_error)
-		xgpu_exec_release(dom);
+	fz_chan_close(&c);
 	return 0;
 }

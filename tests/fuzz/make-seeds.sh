@@ -19,6 +19,17 @@ done
 # Fatbins of every compression mode and architecture mix the tests use.
 cp "$data"/*.fatbin "$seeds/fuzz_fatbin/"
 
+# The driver frontend's images: a form byte (0: as is, 1: inside a
+# __fatBinC_Wrapper_t), then a fatbin, a bare cubin or PTX text (with the NUL
+# that ends it in a program).
+for f in "$data"/simdrv_kernels.fatbin "$data"/simdrv_kernels_zstd.fatbin "$data"/simdrv_kernels_ptx.fatbin \
+	"$data"/drvapi_kernels.fatbin "$data"/simdrv_kernels.cubin "$data"/drvapi_kernels.cubin; do
+	b=$(basename "$f")
+	{ printf '\x00'; cat "$f"; } >"$seeds/fuzz_drvimage/$b"
+done
+{ printf '\x01'; cat "$data/drvapi_kernels.fatbin"; } >"$seeds/fuzz_drvimage/wrapped-drvapi_kernels.fatbin"
+{ printf '\x00'; cat "$data/simdrv_kernels.ptx"; printf '\x00'; } >"$seeds/fuzz_drvimage/simdrv_kernels.ptx"
+
 # xentrace: the harness's 12-byte header (PCPUs, TSC kHz, ring cons/prod),
 # then a recorded buffer.
 for f in "$src"/tests/data/xentrace/*.bin; do

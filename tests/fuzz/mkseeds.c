@@ -132,6 +132,15 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	REQ(STREAM_SYNC, .stream = MARK(2)); /* destroyed: refused */
 	close_seed();
 
+	/* Stream priorities: a clamped one, the default stream's, a forged
+	 * handle. */
+	open_seed("fuzz_dispatch", "stream-priority");
+	REQ(STREAM_CREATE, .flags = 0, .priority = -100);
+	REQ(STREAM_PRIORITY, .stream = MARK(0));
+	REQ(STREAM_PRIORITY, .stream = 0);
+	REQ(STREAM_PRIORITY, .stream = 0x100000005ull);
+	close_seed();
+
 	/* A host segment: register, copy through it both ways, unregister. */
 	open_seed("fuzz_dispatch", "segment");
 	REQ(MEM_ALLOC, .size = 8192);
@@ -195,6 +204,14 @@ static void module_seed(const char *name, const char *fatbin_path)
 	} params = {16, 2.0f, MARK(0), MARK(0)};
 	REQ_BULK(LAUNCH, &params, sizeof params, .func = MARK(2), .grid = {1, 1, 1}, .block = {16, 1, 1},
 		 .shared_bytes = 0, .stream = 0);
+	/* Launches with attributes (their responses add no values): a
+	 * cooperative one that fits, one far too large, an unknown flag. */
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {1, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = XGPU_LAUNCH_COOPERATIVE);
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {1u << 30, 65535, 1},
+		 .block = {1024, 1, 1}, .shared_bytes = 0, .stream = 0, .flags = XGPU_LAUNCH_COOPERATIVE);
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {1, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = 0x80);
 	REQ_BULK(MODULE_GET_GLOBAL, "dev_table", 10, .module = MARK(3));
 	/* GET_GLOBAL added its size and pointer. */
 	REQ(FUNC_SET_ATTRIBUTE, .func = MARK(4), .attr = 8, .value = 1024);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuimage.h"
 #include "fatbin.h"
 
 /* ---- expected layouts --------------------------------------------------------
@@ -1819,6 +1820,50 @@ static void test_globals_ptx(void **state)
 			fail_msg("counted: %s", none[i]);
 }
 
+/* The frontends' argument layout: each parameter where the image says,
+ * zeros between, and a layout reaching outside its own size refused before
+ * anything is written past it. */
+static void test_pack_params(void **state)
+{
+	struct xgpu_kparam params[] = {{0, 4}, {8, 8}};
+	struct xgpu_kernel_info k = {.name = (char *)"k", .nparams = 2, .params = params, .param_bytes = 16};
+	uint32_t a = 0x11223344;
+	uint64_t b = 0x5566778899aabbccull;
+	void *args[] = {&a, &b};
+	uint8_t buf[17];
+	memset(buf, 0xee, sizeof buf);
+	assert_int_equal(xgpu_fatbin_pack_params(&k, args, buf, 16), 0);
+	assert_memory_equal(buf, &a, 4);
+	assert_memory_equal(buf + 4, "\0\0\0\0", 4);
+	assert_memory_equal(buf + 8, &b, 8);
+	assert_int_equal(buf[16], 0xee);
+	assert_int_equal(xgpu_fatbin_pack_params(&k, args, buf, 15), XGPU_KPARAMS_TOO_BIG);
+	params[1].offset = 12; /* 12 + 8 > 16 */
+	memset(buf, 0xee, sizeof buf);
+	assert_int_equal(xgpu_fatbin_pack_params(&k, args, buf, sizeof buf), XGPU_KPARAMS_DAMAGED);
+	assert_int_equal(buf[16], 0xee);
+	params[1] = (struct xgpu_kparam){17, 0}; /* past the end, even empty */
+	assert_int_equal(xgpu_fatbin_pack_params(&k, args, buf, sizeof buf), XGPU_KPARAMS_DAMAGED);
+	struct xgpu_kernel_info none = {.name = (char *)"n"};
+	assert_int_equal(xgpu_fatbin_pack_params(&none, NULL, buf, 0), 0);
+}
+
+/* cuModuleLoadData's image takes no length: cuimage reads at most max
+ * bytes, even to find the magic (fuzz_drvimage's short-image-magic-overread). */
+static void test_cuimage_short(void **state)
+{
+	char err[128];
+	struct xgpu_cuimage img;
+	for (size_t n = 0; n < 4; n++) {
+		uint8_t *b = malloc(n ? n : 1);
+		memcpy(b, "\x50\xed\x55\xba", n);
+		err[0] = 0;
+		assert_int_equal(xgpu_cuimage_read(b, n, &img, err, sizeof err), -1);
+		assert_true(strlen(err) > 0);
+		free(b);
+	}
+}
+
 int main(void)
 {
 #define V(name)                                                                                              \
@@ -1854,6 +1899,8 @@ int main(void)
 	    cmocka_unit_test(test_globals_nvcc),
 	    cmocka_unit_test(test_globals_crafted),
 	    cmocka_unit_test(test_globals_ptx),
+	    cmocka_unit_test(test_pack_params),
+	    cmocka_unit_test(test_cuimage_short),
 	};
 #undef V
 	return cmocka_run_group_tests_name("fatbin", tests, load_all, free_all);

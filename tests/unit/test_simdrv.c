@@ -816,6 +816,63 @@ static void test_launch_checks(void **state)
 	CU(cuCtxDestroy(c));
 }
 
+/* cuLaunchKernelEx: a cooperative launch fits on the device at once or is
+ * refused; stream priorities come clamped, with the device's range. */
+static void test_cooperative_priorities(void **state)
+{
+	CUcontext c = new_ctx(0);
+	CUmodule m = load_module();
+	CUfunction f = get_func(m, "saxpy");
+	CUdeviceptr x, y;
+	enum { N = 128 };
+	CU(cuMemAlloc(&x, N * 4));
+	CU(cuMemAlloc(&y, N * 4));
+	int n = N, per_sm = 0, sms = 0;
+	float a = 2.0f;
+	void *args[] = {&n, &a, &x, &y};
+	CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, 128, 0));
+	CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+	assert_true(per_sm > 0 && sms > 0);
+	CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+	CUlaunchConfig cfg = {.gridDimX = (unsigned)(per_sm * sms),
+			      .gridDimY = 1,
+			      .gridDimZ = 1,
+			      .blockDimX = 128,
+			      .blockDimY = 1,
+			      .blockDimZ = 1,
+			      .attrs = &coop,
+			      .numAttrs = 1};
+	CU(cuLaunchKernelEx(&cfg, f, args, NULL));
+	cfg.gridDimX++;
+	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+	coop.value.cooperative = 0; /* an ordinary launch may have more blocks */
+	CU(cuLaunchKernelEx(&cfg, f, args, NULL));
+	CUlaunchAttribute cluster = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
+	cfg.attrs = &cluster;
+	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_NOT_SUPPORTED);
+	CUERR(cuLaunchKernelEx(NULL, f, args, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU(cuCtxSynchronize());
+
+	int least = 9, greatest = 9, prio = 9;
+	CU(cuCtxGetStreamPriorityRange(&least, &greatest));
+	assert_int_equal(least, 0);
+	assert_int_equal(greatest, -5);
+	CUstream hi, lo;
+	CU(cuStreamCreateWithPriority(&hi, 0, -100));
+	CU(cuStreamCreateWithPriority(&lo, 0, 7));
+	CU(cuStreamGetPriority(hi, &prio));
+	assert_int_equal(prio, -5);
+	CU(cuStreamGetPriority(lo, &prio));
+	assert_int_equal(prio, 0);
+	CU(cuStreamGetPriority(NULL, &prio));
+	assert_int_equal(prio, 0);
+	CUERR(cuStreamGetPriority(hi, NULL), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuStreamGetPriority((CUstream)&prio, &prio), CUDA_ERROR_INVALID_HANDLE);
+	CU(cuStreamDestroy(hi));
+	CU(cuStreamDestroy(lo));
+	CU(cuCtxDestroy(c));
+}
+
 /* ---- execution --------------------------------------------------------------------------- */
 
 static void test_stream_order(void **state)
@@ -2258,6 +2315,7 @@ int main(void)
 	    cmocka_unit_test(test_image_forms),
 	    cmocka_unit_test(test_ptx_vars),
 	    cmocka_unit_test(test_launch_checks),
+	    cmocka_unit_test(test_cooperative_priorities),
 	    cmocka_unit_test(test_stream_order),
 	    cmocka_unit_test(test_events),
 	    cmocka_unit_test(test_graphs),

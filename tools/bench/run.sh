@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # run.sh - `make bench`: runs xgpu-bench against a private xgpud (release
 # build, sim executor unless a GPU is usable) and writes the tables to
-# docs/results/bench-local.md. Every figure sits beside a floor or a memcpy
+# docs/results/bench-local.md (with the null call and a launch through each
+# frontend, xgpu-bench-api). Every figure sits beside a floor or a memcpy
 # measured in the same run, because absolute numbers from a shared VM mean
 # little on their own. Then xgpu-sched-bench, the scheduler's decision cost
 # per policy (no daemon), into docs/results/bench-sched.md; BENCH_ONLY=sched
-# runs only that part.
+# runs only that part; BENCH_NOTE is a line to add under the local tables'
+# heading (what else ran on the machine, say).
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -80,6 +82,16 @@ echo "bench: floors"
 echo "bench: null-call round trip, spinning"
 start --spin-us 1000
 XGPU_SPIN_US=1000 "$B/bin/xgpu-bench" rtt spin >>"$work/r"
+# The same daemon, through each frontend as a program calls it: runtime and
+# driver alternately, three times, each key's median kept (the host's noise
+# then falls on both alike).
+echo "bench: null call and launch through libcudart.so.13 and libcuda.so.1"
+for _ in 1 2 3; do
+	for fe in runtime driver; do
+		XGPU_SPIN_US=1000 "$B/bin/xgpu-bench-api" $fe "$B/lib" "$B/bench/null_kernel.fatbin" >>"$work/api"
+	done
+done
+awk '{v[$1] = v[$1] " " $2} END {for (k in v) {n = split(v[k], a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) {t = a[i]; a[i] = a[j]; a[j] = t}; print k, a[int((n + 1) / 2)]}}' "$work/api" | sort >>"$work/r"
 stop
 echo "bench: null-call round trip, blocking"
 start --spin-us 0
@@ -104,6 +116,7 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 	echo "on $(nproc) cores of $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), executor $executor."
 	echo "Each figure is compared with a floor measured in the same run on the same machine; the spinning"
 	echo "floor is the median of five runs on CPUs 0 and 1, where the client and the daemon run."
+	[ -z "${BENCH_NOTE:-}" ] || echo "$BENCH_NOTE"
 	echo
 	echo "## Null-call round trip (NOP through the request and response rings)"
 	echo
@@ -114,6 +127,31 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 	echo "|---|---|---|---|---|---|---|"
 	echo "| spinning | $(v rtt_spin_batch_us) | $(v rtt_spin_p50_us) | $(v rtt_spin_p99_us) | $(v floor_spin_us) (cache-line ping-pong) | $(ratio "$(v rtt_spin_batch_us)" "$(v floor_spin_us)")x | <= 2x |"
 	echo "| blocking | $(v rtt_block_batch_us) | $(v rtt_block_p50_us) | $(v rtt_block_p99_us) | $(v floor_eventfd_us) (eventfd ping-pong) | $(ratio "$(v rtt_block_batch_us)" "$(v floor_eventfd_us)")x | <= 2x |"
+	echo
+	echo "## Through each frontend: libcudart.so.13 and libcuda.so.1"
+	echo
+	echo "\`xgpu-bench-api\` loads one frontend by path, as a program linked with nothing of xgpu's would"
+	echo "load it, against the spinning daemon above: the runtime frontend with the kernel registered as"
+	echo "nvcc's generated code registers it, the driver frontend after \`cuInit\`, the primary context and"
+	echo "\`cuModuleLoadData\`. The null call is \`cudaStreamQuery(0)\` / \`cuStreamQuery(0)\`: neither API"
+	echo "has a public no-op, and this is the cheapest call each forwards every time, as exactly one"
+	echo "STREAM_QUERY round trip (exempt from scheduling, as NOP is). A launch is \`cudaLaunchKernel\` /"
+	echo "\`cuLaunchKernel\` of an empty kernel <<<1, 1>>>, one LAUNCH round trip that returns once the"
+	echo "daemon has queued the kernel. Runtime and driver ran alternately, three times each; each figure is"
+	echo "the median of the three. Only the ratios are meant for comparison: they are measured in one run on"
+	echo "the same machine and daemon. The mean is timed over the whole batch (as the NOP's above), so a"
+	echo "busy host's stalls weigh on it; the p50, from the second pass timing each call, is the steadier"
+	echo "figure to compare the frontends by. The raw NOP is xgpu-bench's, through the channel client alone."
+	echo
+	echo "| call | raw NOP p50 (us) | runtime p50 (us) | driver p50 (us) | driver / runtime, p50 | runtime mean (us) | driver mean (us) | driver / runtime, mean | p99 runtime / driver (us) |"
+	echo "|---|---|---|---|---|---|---|---|---|"
+	for c in null launch; do
+		rp=$(v api_runtime_${c}_p50_us) dp=$(v api_driver_${c}_p50_us)
+		rm=$(v api_runtime_${c}_batch_us) dm=$(v api_driver_${c}_batch_us)
+		nop=
+		[ $c = null ] && nop=$(v rtt_spin_p50_us)
+		echo "| $([ $c = null ] && echo "null call" || echo launch) | $nop | $rp | $dp | $(ratio "$dp" "$rp")x | $rm | $dm | $(ratio "$dm" "$rm")x | $(v api_runtime_${c}_p99_us) / $(v api_driver_${c}_p99_us) |"
+	done
 	echo
 	echo "## Bulk bytes through a channel's 4 MiB data area (two threads)"
 	echo

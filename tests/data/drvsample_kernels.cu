@@ -1,0 +1,25 @@
+// drvsample_kernels.cu - kernels for tests/samples/drvsample.c, loaded as a
+// fatbin through the driver API (host implementations: drvsample_simk.c).
+#include <cooperative_groups.h>
+
+// Writes v + i after about spin cycles (on the simulated driver: spin ns).
+extern "C" __global__ void ds_work(int *p, int n, int v, long long spin)
+{
+	long long start = clock64();
+	while (clock64() - start < spin) {
+	}
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		p[i] = v + i;
+}
+
+// Grid-wide: every block writes its slot, then reads its neighbour's.
+extern "C" __global__ void ds_coop(int *slots, int *sums, int blocks)
+{
+	cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+	if (threadIdx.x == 0)
+		slots[blockIdx.x] = (int)blockIdx.x + 1;
+	grid.sync();
+	if (threadIdx.x == 0)
+		sums[blockIdx.x] = slots[blockIdx.x] + slots[(blockIdx.x + 1) % blocks];
+}

@@ -1,0 +1,262 @@
+/* drvsample.c - the driver API's forms of issue 17's calls, in a program that
+ * uses only the driver API (linked against the toolkit's stub libcuda.so):
+ * cuLaunchHostFunc and cuStreamAddCallback in stream order,
+ * cuLaunchCooperativeKernel and cuLaunchKernelEx with the cooperative
+ * attribute (and the too-large refusal), cuStreamGetPriority /
+ * cuCtxGetStreamPriorityRange, cuStreamSet/GetAttribute, the profiler
+ * markers and cuMemHostGetDevicePointer's refusal.
+ *
+ *   drvsample FATBIN      (tests/data/drvsample_kernels.cu built with -fatbin)
+ *
+ * Prints "RESULT drvsample verified=yes" and exits 0 when every result is
+ * right. */
+#include <cuda.h>
+#include <cudaProfiler.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N 256
+
+static int failures;
+
+#define CHECK(call)                                                                                          \
+	do {                                                                                                 \
+		CUresult r_ = (call);                                                                        \
+		if (r_ != CUDA_SUCCESS) {                                                                    \
+			fprintf(stderr, "drvsample: %s:%d: %s returned %d\n", __FILE__, __LINE__, #call,     \
+				(int)r_);                                                                    \
+			exit(1);                                                                             \
+		}                                                                                            \
+	} while (0)
+
+#define EXPECT(cond)                                                                                         \
+	do {                                                                                                 \
+		if (!(cond)) {                                                                               \
+			fprintf(stderr, "drvsample: %s:%d: expected %s\n", __FILE__, __LINE__, #cond);       \
+			failures++;                                                                          \
+		}                                                                                            \
+	} while (0)
+
+static void *read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	void *buf = malloc((size_t)n);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+struct cb_state {
+	int *seen; /* page-locked: the stream's result when the callback ran */
+	int seen_ok;
+	pthread_t caller, ran_on;
+	atomic_int done, order_count;
+	int order[4];
+	CUstream stream_arg;
+	CUresult status_arg;
+};
+
+static void host_func(void *arg)
+{
+	struct cb_state *s = arg;
+	s->ran_on = pthread_self();
+	s->seen_ok = 1;
+	for (int i = 0; i < N; i++)
+		if (s->seen[i] != 7 + i)
+			s->seen_ok = 0;
+	usleep(20000);
+	atomic_store(&s->done, 1);
+}
+
+struct tag {
+	struct cb_state *s;
+	int index;
+};
+
+static void record_order(void *arg)
+{
+	struct tag *t = arg;
+	int k = atomic_fetch_add(&t->s->order_count, 1);
+	if (k < 4)
+		t->s->order[k] = t->index;
+}
+
+static void stream_callback(CUstream stream, CUresult status, void *arg)
+{
+	struct cb_state *s = arg;
+	s->stream_arg = stream;
+	s->status_arg = status;
+	atomic_store(&s->done, 2);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: drvsample FATBIN\n");
+		return 2;
+	}
+	void *image = read_file(argv[1]);
+	if (!image) {
+		fprintf(stderr, "drvsample: cannot read %s\n", argv[1]);
+		return 2;
+	}
+	CUdevice dev;
+	CUcontext ctx;
+	CUmodule mod;
+	CUfunction work, coop;
+	CHECK(cuInit(0));
+	CHECK(cuDeviceGet(&dev, 0));
+	CHECK(cuCtxCreate(&ctx, NULL, 0, dev));
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	CHECK(cuProfilerInitialize("/dev/null", "/dev/null", CU_OUT_CSV));
+#pragma GCC diagnostic pop
+	CHECK(cuProfilerStart());
+	CHECK(cuModuleLoadData(&mod, image));
+	CHECK(cuModuleGetFunction(&work, mod, "ds_work"));
+	CHECK(cuModuleGetFunction(&coop, mod, "ds_coop"));
+
+	/* Priorities and attributes. */
+	int least = 9, greatest = 9, prio = 9;
+	CHECK(cuCtxGetStreamPriorityRange(&least, &greatest));
+	EXPECT(least == 0 && greatest <= least);
+	CUstream st;
+	CHECK(cuStreamCreateWithPriority(&st, CU_STREAM_NON_BLOCKING, greatest - 10));
+	CHECK(cuStreamGetPriority(st, &prio));
+	EXPECT(prio == greatest);
+	CUstreamAttrValue v, got;
+	memset(&v, 0, sizeof v);
+	v.syncPolicy = CU_SYNC_POLICY_YIELD;
+	CHECK(cuStreamSetAttribute(st, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v));
+	CHECK(cuStreamGetAttribute(st, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &got));
+	EXPECT(got.syncPolicy == CU_SYNC_POLICY_YIELD);
+	v.syncPolicy = (CUsynchronizationPolicy)0;
+	EXPECT(cuStreamSetAttribute(st, CU_STREAM_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v) ==
+	       CUDA_ERROR_INVALID_VALUE);
+	EXPECT(cuStreamGetAttribute(st, (CUstreamAttrID)CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &got) ==
+	       CUDA_ERROR_INVALID_VALUE);
+
+	/* Host callbacks in stream order. */
+	struct cb_state s;
+	memset(&s, 0, sizeof s);
+	s.caller = pthread_self();
+	CHECK(cuMemAllocHost((void **)&s.seen, N * sizeof(int)));
+	memset(s.seen, 0, N * sizeof(int));
+	CUdeviceptr p;
+	CHECK(cuMemAlloc(&p, N * sizeof(int)));
+	int n = N, val = 7;
+	long long spin = 300000000LL; /* 300 ms */
+	void *params[] = {&p, &n, &val, &spin};
+	/* Enqueuing does not wait for the 300 ms kernel before it. */
+	CHECK(cuLaunchKernel(work, 1, N, 1, 1, 1, 1, 0, st, params, NULL));
+	struct tag first = {&s, 9};
+	double t0 = now_ms();
+	CHECK(cuLaunchHostFunc(st, record_order, &first));
+	EXPECT(now_ms() - t0 < 200);
+	EXPECT(atomic_load(&s.order_count) == 0);
+	EXPECT(cuStreamQuery(st) == CUDA_ERROR_NOT_READY);
+	CHECK(cuStreamSynchronize(st));
+	EXPECT(atomic_load(&s.order_count) == 1 && s.order[0] == 9);
+	atomic_store(&s.order_count, 0);
+	/* It runs after the copy before it, on a thread of its own. */
+	CHECK(cuMemcpyDtoHAsync(s.seen, p, N * sizeof(int), st));
+	CHECK(cuLaunchHostFunc(st, host_func, &s));
+	CHECK(cuStreamSynchronize(st));
+	EXPECT(atomic_load(&s.done) == 1);
+	EXPECT(s.seen_ok);
+	EXPECT(!pthread_equal(s.ran_on, s.caller));
+
+	struct tag tags[4];
+	for (int i = 0; i < 4; i++) {
+		tags[i] = (struct tag){&s, i};
+		CHECK(cuLaunchHostFunc(i == 2 ? NULL : st, record_order, &tags[i]));
+	}
+	CHECK(cuCtxSynchronize());
+	EXPECT(atomic_load(&s.order_count) == 4);
+	for (int i = 0; i < 4; i++)
+		EXPECT(s.order[i] == i);
+
+	CHECK(cuStreamAddCallback(st, stream_callback, &s, 0));
+	CHECK(cuStreamSynchronize(st));
+	EXPECT(atomic_load(&s.done) == 2 && s.stream_arg == st && s.status_arg == CUDA_SUCCESS);
+	EXPECT(cuStreamAddCallback(st, stream_callback, &s, 4) == CUDA_ERROR_INVALID_VALUE);
+
+	/* Cooperative launches. */
+	int coop_ok = 0, sms = 0, per_sm = 0;
+	CHECK(cuDeviceGetAttribute(&coop_ok, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev));
+	CHECK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+	CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, coop, 128, 0));
+	EXPECT(coop_ok == 1 && per_sm > 0);
+	int blocks = per_sm * sms, more = blocks + 1;
+	CUdeviceptr slots, sums;
+	CHECK(cuMemAlloc(&slots, (size_t)more * sizeof(int)));
+	CHECK(cuMemAlloc(&sums, (size_t)more * sizeof(int)));
+	void *cparams[] = {&slots, &sums, &blocks};
+	CHECK(cuLaunchCooperativeKernel(coop, (unsigned)blocks, 1, 1, 128, 1, 1, 0, st, cparams));
+	int *h = calloc((size_t)more, sizeof(int));
+	CHECK(cuMemcpyDtoHAsync(h, sums, (size_t)blocks * sizeof(int), st));
+	CHECK(cuStreamSynchronize(st));
+	long long sum = 0;
+	for (int b = 0; b < blocks; b++) {
+		EXPECT(h[b] == (b + 1) + ((b + 1) % blocks + 1));
+		sum += h[b];
+	}
+	void *mparams[] = {&slots, &sums, &more};
+	EXPECT(cuLaunchCooperativeKernel(coop, (unsigned)more, 1, 1, 128, 1, 1, 0, st, mparams) ==
+	       CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+	CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+	CUlaunchConfig cfg = {.gridDimX = (unsigned)blocks,
+			      .gridDimY = 1,
+			      .gridDimZ = 1,
+			      .blockDimX = 128,
+			      .blockDimY = 1,
+			      .blockDimZ = 1,
+			      .hStream = st,
+			      .attrs = &attr,
+			      .numAttrs = 1};
+	CHECK(cuLaunchKernelEx(&cfg, coop, cparams, NULL));
+	cfg.gridDimX = (unsigned)more;
+	EXPECT(cuLaunchKernelEx(&cfg, coop, mparams, NULL) == CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+	CHECK(cuCtxSynchronize());
+
+	/* Mapped host memory is not offered. */
+	int can_map = 1;
+	CHECK(cuDeviceGetAttribute(&can_map, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, dev));
+	EXPECT(can_map == 0);
+	CUdeviceptr mapped = 0;
+	EXPECT(cuMemHostGetDevicePointer(&mapped, s.seen, 0) == CUDA_ERROR_INVALID_VALUE);
+
+	free(h);
+	CHECK(cuMemFree(slots));
+	CHECK(cuMemFree(sums));
+	CHECK(cuMemFree(p));
+	CHECK(cuMemFreeHost(s.seen));
+	CHECK(cuStreamDestroy(st));
+	CHECK(cuModuleUnload(mod));
+	CHECK(cuProfilerStop());
+	CHECK(cuCtxDestroy(ctx));
+	free(image);
+	printf("RESULT drvsample verified=%s checksum=%lld\n", failures ? "no" : "yes", sum);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,54 @@
+/* drvsample_simk.c - host implementations of tests/data/drvsample_kernels.cu,
+ * for tests/samples/drvsample.c. */
+#include "simdrv/simkernel.h"
+
+static int work(const struct xgpu_simk_launch *l)
+{
+	uint64_t out;
+	int32_t n, v;
+	int64_t spin;
+	if (xgpu_simk_param(l, 0, &out, 8) || xgpu_simk_param(l, 1, &n, 4) || xgpu_simk_param(l, 2, &v, 4) ||
+	    xgpu_simk_param(l, 3, &spin, 8))
+		return XGPU_SIMK_ERR_INVALID_VALUE;
+	uint64_t count = n > 0 ? (uint64_t)n : 0;
+	if (count > xgpu_simk_threads(l))
+		count = xgpu_simk_threads(l);
+	int32_t *p = count ? l->map(l, out, count * 4) : NULL;
+	if (count && !p)
+		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
+	for (uint64_t i = 0; i < count; i++)
+		p[i] = v + (int32_t)i;
+	return XGPU_SIMK_OK;
+}
+
+static uint64_t work_cost(const struct xgpu_simk_launch *l)
+{
+	int64_t spin;
+	return xgpu_simk_param(l, 3, &spin, 8) || spin < 0 ? 0 : (uint64_t)spin;
+}
+
+static int coop(const struct xgpu_simk_launch *l)
+{
+	uint64_t slots_a, sums_a;
+	int32_t blocks;
+	if (xgpu_simk_param(l, 0, &slots_a, 8) || xgpu_simk_param(l, 1, &sums_a, 8) ||
+	    xgpu_simk_param(l, 2, &blocks, 4))
+		return XGPU_SIMK_ERR_INVALID_VALUE;
+	uint64_t n = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	if (blocks <= 0 || (uint64_t)blocks != n)
+		return XGPU_SIMK_ERR_TRAP;
+	int32_t *slots = l->map(l, slots_a, n * 4), *sums = l->map(l, sums_a, n * 4);
+	if (!slots || !sums)
+		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
+	for (uint64_t b = 0; b < n; b++)
+		slots[b] = (int32_t)b + 1;
+	for (uint64_t b = 0; b < n; b++)
+		sums[b] = slots[b] + slots[(b + 1) % n];
+	return XGPU_SIMK_OK;
+}
+
+static const struct xgpu_simk_kernel kernels[] = {
+    {"ds_work", work, work_cost},
+    {"ds_coop", coop, NULL},
+};
+XGPU_SIMK_EXPORT(kernels);
