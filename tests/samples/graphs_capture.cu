@@ -6,12 +6,20 @@
 // cudaStreamSynchronize of the capturing stream fail with
 // cudaErrorStreamCaptureUnsupported and invalidate the capture; a forked
 // stream that does not join back makes the capture unjoined; cudaMalloc is
-// refused in global mode and allowed in relaxed mode.
+// refused in global mode and allowed in relaxed mode. Host callbacks: a host
+// function on a capturing stream would be a host node, which xgpu's graphs do
+// not offer, so it fails with cudaErrorStreamCaptureUnsupported, is never
+// called and invalidates the capture, while one on a stream that is not
+// capturing runs; and a capture on a stream whose earlier host function has
+// not returned records its work without waiting for it (capture comes before
+// the callback gate: were it the other way round, this sample would hang).
 #include "graphs_kernels.cuh"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #define CHECK(call)                                                                                          \
 	do {                                                                                                 \
@@ -35,6 +43,28 @@
 	} while (0)
 
 static const int N = 10000;
+
+static std::atomic<int> host_calls;
+static std::atomic<bool> host_release;
+
+static void CUDART_CB count_call(void *)
+{
+	host_calls++;
+}
+
+static void CUDART_CB count_callback(cudaStream_t, cudaError_t, void *)
+{
+	host_calls++;
+}
+
+// Holds its stream (and everything the callback gate orders after it) until
+// the main thread releases it.
+static void CUDART_CB wait_for_release(void *)
+{
+	while (!host_release)
+		usleep(1000);
+	host_calls++;
+}
 static const dim3 GRID((N + 255) / 256), BLOCK(256);
 
 int main()
@@ -156,6 +186,47 @@ int main()
 	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeThreadLocal));
 	EXPECT(cudaStreamSynchronize(s1), cudaErrorStreamCaptureUnsupported);
 	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+
+	// A host function on a capturing stream: refused, never called, and the
+	// capture is void; one on a stream that is not capturing runs.
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	gk_add<<<GRID, BLOCK, 0, s1>>>(d_a, 1, N);
+	CHECK(cudaLaunchHostFunc(s2, count_call, NULL));
+	EXPECT(cudaLaunchHostFunc(s1, count_call, NULL), cudaErrorStreamCaptureUnsupported);
+	CHECK(cudaStreamIsCapturing(s1, &st));
+	if (st != cudaStreamCaptureStatusInvalidated) {
+		fprintf(stderr, "graphs_capture: a host function did not invalidate the capture\n");
+		return 1;
+	}
+	EXPECT(cudaStreamAddCallback(s1, count_callback, NULL, 0), cudaErrorStreamCaptureInvalidated);
+	bad = (cudaGraph_t)1;
+	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+	CHECK(cudaStreamSynchronize(s2));
+	CHECK(cudaStreamSynchronize(s1));
+	if (bad || host_calls != 1) {
+		fprintf(stderr, "graphs_capture: host functions during a capture: %d called, want 1%s\n",
+			host_calls.load(), bad ? "; a graph returned" : "");
+		return 1;
+	}
+
+	// A capture while the stream's earlier host function has not returned:
+	// the captured work is recorded at once, not held back behind it.
+	CHECK(cudaLaunchHostFunc(s1, wait_for_release, NULL));
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	gk_add<<<GRID, BLOCK, 0, s1>>>(d_a, 1, N);
+	CHECK(cudaGetLastError());
+	CHECK(cudaStreamEndCapture(s1, &g));
+	host_release = true;
+	CHECK(cudaStreamSynchronize(s1));
+	size_t held_nodes = 0;
+	CHECK(cudaGraphGetNodes(g, NULL, &held_nodes));
+	if (held_nodes != 1 || host_calls != 2) {
+		fprintf(stderr,
+			"graphs_capture: behind a host function: %zu nodes (want 1), %d calls (want 2)\n",
+			held_nodes, host_calls.load());
+		return 1;
+	}
+	CHECK(cudaGraphDestroy(g));
 
 	// cudaMalloc: refused in global mode, allowed in relaxed mode.
 	int *tmp = NULL;
