@@ -13,6 +13,8 @@
 // capturing runs; and a capture on a stream whose earlier host function has
 // not returned records its work without waiting for it (capture comes before
 // the callback gate: were it the other way round, this sample would hang).
+// A cooperative launch on a capturing stream is refused the same way (a
+// kernel node carries no launch attributes).
 #include "graphs_kernels.cuh"
 
 #include <atomic>
@@ -227,6 +229,20 @@ int main()
 		return 1;
 	}
 	CHECK(cudaGraphDestroy(g));
+
+	// A cooperative launch on a capturing stream: refused (before any device
+	// check), the capture void.
+	int one = 1, n = N;
+	void *coop_args[] = {&d_a, &one, &n};
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	EXPECT(cudaLaunchCooperativeKernel((void *)gk_add, dim3(1), BLOCK, coop_args, 0, s1),
+	       cudaErrorStreamCaptureUnsupported);
+	bad = (cudaGraph_t)1;
+	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+	if (bad) {
+		fprintf(stderr, "graphs_capture: a capture with a cooperative launch returned a graph\n");
+		return 1;
+	}
 
 	// cudaMalloc: refused in global mode, allowed in relaxed mode.
 	int *tmp = NULL;
