@@ -67,7 +67,8 @@ COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
 # The channel client: linked into libcuda.so.1 only, which exports it to
 # libcudart.so.13 so that a process has one channel (docs/design.md, "Driver API").
-CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c
+CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c \
+	frontend/managed.c
 RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
 DRIVER_SRC := $(wildcard frontend/driver/*.c)
 BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) \
@@ -447,6 +448,8 @@ TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard poli
 TEST_LIBS_test_xentrace := $(OBJ)/backend/schedsrc/xentrace_parse.o $(OBJ)/backend/schedsrc/hypsrc_xentrace.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
+# The per-domain histograms (service time, queue wait).
+TEST_LIBS_test_stats := $(OBJ)/backend/stats.o
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule
@@ -517,7 +520,28 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 include tests/fuzz/fuzz.mk
 include tests/samples/graphs.mk
 
-tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
+# Manual pages: docs/man/*.scd (scdoc sources) -> $(BUILD)/man/ (roff);
+# `man -l build/man/xgpud.8` reads one. tests/e2e/manpages.sh checks them.
+MAN_SRC := $(wildcard docs/man/*.scd)
+MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
+$(BUILD)/man/%: docs/man/%.scd
+	@mkdir -p $(dir $@)
+	$(call say,SCDOC,$@)
+	$(Q)scdoc <$< >$@.tmp && mv $@.tmp $@
+man: $(MAN_PAGES)
+.PHONY: man
+
+# The Debian package (debian/, debhelper), built from a copy of the tracked
+# files in build/deb/ (dpkg-buildpackage writes into the parent directory and
+# cleans its tree); the .deb lands in build/deb/.
+deb:
+	rm -rf build/deb && mkdir -p build/deb/xgpu
+	git ls-files -z | tar --null -T - -cf - | tar -xf - -C build/deb/xgpu
+	cd build/deb/xgpu && CUDA_HOME="$(CUDA_HOME)" dpkg-buildpackage -us -uc -b
+	@ls build/deb/*.deb
+.PHONY: deb
+
+tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

@@ -13,6 +13,7 @@
 #include "xenvgpu.h"
 #include "daemon.h"
 #include "control.h"
+#include "sdnotify.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -404,6 +405,11 @@ int main(int argc, char **argv)
 		xlog_err("cannot set up the main loop: %s", strerror(errno));
 		return 1;
 	}
+	/* Ready: the socket listens and the loop below answers it at once. */
+	char ready[320];
+	snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on %s", path);
+	if (xgpu_sd_notify(ready) < 0)
+		xlog_warn("cannot notify the service manager at $NOTIFY_SOCKET: %s", strerror(errno));
 	for (bool stop = false; !stop;) {
 		struct epoll_event ev[16];
 		/* Wake at least every 250 ms to drop connections that never
@@ -427,6 +433,7 @@ int main(int argc, char **argv)
 		}
 		xgpu_local_expire(listener);
 	}
+	xgpu_sd_notify("STOPPING=1");
 	xgpu_local_close(listener);
 	unlink(path);
 	atomic_store(&d.stopping, true);

@@ -5,6 +5,8 @@
  * from cudaMallocHost is already shared with the backend, so its copies move
  * no bytes through the guest at all.
  */
+#include "managed.h"
+#include "mempool.h"
 #include "runtime.h"
 
 #include <string.h>
@@ -23,6 +25,9 @@ XGPU_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 	struct xgpu_req_MEM_ALLOC req = {.size = size};
 	struct xgpu_rsp_MEM_ALLOC rsp;
 	e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	/* What memory pools cache goes back before an allocation fails. */
+	if (e == cudaErrorMemoryAllocation && xgpu_pool_release_cached(c))
+		e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
 	if (e)
 		return xgpu_rt_ret(e);
 	xgpu_rt_devmem_add(rsp.dptr, size);
@@ -37,11 +42,16 @@ XGPU_EXPORT cudaError_t cudaFree(void *ptr)
 	cudaError_t e = xgpu_rt_client(&c);
 	if (e || !ptr)
 		return e;
+	int managed_status;
+	if (xgpu_managed_free(c, (uintptr_t)ptr, &managed_status))
+		return xgpu_rt_ret(managed_status);
 	struct xgpu_req_MEM_FREE req = {.dptr = (uintptr_t)ptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	e = xgpu_call_MEM_FREE(c, &req, &rsp);
-	if (!e)
+	if (!e) {
 		xgpu_rt_devmem_del((uintptr_t)ptr);
+		xgpu_pool_forget((uintptr_t)ptr);
+	}
 	return xgpu_rt_ret(e);
 }
 
@@ -65,13 +75,20 @@ XGPU_EXPORT cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 
 static bool is_device(const void *p)
 {
-	return xgpu_rt_devmem_find((uintptr_t)p, NULL, NULL);
+	return xgpu_rt_devmem_find((uintptr_t)p, NULL, NULL) ||
+	       xgpu_managed_find((uintptr_t)p, 0, NULL, NULL);
 }
 
 /* cudaMemcpyDefault: infer the direction from who owns each pointer, as
- * unified addressing does. */
+ * unified addressing does. Managed memory is copied as device memory whatever
+ * the kind says: the device's copy is the current one once its host-written
+ * pages are pushed, and a copy into it must reach the device. */
 static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMemcpyKind kind)
 {
+	if (kind != cudaMemcpyDefault && kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDeviceToDevice &&
+	    (xgpu_managed_find((uintptr_t)dst, 0, NULL, NULL) ||
+	     xgpu_managed_find((uintptr_t)src, 0, NULL, NULL)))
+		kind = cudaMemcpyDefault;
 	if (kind != cudaMemcpyDefault)
 		return kind;
 	bool d = is_device(dst), s = is_device(src);

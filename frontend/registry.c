@@ -10,6 +10,7 @@
  */
 #include "devprop.h"
 #include "fatbin.h"
+#include "managed.h"
 #include "runtime.h"
 
 #include <pthread.h>
@@ -43,6 +44,7 @@ struct fe_var {
 	size_t size;
 	uint64_t dptr;
 	unsigned epoch;
+	void **managed_ptr; /* a __managed__ variable: where host code finds it */
 };
 
 /* Everything here is written at registration (static constructors, one
@@ -53,6 +55,9 @@ static struct fe_func **funcs;
 static size_t nfuncs, capfuncs;
 static struct fe_var **vars;
 static size_t nvars, capvars;
+
+static struct fe_var *find_var(const void *host_var);
+static cudaError_t resolve_var(const void *host_var, struct xgpu_client **c, struct fe_var *out);
 
 /* Module loads hold reg_lock across a round trip; a fork in the middle must
  * not leave the child's copy locked. */
@@ -163,12 +168,19 @@ XGPU_EXPORT void __cudaRegisterVar(void **handle, char *host_var, char *device_a
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* Host code reaches a __managed__ variable through *host_var_ptr, which
+ * __cudaInitModule sets (nvcc's code calls it before the first host access). */
 XGPU_EXPORT void __cudaRegisterManagedVar(void **handle, void **host_var_ptr, char *device_address,
 					  const char *device_name, int ext, size_t size, int constant,
 					  int global)
 {
-	xgpu_fe_warn_once("managed-var", "__managed__ variable %s: managed memory is not supported by xgpu",
-			  device_name);
+	__cudaRegisterVar(handle, (char *)host_var_ptr, device_address, device_name, ext, size, constant,
+			  global);
+	pthread_mutex_lock(&reg_lock);
+	struct fe_var *v = find_var(host_var_ptr);
+	if (v)
+		v->managed_ptr = host_var_ptr;
+	pthread_mutex_unlock(&reg_lock);
 }
 
 XGPU_EXPORT void __cudaRegisterHostVar(void **handle, const char *device_name, char *host_var, size_t size)
@@ -187,11 +199,38 @@ XGPU_EXPORT void *__cudaGetProcAddress(const char *symbol, unsigned long long fl
 	return NULL;
 }
 
+/* Loads the module and maps each of its __managed__ variables into this
+ * process (frontend/managed.c); 0 tells nvcc's code to call again. */
 XGPU_EXPORT char __cudaInitModule(void **handle)
 {
-	/* Only modules with managed variables need initialising, and those are
-	 * not supported; report success for the rest. */
-	return 1;
+	struct fe_module *m = (struct fe_module *)handle;
+	char ok = 1;
+	for (size_t i = 0;; i++) {
+		pthread_mutex_lock(&reg_lock);
+		struct fe_var *v = i < nvars ? vars[i] : NULL;
+		bool wanted = v && v->mod == m && v->managed_ptr;
+		const void *key = v ? v->host_var : NULL;
+		pthread_mutex_unlock(&reg_lock);
+		if (!v)
+			break;
+		if (!wanted)
+			continue;
+		struct xgpu_client *c;
+		struct fe_var got;
+		void *host = NULL;
+		cudaError_t e = resolve_var(key, &c, &got);
+		if (!e)
+			e = xgpu_rt_ret(xgpu_managed_map_var(c, got.dptr, got.size, &host));
+		if (e) {
+			xgpu_fe_warn_once(got.name ? got.name : "managed-var",
+					  "__managed__ variable %s: cannot map it into this process: %s",
+					  v->name, cudaGetErrorName(e));
+			ok = 0;
+			continue;
+		}
+		*got.managed_ptr = host;
+	}
+	return ok;
 }
 
 XGPU_EXPORT void __cudaUnregisterFatBinary(void **handle)
@@ -633,6 +672,43 @@ XGPU_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCa
 		return e;
 	/* A hint Hopper ignores (see cudaDeviceSetCacheConfig). */
 	return config <= cudaFuncCachePreferEqual ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidValue);
+}
+
+/* The mangled name, as the driver's cuFuncGetName answers; it lives as long
+ * as the registration. */
+XGPU_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+	if (!name)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	pthread_mutex_lock(&reg_lock);
+	struct fe_func *f = find_func(func);
+	if (f)
+		*name = f->name;
+	pthread_mutex_unlock(&reg_lock);
+	return f ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidDeviceFunction);
+}
+
+/* A parameter's place in the kernel's parameter buffer, from the image's
+ * KPARAM_INFO (what launches lay parameters out by). */
+XGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
+					     size_t *paramSize)
+{
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	if (e)
+		return e;
+	pthread_mutex_lock(&reg_lock);
+	const struct xgpu_kernel_info *k = f->kinfo;
+	bool found = k && paramIndex < k->nparams;
+	if (found) {
+		if (paramOffset)
+			*paramOffset = k->params[paramIndex].offset;
+		if (paramSize)
+			*paramSize = k->params[paramIndex].size;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return found ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidValue);
 }
 
 XGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, const void *func,

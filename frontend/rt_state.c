@@ -3,6 +3,7 @@
  * shadow tables of device allocations and pinned segments, and reporting of
  * unsupported calls. */
 #include "errors.h"
+#include "managed.h"
 #include "runtime.h"
 #include "util.h"
 
@@ -351,7 +352,12 @@ XGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	memset(attr, 0, sizeof *attr);
 	struct xgpu_rt_seg s;
-	if (xgpu_rt_devmem_find((uintptr_t)ptr, NULL, NULL)) {
+	if (xgpu_managed_find((uintptr_t)ptr, 0, NULL, NULL)) {
+		attr->type = cudaMemoryTypeManaged;
+		attr->device = 0;
+		attr->devicePointer = (void *)ptr;
+		attr->hostPointer = (void *)ptr;
+	} else if (xgpu_rt_devmem_find((uintptr_t)ptr, NULL, NULL)) {
 		attr->type = cudaMemoryTypeDevice;
 		attr->device = 0;
 		attr->devicePointer = (void *)ptr;

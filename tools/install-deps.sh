@@ -14,6 +14,10 @@ PACKAGES+=(dpkg-dev flex bison python3)
 # The libFuzzer harnesses (tests/fuzz/, `make fuzz`, run briefly by `make test`):
 # clang with its fuzzer and sanitizer runtimes.
 PACKAGES+=(clang-14 libclang-rt-14-dev)
+# The manual pages (docs/man/*.scd -> build/man/, `make man`, also built by tests-build).
+PACKAGES+=(scdoc)
+# `make deb`: the Debian package (debian/, debhelper; dpkg-dev is above).
+PACKAGES+=(debhelper)
 # The plots of `make experiment` (tools/experiment/run.sh --report).
 PACKAGES+=(gnuplot-nox)
 

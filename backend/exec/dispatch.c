@@ -360,6 +360,14 @@ HANDLER(DEVICE_INFO)
 	memcpy(attrs, g->attrs, sizeof attrs);
 	if (g->nattrs > CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
 		attrs[CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY] = 0;
+	/* Memory pools are the frontend's, over ordinary allocations: device
+	 * pools whatever the driver says, no host pools, no IPC export. */
+	if (g->nattrs > CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED) {
+		attrs[CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED] = 1;
+		attrs[CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES] = 0;
+		attrs[CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED] = 0;
+		attrs[CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED] = 0;
+	}
 	int r = bulk_write(c, &b, sizeof b);
 	if (!r)
 		r = bulk_write(c, attrs, (uint64_t)g->nattrs * sizeof attrs[0]);
@@ -379,32 +387,83 @@ HANDLER(MEM_GET_INFO)
 	return cudaSuccess;
 }
 
-HANDLER(MEM_ALLOC)
+/* Checks the domain's memory limit for size more bytes; logs a refusal. */
+static bool mem_limit_allows(struct call *c, uint64_t size, const char *what)
 {
 	struct xgpu_domain *dom = c->dom;
 	uint64_t used = atomic_load(&dom->stats.mem_bytes);
-	if (req->size == 0)
-		return cudaErrorInvalidValue;
-	if (req->size > dom->mem_limit || used > dom->mem_limit - req->size) {
+	if (size > dom->mem_limit || used > dom->mem_limit - size) {
 		char want[32], lim[32], held[32];
-		xgpu_format_size(req->size, want, sizeof want);
+		xgpu_format_size(size, want, sizeof want);
 		xgpu_format_size(dom->mem_limit, lim, sizeof lim);
 		xgpu_format_size(used, held, sizeof held);
-		dlog_info(dom, "domain %s: cudaMalloc of %s refused: the domain holds %s of its %s limit",
-			  dom->name, want, held, lim);
+		dlog_info(dom, "domain %s: %s of %s refused: the domain holds %s of its %s limit", dom->name,
+			  what, want, held, lim);
+		return false;
+	}
+	return true;
+}
+
+/* Records a fresh allocation as the calling process's and counts it. */
+static int mem_track(struct call *c, CUdeviceptr p, uint64_t size)
+{
+	if (xgpu_memmap_add(&c->dom->mem, p, size, c->ch, 0) < 0) {
+		c->drv->cuMemFree(p);
 		return cudaErrorMemoryAllocation;
 	}
+	atomic_fetch_add(&c->dom->stats.mem_bytes, size);
+	return cudaSuccess;
+}
+
+HANDLER(MEM_ALLOC)
+{
+	if (req->size == 0)
+		return cudaErrorInvalidValue;
+	if (!mem_limit_allows(c, req->size, "cudaMalloc"))
+		return cudaErrorMemoryAllocation;
 	CUdeviceptr p;
 	int r = drv(c, c->drv->cuMemAlloc(&p, req->size));
 	if (r)
 		return r;
-	if (xgpu_memmap_add(&dom->mem, p, req->size, c->ch, 0) < 0) {
+	r = mem_track(c, p, req->size);
+	if (!r)
+		rsp->dptr = p;
+	return r;
+}
+
+/* The guest maps its copy of managed memory at the device address, so the
+ * address must be page-aligned and its whole range a canonical user address
+ * (below 2^47 on x86-64); a driver that answers otherwise gets the memory
+ * back and the guest an error. */
+#define XGPU_MANAGED_PAGE 4096ull
+#define XGPU_MANAGED_VA_END (1ull << 47)
+
+HANDLER(MEM_ALLOC_MANAGED)
+{
+	struct xgpu_domain *dom = c->dom;
+	if (req->size == 0 || req->size > XGPU_MANAGED_VA_END ||
+	    (req->flags != CU_MEM_ATTACH_GLOBAL && req->flags != CU_MEM_ATTACH_HOST))
+		return cudaErrorInvalidValue;
+	/* Whole pages: the guest's mapping is, and so is what a copy-back moves. */
+	uint64_t size = (req->size + XGPU_MANAGED_PAGE - 1) & ~(XGPU_MANAGED_PAGE - 1);
+	if (!mem_limit_allows(c, size, "cudaMallocManaged"))
+		return cudaErrorMemoryAllocation;
+	CUdeviceptr p;
+	int r = drv(c, c->drv->cuMemAllocManaged(&p, size, req->flags));
+	if (r)
+		return r;
+	if (p % XGPU_MANAGED_PAGE || p >= XGPU_MANAGED_VA_END || XGPU_MANAGED_VA_END - p < size) {
+		dlog_info(dom,
+			  "domain %s: managed allocation at 0x%" PRIx64
+			  " refused: not a page-aligned user address",
+			  dom->name, (uint64_t)p);
 		c->drv->cuMemFree(p);
 		return cudaErrorMemoryAllocation;
 	}
-	atomic_fetch_add(&dom->stats.mem_bytes, req->size);
-	rsp->dptr = p;
-	return cudaSuccess;
+	r = mem_track(c, p, size);
+	if (!r)
+		rsp->dptr = p;
+	return r;
 }
 
 HANDLER(MEM_FREE)

@@ -33,6 +33,7 @@
 	X(cuCtxGetLimit)                                                                                     \
 	X(cuMemAlloc)                                                                                        \
 	X(cuMemFree)                                                                                         \
+	X(cuMemAllocManaged)                                                                                 \
 	X(cuMemGetInfo)                                                                                      \
 	X(cuMemAllocHost)                                                                                    \
 	X(cuMemFreeHost)                                                                                     \

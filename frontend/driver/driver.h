@@ -88,4 +88,9 @@ bool xgpu_graph_capturing(xgpu_handle_t stream);
  * then need neither cuInit nor a current context, as in CUDA's runtime. */
 extern _Thread_local int xgpu_graph_from_runtime;
 
+/* What cuPointerGetAttribute knows of allocations (memory.c): pools'
+ * allocations are added and dropped as they are handed out and freed. */
+void xgpu_drv_remember_allocation(CUdeviceptr base, size_t size);
+void xgpu_drv_forget_allocation(CUdeviceptr base);
+
 #endif

@@ -7,6 +7,8 @@
  * call of their own; they upload the pattern, which is correct but costs a
  * host-to-device copy of the range. */
 #include "driver.h"
+#include "managed.h"
+#include "mempool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -28,24 +30,30 @@ struct allocation {
 	size_t size;
 	unsigned long long buffer_id; /* never reused within the process */
 	CUcontext ctx;
+	bool managed;
 	struct allocation *next;
 };
 static pthread_mutex_t allocations_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct allocation *allocations;
 static unsigned long long last_buffer_id;
 
-static void remember_allocation(CUdeviceptr base, size_t size)
+static void remember_allocation(CUdeviceptr base, size_t size, bool managed)
 {
 	struct allocation *a = calloc(1, sizeof *a);
 	if (!a)
 		return; /* cuPointerGetAttribute will not know it: INVALID_VALUE */
 	pthread_mutex_lock(&allocations_lock);
-	*a = (struct allocation){base, size, ++last_buffer_id, xgpu_drv_current_ctx(), allocations};
+	*a = (struct allocation){base, size, ++last_buffer_id, xgpu_drv_current_ctx(), managed, allocations};
 	allocations = a;
 	pthread_mutex_unlock(&allocations_lock);
 }
 
-static void forget_allocation(CUdeviceptr base)
+void xgpu_drv_remember_allocation(CUdeviceptr base, size_t size)
+{
+	remember_allocation(base, size, false);
+}
+
+void xgpu_drv_forget_allocation(CUdeviceptr base)
 {
 	pthread_mutex_lock(&allocations_lock);
 	for (struct allocation **a = &allocations; *a; a = &(*a)->next)
@@ -83,10 +91,33 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_req_MEM_ALLOC req = {.size = bytesize};
 	struct xgpu_rsp_MEM_ALLOC rsp;
-	r = xgpu_drv_result(xgpu_call_MEM_ALLOC(c, &req, &rsp));
+	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	/* What memory pools cache goes back before an allocation fails. */
+	if (e == cudaErrorMemoryAllocation && xgpu_pool_release_cached(c))
+		e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	r = xgpu_drv_result(e);
 	if (!r) {
 		*dptr = (CUdeviceptr)rsp.dptr;
-		remember_allocation(*dptr, bytesize);
+		remember_allocation(*dptr, bytesize, false);
+	}
+	return r;
+}
+
+/* Managed memory: one address valid in this process and on the device, kept
+ * coherent by frontend/managed.c at launches and synchronisation points. */
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	struct xgpu_client *c;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	uint64_t d;
+	r = xgpu_drv_result(xgpu_managed_alloc(c, bytesize, flags, &d));
+	if (!r) {
+		*dptr = (CUdeviceptr)d;
+		remember_allocation(*dptr, bytesize, true);
 	}
 	return r;
 }
@@ -99,11 +130,20 @@ CUresult cuMemFree(CUdeviceptr dptr)
 		return r;
 	if (!dptr)
 		return CUDA_SUCCESS;
+	int managed_status;
+	if (xgpu_managed_free(c, dptr, &managed_status)) {
+		r = xgpu_drv_result(managed_status);
+		if (!r)
+			xgpu_drv_forget_allocation(dptr);
+		return r;
+	}
 	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
-	if (!r)
-		forget_allocation(dptr);
+	if (!r) {
+		xgpu_drv_forget_allocation(dptr);
+		xgpu_pool_forget(dptr);
+	}
 	return r;
 }
 
@@ -127,8 +167,20 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
 
 /* ---- copies ------------------------------------------------------------- */
 
+static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async);
+
+/* A managed pointer given as host memory is copied as device memory: the
+ * device's copy is the current one once the host's writes are pushed, and
+ * a copy into it must reach the device. */
+static bool is_managed(const void *p)
+{
+	return xgpu_managed_find((uintptr_t)p, 0, NULL, NULL);
+}
+
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream, bool async)
 {
+	if (is_managed(src))
+		return dtod(dst, (uintptr_t)src, n, stream, async);
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r || !n)
@@ -146,6 +198,8 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream
 
 static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
 {
+	if (is_managed(dst))
+		return dtod((uintptr_t)dst, src, n, stream, false);
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r || !n)
@@ -180,6 +234,52 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream
 	struct xgpu_rsp_MEMCPY_DTOD rsp;
 	return xgpu_drv_result(xgpu_call_MEMCPY_DTOD(c, &req, &rsp));
 }
+
+/* cuMemcpy / cuMemcpyAsync: unified addressing, so the direction comes from
+ * what each pointer is: memory of cuMemAlloc or managed memory is the
+ * device's, anything else the host's. */
+static bool is_device(CUdeviceptr p)
+{
+	struct allocation a;
+	return find_allocation(p, &a) || is_managed((const void *)(uintptr_t)p);
+}
+
+static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
+{
+	bool d = is_device(dst), s = is_device(src);
+	if (d && s)
+		return dtod(dst, src, n, stream, async);
+	if (d)
+		return htod(dst, (const void *)(uintptr_t)src, n, stream, async);
+	if (s)
+		return dtoh((void *)(uintptr_t)dst, src, n, stream, async);
+	/* Host to host, ordered after the stream's work as CUDA orders it. */
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r || !n)
+		return r;
+	if (!dst || !src)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_req_STREAM_SYNC rq = {.stream = xgpu_drv_stream(stream)};
+	struct xgpu_rsp_STREAM_SYNC rs;
+	if ((r = xgpu_drv_result(xgpu_call_STREAM_SYNC(c, &rq, &rs))))
+		return r;
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	return unified_copy(dst, src, n, NULL, false);
+}
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpy);
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+	return unified_copy(dst, src, n, stream, true);
+}
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemcpyAsync);
 
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 {
@@ -533,7 +633,12 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 		*(unsigned long long *)data = a.buffer_id;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-		*(unsigned *)data = 0;
+		*(unsigned *)data = a.managed;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+		if (!a.managed)
+			return CUDA_ERROR_INVALID_VALUE; /* device memory has no host address */
+		*(void **)data = (void *)(uintptr_t)ptr;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MAPPED:
 		*(unsigned *)data = 1;
@@ -618,4 +723,76 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
 		}
 	}
 	return CUDA_SUCCESS;
+}
+
+/* ---- managed memory hints -------------------------------------------------- */
+
+/* Where a prefetch sends the data: the host (1), the device (0), or nowhere
+ * valid (-1). */
+static int location_is_host(CUmemLocation loc)
+{
+	switch (loc.type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return loc.id == CU_DEVICE_CPU ? 1 : loc.id == 0 ? 0 : -1;
+	case CU_MEM_LOCATION_TYPE_HOST:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/* Done at once, not in stream order: stricter, never weaker. */
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+			       CUstream hStream)
+{
+	(void)hStream;
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	int to_host = location_is_host(location);
+	if (to_host < 0 || flags || !count)
+		return CUDA_ERROR_INVALID_VALUE;
+	return xgpu_drv_result(xgpu_managed_prefetch(c, devPtr, count, to_host));
+}
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+				    unsigned int flags, CUstream hStream) XGPU_ALIAS(cuMemPrefetchAsync_v2);
+
+/* The CUDA 8 form, which names a device (CU_DEVICE_CPU for the host); cuda.h
+ * renames the plain name to the _v2 form. */
+#undef cuMemPrefetchAsync
+CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
+CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
+{
+	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dstDevice};
+	return cuMemPrefetchAsync_v2(devPtr, count, loc, 0, hStream);
+}
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
+    XGPU_ALIAS(cuMemPrefetchAsync);
+
+/* Advice is checked and remembered; none changes what xgpu does (see the
+ * runtime's cudaMemAdvise). */
+CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	bool needs_location =
+	    advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION || advice == CU_MEM_ADVISE_SET_ACCESSED_BY;
+	if (!count || (needs_location && location_is_host(location) < 0))
+		return CUDA_ERROR_INVALID_VALUE;
+	return xgpu_drv_result(xgpu_managed_advise(devPtr, count, (int)advice));
+}
+
+/* The CUDA 8 form, which names a device. */
+#undef cuMemAdvise
+CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device);
+CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device)
+{
+	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device};
+	return cuMemAdvise_v2(devPtr, count, advice, loc);
 }

@@ -13,6 +13,7 @@
 #include "devprop.h"
 #include "driver.h"
 #include "fatbin.h"
+#include "managed.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -363,18 +364,15 @@ CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunct
 	return r;
 }
 
-CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+/* cuModuleGetGlobal without its context check: managed variables are
+ * asked for without one. */
+static CUresult module_get_global(struct xgpu_client *c, CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+				  const char *name)
 {
-	struct xgpu_client *c;
-	if (!name || (!dptr && !bytes))
-		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client_ctx(&c);
-	if (r)
-		return r;
 	if (!valid_module(hmod))
 		return CUDA_ERROR_INVALID_HANDLE;
 	struct xgpu_req_MODULE_GET_GLOBAL req = {0};
-	r = module_remote(c, hmod, &req.module);
+	CUresult r = module_remote(c, hmod, &req.module);
 	if (r)
 		return r;
 	struct xgpu_rsp_MODULE_GET_GLOBAL rsp;
@@ -389,6 +387,17 @@ CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, cons
 			*bytes = rsp.size;
 	}
 	return r;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	struct xgpu_client *c;
+	if (!name || (!dptr && !bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return module_get_global(c, dptr, bytes, hmod, name);
 }
 
 /* Modules are sent whole when loaded, and functions resolved on first
@@ -472,6 +481,34 @@ CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
 	if (!valid_library(library))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return cuModuleGetGlobal_v2(dptr, bytes, library->mod, name);
+}
+
+/* A __managed__ variable, as NVIDIA's runtime asks for it to give host code
+ * its address: mapped into this process by frontend/managed.c, at the
+ * device's address where it can be (then the two are one pointer). */
+CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_library(library))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	CUdeviceptr global;
+	size_t size;
+	if ((r = module_get_global(c, &global, &size, library->mod, name)))
+		return r;
+	void *host;
+	r = xgpu_drv_result(xgpu_managed_map_var(c, global, size, &host));
+	if (r)
+		return r;
+	if (dptr)
+		*dptr = (CUdeviceptr)(uintptr_t)host;
+	if (bytes)
+		*bytes = size;
+	return CUDA_SUCCESS;
 }
 
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)

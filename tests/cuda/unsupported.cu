@@ -21,13 +21,19 @@ int main()
 		printf("FAIL: the error was not recorded\n");
 		failures++;
 	}
-	void *managed = nullptr;
-	e = cudaMallocManaged(&managed, 4096);
-	if (e != cudaErrorNotSupported || managed != nullptr) {
-		printf("FAIL: cudaMallocManaged returned %s\n", cudaGetErrorName(e));
+	cudaEvent_t ev;
+	if (cudaEventCreate(&ev) != cudaSuccess) {
+		printf("FAIL: cudaEventCreate\n");
+		failures++;
+	}
+	cudaIpcEventHandle_t ipc;
+	e = cudaIpcGetEventHandle(&ipc, ev);
+	if (e != cudaErrorNotSupported) {
+		printf("FAIL: cudaIpcGetEventHandle returned %s\n", cudaGetErrorName(e));
 		failures++;
 	}
 	cudaGetLastError();
+	cudaEventDestroy(ev);
 	void *d = nullptr;
 	if (cudaMalloc(&d, 256) != cudaSuccess || cudaFree(d) != cudaSuccess || cudaFree(ipc_buf) != cudaSuccess) {
 		printf("FAIL: ordinary calls failed after unsupported ones\n");

@@ -21,6 +21,7 @@ grep -q "is not inside one of this process's allocations" "$XGPUD_LOG" || fail "
 "$R" graphs || fail "malformed and foreign graphs"
 grep -q "domain raw-ga: graph refused: the dependencies form a cycle" "$XGPUD_LOG" || fail "cyclic graph not logged"
 grep -q "domain raw-ga: graph refused: 4097 nodes" "$XGPUD_LOG" || fail "oversize graph not logged"
+"$R" managed || fail "forged managed-memory requests"
 "$R" fuzz 1 3000 || fail "fuzzing"
 # A guest misbehaving in a loop is logged within its domain's budget
 # (50 lines per 10 s), not once per bad packet.

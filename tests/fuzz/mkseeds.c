@@ -141,6 +141,20 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	REQ(STREAM_PRIORITY, .stream = 0x100000005ull);
 	close_seed();
 
+	/* Managed memory: an allocation used like any other, then forged ones
+	 * (bad flags, sizes past the address space), a forged free, a free twice. */
+	open_seed("fuzz_dispatch", "managed");
+	REQ(MEM_ALLOC_MANAGED, .size = 5000, .flags = 1);
+	REQ_BULK(MEMCPY_HTOD, data, sizeof data, .dst = MARK(0), .size = sizeof data, .stream = 0);
+	REQ(MEMSET, .dst = MARK(0), .value = 0, .size = 8192, .stream = 0);
+	REQ(MEM_ALLOC_MANAGED, .size = 4096, .flags = 3);
+	REQ(MEM_ALLOC_MANAGED, .size = UINT64_MAX - 4095, .flags = 1);
+	REQ(MEM_ALLOC_MANAGED, .size = 1ull << 46, .flags = 2);
+	REQ(MEM_FREE, .dptr = 0x300000001000ull); /* inside the simulated managed range */
+	REQ(MEM_FREE, .dptr = MARK(0));
+	REQ(MEM_FREE, .dptr = MARK(0));
+	close_seed();
+
 	/* A host segment: register, copy through it both ways, unregister. */
 	open_seed("fuzz_dispatch", "segment");
 	REQ(MEM_ALLOC, .size = 8192);

@@ -7,7 +7,7 @@
  *
  *   rawclient version | fake-daemon PATH | malformed | corrupt-ring |
  *             cross-domain | graphs | memlimit BYTES | stream DOMAIN | fuzz SEED COUNT |
- *             silent COUNT SECONDS | kick-flood COUNT | old-hello | nops COUNT
+ *             silent COUNT SECONDS | kick-flood COUNT | old-hello | nops COUNT | managed
  */
 #include "client.h"
 #include "fdpass.h"
@@ -483,6 +483,56 @@ static int mode_memlimit(uint64_t limit)
 	return failures;
 }
 
+/* Forged managed-memory requests: bad flags and sizes, sizes past the
+ * address space and the domain's limit, frees of addresses inside an
+ * allocation, twice, and from another domain. */
+static int mode_managed(void)
+{
+	struct xgpu_client *c = open_or_die("raw-managed"), *other = open_or_die("raw-managed-b");
+	struct xgpu_rsp_MEM_ALLOC_MANAGED rsp;
+	static const struct {
+		uint64_t size;
+		uint32_t flags;
+		int want;
+	} bad[] = {
+	    {4096, 0, cudaErrorInvalidValue},
+	    {4096, 3, cudaErrorInvalidValue},
+	    {4096, 4, cudaErrorInvalidValue},
+	    {4096, UINT32_MAX, cudaErrorInvalidValue},
+	    {0, 1, cudaErrorInvalidValue},
+	    {UINT64_MAX, 1, cudaErrorInvalidValue},
+	    {UINT64_MAX - 4095, 1, cudaErrorInvalidValue},
+	    {1ull << 63, 2, cudaErrorInvalidValue},
+	    {1ull << 46, 1, cudaErrorMemoryAllocation}, /* past the domain's limit */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		struct xgpu_req_MEM_ALLOC_MANAGED rq = {.size = bad[i].size, .flags = bad[i].flags};
+		int st = xgpu_call_MEM_ALLOC_MANAGED(c, &rq, &rsp);
+		CHECK(st == bad[i].want, "managed size %llu flags %u: %d, want %d",
+		      (unsigned long long)bad[i].size, bad[i].flags, st, bad[i].want);
+	}
+	struct xgpu_req_MEM_ALLOC_MANAGED ok = {.size = 5000, .flags = 1};
+	CHECK(xgpu_call_MEM_ALLOC_MANAGED(c, &ok, &rsp) == cudaSuccess, "managed allocation");
+	uint64_t d = rsp.dptr;
+	printf("managed memory at 0x%llx\n", (unsigned long long)d);
+	CHECK(d % 4096 == 0 && d < (1ull << 47), "managed address 0x%llx is not a page-aligned user address",
+	      (unsigned long long)d);
+	struct xgpu_rsp_MEM_FREE fr;
+	struct xgpu_req_MEM_FREE inner = {.dptr = d + 4096};
+	CHECK(xgpu_call_MEM_FREE(c, &inner, &fr) == cudaErrorInvalidValue, "freed inside an allocation");
+	struct xgpu_req_MEM_FREE whole = {.dptr = d};
+	CHECK(xgpu_call_MEM_FREE(other, &whole, &fr) == cudaErrorInvalidValue, "another domain freed it");
+	struct xgpu_req_MEMSET past = {.dst = d + 4096, .size = 8192};
+	struct xgpu_rsp_MEMSET msr;
+	CHECK(xgpu_call_MEMSET(c, &past, &msr) == cudaErrorInvalidValue,
+	      "memset past the allocation's pages");
+	CHECK(xgpu_call_MEM_FREE(c, &whole, &fr) == cudaSuccess, "free");
+	CHECK(xgpu_call_MEM_FREE(c, &whole, &fr) == cudaErrorInvalidValue, "freed twice");
+	xgpu_client_close(other);
+	xgpu_client_close(c);
+	return failures;
+}
+
 /* Copies 64 MiB to the device over and over until killed. */
 static int mode_stream(const char *domain)
 {
@@ -653,9 +703,11 @@ int main(int argc, char **argv)
 		return mode_old_hello();
 	if (!strcmp(m, "nops") && argc == 3)
 		return mode_nops(atoi(argv[2]));
+	if (!strcmp(m, "managed"))
+		return mode_managed();
 usage:
 	fprintf(stderr,
 		"usage: rawclient version | fake-daemon PATH | malformed | corrupt-ring | cross-domain |\n"
-		"                 memlimit BYTES | stream DOMAIN | fuzz SEED COUNT\n");
+		"                 memlimit BYTES | stream DOMAIN | fuzz SEED COUNT | managed\n");
 	return 2;
 }

@@ -466,6 +466,57 @@ static void test_copy_checks(void **state)
 	CU(cuCtxDestroy(c));
 }
 
+/* Managed memory comes from a canonical user-space range (the guest maps its
+ * copy at the same address), page-aligned, interleaved with ordinary
+ * allocations in the context's table; __managed__ variables of a module go
+ * there too. */
+static void test_managed(void **state)
+{
+	CUcontext c = new_ctx(0);
+	CUdeviceptr plain, m1, m2;
+	CU(cuMemAlloc(&plain, 4096));
+	CU(cuMemAllocManaged(&m1, 5000, CU_MEM_ATTACH_GLOBAL));
+	CU(cuMemAllocManaged(&m2, 64, CU_MEM_ATTACH_HOST));
+	assert_true(m1 % 4096 == 0 && m2 % 4096 == 0);
+	assert_true(m1 >= 0x300000000000ull && m2 > m1 && m2 < (1ull << 47));
+	assert_true(plain > (1ull << 47));
+	CUERR(cuMemAllocManaged(&m2, 64, 0), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemAllocManaged(&m2, 64, 7), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemAllocManaged(NULL, 64, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemAllocManaged(&m2, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+	/* Both kinds stay reachable and bounded after the out-of-order insert. */
+	uint8_t in[5000], out[5000];
+	for (int i = 0; i < 5000; i++)
+		in[i] = (uint8_t)(i * 3);
+	CU(cuMemcpyHtoDAsync(m1, in, 5000, NULL));
+	CU(cuMemcpyDtoDAsync(plain, m1, 4096, NULL));
+	CU(cuMemcpyDtoHAsync(out, plain, 4096, NULL));
+	assert_memory_equal(in, out, 4096);
+	CUERR(cuMemcpyDtoHAsync(out, m1, 5001, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU(cuMemFree(m1));
+	CUERR(cuMemcpyDtoHAsync(out, m1, 1, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU(cuMemFree(plain));
+
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".global .attribute(.managed) .align 4 .u32 mv = 7;\n"
+				  ".global .align 4 .u32 dv;\n";
+	CUmodule mod;
+	CU(cuModuleLoadData(&mod, ptx));
+	CUdeviceptr mv, dv;
+	size_t size;
+	CU(cuModuleGetGlobal(&mv, &size, mod, "mv"));
+	assert_int_equal(size, 4);
+	assert_true(mv % 4096 == 0 && mv >= 0x300000000000ull && mv < (1ull << 47));
+	uint32_t v = 0;
+	CU(cuMemcpyDtoHAsync(&v, mv, 4, NULL));
+	assert_int_equal(v, 7);
+	CU(cuModuleGetGlobal(&dv, &size, mod, "dv"));
+	assert_true(dv > (1ull << 47));
+	CU(cuModuleUnload(mod));
+	CU(cuCtxSynchronize());
+	CU(cuCtxDestroy(c));
+}
+
 /* ---- isolation ----------------------------------------------------------------------- */
 
 static void test_context_isolation(void **state)
@@ -2310,6 +2361,7 @@ int main(void)
 	    cmocka_unit_test(test_contexts),
 	    cmocka_unit_test(test_memory_accounting),
 	    cmocka_unit_test(test_copy_checks),
+	    cmocka_unit_test(test_managed),
 	    cmocka_unit_test(test_context_isolation),
 	    cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_image_forms),
