@@ -26,8 +26,8 @@ int main()
 		printf("FAIL: cudaEventCreate\n");
 		failures++;
 	}
-	cudaIpcEventHandle_t ipc;
-	e = cudaIpcGetEventHandle(&ipc, ev);
+	cudaIpcEventHandle_t ipc_event;
+	e = cudaIpcGetEventHandle(&ipc_event, ev);
 	if (e != cudaErrorNotSupported) {
 		printf("FAIL: cudaIpcGetEventHandle returned %s\n", cudaGetErrorName(e));
 		failures++;
