@@ -84,6 +84,12 @@ CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xg
 /* Whether stream is capturing: copies then go through the wire, where
  * capture sees them, rather than through a pinned segment. */
 bool xgpu_graph_capturing(xgpu_handle_t stream);
+/* Work a capture cannot take on stream (a host function, a stream-ordered
+ * allocation or free: host and memory nodes are not offered): if the stream
+ * is capturing, the capture is invalidated and the answer is
+ * cudaErrorStreamCaptureUnsupported (cudaErrorStreamCaptureInvalidated once it
+ * already was); cudaSuccess otherwise. Also client.h's xgpu_hostfn_capture_hook. */
+int xgpu_graph_capture_refuse(xgpu_handle_t stream);
 /* Non-zero while our runtime calls the graph functions (api_graph.c): they
  * then need neither cuInit nor a current context, as in CUDA's runtime. */
 extern _Thread_local int xgpu_graph_from_runtime;

@@ -1437,8 +1437,7 @@ static int capture_stream_work(struct xgpu_rpc *r, xgpu_handle_t stream)
 	}
 }
 
-/* xgpu_hostfn_capture_hook (client.h). */
-static int capture_host_fn(xgpu_handle_t stream)
+int xgpu_graph_capture_refuse(xgpu_handle_t stream)
 {
 	if (!atomic_load(&live_captures))
 		return cudaSuccess;
@@ -1479,7 +1478,7 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
 	if (s == XGPU_STREAM_DEFAULT)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	xgpu_rpc_capture_hook = capture_rpc;
-	xgpu_hostfn_capture_hook = capture_host_fn;
+	xgpu_hostfn_capture_hook = xgpu_graph_capture_refuse;
 	pthread_mutex_lock(&capture_lock);
 	struct capture *cap = NULL;
 	struct capture_stream *cs = NULL;

@@ -14,7 +14,8 @@
 // not returned records its work without waiting for it (capture comes before
 // the callback gate: were it the other way round, this sample would hang).
 // A cooperative launch on a capturing stream is refused the same way (a
-// kernel node carries no launch attributes).
+// kernel node carries no launch attributes), and so are cudaMallocAsync and
+// cudaFreeAsync (no memory nodes), even in relaxed mode.
 #include "graphs_kernels.cuh"
 
 #include <atomic>
@@ -243,6 +244,24 @@ int main()
 		fprintf(stderr, "graphs_capture: a capture with a cooperative launch returned a graph\n");
 		return 1;
 	}
+
+	// Stream-ordered allocation and free on a capturing stream: refused, the
+	// capture void, nothing allocated or freed.
+	void *pool_mem = NULL, *kept = NULL;
+	CHECK(cudaMallocAsync(&kept, 4096, s2));
+	CHECK(cudaStreamSynchronize(s2));
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeRelaxed));
+	EXPECT(cudaMallocAsync(&pool_mem, 4096, s1), cudaErrorStreamCaptureUnsupported);
+	EXPECT(cudaFreeAsync(kept, s1), cudaErrorStreamCaptureInvalidated);
+	bad = (cudaGraph_t)1;
+	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
+	if (bad || pool_mem) {
+		fprintf(stderr, "graphs_capture: a stream-ordered allocation in a capture gave %s\n",
+			bad ? "a graph" : "memory");
+		return 1;
+	}
+	CHECK(cudaFreeAsync(kept, s2));
+	CHECK(cudaStreamSynchronize(s2));
 
 	// cudaMalloc: refused in global mode, allowed in relaxed mode.
 	int *tmp = NULL;
