@@ -518,6 +518,7 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 include tests/fuzz/fuzz.mk
+include tests/samples/graphs.mk
 
 # Manual pages: docs/man/*.scd (scdoc sources) -> $(BUILD)/man/ (roff);
 # `man -l build/man/xgpud.8` reads one. tests/e2e/manpages.sh checks them.

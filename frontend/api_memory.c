@@ -113,6 +113,8 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 	xgpu_handle_t s = xgpu_rt_stream(stream);
 	uint32_t flags = async ? XGPU_COPY_ASYNC : 0;
 	struct xgpu_rt_seg seg;
+	/* A capture records copies from the wire (frontend/driver/graph.c). */
+	bool capturing = async && xgpu_graph_capturing(s);
 	switch (kind) {
 	case cudaMemcpyHostToHost:
 		/* Ordered after the stream's work, as CUDA orders it. */
@@ -126,7 +128,7 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 		memmove(dst, src, count);
 		return cudaSuccess;
 	case cudaMemcpyHostToDevice:
-		if (xgpu_rt_seg_find(src, count, &seg)) {
+		if (!capturing && xgpu_rt_seg_find(src, count, &seg)) {
 			struct xgpu_req_MEMCPY_HTOD_SEG rq = {.dst = (uintptr_t)dst,
 							      .seg = seg.handle,
 							      .offset = (uintptr_t)src - (uintptr_t)seg.ptr,
@@ -145,7 +147,7 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 			return xgpu_rt_ret(xgpu_rpc(c, &r));
 		}
 	case cudaMemcpyDeviceToHost:
-		if (xgpu_rt_seg_find(dst, count, &seg)) {
+		if (!capturing && xgpu_rt_seg_find(dst, count, &seg)) {
 			struct xgpu_req_MEMCPY_DTOH_SEG rq = {.seg = seg.handle,
 							      .offset = (uintptr_t)dst - (uintptr_t)seg.ptr,
 							      .src = (uintptr_t)src,
@@ -157,7 +159,8 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 		} else {
 			/* Into pageable memory the copy completes before we
 			 * return, async or not, as in CUDA. */
-			struct xgpu_req_MEMCPY_DTOH rq = {.src = (uintptr_t)src, .size = count, .stream = s};
+			struct xgpu_req_MEMCPY_DTOH rq = {
+			    .src = (uintptr_t)src, .size = count, .stream = s, .flags = flags};
 			struct xgpu_rsp_MEMCPY_DTOH rs;
 			struct xgpu_rpc r = xgpu_rpc_MEMCPY_DTOH(&rq, &rs);
 			r.in = dst;

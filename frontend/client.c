@@ -473,8 +473,19 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 	return h.status;
 }
 
+int (*xgpu_rpc_capture_hook)(struct xgpu_rpc *r);
+
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 {
+	/* Capture first: a capturing stream's work becomes a graph node and does
+	 * not run now, so it neither waits for the stream's outstanding host
+	 * callbacks nor is held back behind them (graph.c). */
+	int (*hook)(struct xgpu_rpc *) = xgpu_rpc_capture_hook;
+	if (hook) {
+		int taken = hook(r);
+		if (taken >= 0)
+			return taken;
+	}
 	/* Before the channel lock: a held-back submission must not stop the
 	 * callback thread's own exchanges. */
 	int status = xgpu_stream_gate(c, r);

@@ -292,6 +292,7 @@ static bool writes_device(uint32_t call)
 	case XGPU_CALL_EVENT_CREATE:
 	case XGPU_CALL_EVENT_RECORD:
 	case XGPU_CALL_LIMIT_SET:
+	case XGPU_CALL_GRAPH_INSTANTIATE:
 		return false;
 	default:
 		return true;

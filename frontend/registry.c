@@ -439,12 +439,15 @@ XGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size
 	return cudaSuccess;
 }
 
-static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
-			     size_t shared, cudaStream_t stream, uint32_t flags)
+/* Lays out a launch's parameters as the kernel's parameter space, after
+ * checking the configuration; *len is the kernel's parameter size. The one
+ * marshalling path of the runtime: launches, cooperative launches and graph
+ * kernel nodes (xgpu_rt_kernel_wire). */
+static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args, size_t shared,
+			   uint8_t *params, uint32_t *len)
 {
 	const struct xgpu_kernel_info *k = f->kinfo;
-	uint8_t params[XGPU_MAX_PARAM_BYTES];
-	if (k->param_bytes > sizeof params || (k->nparams && !args))
+	if (k->param_bytes > XGPU_MAX_PARAM_BYTES || (k->nparams && !args))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	/* A configuration no kernel could run with is
 	 * cudaErrorInvalidConfiguration, as NVIDIA's runtime reports it (its
@@ -460,8 +463,20 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 		return xgpu_rt_ret(e);
 	/* The layout comes from the program's own fatbin, but a damaged one
 	 * must not make us write outside the buffer. */
-	if (xgpu_fatbin_pack_params(k, args, params, sizeof params))
+	if (xgpu_fatbin_pack_params(k, args, params, XGPU_MAX_PARAM_BYTES))
 		return xgpu_rt_ret(cudaErrorInvalidKernelImage);
+	*len = k->param_bytes;
+	return cudaSuccess;
+}
+
+static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
+			     size_t shared, cudaStream_t stream, uint32_t flags)
+{
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	cudaError_t e = marshal(f, grid, block, args, shared, params, &len);
+	if (e)
+		return e;
 	struct xgpu_req_LAUNCH req = {.func = f->remote,
 				      .grid = {grid.x, grid.y, grid.z},
 				      .block = {block.x, block.y, block.z},
@@ -477,7 +492,7 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 	struct xgpu_rsp_LAUNCH_EX rsp_ex;
 	struct xgpu_rpc r = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	r.out = params;
-	r.out_len = k->param_bytes;
+	r.out_len = len;
 	return xgpu_rt_ret(xgpu_rpc(c, &r));
 }
 
@@ -485,6 +500,19 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 			  size_t shared, cudaStream_t stream)
 {
 	return launch_ex(c, f, grid, block, args, shared, stream, 0);
+}
+
+cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
+				xgpu_handle_t *remote, uint8_t *params, uint32_t *len)
+{
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	if (!e)
+		e = marshal(f, grid, block, args, shared, params, len);
+	if (!e)
+		*remote = f->remote;
+	return e;
 }
 
 XGPU_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared,

@@ -69,7 +69,18 @@
 	X(cuEventRecord)                                                                                     \
 	X(cuEventQuery)                                                                                      \
 	X(cuEventSynchronize)                                                                                \
-	X(cuEventElapsedTime)
+	X(cuEventElapsedTime)                                                                                \
+	X(cuGraphCreate)                                                                                     \
+	X(cuGraphDestroy)                                                                                    \
+	X(cuGraphAddEmptyNode)                                                                               \
+	X(cuGraphAddKernelNode)                                                                              \
+	X(cuGraphAddMemcpyNode)                                                                              \
+	X(cuGraphAddMemsetNode)                                                                              \
+	X(cuGraphAddEventRecordNode)                                                                         \
+	X(cuGraphAddEventWaitNode)                                                                           \
+	X(cuGraphInstantiateWithFlags)                                                                       \
+	X(cuGraphLaunch)                                                                                     \
+	X(cuGraphExecDestroy)
 
 struct xgpu_driver {
 	void *dl;

@@ -11,7 +11,9 @@
 
 struct xgpu_channel;
 
-enum xgpu_obj_kind { OBJ_FREE = 0, OBJ_MODULE, OBJ_FUNC, OBJ_STREAM, OBJ_EVENT, OBJ_SEG };
+enum xgpu_obj_kind { OBJ_FREE = 0, OBJ_MODULE, OBJ_FUNC, OBJ_STREAM, OBJ_EVENT, OBJ_SEG, OBJ_GRAPH_EXEC };
+
+struct xgpu_graph_exec;
 
 struct xgpu_obj {
 	uint32_t gen;
@@ -40,6 +42,9 @@ struct xgpu_obj {
 			uint64_t size;
 			bool registered; /* with the driver, for DMA */
 		} seg;
+		struct {
+			struct xgpu_graph_exec *x; /* exec/graph.c */
+		} graph;
 	} u;
 };
 
@@ -49,7 +54,7 @@ struct xgpu_objtab {
 	struct xgpu_obj *v;
 	uint32_t n, cap;
 	uint32_t free_head; /* index + 1, 0 = none */
-	uint32_t live[OBJ_SEG + 1];
+	uint32_t live[OBJ_GRAPH_EXEC + 1];
 };
 
 xgpu_handle_t xgpu_obj_add(struct xgpu_objtab *t, enum xgpu_obj_kind kind, struct xgpu_channel *owner,

@@ -69,7 +69,7 @@ static inline bool sim_list_empty(const struct sim_link *head)
 #define sim_container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
 
 /* ---- handles (handles.c) ------------------------------------------------- */
-enum sim_kind { SIM_CTX = 1, SIM_STREAM, SIM_EVENT, SIM_MODULE, SIM_FUNC };
+enum sim_kind { SIM_CTX = 1, SIM_STREAM, SIM_EVENT, SIM_MODULE, SIM_FUNC, SIM_GRAPH, SIM_GRAPH_EXEC };
 
 struct sim_obj {
 	enum sim_kind kind;

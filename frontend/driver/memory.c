@@ -147,7 +147,7 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream
 	return xgpu_drv_result(xgpu_rpc(c, &rpc));
 }
 
-static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
 {
 	if (is_managed(dst))
 		return dtod((uintptr_t)dst, src, n, stream, false);
@@ -159,7 +159,8 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Into pageable memory a copy has landed when it returns, async or
 	 * not, as in CUDA. */
-	struct xgpu_req_MEMCPY_DTOH req = {.src = src, .size = n, .stream = xgpu_drv_stream(stream)};
+	struct xgpu_req_MEMCPY_DTOH req = {
+	    .src = src, .size = n, .stream = xgpu_drv_stream(stream), .flags = async ? XGPU_COPY_ASYNC : 0};
 	struct xgpu_rsp_MEMCPY_DTOH rsp;
 	struct xgpu_rpc rpc = xgpu_rpc_MEMCPY_DTOH(&req, &rsp);
 	rpc.in = dst;
@@ -196,7 +197,7 @@ static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstrea
 	if (d)
 		return htod(dst, (const void *)(uintptr_t)src, n, stream, async);
 	if (s)
-		return dtoh((void *)(uintptr_t)dst, src, n, stream);
+		return dtoh((void *)(uintptr_t)dst, src, n, stream, async);
 	/* Host to host, ordered after the stream's work as CUDA orders it. */
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
@@ -233,7 +234,7 @@ CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n) XGPU_A
 
 CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 {
-	return dtoh(dst, src, n, NULL);
+	return dtoh(dst, src, n, NULL, false);
 }
 CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpyDtoH_v2);
 
@@ -252,7 +253,7 @@ CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, C
 
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream stream)
 {
-	return dtoh(dst, src, n, stream);
+	return dtoh(dst, src, n, stream, true);
 }
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream stream)
     XGPU_ALIAS(cuMemcpyDtoHAsync_v2);

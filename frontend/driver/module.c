@@ -745,10 +745,9 @@ static CUresult params_from_extra(void **extra, const void **buf, size_t *size)
 	return *buf && *size != SIZE_MAX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
-		       unsigned int blockX, unsigned int blockY, unsigned int blockZ,
-		       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
-		       uint32_t flags)
+CUresult xgpu_drv_kernel_wire(CUfunction func, const unsigned grid[3], const unsigned block[3],
+			      unsigned shared, void **kernelParams, void **extra, xgpu_handle_t *remote,
+			      uint8_t *params, uint32_t *len)
 {
 	struct xgpu_client *c;
 	struct drv_func *f;
@@ -766,11 +765,9 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 	r = xgpu_drv_devinfo(&di);
 	if (r)
 		return r;
-	const uint32_t grid[3] = {gridX, gridY, gridZ}, block[3] = {blockX, blockY, blockZ};
-	if (xgpu_launch_config_check(di->attrs, di->nattrs, grid, block, sharedMemBytes))
+	if (xgpu_launch_config_check(di->attrs, di->nattrs, grid, block, shared))
 		return (CUresult)cudaErrorInvalidConfiguration;
-	uint8_t params[XGPU_MAX_PARAM_BYTES];
-	if (k->param_bytes > sizeof params || (kernelParams && extra))
+	if (k->param_bytes > XGPU_MAX_PARAM_BYTES || (kernelParams && extra))
 		return CUDA_ERROR_INVALID_VALUE;
 	memset(params, 0, k->param_bytes);
 	if (extra) {
@@ -787,11 +784,28 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 			return CUDA_ERROR_INVALID_VALUE;
 		/* The layout comes from the program's own image, but a damaged
 		 * one must not make us write outside the buffer. */
-		if (xgpu_fatbin_pack_params(k, kernelParams, params, sizeof params))
+		if (xgpu_fatbin_pack_params(k, kernelParams, params, XGPU_MAX_PARAM_BYTES))
 			return CUDA_ERROR_INVALID_IMAGE;
 	}
+	*len = k->param_bytes;
+	return func_remote(c, f, remote);
+}
+
+static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+		       unsigned int blockX, unsigned int blockY, unsigned int blockZ,
+		       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
+		       uint32_t flags)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	const unsigned grid[3] = {gridX, gridY, gridZ}, block[3] = {blockX, blockY, blockZ};
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
 	xgpu_handle_t remote_func;
-	if ((r = func_remote(c, f, &remote_func)))
+	if ((r = xgpu_drv_kernel_wire(func, grid, block, sharedMemBytes, kernelParams, extra, &remote_func,
+				      params, &len)))
 		return r;
 	struct xgpu_req_LAUNCH req = {.func = remote_func,
 				      .grid = {gridX, gridY, gridZ},
@@ -808,7 +822,7 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 	struct xgpu_rsp_LAUNCH_EX rsp_ex;
 	struct xgpu_rpc rpc = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	rpc.out = params;
-	rpc.out_len = k->param_bytes;
+	rpc.out_len = len;
 	int e = xgpu_rpc(c, &rpc);
 	return e == cudaErrorInvalidConfiguration ? (CUresult)e : xgpu_drv_result(e);
 }

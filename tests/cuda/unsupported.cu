@@ -6,10 +6,15 @@
 int main()
 {
 	int failures = 0;
-	cudaGraph_t graph;
-	cudaError_t e = cudaGraphCreate(&graph, 0);
+	void *ipc_buf = nullptr;
+	if (cudaMalloc(&ipc_buf, 256) != cudaSuccess) {
+		printf("FAIL: cudaMalloc\n");
+		return 1;
+	}
+	cudaIpcMemHandle_t ipc;
+	cudaError_t e = cudaIpcGetMemHandle(&ipc, ipc_buf);
 	if (e != cudaErrorNotSupported) {
-		printf("FAIL: cudaGraphCreate returned %s\n", cudaGetErrorName(e));
+		printf("FAIL: cudaIpcGetMemHandle returned %s\n", cudaGetErrorName(e));
 		failures++;
 	}
 	if (cudaGetLastError() != cudaErrorNotSupported) {
@@ -21,8 +26,8 @@ int main()
 		printf("FAIL: cudaEventCreate\n");
 		failures++;
 	}
-	cudaIpcEventHandle_t ipc;
-	e = cudaIpcGetEventHandle(&ipc, ev);
+	cudaIpcEventHandle_t ipc_event;
+	e = cudaIpcGetEventHandle(&ipc_event, ev);
 	if (e != cudaErrorNotSupported) {
 		printf("FAIL: cudaIpcGetEventHandle returned %s\n", cudaGetErrorName(e));
 		failures++;
@@ -30,7 +35,7 @@ int main()
 	cudaGetLastError();
 	cudaEventDestroy(ev);
 	void *d = nullptr;
-	if (cudaMalloc(&d, 256) != cudaSuccess || cudaFree(d) != cudaSuccess) {
+	if (cudaMalloc(&d, 256) != cudaSuccess || cudaFree(d) != cudaSuccess || cudaFree(ipc_buf) != cudaSuccess) {
 		printf("FAIL: ordinary calls failed after unsupported ones\n");
 		failures++;
 	}
