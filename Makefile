@@ -543,7 +543,7 @@ deb:
 		(cd "$$(git rev-parse --show-toplevel)" && tar --null --ignore-failed-read -T - -cf -) | \
 		tar -xf - -C build/deb/xgpu
 	cd build/deb/xgpu && CUDA_HOME="$(CUDA_HOME)" dpkg-buildpackage -us -uc -b
-	lintian --info --display-info --fail-on error,warning build/deb/xgpu_*.changes \
+	lintian --display-info --fail-on error,warning build/deb/xgpu_*.changes \
 		>build/deb/lintian.txt 2>&1 || { cat build/deb/lintian.txt; exit 1; }
 	@cat build/deb/lintian.txt
 	@ls build/deb/*.deb
