@@ -12,7 +12,7 @@ fail() {
 }
 step() { echo "pkg(inside): $*"; }
 
-step "dpkg -i $(ls /tmp/xgpu-debs)"
+step "dpkg -i $(cd /tmp/xgpu-debs && echo *.deb)"
 dpkg -i /tmp/xgpu-debs/*.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; fail "dpkg -i"; }
 for f in /usr/sbin/xgpud /usr/bin/xl-gpu /usr/lib/xgpu/libxgpu-simdrv.so /usr/lib/xgpu/simkernels/vectorAdd.so \
 	/lib/systemd/system/xgpud.service /usr/share/man/man8/xgpud.8.gz /usr/share/doc/xgpu-daemon/examples/xgpud.conf \
@@ -28,6 +28,12 @@ for lib in libcudart.so.13 libcuda.so.1; do
 done
 ldd /opt/xgpu-test/vectorAdd | grep -q 'libcudart.so.13 => /usr/lib/x86_64-linux-gnu/xgpu/libcudart.so.13' ||
 	fail "vectorAdd does not resolve libcudart.so.13 to xgpu-guest's: $(ldd /opt/xgpu-test/vectorAdd)"
+# xgpu-daemon's copy of the frontends stays off the library path (Dom0 keeps
+# NVIDIA's libcuda.so.1), and xgpu-guest refuses to sit next to NVIDIA's.
+if ldconfig -p | grep -q '=> /usr/lib/xgpu/'; then
+	fail "xgpu-daemon's /usr/lib/xgpu is in ld.so's cache: $(ldconfig -p | grep /usr/lib/xgpu/)"
+fi
+dpkg-query -W -f='${Conflicts}' xgpu-guest | grep -qw libcuda1 || fail "xgpu-guest does not conflict with libcuda1"
 step "ld.so finds libcudart.so.13 and libcuda.so.1 in /usr/lib/x86_64-linux-gnu/xgpu (ld.so.conf.d)"
 
 mkdir -p /run/xgpu

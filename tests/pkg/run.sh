@@ -20,7 +20,7 @@
 #     after STOPPING=1.
 # systemd is not booted (systemd-nspawn -b needs a systemd-run host, which a
 # container is not): the unit is checked by systemd-analyze verify, in
-# tests/e2e/sdnotify.sh. XGPU_PKG_MIRROR overrides the Debian mirror.
+# tests/e2e/sdnotify.sh. XGPU_PKG_MIRROR and XGPU_PKG_SECURITY_MIRROR override the Debian mirrors.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -28,6 +28,7 @@ top=$PWD
 debdir=$top/build/deb
 work=$top/build/pkgtest
 mirror=${XGPU_PKG_MIRROR:-http://deb.debian.org/debian}
+security_mirror=${XGPU_PKG_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 workload_shared=$top/build/bin/vectorAdd
 workload_static=$top/build/bin/static/vectorAdd
 
@@ -55,14 +56,22 @@ if [ ! -f "$base/.xgpu-base-ok" ]; then
 	mv "$base.tmp" "$base"
 	touch "$base/.xgpu-base-ok"
 fi
-if [ "$(cat "$base/.xgpu-deps" 2>/dev/null)" != "$deps" ]; then
+deps_key="$deps from $mirror $security_mirror"
+if [ "$(cat "$base/.xgpu-deps" 2>/dev/null)" != "$deps_key" ]; then
 	echo "pkg: adding the dependencies to the base root: $deps"
 	cp /etc/resolv.conf "$base/etc/resolv.conf"
+	# The packages are built against this machine's libraries, which carry
+	# bookworm's security and point-release updates: the root needs them too.
+	cat >"$base/etc/apt/sources.list" <<-SOURCES
+		deb $mirror bookworm main
+		deb $mirror bookworm-updates main
+		deb $security_mirror bookworm-security main
+	SOURCES
 	# shellcheck disable=SC2086
 	unshare --mount --pid --fork --mount-proc="$base/proc" chroot "$base" \
 		/bin/sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $deps && apt-get clean" \
 		>"$work/deps.log" 2>&1 || fail "apt-get install $deps in the base root failed (log: $work/deps.log)"
-	echo "$deps" >"$base/.xgpu-deps"
+	echo "$deps_key" >"$base/.xgpu-deps"
 fi
 
 root=$(mktemp -d "$work/root.XXXXXX")
