@@ -43,7 +43,7 @@ OPT := -O2
 LDSAN :=
 endif
 CFLAGS ?=
-ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CFLAGS)
+ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_ALL := -pthread $(LDSAN) $(LDFLAGS)
 
 # Quiet by default; `make V=1` shows every command.
