@@ -43,7 +43,7 @@ OPT := -O2
 LDSAN :=
 endif
 CFLAGS ?=
-ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CFLAGS)
+ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_ALL := -pthread $(LDSAN) $(LDFLAGS)
 
 # Quiet by default; `make V=1` shows every command.
@@ -531,15 +531,30 @@ $(BUILD)/man/%: docs/man/%.scd
 man: $(MAN_PAGES)
 .PHONY: man
 
-# The Debian package (debian/, debhelper), built from a copy of the tracked
-# files in build/deb/ (dpkg-buildpackage writes into the parent directory and
-# cleans its tree); the .deb lands in build/deb/.
+# The Debian packages (debian/, debhelper): xgpu-daemon, xgpu-guest, xgpu-doc,
+# built from a copy of the tracked and new untracked files in build/deb/
+# (dpkg-buildpackage writes into the parent directory and cleans its tree);
+# the .debs land in build/deb/, lintian's verdict in build/deb/lintian.txt:
+# any error or warning not overridden (debian/*.lintian-overrides) fails.
+# Their tools come from install-deps.sh --packaging, not `make test`'s set.
 deb:
+	@tools/install-deps.sh --packaging
 	rm -rf build/deb && mkdir -p build/deb/xgpu
-	git ls-files -z | tar --null -T - -cf - | tar -xf - -C build/deb/xgpu
+	git ls-files -z --cached --others --exclude-standard | \
+		(cd "$$(git rev-parse --show-toplevel)" && tar --null --ignore-failed-read -T - -cf -) | \
+		tar -xf - -C build/deb/xgpu
 	cd build/deb/xgpu && CUDA_HOME="$(CUDA_HOME)" dpkg-buildpackage -us -uc -b
+	lintian --display-info --fail-on error,warning build/deb/xgpu_*.changes \
+		>build/deb/lintian.txt 2>&1 || { cat build/deb/lintian.txt; exit 1; }
+	@cat build/deb/lintian.txt
 	@ls build/deb/*.deb
-.PHONY: deb
+
+# Installs the packages in a throwaway Debian root (debootstrap), starts xgpud
+# from the installed paths, runs a bundled workload through xgpu-guest's
+# libraries and stops it: tests/pkg/run.sh. Slow, needs root; not in `make test`.
+deb-test: deb $(BIN)/vectorAdd $(BIN)/static/vectorAdd
+	@tests/pkg/run.sh
+.PHONY: deb deb-test
 
 tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 

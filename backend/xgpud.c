@@ -50,7 +50,7 @@ static void usage(FILE *f)
 		"  --config FILE           defaults and per-domain credit, SLO, GPUs, memory, task\n"
 		"                          weights, in xl syntax (see docs/operations.md)\n"
 		"  --sim-driver PATH       simulated driver library (default ../lib/libxgpu-simdrv.so\n"
-		"                          beside this binary)\n"
+		"                          beside this binary, else ../lib/xgpu/libxgpu-simdrv.so)\n"
 		"  --cuda-driver PATH      NVIDIA driver library (default libcuda.so.1)\n"
 		"  --spin-us N             pollers spin this long before sleeping (default 50)\n"
 		"  --stall-timeout S       close a channel whose guest stalls a transfer this long\n"
