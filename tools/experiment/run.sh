@@ -29,6 +29,9 @@
 # min / median / max. EXP_ONLY="coupled credits fwt" picks experiments.
 # --report DIR: also write DIR/*.tsv and PNG plots (gnuplot) of the medians
 # (EXP_ONLY=none --report DIR redraws the plots from the TSVs there).
+# EXP_CPU_SCHED=batch runs the domains under SCHED_BATCH (chrt -b): no
+# wake-up preemption, so a domain whose GPU result arrives waits for the
+# running one's slice, closer to Xen's credit scheduler than CFS's default.
 # Last line: coupled-bs: none X rr X ... wfq X (median loops/s).
 set -euo pipefail
 quick=0 report=
@@ -55,6 +58,11 @@ batch=${EXP_BATCH:-8}
 fwt_period_ms=${EXP_FWT_PERIOD_MS:-10}
 fwt_kernel_us=${EXP_FWT_KERNEL_US:-200}
 policies=(none rr accc xc slaf augc cosched wfq)
+case ${EXP_CPU_SCHED:-other} in
+other) cpu_sched=() ;;
+batch) cpu_sched=(chrt --batch 0) ;;
+*) echo "run.sh: EXP_CPU_SCHED must be other or batch" >&2; exit 2 ;;
+esac
 domains=(dom-1 dom-2 dom-3 dom-4)
 
 for f in "$B/bin/xgpud" "$B/tests/cuda/guestload" "$B/tests/simkernels/guestload.so"; do
@@ -93,7 +101,7 @@ run_set() {
 	start_daemon "$work/xgpud-$name-$p-$run.log" --policy "$p" --hyp-source local --config "$work/$conf.conf"
 	for i in 0 1 2 3; do
 		# shellcheck disable=SC2086 # each command is a guestload argument list
-		XGPU_DOMAIN=${domains[$i]} nice -n "${nices[$i]}" "$B/tests/cuda/guestload" ${cmds[$i]} \
+		XGPU_DOMAIN=${domains[$i]} nice -n "${nices[$i]}" "${cpu_sched[@]}" "$B/tests/cuda/guestload" ${cmds[$i]} \
 			>"$work/$name-$p-$run-${domains[$i]}.out" 2>&1 &
 		pids+=($!)
 	done
@@ -119,7 +127,7 @@ stats() {
 
 coupled_cmd="coupled $cpu_ms $kernel_ms $batch $secs"
 echo "4 domains on $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg)); ${secs} s per run, ${reps} run(s) per policy"
-echo "coupled loop: ${cpu_ms} ms CPU, then ${batch} x ${kernel_ms} ms kernels it depends on"
+echo "coupled loop: ${cpu_ms} ms CPU, then ${batch} x ${kernel_ms} ms kernels it depends on; CPU policy ${EXP_CPU_SCHED:-other}"
 echo
 
 summary="coupled-bs:"
