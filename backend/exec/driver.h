@@ -44,6 +44,9 @@
 	X(cuMemsetD8Async)                                                                                   \
 	X(cuMemcpy2DAsync)                                                                                   \
 	X(cuMemsetD2D8Async)                                                                                 \
+	X(cuArray3DCreate)                                                                                   \
+	X(cuArrayDestroy)                                                                                    \
+	X(cuMemcpy3DAsync)                                                                                   \
 	X(cuModuleLoadData)                                                                                  \
 	X(cuModuleUnload)                                                                                    \
 	X(cuModuleGetFunction)                                                                               \

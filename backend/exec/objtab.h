@@ -11,7 +11,16 @@
 
 struct xgpu_channel;
 
-enum xgpu_obj_kind { OBJ_FREE = 0, OBJ_MODULE, OBJ_FUNC, OBJ_STREAM, OBJ_EVENT, OBJ_SEG };
+enum xgpu_obj_kind {
+	OBJ_FREE = 0,
+	OBJ_MODULE,
+	OBJ_FUNC,
+	OBJ_STREAM,
+	OBJ_EVENT,
+	OBJ_SEG,
+	OBJ_ARRAY,
+	OBJ_KINDS
+};
 
 struct xgpu_obj {
 	uint32_t gen;
@@ -40,6 +49,11 @@ struct xgpu_obj {
 			uint64_t size;
 			bool registered; /* with the driver, for DMA */
 		} seg;
+		struct {
+			CUarray a;
+			uint64_t width_bytes, height, depth; /* height, depth >= 1 */
+			uint64_t charge;                     /* in mem_bytes */
+		} array;
 	} u;
 };
 
@@ -49,7 +63,7 @@ struct xgpu_objtab {
 	struct xgpu_obj *v;
 	uint32_t n, cap;
 	uint32_t free_head; /* index + 1, 0 = none */
-	uint32_t live[OBJ_SEG + 1];
+	uint32_t live[OBJ_KINDS];
 };
 
 xgpu_handle_t xgpu_obj_add(struct xgpu_objtab *t, enum xgpu_obj_kind kind, struct xgpu_channel *owner,

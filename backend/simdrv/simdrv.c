@@ -391,6 +391,7 @@ __attribute__((destructor)) static void sim_fini(void)
 	sim_plugins_unload();
 	sim_module_fini();
 	sim_pinned_fini();
+	sim_arrays_fini();
 	sim_registry_fini();
 	free(sim.devs);
 	sim.devs = NULL;

@@ -116,6 +116,18 @@ struct sim_devprops {
 
 struct sim_op;
 
+/* A CUDA array of the simulated driver (arrays.c): its elements packed in
+ * the allocation at base. */
+struct sim_array_info {
+	CUdeviceptr base;
+	uint64_t width_bytes, height, depth; /* height, depth >= 1 */
+	CUDA_ARRAY3D_DESCRIPTOR desc;
+};
+bool sim_array_find(CUarray h, struct sim_array_info *out) SIM_HIDDEN;
+/* Forgets every array (the driver is shutting down; their memory went with
+ * their contexts). */
+void sim_arrays_fini(void) SIM_HIDDEN;
+
 struct sim_device {
 	int ordinal;
 	struct sim_devprops p;
