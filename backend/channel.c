@@ -51,6 +51,12 @@ static void release(struct xgpu_channel *ch, struct released *out)
 			dom->pinned_bytes -= o->u.seg.size;
 			out->segments++;
 			break;
+		case OBJ_TEXOBJ:
+			drv->cuTexObjectDestroy(o->u.texobj.value);
+			break;
+		case OBJ_SURFOBJ:
+			drv->cuSurfObjectDestroy(o->u.texobj.value);
+			break;
 		case OBJ_ARRAY:
 			drv->cuArrayDestroy(o->u.array.a);
 			out->bytes += o->u.array.charge;

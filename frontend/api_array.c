@@ -2,7 +2,9 @@
  * cudaMalloc3DArray, cudaFreeArray, cudaArrayGetInfo, cudaGetChannelDesc
  * and the copies into, out of and between arrays. A cudaArray_t is the
  * driver layer's CUarray (our libcuda.so.1, array.c), which implements
- * them; this file translates channel descriptors and copy kinds. */
+ * them; this file translates channel descriptors and copy kinds. Texture
+ * and surface objects likewise (cudaCreateTextureObject: arrays, linear and
+ * pitch2D memory; cudaCreateSurfaceObject). */
 #include "runtime.h"
 
 #include <cuda.h>
@@ -396,4 +398,182 @@ XGPU_EXPORT cudaError_t cudaMemcpyArrayToArray_ptds(cudaArray_t dst, size_t wOff
 {
 	return cudaMemcpy2DArrayToArray(dst, wOffsetDst, hOffsetDst, src, wOffsetSrc, hOffsetSrc, count, 1,
 					kind);
+}
+
+/* ---- texture and surface objects ---------------------------------------------- */
+
+static cudaError_t from_driver(CUresult r)
+{
+	return xgpu_rt_ret(r == CUDA_ERROR_INVALID_HANDLE ? cudaErrorInvalidResourceHandle : (cudaError_t)r);
+}
+
+static bool resource_to_driver(const struct cudaResourceDesc *in, CUDA_RESOURCE_DESC *out)
+{
+	CUarray_format f;
+	unsigned ch;
+	*out = (CUDA_RESOURCE_DESC){.resType = (CUresourcetype)in->resType};
+	switch (in->resType) {
+	case cudaResourceTypeArray:
+		out->res.array.hArray = (CUarray)in->res.array.array;
+		return true;
+	case cudaResourceTypeLinear:
+		if (!format_of(&in->res.linear.desc, &f, &ch))
+			return false;
+		out->res.linear.devPtr = (CUdeviceptr)(uintptr_t)in->res.linear.devPtr;
+		out->res.linear.format = f;
+		out->res.linear.numChannels = ch;
+		out->res.linear.sizeInBytes = in->res.linear.sizeInBytes;
+		return true;
+	case cudaResourceTypePitch2D:
+		if (!format_of(&in->res.pitch2D.desc, &f, &ch))
+			return false;
+		out->res.pitch2D.devPtr = (CUdeviceptr)(uintptr_t)in->res.pitch2D.devPtr;
+		out->res.pitch2D.format = f;
+		out->res.pitch2D.numChannels = ch;
+		out->res.pitch2D.width = in->res.pitch2D.width;
+		out->res.pitch2D.height = in->res.pitch2D.height;
+		out->res.pitch2D.pitchInBytes = in->res.pitch2D.pitchInBytes;
+		return true;
+	default:
+		return false;
+	}
+}
+
+static void resource_from_driver(const CUDA_RESOURCE_DESC *in, struct cudaResourceDesc *out)
+{
+	*out = (struct cudaResourceDesc){.resType = (enum cudaResourceType)in->resType};
+	switch (in->resType) {
+	case CU_RESOURCE_TYPE_ARRAY:
+		out->res.array.array = (cudaArray_t)in->res.array.hArray;
+		break;
+	case CU_RESOURCE_TYPE_LINEAR:
+		out->res.linear.devPtr = (void *)(uintptr_t)in->res.linear.devPtr;
+		out->res.linear.desc = desc_of(in->res.linear.format, in->res.linear.numChannels);
+		out->res.linear.sizeInBytes = in->res.linear.sizeInBytes;
+		break;
+	case CU_RESOURCE_TYPE_PITCH2D:
+		out->res.pitch2D.devPtr = (void *)(uintptr_t)in->res.pitch2D.devPtr;
+		out->res.pitch2D.desc = desc_of(in->res.pitch2D.format, in->res.pitch2D.numChannels);
+		out->res.pitch2D.width = in->res.pitch2D.width;
+		out->res.pitch2D.height = in->res.pitch2D.height;
+		out->res.pitch2D.pitchInBytes = in->res.pitch2D.pitchInBytes;
+		break;
+	default:
+		break;
+	}
+}
+
+XGPU_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject,
+						const struct cudaResourceDesc *pResDesc,
+						const struct cudaTextureDesc *pTexDesc,
+						const struct cudaResourceViewDesc *pResViewDesc)
+{
+	struct xgpu_client *c;
+	CUDA_RESOURCE_DESC rd;
+	if (!pTexObject || !pResDesc || !pTexDesc)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	if (pResDesc->resType == cudaResourceTypeMipmappedArray || pResViewDesc)
+		return xgpu_unsupported("cudaCreateTextureObject (mipmapped arrays or resource views)");
+	if (!resource_to_driver(pResDesc, &rd))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	/* cudaReadModeElementType reads integer formats as integers. */
+	bool integer = false;
+	if (pResDesc->resType == cudaResourceTypeArray) {
+		CUDA_ARRAY3D_DESCRIPTOR ad;
+		if (cuArray3DGetDescriptor(&ad, rd.res.array.hArray))
+			return xgpu_rt_ret(cudaErrorInvalidResourceHandle);
+		integer = ad.Format != CU_AD_FORMAT_FLOAT && ad.Format != CU_AD_FORMAT_HALF;
+	} else {
+		CUarray_format f = pResDesc->resType == cudaResourceTypeLinear ? rd.res.linear.format
+									       : rd.res.pitch2D.format;
+		integer = f != CU_AD_FORMAT_FLOAT && f != CU_AD_FORMAT_HALF;
+	}
+	CUDA_TEXTURE_DESC td = {.filterMode = (CUfilter_mode)pTexDesc->filterMode,
+				.maxAnisotropy = pTexDesc->maxAnisotropy,
+				.mipmapFilterMode = (CUfilter_mode)pTexDesc->mipmapFilterMode,
+				.mipmapLevelBias = pTexDesc->mipmapLevelBias,
+				.minMipmapLevelClamp = pTexDesc->minMipmapLevelClamp,
+				.maxMipmapLevelClamp = pTexDesc->maxMipmapLevelClamp};
+	for (int i = 0; i < 3; i++)
+		td.addressMode[i] = (CUaddress_mode)pTexDesc->addressMode[i];
+	for (int i = 0; i < 4; i++)
+		td.borderColor[i] = pTexDesc->borderColor[i];
+	if (integer && pTexDesc->readMode == cudaReadModeElementType)
+		td.flags |= CU_TRSF_READ_AS_INTEGER;
+	if (pTexDesc->normalizedCoords)
+		td.flags |= CU_TRSF_NORMALIZED_COORDINATES;
+	if (pTexDesc->sRGB)
+		td.flags |= CU_TRSF_SRGB;
+	if (pTexDesc->disableTrilinearOptimization)
+		td.flags |= CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION;
+	if (pTexDesc->seamlessCubemap)
+		td.flags |= CU_TRSF_SEAMLESS_CUBEMAP;
+	CUtexObject t;
+	CUresult r = cuTexObjectCreate(&t, &rd, &td, NULL);
+	if (!r)
+		*pTexObject = (cudaTextureObject_t)t;
+	return from_driver(r);
+}
+
+XGPU_EXPORT cudaError_t cudaDestroyTextureObject(cudaTextureObject_t texObject)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return from_driver(cuTexObjectDestroy((CUtexObject)texObject));
+}
+
+XGPU_EXPORT cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc *pResDesc,
+							 cudaTextureObject_t texObject)
+{
+	CUDA_RESOURCE_DESC rd;
+	if (!pResDesc)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	CUresult r = cuTexObjectGetResourceDesc(&rd, (CUtexObject)texObject);
+	if (!r)
+		resource_from_driver(&rd, pResDesc);
+	return from_driver(r);
+}
+
+XGPU_EXPORT cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject,
+						const struct cudaResourceDesc *pResDesc)
+{
+	struct xgpu_client *c;
+	CUDA_RESOURCE_DESC rd;
+	if (!pSurfObject || !pResDesc || pResDesc->resType != cudaResourceTypeArray ||
+	    !resource_to_driver(pResDesc, &rd))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	CUsurfObject s;
+	CUresult r = cuSurfObjectCreate(&s, &rd);
+	if (!r)
+		*pSurfObject = (cudaSurfaceObject_t)s;
+	return from_driver(r);
+}
+
+XGPU_EXPORT cudaError_t cudaDestroySurfaceObject(cudaSurfaceObject_t surfObject)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return from_driver(cuSurfObjectDestroy((CUsurfObject)surfObject));
+}
+
+XGPU_EXPORT cudaError_t cudaGetSurfaceObjectResourceDesc(struct cudaResourceDesc *pResDesc,
+							 cudaSurfaceObject_t surfObject)
+{
+	CUDA_RESOURCE_DESC rd;
+	if (!pResDesc)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	CUresult r = cuSurfObjectGetResourceDesc(&rd, (CUsurfObject)surfObject);
+	if (!r)
+		resource_from_driver(&rd, pResDesc);
+	return from_driver(r);
 }

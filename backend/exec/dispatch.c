@@ -304,9 +304,9 @@ static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t 
 
 /* A driver result as the guest's error; a failure is logged with the call. */
 /* Bounds on what one domain may hold, beyond its device memory. */
-static const uint32_t max_objects[] = {
-    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536, [OBJ_STREAM] = 4096,
-    [OBJ_EVENT] = 65536, [OBJ_SEG] = 4096,   [OBJ_ARRAY] = 65536,
+static const uint32_t max_objects[OBJ_KINDS] = {
+    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536,  [OBJ_STREAM] = 4096,  [OBJ_EVENT] = 65536,
+    [OBJ_SEG] = 4096,    [OBJ_ARRAY] = 65536, [OBJ_TEXOBJ] = 65536, [OBJ_SURFOBJ] = 65536,
 };
 
 static int room_for(struct call *c, enum xgpu_obj_kind kind)
@@ -954,6 +954,131 @@ HANDLER(ARRAY_COPY)
 	xgpu_exec_busy_end(c->dom, res->stream, mark);
 	if (!r && !(req->flags & XGPU_COPY_ASYNC))
 		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	return r;
+}
+
+/* ---- texture and surface objects ---------------------------------------- */
+
+static int object_add(struct call *c, enum xgpu_obj_kind kind, uint64_t value, xgpu_handle_t *h)
+{
+	struct xgpu_obj *o;
+	*h = xgpu_obj_add(&c->dom->objs, kind, c->ch, &o);
+	if (!*h)
+		return cudaErrorMemoryAllocation;
+	o->u.texobj.value = value;
+	return cudaSuccess;
+}
+
+HANDLER(TEXOBJ_CREATE)
+{
+	const uint32_t flags = CU_TRSF_READ_AS_INTEGER | CU_TRSF_NORMALIZED_COORDINATES | CU_TRSF_SRGB |
+			       CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION | CU_TRSF_SEAMLESS_CUBEMAP;
+	if ((req->flags & ~flags) || req->filter > CU_TR_FILTER_MODE_LINEAR)
+		return cudaErrorInvalidValue;
+	for (int i = 0; i < 3; i++)
+		if (((req->address_modes >> (8 * i)) & 0xff) > CU_TR_ADDRESS_MODE_BORDER)
+			return cudaErrorInvalidValue;
+	if (req->address_modes >> 24)
+		return cudaErrorInvalidValue;
+	if (room_for(c, OBJ_TEXOBJ))
+		return cudaErrorMemoryAllocation;
+	CUDA_RESOURCE_DESC rd = {.resType = (CUresourcetype)req->res_type};
+	uint64_t elem = array_format_bytes(req->format) * req->channels, bytes;
+	bool channels_ok = req->channels == 1 || req->channels == 2 || req->channels == 4;
+	switch (req->res_type) {
+	case CU_RESOURCE_TYPE_ARRAY: {
+		struct xgpu_obj *a = xgpu_obj_get(&c->dom->objs, req->res, OBJ_ARRAY, c->ch);
+		if (!a)
+			return bad_handle(c, "res", req->res);
+		rd.res.array.hArray = a->u.array.a;
+		break;
+	}
+	case CU_RESOURCE_TYPE_LINEAR:
+		if (!elem || !channels_ok || !req->width || __builtin_mul_overflow(req->width, elem, &bytes))
+			return cudaErrorInvalidValue;
+		if (check_range(c, req->res, bytes, "res"))
+			return cudaErrorInvalidValue;
+		rd.res.linear.devPtr = req->res;
+		rd.res.linear.format = (CUarray_format)req->format;
+		rd.res.linear.numChannels = req->channels;
+		rd.res.linear.sizeInBytes = bytes;
+		break;
+	case CU_RESOURCE_TYPE_PITCH2D:
+		if (!elem || !channels_ok || !req->width || !req->height ||
+		    __builtin_mul_overflow(req->width, elem, &bytes))
+			return cudaErrorInvalidValue;
+		if (check_rows(c, req->res, req->pitch, bytes, req->height, "res"))
+			return cudaErrorInvalidValue;
+		rd.res.pitch2D.devPtr = req->res;
+		rd.res.pitch2D.format = (CUarray_format)req->format;
+		rd.res.pitch2D.numChannels = req->channels;
+		rd.res.pitch2D.width = req->width;
+		rd.res.pitch2D.height = req->height;
+		rd.res.pitch2D.pitchInBytes = req->pitch;
+		break;
+	default:
+		return cudaErrorInvalidValue; /* mipmapped arrays are not offered */
+	}
+	CUDA_TEXTURE_DESC td = {.filterMode = (CUfilter_mode)req->filter,
+				.flags = req->flags,
+				.borderColor = {req->border0, req->border1, req->border2, req->border3}};
+	for (int i = 0; i < 3; i++)
+		td.addressMode[i] = (CUaddress_mode)((req->address_modes >> (8 * i)) & 0xff);
+	CUtexObject t;
+	int r = drv(c, c->drv->cuTexObjectCreate(&t, &rd, &td, NULL));
+	if (r)
+		return r;
+	xgpu_handle_t h;
+	if ((r = object_add(c, OBJ_TEXOBJ, t, &h))) {
+		c->drv->cuTexObjectDestroy(t);
+		return r;
+	}
+	rsp->object = t;
+	rsp->handle = h;
+	return cudaSuccess;
+}
+
+HANDLER(TEXOBJ_DESTROY)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->handle, OBJ_TEXOBJ, c->ch);
+	if (!o)
+		return bad_handle(c, "handle", req->handle);
+	int r = drv(c, c->drv->cuTexObjectDestroy(o->u.texobj.value));
+	xgpu_obj_del(&c->dom->objs, req->handle);
+	return r;
+}
+
+HANDLER(SURFOBJ_CREATE)
+{
+	if (req->flags)
+		return cudaErrorInvalidValue;
+	struct xgpu_obj *a = xgpu_obj_get(&c->dom->objs, req->array, OBJ_ARRAY, c->ch);
+	if (!a)
+		return bad_handle(c, "array", req->array);
+	if (room_for(c, OBJ_SURFOBJ))
+		return cudaErrorMemoryAllocation;
+	CUDA_RESOURCE_DESC rd = {.resType = CU_RESOURCE_TYPE_ARRAY, .res.array.hArray = a->u.array.a};
+	CUsurfObject s;
+	int r = drv(c, c->drv->cuSurfObjectCreate(&s, &rd));
+	if (r)
+		return r;
+	xgpu_handle_t h;
+	if ((r = object_add(c, OBJ_SURFOBJ, s, &h))) {
+		c->drv->cuSurfObjectDestroy(s);
+		return r;
+	}
+	rsp->object = s;
+	rsp->handle = h;
+	return cudaSuccess;
+}
+
+HANDLER(SURFOBJ_DESTROY)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->handle, OBJ_SURFOBJ, c->ch);
+	if (!o)
+		return bad_handle(c, "handle", req->handle);
+	int r = drv(c, c->drv->cuSurfObjectDestroy(o->u.texobj.value));
+	xgpu_obj_del(&c->dom->objs, req->handle);
 	return r;
 }
 

@@ -47,6 +47,10 @@
 	X(cuArray3DCreate)                                                                                   \
 	X(cuArrayDestroy)                                                                                    \
 	X(cuMemcpy3DAsync)                                                                                   \
+	X(cuTexObjectCreate)                                                                                 \
+	X(cuTexObjectDestroy)                                                                                \
+	X(cuSurfObjectCreate)                                                                                \
+	X(cuSurfObjectDestroy)                                                                               \
 	X(cuModuleLoadData)                                                                                  \
 	X(cuModuleUnload)                                                                                    \
 	X(cuModuleGetFunction)                                                                               \

@@ -19,6 +19,8 @@ enum xgpu_obj_kind {
 	OBJ_EVENT,
 	OBJ_SEG,
 	OBJ_ARRAY,
+	OBJ_TEXOBJ,
+	OBJ_SURFOBJ,
 	OBJ_KINDS
 };
 
@@ -54,6 +56,9 @@ struct xgpu_obj {
 			uint64_t width_bytes, height, depth; /* height, depth >= 1 */
 			uint64_t charge;                     /* in mem_bytes */
 		} array;
+		struct {
+			uint64_t value; /* CUtexObject or CUsurfObject */
+		} texobj;
 	} u;
 };
 

@@ -127,6 +127,10 @@ bool sim_array_find(CUarray h, struct sim_array_info *out) SIM_HIDDEN;
 /* Forgets every array (the driver is shutting down; their memory went with
  * their contexts). */
 void sim_arrays_fini(void) SIM_HIDDEN;
+struct xgpu_simk_texture;
+/* The texture (surface: 1) object id of context ctx, for a kernel. */
+bool sim_object_find(const struct CUctx_st *ctx, uint64_t id, int surface,
+		     struct xgpu_simk_texture *out) SIM_HIDDEN;
 
 struct sim_device {
 	int ordinal;

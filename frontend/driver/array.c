@@ -6,7 +6,9 @@
  * every use; this library keeps each one's descriptor so that the
  * descriptor queries cost no round trip. The daemon copies only between
  * arrays and device memory: a host side is staged here through a temporary
- * device buffer, so such a copy waits for its data even in its Async form. */
+ * device buffer, so such a copy waits for its data even in its Async form.
+ * Texture and surface objects (cuTexObjectCreate, cuSurfObjectCreate) are
+ * here too: their value is the one kernels receive. */
 #include "allocs.h"
 #include "copy2d.h"
 #include "driver.h"
@@ -374,4 +376,208 @@ CUresult cuMemcpyAtoD(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
 {
 	return xgpu_drv_array_linear(srcArray, srcOffset, CU_MEMORYTYPE_DEVICE, dstDevice, ByteCount, false,
 				     NULL, false);
+}
+
+/* ---- texture and surface objects ---------------------------------------------- */
+
+/* The value kernels receive is the daemon's driver's; destroying one names
+ * the daemon's handle, and the descriptions are kept for the queries. */
+struct known_object {
+	uint64_t value;
+	xgpu_handle_t handle;
+	bool surface;
+	CUDA_RESOURCE_DESC res;
+	CUDA_TEXTURE_DESC tex;
+};
+
+static struct known_object *objects;
+static size_t nobjects, objects_cap;
+
+static bool object_remember(const struct known_object *o)
+{
+	bool ok = true;
+	pthread_mutex_lock(&arrays_lock);
+	if (nobjects == objects_cap) {
+		size_t cap = objects_cap ? objects_cap * 2 : 16;
+		struct known_object *v = realloc(objects, cap * sizeof *v);
+		if (v) {
+			objects = v;
+			objects_cap = cap;
+		}
+		ok = v != NULL;
+	}
+	if (ok)
+		objects[nobjects++] = *o;
+	pthread_mutex_unlock(&arrays_lock);
+	return ok;
+}
+
+/* The object value names (removed when take), or false. */
+static bool object_lookup(uint64_t value, bool surface, bool take, struct known_object *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&arrays_lock);
+	for (size_t i = 0; i < nobjects && !found; i++)
+		if (objects[i].value == value && objects[i].surface == surface) {
+			*out = objects[i];
+			if (take)
+				objects[i] = objects[--nobjects];
+			found = true;
+		}
+	pthread_mutex_unlock(&arrays_lock);
+	return found;
+}
+
+CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc,
+			   const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc)
+{
+	if (!pTexObject || !pResDesc || !pTexDesc)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (pResViewDesc)
+		return xgpu_drv_unsupported("cuTexObjectCreate (resource views)");
+	if (pTexDesc->maxAnisotropy > 1 || pTexDesc->mipmapLevelBias != 0 ||
+	    pTexDesc->maxMipmapLevelClamp != 0)
+		return xgpu_drv_unsupported("cuTexObjectCreate (anisotropy or mipmaps)");
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_TEXOBJ_CREATE req = {.res_type = pResDesc->resType,
+					     .filter = pTexDesc->filterMode,
+					     .flags = pTexDesc->flags,
+					     .border0 = pTexDesc->borderColor[0],
+					     .border1 = pTexDesc->borderColor[1],
+					     .border2 = pTexDesc->borderColor[2],
+					     .border3 = pTexDesc->borderColor[3]};
+	for (int i = 0; i < 3; i++) {
+		if ((unsigned)pTexDesc->addressMode[i] > 0xff)
+			return CUDA_ERROR_INVALID_VALUE;
+		req.address_modes |= (uint32_t)pTexDesc->addressMode[i] << (8 * i);
+	}
+	CUDA_ARRAY3D_DESCRIPTOR fd = {0};
+	switch (pResDesc->resType) {
+	case CU_RESOURCE_TYPE_ARRAY:
+		if (!array_lookup(pResDesc->res.array.hArray, NULL))
+			return CUDA_ERROR_INVALID_HANDLE;
+		req.res = (xgpu_handle_t)(uintptr_t)pResDesc->res.array.hArray;
+		break;
+	case CU_RESOURCE_TYPE_LINEAR:
+		fd = (CUDA_ARRAY3D_DESCRIPTOR){.Format = pResDesc->res.linear.format,
+					       .NumChannels = pResDesc->res.linear.numChannels};
+		if (!element_bytes(&fd))
+			return CUDA_ERROR_INVALID_VALUE;
+		req.res = pResDesc->res.linear.devPtr;
+		req.width = pResDesc->res.linear.sizeInBytes / element_bytes(&fd);
+		req.format = fd.Format;
+		req.channels = fd.NumChannels;
+		break;
+	case CU_RESOURCE_TYPE_PITCH2D:
+		req.res = pResDesc->res.pitch2D.devPtr;
+		req.width = pResDesc->res.pitch2D.width;
+		req.height = pResDesc->res.pitch2D.height;
+		req.pitch = pResDesc->res.pitch2D.pitchInBytes;
+		req.format = pResDesc->res.pitch2D.format;
+		req.channels = pResDesc->res.pitch2D.numChannels;
+		break;
+	case CU_RESOURCE_TYPE_MIPMAPPED_ARRAY:
+		return xgpu_drv_unsupported("cuTexObjectCreate (mipmapped arrays)");
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	struct xgpu_rsp_TEXOBJ_CREATE rsp;
+	r = xgpu_drv_result(xgpu_call_TEXOBJ_CREATE(c, &req, &rsp));
+	if (r)
+		return r;
+	struct known_object o = {
+	    .value = rsp.object, .handle = rsp.handle, .res = *pResDesc, .tex = *pTexDesc};
+	if (!object_remember(&o)) {
+		struct xgpu_req_TEXOBJ_DESTROY dq = {.handle = rsp.handle};
+		struct xgpu_rsp_TEXOBJ_DESTROY ds;
+		xgpu_call_TEXOBJ_DESTROY(c, &dq, &ds);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*pTexObject = rsp.object;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuTexObjectDestroy(CUtexObject texObject)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct known_object o;
+	if (!object_lookup(texObject, false, true, &o))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_req_TEXOBJ_DESTROY req = {.handle = o.handle};
+	struct xgpu_rsp_TEXOBJ_DESTROY rsp;
+	return xgpu_drv_result(xgpu_call_TEXOBJ_DESTROY(c, &req, &rsp));
+}
+
+CUresult cuTexObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUtexObject texObject)
+{
+	struct known_object o;
+	if (!pResDesc || !object_lookup(texObject, false, false, &o))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pResDesc = o.res;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuTexObjectGetTextureDesc(CUDA_TEXTURE_DESC *pTexDesc, CUtexObject texObject)
+{
+	struct known_object o;
+	if (!pTexDesc || !object_lookup(texObject, false, false, &o))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pTexDesc = o.tex;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc)
+{
+	if (!pSurfObject || !pResDesc || pResDesc->resType != CU_RESOURCE_TYPE_ARRAY)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!array_lookup(pResDesc->res.array.hArray, NULL))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_SURFOBJ_CREATE req = {.array = (xgpu_handle_t)(uintptr_t)pResDesc->res.array.hArray};
+	struct xgpu_rsp_SURFOBJ_CREATE rsp;
+	r = xgpu_drv_result(xgpu_call_SURFOBJ_CREATE(c, &req, &rsp));
+	if (r)
+		return r;
+	struct known_object o = {
+	    .value = rsp.object, .handle = rsp.handle, .surface = true, .res = *pResDesc};
+	if (!object_remember(&o)) {
+		struct xgpu_req_SURFOBJ_DESTROY dq = {.handle = rsp.handle};
+		struct xgpu_rsp_SURFOBJ_DESTROY ds;
+		xgpu_call_SURFOBJ_DESTROY(c, &dq, &ds);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*pSurfObject = rsp.object;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuSurfObjectDestroy(CUsurfObject surfObject)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct known_object o;
+	if (!object_lookup(surfObject, true, true, &o))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_req_SURFOBJ_DESTROY req = {.handle = o.handle};
+	struct xgpu_rsp_SURFOBJ_DESTROY rsp;
+	return xgpu_drv_result(xgpu_call_SURFOBJ_DESTROY(c, &req, &rsp));
+}
+
+CUresult cuSurfObjectGetResourceDesc(CUDA_RESOURCE_DESC *pResDesc, CUsurfObject surfObject)
+{
+	struct known_object o;
+	if (!pResDesc || !object_lookup(surfObject, true, false, &o))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pResDesc = o.res;
+	return CUDA_SUCCESS;
 }

@@ -36,6 +36,115 @@ static float value_at(int x, int y, int z)
 	return (float)(x * 7 + y * 1000 + z * 100000) + 0.25f;
 }
 
+// 2 * tex2D(tex, x + 0.5 + shift, y + 0.5) + 1, in texel or normalized
+// coordinates.
+extern "C" __global__ void tex_transform(cudaTextureObject_t tex, float *out, int w, int h, float shift,
+					 int normalized)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+	if (x < w && y < h) {
+		float u = x + 0.5f + shift, v = y + 0.5f;
+		if (normalized) {
+			u /= w;
+			v /= h;
+		}
+		out[y * w + x] = 2.0f * tex2D<float>(tex, u, v) + 1.0f;
+	}
+}
+
+// Each element becomes half itself plus x * 3 + y * 1000.
+extern "C" __global__ void surf_fill(cudaSurfaceObject_t surf, int w, int h)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+	if (x < w && y < h) {
+		float in = surf2Dread<float>(surf, x * 4, y);
+		surf2Dwrite(in * 0.5f + (float)(x * 3 + y * 1000), surf, x * 4, y);
+	}
+}
+
+static bool close_to(float a, float b)
+{
+	float d = a > b ? a - b : b - a, m = b < 0 ? -b : b;
+	return d <= 1e-4f * (m > 1 ? m : 1);
+}
+
+// Texture objects over a2 (its elements value_at(x, y, 0)): point sampling
+// with clamping, normalized coordinates with wrapping, linear filtering
+// halfway between texels; then a surface read and written by a kernel.
+static void textures(cudaArray_t a2, cudaArray_t b2, int w, int h)
+{
+	cudaResourceDesc rd = {};
+	rd.resType = cudaResourceTypeArray;
+	rd.res.array.array = a2;
+	float *out, *host = (float *)malloc(sizeof(float) * w * h);
+	CHECK(cudaMalloc((void **)&out, sizeof(float) * w * h));
+	dim3 block(16, 8), grid((w + 15) / 16, (h + 7) / 8);
+	struct {
+		const char *what;
+		cudaTextureAddressMode mode;
+		cudaTextureFilterMode filter;
+		int normalized;
+		float shift;
+	} cases[] = {
+	    {"texture object, point sampling, clamped", cudaAddressModeClamp, cudaFilterModePoint, 0, 3.0f},
+	    {"texture object, normalized coordinates, wrapped", cudaAddressModeWrap, cudaFilterModePoint, 1,
+	     5.0f},
+	    {"texture object, linear filtering", cudaAddressModeClamp, cudaFilterModeLinear, 0, 0.5f},
+	};
+	for (auto &c : cases) {
+		cudaTextureDesc td = {};
+		td.addressMode[0] = td.addressMode[1] = c.mode;
+		td.filterMode = c.filter;
+		td.readMode = cudaReadModeElementType;
+		td.normalizedCoords = c.normalized;
+		cudaTextureObject_t tex = 0;
+		CHECK(cudaCreateTextureObject(&tex, &rd, &td, NULL));
+		tex_transform<<<grid, block>>>(tex, out, w, h, c.shift, c.normalized);
+		CHECK(cudaGetLastError());
+		CHECK(cudaMemcpy(host, out, sizeof(float) * w * h, cudaMemcpyDeviceToHost));
+		bool ok = true;
+		for (int y = 0; y < h; y++)
+			for (int x = 0; x < w; x++) {
+				float want;
+				if (c.filter == cudaFilterModeLinear) {
+					int x1 = x + 1 < w ? x + 1 : w - 1;
+					want = (value_at(x, y, 0) + value_at(x1, y, 0)) / 2;
+				} else if (c.normalized) {
+					want = value_at((x + (int)c.shift) % w, y, 0);
+				} else {
+					int sx = x + (int)c.shift;
+					want = value_at(sx < w ? sx : w - 1, y, 0);
+				}
+				ok = ok && close_to(host[y * w + x], 2 * want + 1);
+			}
+		expect(ok, c.what);
+		cudaResourceDesc back = {};
+		CHECK(cudaGetTextureObjectResourceDesc(&back, tex));
+		expect(back.resType == cudaResourceTypeArray && back.res.array.array == a2,
+		       "texture object resource description");
+		CHECK(cudaDestroyTextureObject(tex));
+	}
+
+	// b2 (made for load/store) filled from a2, then read and written.
+	CHECK(cudaMemcpy2DArrayToArray(b2, 0, 0, a2, 0, 0, w * sizeof(float), h, cudaMemcpyDeviceToDevice));
+	rd.res.array.array = b2;
+	cudaSurfaceObject_t surf = 0;
+	CHECK(cudaCreateSurfaceObject(&surf, &rd));
+	surf_fill<<<grid, block>>>(surf, w, h);
+	CHECK(cudaGetLastError());
+	CHECK(cudaMemcpy2DFromArray(host, w * sizeof(float), b2, 0, 0, w * sizeof(float), h,
+				    cudaMemcpyDeviceToHost));
+	bool ok = true;
+	for (int y = 0; y < h; y++)
+		for (int x = 0; x < w; x++)
+			ok = ok &&
+			     close_to(host[y * w + x], value_at(x, y, 0) * 0.5f + (float)(x * 3 + y * 1000));
+	expect(ok, "surface object read and written by a kernel");
+	CHECK(cudaDestroySurfaceObject(surf));
+	CHECK(cudaFree(out));
+	free(host);
+}
+
 int main()
 {
 	cudaChannelFormatDesc fdesc = cudaCreateChannelDesc<float>();
@@ -57,14 +166,16 @@ int main()
 	// 2D: host rows with a pitch of their own, into an array, to a second
 	// array at an offset, out again; async on a stream too.
 	const int w = 67, h = 33, hp = w + 5;
-	float *h2 = (float *)calloc((size_t)hp * h, sizeof(float)), *back2 = (float *)calloc((size_t)w * h, 4);
+	float *h2 = (float *)calloc((size_t)hp * h, sizeof(float)),
+	      *back2 = (float *)calloc((size_t)w * h, 4);
 	for (int y = 0; y < h; y++)
 		for (int x = 0; x < w; x++)
 			h2[y * hp + x] = value_at(x, y, 0);
 	cudaArray_t a2, b2;
 	CHECK(cudaMallocArray(&a2, &fdesc, w, h, 0));
 	CHECK(cudaMallocArray(&b2, &fdesc, w, h, cudaArraySurfaceLoadStore));
-	CHECK(cudaMemcpy2DToArray(a2, 0, 0, h2, hp * sizeof(float), w * sizeof(float), h, cudaMemcpyHostToDevice));
+	CHECK(cudaMemcpy2DToArray(a2, 0, 0, h2, hp * sizeof(float), w * sizeof(float), h,
+				  cudaMemcpyHostToDevice));
 	CHECK(cudaMemcpy2DFromArray(back2, w * sizeof(float), a2, 0, 0, w * sizeof(float), h,
 				    cudaMemcpyDeviceToHost));
 	bool ok = true;
@@ -74,8 +185,8 @@ int main()
 	expect(ok, "2D array host (pitched) -> array -> host");
 
 	// A 20 x 10 box of a2 from (3, 4) to b2 at (10, 20).
-	CHECK(cudaMemcpy2DArrayToArray(b2, 10 * sizeof(float), 20, a2, 3 * sizeof(float), 4, 20 * sizeof(float), 10,
-				       cudaMemcpyDeviceToDevice));
+	CHECK(cudaMemcpy2DArrayToArray(b2, 10 * sizeof(float), 20, a2, 3 * sizeof(float), 4,
+				       20 * sizeof(float), 10, cudaMemcpyDeviceToDevice));
 	cudaStream_t s;
 	CHECK(cudaStreamCreate(&s));
 	float box[10][20];
@@ -122,7 +233,8 @@ int main()
 	for (int z = 0; z < Z - 1; z++)
 		for (int y = 0; y < Y - 1; y++)
 			for (int x = 0; x < X - 2; x++)
-				ok = ok && back3[(z * Y + y) * X + x] == h3[((z + 1) * Y + y + 1) * X + x + 2];
+				ok =
+				    ok && back3[(z * Y + y) * X + x] == h3[((z + 1) * Y + y + 1) * X + x + 2];
 	expect(ok, "3D array host -> array, box at an offset -> pitched device -> host");
 
 	// Layered and cubemap arrays: their description reads back.
@@ -132,17 +244,20 @@ int main()
 	unsigned flags = 0;
 	CHECK(cudaMalloc3DArray(&layered, &u4, make_cudaExtent(32, 16, 4), cudaArrayLayered));
 	CHECK(cudaArrayGetInfo(&got, &ext, &flags, layered));
-	expect(ext.width == 32 && ext.height == 16 && ext.depth == 4 && flags == cudaArrayLayered && got.x == 8 &&
-		   got.w == 8 && got.f == cudaChannelFormatKindUnsigned,
+	expect(ext.width == 32 && ext.height == 16 && ext.depth == 4 && flags == cudaArrayLayered &&
+		   got.x == 8 && got.w == 8 && got.f == cudaChannelFormatKindUnsigned,
 	       "layered array description");
 	CHECK(cudaMalloc3DArray(&cube, &fdesc, make_cudaExtent(16, 16, 6), cudaArrayCubemap));
 	CHECK(cudaArrayGetInfo(&got, &ext, &flags, cube));
-	expect(ext.width == 16 && ext.height == 16 && ext.depth == 6 && flags == cudaArrayCubemap && got.x == 32 &&
-		   got.y == 0 && got.f == cudaChannelFormatKindFloat,
+	expect(ext.width == 16 && ext.height == 16 && ext.depth == 6 && flags == cudaArrayCubemap &&
+		   got.x == 32 && got.y == 0 && got.f == cudaChannelFormatKindFloat,
 	       "cubemap array description");
 	cudaArray_t bad;
 	expect(cudaMalloc3DArray(&bad, &fdesc, make_cudaExtent(16, 8, 6), cudaArrayCubemap) != cudaSuccess,
 	       "a cubemap that is not square refused");
+	cudaGetLastError(); // the refusal above is the last error, not a sticky one
+
+	textures(a2, b2, w, h);
 
 	// Past the end: refused, and the program carries on.
 	expect(cudaMemcpy2DToArray(a2, 60 * sizeof(float), 0, h2, hp * sizeof(float), 10 * sizeof(float), 1,
