@@ -2,6 +2,7 @@
  * device, the GPU its domain is bound to; its properties come from the
  * daemon once, field by field, and are answered locally afterwards. */
 #include "devprop.h"
+#include "mempool.h"
 #include "runtime.h"
 
 #include <stdio.h>
@@ -165,7 +166,10 @@ XGPU_EXPORT cudaError_t cudaDeviceSynchronize(void)
 		return e;
 	struct xgpu_req_DEVICE_SYNC req = {0};
 	struct xgpu_rsp_DEVICE_SYNC rsp;
-	return xgpu_rt_ret(xgpu_call_DEVICE_SYNC(c, &req, &rsp));
+	e = xgpu_call_DEVICE_SYNC(c, &req, &rsp);
+	if (!e)
+		xgpu_pool_synced(c, true, 0);
+	return xgpu_rt_ret(e);
 }
 
 void xgpu_rt_segs_forget(void);
@@ -187,6 +191,7 @@ XGPU_EXPORT cudaError_t cudaDeviceReset(void)
 	xgpu_rt_devmem_clear();
 	xgpu_rt_segs_forget();
 	xgpu_rt_streams_forget();
+	xgpu_pool_reset();
 	return xgpu_rt_ret(e);
 }
 

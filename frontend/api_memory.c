@@ -5,6 +5,7 @@
  * from cudaMallocHost is already shared with the backend, so its copies move
  * no bytes through the guest at all.
  */
+#include "mempool.h"
 #include "runtime.h"
 
 #include <string.h>
@@ -23,6 +24,9 @@ XGPU_EXPORT cudaError_t cudaMalloc(void **ptr, size_t size)
 	struct xgpu_req_MEM_ALLOC req = {.size = size};
 	struct xgpu_rsp_MEM_ALLOC rsp;
 	e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	/* What memory pools cache goes back before an allocation fails. */
+	if (e == cudaErrorMemoryAllocation && xgpu_pool_release_cached(c))
+		e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
 	if (e)
 		return xgpu_rt_ret(e);
 	xgpu_rt_devmem_add(rsp.dptr, size);
@@ -40,8 +44,10 @@ XGPU_EXPORT cudaError_t cudaFree(void *ptr)
 	struct xgpu_req_MEM_FREE req = {.dptr = (uintptr_t)ptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	e = xgpu_call_MEM_FREE(c, &req, &rsp);
-	if (!e)
+	if (!e) {
 		xgpu_rt_devmem_del((uintptr_t)ptr);
+		xgpu_pool_forget((uintptr_t)ptr);
+	}
 	return xgpu_rt_ret(e);
 }
 

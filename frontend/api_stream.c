@@ -2,6 +2,7 @@
  * it checks against this process's own table on every use; the flags and
  * priorities the program asked for are remembered here so the Get calls
  * need no round trip. */
+#include "mempool.h"
 #include "runtime.h"
 
 #include <cuda.h>
@@ -118,7 +119,16 @@ XGPU_EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 
 XGPU_EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-	STREAM_CALL(STREAM_SYNC, xgpu_rt_stream(stream));
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	struct xgpu_req_STREAM_SYNC req = {.stream = xgpu_rt_stream(stream)};
+	struct xgpu_rsp_STREAM_SYNC rsp;
+	e = xgpu_call_STREAM_SYNC(c, &req, &rsp);
+	if (!e)
+		xgpu_pool_synced(c, false, req.stream);
+	return xgpu_rt_ret(e);
 }
 
 XGPU_EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
@@ -352,7 +362,16 @@ XGPU_EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
 
 XGPU_EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
-	EVENT_CALL(EVENT_SYNC, event);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	struct xgpu_req_EVENT_SYNC req = {.event = (uintptr_t)event};
+	struct xgpu_rsp_EVENT_SYNC rsp;
+	e = xgpu_call_EVENT_SYNC(c, &req, &rsp);
+	if (!e)
+		xgpu_pool_synced(c, false, XGPU_POOL_ANY_STREAM);
+	return xgpu_rt_ret(e);
 }
 
 XGPU_EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)

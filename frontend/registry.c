@@ -607,6 +607,43 @@ XGPU_EXPORT cudaError_t cudaFuncSetCacheConfig(const void *func, enum cudaFuncCa
 	return config <= cudaFuncCachePreferEqual ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidValue);
 }
 
+/* The mangled name, as the driver's cuFuncGetName answers; it lives as long
+ * as the registration. */
+XGPU_EXPORT cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+	if (!name)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	pthread_mutex_lock(&reg_lock);
+	struct fe_func *f = find_func(func);
+	if (f)
+		*name = f->name;
+	pthread_mutex_unlock(&reg_lock);
+	return f ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidDeviceFunction);
+}
+
+/* A parameter's place in the kernel's parameter buffer, from the image's
+ * KPARAM_INFO (what launches lay parameters out by). */
+XGPU_EXPORT cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
+					     size_t *paramSize)
+{
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	if (e)
+		return e;
+	pthread_mutex_lock(&reg_lock);
+	const struct xgpu_kernel_info *k = f->kinfo;
+	bool found = k && paramIndex < k->nparams;
+	if (found) {
+		if (paramOffset)
+			*paramOffset = k->params[paramIndex].offset;
+		if (paramSize)
+			*paramSize = k->params[paramIndex].size;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return found ? cudaSuccess : xgpu_rt_ret(cudaErrorInvalidValue);
+}
+
 XGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, const void *func,
 									       int block_size,
 									       size_t dyn_smem,

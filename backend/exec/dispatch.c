@@ -359,6 +359,14 @@ HANDLER(DEVICE_INFO)
 	memcpy(attrs, g->attrs, sizeof attrs);
 	if (g->nattrs > CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)
 		attrs[CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY] = 0;
+	/* Memory pools are the frontend's, over ordinary allocations: device
+	 * pools whatever the driver says, no host pools, no IPC export. */
+	if (g->nattrs > CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED) {
+		attrs[CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED] = 1;
+		attrs[CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES] = 0;
+		attrs[CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED] = 0;
+		attrs[CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED] = 0;
+	}
 	int r = bulk_write(c, &b, sizeof b);
 	if (!r)
 		r = bulk_write(c, attrs, (uint64_t)g->nattrs * sizeof attrs[0]);

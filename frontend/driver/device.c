@@ -9,6 +9,7 @@
  * that juggle them keep working while their work lands in one place. */
 #include "cuerr.h"
 #include "driver.h"
+#include "mempool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -470,7 +471,10 @@ CUresult xgpu_drv_sync(struct xgpu_client *c)
 {
 	struct xgpu_req_DEVICE_SYNC req = {0};
 	struct xgpu_rsp_DEVICE_SYNC rsp;
-	return xgpu_drv_result(xgpu_call_DEVICE_SYNC(c, &req, &rsp));
+	int e = xgpu_call_DEVICE_SYNC(c, &req, &rsp);
+	if (!e)
+		xgpu_pool_synced(c, true, 0);
+	return xgpu_drv_result(e);
 }
 
 CUresult cuCtxSynchronize(void)

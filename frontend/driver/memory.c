@@ -8,6 +8,7 @@
  * host-to-device copy of the range. */
 #include "allocs.h"
 #include "driver.h"
+#include "mempool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -40,7 +41,11 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_req_MEM_ALLOC req = {.size = bytesize};
 	struct xgpu_rsp_MEM_ALLOC rsp;
-	r = xgpu_drv_result(xgpu_call_MEM_ALLOC(c, &req, &rsp));
+	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	/* What memory pools cache goes back before an allocation fails. */
+	if (e == cudaErrorMemoryAllocation && xgpu_pool_release_cached(c))
+		e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	r = xgpu_drv_result(e);
 	if (!r) {
 		*dptr = (CUdeviceptr)rsp.dptr;
 		xgpu_alloc_add(*dptr, bytesize, XGPU_ALLOC_DEVICE, 0);
@@ -59,8 +64,10 @@ CUresult cuMemFree(CUdeviceptr dptr)
 	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
-	if (!r)
+	if (!r) {
 		xgpu_alloc_del(dptr, XGPU_ALLOC_DEVICE);
+		xgpu_pool_forget(dptr);
+	}
 	return r;
 }
 

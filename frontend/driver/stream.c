@@ -2,6 +2,7 @@
  * the daemon's handle on this process's channel (as the runtime frontend's
  * cudaStream_t and cudaEvent_t are, so the two APIs' objects mix). */
 #include "driver.h"
+#include "mempool.h"
 
 #include <cudaProfiler.h>
 
@@ -54,7 +55,10 @@ CUresult cuStreamSynchronize(CUstream hStream)
 		return r;
 	struct xgpu_req_STREAM_SYNC req = {.stream = xgpu_drv_stream(hStream)};
 	struct xgpu_rsp_STREAM_SYNC rsp;
-	return xgpu_drv_result(xgpu_call_STREAM_SYNC(c, &req, &rsp));
+	int e = xgpu_call_STREAM_SYNC(c, &req, &rsp);
+	if (!e)
+		xgpu_pool_synced(c, false, req.stream);
+	return xgpu_drv_result(e);
 }
 CUresult cuStreamSynchronize_ptsz(CUstream hStream) XGPU_ALIAS(cuStreamSynchronize);
 
@@ -132,7 +136,10 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		return r;
 	struct xgpu_req_EVENT_SYNC req = {.event = event_handle(hEvent)};
 	struct xgpu_rsp_EVENT_SYNC rsp;
-	return xgpu_drv_result(xgpu_call_EVENT_SYNC(c, &req, &rsp));
+	int e = xgpu_call_EVENT_SYNC(c, &req, &rsp);
+	if (!e)
+		xgpu_pool_synced(c, false, XGPU_POOL_ANY_STREAM);
+	return xgpu_drv_result(e);
 }
 
 CUresult cuEventQuery(CUevent hEvent)

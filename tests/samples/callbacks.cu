@@ -18,7 +18,8 @@ static bool ok = true;
 	do {                                                                                                 \
 		cudaError_t e_ = (call);                                                                     \
 		if (e_ != cudaSuccess) {                                                                     \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                        \
+				cudaGetErrorString(e_));                                                     \
 			exit(1);                                                                             \
 		}                                                                                            \
 	} while (0)
@@ -53,8 +54,8 @@ __global__ void cb_add(int *p, const int *q)
 }
 
 struct Shared {
-	int *seen;       // pinned: the stream's result the callback looked at
-	int *feed;       // pinned: what the callback writes for the stream's next copy
+	int *seen; // pinned: the stream's result the callback looked at
+	int *feed; // pinned: what the callback writes for the stream's next copy
 	bool seen_ok;
 	pthread_t caller, ran_on;
 	std::atomic<int> order[8];
@@ -81,6 +82,32 @@ static void CUDART_CB check_and_feed(void *arg)
 static void CUDART_CB set_flag(void *arg)
 {
 	((std::atomic<int> *)arg)->store(1);
+}
+
+// A callback held until the main thread releases it, which it does only
+// after later enqueues returned: an enqueue that waited for the stream, or
+// ran its callback itself, would wait for the release forever. The wait is
+// bounded so that such a failure is reported instead of hanging the test.
+enum { GATE_WAITING, GATE_RELEASED, GATE_TIMED_OUT };
+struct Gate {
+	std::atomic<int> released{0};
+	std::atomic<int> outcome{GATE_WAITING};
+};
+
+static void CUDART_CB wait_for_release(void *arg)
+{
+	Gate *g = (Gate *)arg;
+	auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+	while (!g->released.load()) {
+		if (std::chrono::steady_clock::now() > deadline) {
+			printf("a callback was not released in 60 s: an enqueue did not return while the "
+			       "stream's earlier callback waited\n");
+			g->outcome = GATE_TIMED_OUT;
+			return;
+		}
+		usleep(1000);
+	}
+	g->outcome = GATE_RELEASED;
 }
 
 struct Tag {
@@ -195,17 +222,22 @@ int main(int argc, char **argv)
 	cudaStream_t st;
 	CHECK(cudaStreamCreate(&st));
 
-	// 0. Enqueuing a callback does not wait for the stream: the kernel
-	// before it takes 400 ms.
+	// 0. Enqueuing a callback waits neither for the stream's earlier work
+	// nor for the callback: the enqueues return while the gate, behind a
+	// kernel on the stream, still holds it, and only then is the gate
+	// released. (No kernel after the gate: xgpu holds back a launch behind
+	// an outstanding callback, docs/design.md.)
 	std::atomic<int> flag{0};
-	cb_work<<<1, N, 0, st>>>(p, 100, 400000000LL);
-	auto t0 = std::chrono::steady_clock::now();
+	Gate gate;
+	cb_work<<<1, N, 0, st>>>(p, 100, 50000000LL);
+	CHECK(cudaLaunchHostFunc(st, wait_for_release, &gate));
 	CHECK(cudaLaunchHostFunc(st, set_flag, &flag));
-	double enqueue_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+	TRUE(gate.outcome.load() == GATE_WAITING);
 	TRUE(flag.load() == 0);
-	TRUE(enqueue_ms < 300);
 	TRUE(cudaStreamQuery(st) == cudaErrorNotReady);
+	gate.released = 1;
 	CHECK(cudaStreamSynchronize(st));
+	TRUE(gate.outcome.load() == GATE_RELEASED);
 	TRUE(flag.load() == 1);
 
 	// 1. Stream order around a callback: it sees the copy before it done,

@@ -27,7 +27,8 @@
 # --quick: one run of EXP_SECONDS (default 8) per policy and experiment;
 # otherwise EXP_REPS (default 3) runs of EXP_SECONDS (default 20) each, and
 # min / median / max. EXP_ONLY="coupled credits fwt" picks experiments.
-# --report DIR: also write DIR/*.tsv and PNG plots (gnuplot) of the medians.
+# --report DIR: also write DIR/*.tsv and PNG plots (gnuplot) of the medians
+# (EXP_ONLY=none --report DIR redraws the plots from the TSVs there).
 # Last line: coupled-bs: none X rr X ... wfq X (median loops/s).
 set -euo pipefail
 quick=0 report=
@@ -196,9 +197,9 @@ if [[ $only == *" fwt "* ]]; then
 fi
 
 if [ -n "$report" ]; then
-	plot() { # plot NAME TITLE YLABEL USING...
-		local name=$1 title=$2 ylabel=$3
-		shift 3
+	plot() { # plot NAME TITLE YLABEL SETTINGS USING...
+		local name=$1 title=$2 ylabel=$3 settings=$4
+		shift 4
 		[ -f "$report/$name.tsv" ] || return 0
 		gnuplot <<-GP
 			set terminal pngcairo size 800,450 noenhanced
@@ -209,15 +210,15 @@ if [ -n "$report" ]; then
 			set style histogram clustered gap 1
 			set style fill solid 0.8 border -1
 			set key top left
-			set yrange [0:*]
+			$settings
 			plot $*
 		GP
 	}
-	plot coupled "Coupled loop, 4 domains, equal credits (median of $reps x ${secs} s)" "loops/s, all domains" \
+	plot coupled "Coupled loop, 4 domains, equal credits (median of $reps x ${secs} s)" "loops/s, all domains" "set yrange [0:*]" \
 		"'$report/coupled.tsv' using 3:xtic(1) title 'median loops/s'"
-	plot credits "Credits 256/512/1024/256: work per domain (median)" "loops" \
+	plot credits "Credits 256/512/1024/256: work per domain (median)" "loops" "set yrange [0:*]" \
 		"'$report/credits.tsv' using 2:xtic(1) title 'dom-1 (256)', '' using 3 title 'dom-2 (512)', '' using 4 title 'dom-3 (1024)', '' using 5 title 'dom-4 (256)'"
-	plot fwt "Latency-sensitive guest beside 3 coupled loops" "per-call latency (us)" \
+	plot fwt "Latency-sensitive guest beside 3 coupled loops" "per-call latency (us), log scale" "set logscale y" \
 		"'$report/fwt.tsv' using 2:xtic(1) title 'p50', '' using 3 title 'p99'"
 	echo "report: $report/{coupled,credits,fwt}.{tsv,png}"
 fi
