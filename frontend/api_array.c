@@ -463,6 +463,23 @@ static void resource_from_driver(const CUDA_RESOURCE_DESC *in, struct cudaResour
 	}
 }
 
+/* Whether a resource's elements are integers (which cudaReadModeElementType
+ * reads as such) rather than float or half. */
+static CUresult resource_is_integer(const CUDA_RESOURCE_DESC *rd, bool *integer)
+{
+	CUarray_format f;
+	if (rd->resType == CU_RESOURCE_TYPE_ARRAY) {
+		CUDA_ARRAY3D_DESCRIPTOR ad;
+		CUresult r = cuArray3DGetDescriptor(&ad, rd->res.array.hArray);
+		if (r)
+			return r;
+		f = ad.Format;
+	} else
+		f = rd->resType == CU_RESOURCE_TYPE_LINEAR ? rd->res.linear.format : rd->res.pitch2D.format;
+	*integer = f != CU_AD_FORMAT_FLOAT && f != CU_AD_FORMAT_HALF;
+	return CUDA_SUCCESS;
+}
+
 XGPU_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject,
 						const struct cudaResourceDesc *pResDesc,
 						const struct cudaTextureDesc *pTexDesc,
@@ -480,17 +497,10 @@ XGPU_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject,
 	if (e)
 		return e;
 	/* cudaReadModeElementType reads integer formats as integers. */
-	bool integer = false;
-	if (pResDesc->resType == cudaResourceTypeArray) {
-		CUDA_ARRAY3D_DESCRIPTOR ad;
-		if (cuArray3DGetDescriptor(&ad, rd.res.array.hArray))
-			return xgpu_rt_ret(cudaErrorInvalidResourceHandle);
-		integer = ad.Format != CU_AD_FORMAT_FLOAT && ad.Format != CU_AD_FORMAT_HALF;
-	} else {
-		CUarray_format f = pResDesc->resType == cudaResourceTypeLinear ? rd.res.linear.format
-									       : rd.res.pitch2D.format;
-		integer = f != CU_AD_FORMAT_FLOAT && f != CU_AD_FORMAT_HALF;
-	}
+	bool integer;
+	CUresult r = resource_is_integer(&rd, &integer);
+	if (r)
+		return from_driver(r);
 	CUDA_TEXTURE_DESC td = {.filterMode = (CUfilter_mode)pTexDesc->filterMode,
 				.maxAnisotropy = pTexDesc->maxAnisotropy,
 				.mipmapFilterMode = (CUfilter_mode)pTexDesc->mipmapFilterMode,
@@ -512,7 +522,7 @@ XGPU_EXPORT cudaError_t cudaCreateTextureObject(cudaTextureObject_t *pTexObject,
 	if (pTexDesc->seamlessCubemap)
 		td.flags |= CU_TRSF_SEAMLESS_CUBEMAP;
 	CUtexObject t;
-	CUresult r = cuTexObjectCreate(&t, &rd, &td, NULL);
+	r = cuTexObjectCreate(&t, &rd, &td, NULL);
 	if (!r)
 		*pTexObject = (cudaTextureObject_t)t;
 	return from_driver(r);
@@ -537,6 +547,41 @@ XGPU_EXPORT cudaError_t cudaGetTextureObjectResourceDesc(struct cudaResourceDesc
 	if (!r)
 		resource_from_driver(&rd, pResDesc);
 	return from_driver(r);
+}
+
+XGPU_EXPORT cudaError_t cudaGetTextureObjectTextureDesc(struct cudaTextureDesc *pTexDesc,
+							cudaTextureObject_t texObject)
+{
+	CUDA_TEXTURE_DESC td;
+	if (!pTexDesc)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	CUDA_RESOURCE_DESC rd;
+	CUresult r = cuTexObjectGetTextureDesc(&td, (CUtexObject)texObject);
+	if (!r)
+		r = cuTexObjectGetResourceDesc(&rd, (CUtexObject)texObject);
+	if (r)
+		return from_driver(r);
+	bool integer;
+	if ((r = resource_is_integer(&rd, &integer)))
+		return from_driver(r);
+	*pTexDesc = (struct cudaTextureDesc){
+	    .filterMode = (enum cudaTextureFilterMode)td.filterMode,
+	    .readMode = !integer || (td.flags & CU_TRSF_READ_AS_INTEGER) ? cudaReadModeElementType
+									 : cudaReadModeNormalizedFloat,
+	    .sRGB = (td.flags & CU_TRSF_SRGB) != 0,
+	    .normalizedCoords = (td.flags & CU_TRSF_NORMALIZED_COORDINATES) != 0,
+	    .maxAnisotropy = td.maxAnisotropy,
+	    .mipmapFilterMode = (enum cudaTextureFilterMode)td.mipmapFilterMode,
+	    .mipmapLevelBias = td.mipmapLevelBias,
+	    .minMipmapLevelClamp = td.minMipmapLevelClamp,
+	    .maxMipmapLevelClamp = td.maxMipmapLevelClamp,
+	    .disableTrilinearOptimization = (td.flags & CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION) != 0,
+	    .seamlessCubemap = (td.flags & CU_TRSF_SEAMLESS_CUBEMAP) != 0};
+	for (int i = 0; i < 3; i++)
+		pTexDesc->addressMode[i] = (enum cudaTextureAddressMode)td.addressMode[i];
+	for (int i = 0; i < 4; i++)
+		pTexDesc->borderColor[i] = td.borderColor[i];
+	return cudaSuccess;
 }
 
 XGPU_EXPORT cudaError_t cudaCreateSurfaceObject(cudaSurfaceObject_t *pSurfObject,

@@ -13,10 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sim_object;
+/* A live object; the id is the CUtexObject / CUsurfObject value kernels
+ * receive, so a made-up or destroyed one is not found. */
+struct sim_object {
+	uint64_t id;
+	const struct CUctx_st *ctx;
+	int surface;
+	struct xgpu_simk_texture t;
+};
 
 struct sim_array {
 	uint64_t id;
+	const struct CUctx_st *ctx;
 	CUdeviceptr base;
 	uint64_t width_bytes, height, depth; /* height, depth >= 1 */
 	CUDA_ARRAY3D_DESCRIPTOR desc;
@@ -80,6 +88,18 @@ void sim_arrays_fini(void)
 	pthread_mutex_unlock(&arrays_lock);
 }
 
+void sim_arrays_release_ctx(const struct CUctx_st *ctx)
+{
+	pthread_mutex_lock(&arrays_lock);
+	for (size_t i = narrays; i-- > 0;)
+		if (arrays[i].ctx == ctx)
+			arrays[i] = arrays[--narrays];
+	for (size_t i = nobjects; i-- > 0;)
+		if (objects[i].ctx == ctx)
+			objects[i] = objects[--nobjects];
+	pthread_mutex_unlock(&arrays_lock);
+}
+
 CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
 	if (!pHandle || !d)
@@ -96,6 +116,12 @@ CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
 	CUresult r = cuMemAlloc(&base, (size_t)bytes);
 	if (r)
 		return r;
+	struct CUctx_st *c;
+	if ((r = sim_ctx_enter(&c, false))) {
+		cuMemFree(base);
+		return r;
+	}
+	sim_ctx_put(c); /* only its address is kept, to forget the array with it */
 	pthread_mutex_lock(&arrays_lock);
 	if (narrays == arrays_cap) {
 		size_t cap = arrays_cap ? arrays_cap * 2 : 16;
@@ -109,8 +135,13 @@ CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
 		arrays_cap = cap;
 	}
 	uint64_t id = next_array_id++;
-	arrays[narrays++] = (struct sim_array){
-	    .id = id, .base = base, .width_bytes = row, .height = height, .depth = depth, .desc = *d};
+	arrays[narrays++] = (struct sim_array){.id = id,
+					       .ctx = c,
+					       .base = base,
+					       .width_bytes = row,
+					       .height = height,
+					       .depth = depth,
+					       .desc = *d};
 	pthread_mutex_unlock(&arrays_lock);
 	*pHandle = (CUarray)(uintptr_t)id;
 	return CUDA_SUCCESS;
@@ -191,15 +222,6 @@ CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D *p, CUstream hStream)
 }
 
 /* ---- texture and surface objects ------------------------------------------------ */
-
-/* A live object; the id is the CUtexObject / CUsurfObject value kernels
- * receive, so a made-up or destroyed one is not found. */
-struct sim_object {
-	uint64_t id;
-	const struct CUctx_st *ctx;
-	int surface;
-	struct xgpu_simk_texture t;
-};
 
 bool sim_object_find(const struct CUctx_st *ctx, uint64_t id, int surface, struct xgpu_simk_texture *out)
 {

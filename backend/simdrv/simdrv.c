@@ -641,6 +641,7 @@ static void destroy_ctx(struct CUctx_st *c)
 	sim_exec_release_ctx(c);
 	sim_mem_release_all(c);
 	sim_pinned_release_ctx(c);
+	sim_arrays_release_ctx(c);
 	sim_ctx_put(c);
 }
 

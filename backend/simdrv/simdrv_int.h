@@ -127,6 +127,9 @@ bool sim_array_find(CUarray h, struct sim_array_info *out) SIM_HIDDEN;
 /* Forgets every array (the driver is shutting down; their memory went with
  * their contexts). */
 void sim_arrays_fini(void) SIM_HIDDEN;
+/* Forgets the arrays and objects of a context being destroyed (their memory
+ * goes with it), so that no id outlives what it names. */
+void sim_arrays_release_ctx(const struct CUctx_st *ctx) SIM_HIDDEN;
 struct xgpu_simk_texture;
 /* The texture (surface: 1) object id of context ctx, for a kernel. */
 bool sim_object_find(const struct CUctx_st *ctx, uint64_t id, int surface,

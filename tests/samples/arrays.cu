@@ -118,6 +118,12 @@ static void textures(cudaArray_t a2, cudaArray_t b2, int w, int h)
 				ok = ok && close_to(host[y * w + x], 2 * want + 1);
 			}
 		expect(ok, c.what);
+		cudaTextureDesc tback = {};
+		CHECK(cudaGetTextureObjectTextureDesc(&tback, tex));
+		expect(tback.addressMode[0] == c.mode && tback.filterMode == c.filter &&
+			   tback.normalizedCoords == c.normalized &&
+			   tback.readMode == cudaReadModeElementType,
+		       "texture object texture description");
 		cudaResourceDesc back = {};
 		CHECK(cudaGetTextureObjectResourceDesc(&back, tex));
 		expect(back.resType == cudaResourceTypeArray && back.res.array.array == a2,
