@@ -43,7 +43,7 @@ OPT := -O2
 LDSAN :=
 endif
 CFLAGS ?=
-ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CFLAGS)
+ALL_CFLAGS := $(CFLAGS_COMMON) $(OPT) $(CPPFLAGS) $(CFLAGS)
 LDFLAGS_ALL := -pthread $(LDSAN) $(LDFLAGS)
 
 # Quiet by default; `make V=1` shows every command.
@@ -67,7 +67,8 @@ COMMON_SRC := $(wildcard common/*.c)
 FRONTEND_SRC := $(wildcard frontend/*.c)
 # The channel client: linked into libcuda.so.1 only, which exports it to
 # libcudart.so.13 so that a process has one channel (docs/design.md, "Driver API").
-CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c
+CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c \
+	frontend/managed.c
 RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
 DRIVER_SRC := $(wildcard frontend/driver/*.c)
 BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) \
@@ -447,6 +448,8 @@ TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard poli
 TEST_LIBS_test_xentrace := $(OBJ)/backend/schedsrc/xentrace_parse.o $(OBJ)/backend/schedsrc/hypsrc_xentrace.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
+# The per-domain histograms (service time, queue wait).
+TEST_LIBS_test_stats := $(OBJ)/backend/stats.o
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule
@@ -515,8 +518,45 @@ $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 include tests/fuzz/fuzz.mk
+include tests/samples/graphs.mk
 
-tests-build: all $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
+# Manual pages: docs/man/*.scd (scdoc sources) -> $(BUILD)/man/ (roff);
+# `man -l build/man/xgpud.8` reads one. tests/e2e/manpages.sh checks them.
+MAN_SRC := $(wildcard docs/man/*.scd)
+MAN_PAGES := $(patsubst docs/man/%.scd,$(BUILD)/man/%,$(MAN_SRC))
+$(BUILD)/man/%: docs/man/%.scd
+	@mkdir -p $(dir $@)
+	$(call say,SCDOC,$@)
+	$(Q)scdoc <$< >$@.tmp && mv $@.tmp $@
+man: $(MAN_PAGES)
+.PHONY: man
+
+# The Debian packages (debian/, debhelper): xgpu-daemon, xgpu-guest, xgpu-doc,
+# built from a copy of the tracked and new untracked files in build/deb/
+# (dpkg-buildpackage writes into the parent directory and cleans its tree);
+# the .debs land in build/deb/, lintian's verdict in build/deb/lintian.txt:
+# any error or warning not overridden (debian/*.lintian-overrides) fails.
+# Their tools come from install-deps.sh --packaging, not `make test`'s set.
+deb:
+	@tools/install-deps.sh --packaging
+	rm -rf build/deb && mkdir -p build/deb/xgpu
+	git ls-files -z --cached --others --exclude-standard | \
+		(cd "$$(git rev-parse --show-toplevel)" && tar --null --ignore-failed-read -T - -cf -) | \
+		tar -xf - -C build/deb/xgpu
+	cd build/deb/xgpu && CUDA_HOME="$(CUDA_HOME)" dpkg-buildpackage -us -uc -b
+	lintian --display-info --fail-on error,warning build/deb/xgpu_*.changes \
+		>build/deb/lintian.txt 2>&1 || { cat build/deb/lintian.txt; exit 1; }
+	@cat build/deb/lintian.txt
+	@ls build/deb/*.deb
+
+# Installs the packages in a throwaway Debian root (debootstrap), starts xgpud
+# from the installed paths, runs a bundled workload through xgpu-guest's
+# libraries and stops it: tests/pkg/run.sh. Slow, needs root; not in `make test`.
+deb-test: deb $(BIN)/vectorAdd $(BIN)/static/vectorAdd
+	@tests/pkg/run.sh
+.PHONY: deb deb-test
+
+tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

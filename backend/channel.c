@@ -4,6 +4,7 @@
 #include "log.h"
 #include "channel.h"
 #include "exec/exec.h"
+#include "exec/graph.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -31,6 +32,13 @@ static void release(struct xgpu_channel *ch, struct released *out)
 	}
 	drv->cuStreamSynchronize(NULL);
 	xgpu_exec_busy_harvest(dom, true);
+
+	/* Graphs first: they name the process's events and functions. */
+	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++)
+		if (o->owner == ch && o->kind == OBJ_GRAPH_EXEC) {
+			xgpu_graph_exec_free(dom, o->u.graph.x);
+			xgpu_obj_del(&dom->objs, h);
+		}
 
 	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++) {
 		if (o->owner != ch)

@@ -59,6 +59,19 @@ static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
 	json_object_set_new(o, "slot_wait_max_ns", json_integer((json_int_t)atomic_load(&sd->max_wait_ns)));
 	json_object_set_new(o, "queue_wait_ns", json_integer((json_int_t)atomic_load(&s->queue_wait_ns)));
 	json_object_set_new(o, "queue_waits", json_integer((json_int_t)atomic_load(&s->queue_waits)));
+	json_object_set_new(o, "wait_p50_us", json_real(xgpu_stats_wait_us(s, 50)));
+	json_object_set_new(o, "wait_p99_us", json_real(xgpu_stats_wait_us(s, 99)));
+	/* The queue-wait histogram itself, [upper edge us, count] for each
+	 * non-empty bucket in ascending order: top's p99 over its interval and
+	 * Prometheus's histogram are computed from it. */
+	json_t *hist = json_array();
+	for (unsigned b = 0; b < XGPU_LAT_BUCKETS; b++) {
+		uint64_t n = atomic_load_explicit(&s->wait[b], memory_order_relaxed);
+		if (n)
+			json_array_append_new(
+			    hist, json_pack("[f,I]", xgpu_stats_bucket_edge_us(b), (json_int_t)n));
+	}
+	json_object_set_new(o, "wait_hist", hist);
 	json_object_set_new(o, "channels_total", json_integer((json_int_t)atomic_load(&s->channels_total)));
 	return o;
 }

@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 /* libxgpu-simdrv.so in ../lib beside the running binary (build/bin/xgpud ->
- * build/lib/), as `make` lays them out. */
+ * build/lib/), as `make` lays them out, else in ../lib/xgpu/ (the Debian
+ * package's private directory: /usr/sbin/xgpud -> /usr/lib/xgpu/), kept off
+ * the library path so that its simkernels/ directory sits beside it. */
 static void default_sim_path(char *buf, size_t len)
 {
 	char exe[PATH_MAX];
@@ -31,7 +33,15 @@ static void default_sim_path(char *buf, size_t len)
 		return;
 	}
 	exe[n] = '\0';
-	snprintf(buf, len, "%s/../lib/libxgpu-simdrv.so", dirname(exe));
+	const char *dir = dirname(exe);
+	snprintf(buf, len, "%s/../lib/libxgpu-simdrv.so", dir);
+	if (access(buf, F_OK) == 0)
+		return;
+	char packaged[PATH_MAX];
+	if ((size_t)snprintf(packaged, sizeof packaged, "%s/../lib/xgpu/libxgpu-simdrv.so", dir) <
+		sizeof packaged &&
+	    access(packaged, F_OK) == 0)
+		snprintf(buf, len, "%s", packaged);
 }
 
 /* Loads and initialises a driver; returns its device count or -1. */

@@ -169,8 +169,10 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		if (!xgpu_dispatch_exempt(ch->pending) && queue_full(dom))
 			return did;
 		ch->have_pending = false;
-		xgpu_stat_add(&dom->stats.queue_wait_ns, xgpu_now_ns() - ch->pending_since_ns);
+		uint64_t waited = xgpu_now_ns() - ch->pending_since_ns;
+		xgpu_stat_add(&dom->stats.queue_wait_ns, waited);
 		xgpu_stat_add(&dom->stats.queue_waits, 1);
+		xgpu_stats_record_wait(&dom->stats, waited);
 		dom->serving = ch->task_entry;
 		xgpu_dispatch(ch, ch->pending);
 		did = true;

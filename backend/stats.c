@@ -1,5 +1,5 @@
-/* stats.c - per-domain service-latency histogram: log-linear buckets, four
- * per power of two of microseconds, so p50/p99 cost no allocation and no
+/* stats.c - per-domain service-latency and queue-wait histograms:
+ * log-linear buckets, four per power of two of microseconds, so p50/p99 cost no allocation and no
  * lock. */
 #include "stats.h"
 
@@ -21,7 +21,7 @@ static unsigned bucket_of(uint64_t ns)
 }
 
 /* Upper edge of bucket b in microseconds. */
-static double bucket_edge(unsigned b)
+double xgpu_stats_bucket_edge_us(unsigned b)
 {
 	if (b == 0)
 		return 1.0;
@@ -34,11 +34,16 @@ void xgpu_stats_record_latency(struct xgpu_dom_stats *s, uint64_t ns)
 	xgpu_stat_add(&s->lat[bucket_of(ns)], 1);
 }
 
-double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct)
+void xgpu_stats_record_wait(struct xgpu_dom_stats *s, uint64_t ns)
+{
+	xgpu_stat_add(&s->wait[bucket_of(ns)], 1);
+}
+
+static double percentile_us(const _Atomic uint64_t *hist, double pct)
 {
 	uint64_t counts[XGPU_LAT_BUCKETS], total = 0;
 	for (unsigned b = 0; b < XGPU_LAT_BUCKETS; b++) {
-		counts[b] = atomic_load_explicit(&s->lat[b], memory_order_relaxed);
+		counts[b] = atomic_load_explicit(&hist[b], memory_order_relaxed);
 		total += counts[b];
 	}
 	if (!total)
@@ -50,7 +55,17 @@ double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct)
 	for (unsigned b = 0; b < XGPU_LAT_BUCKETS; b++) {
 		seen += counts[b];
 		if (seen >= rank)
-			return bucket_edge(b);
+			return xgpu_stats_bucket_edge_us(b);
 	}
-	return bucket_edge(XGPU_LAT_BUCKETS - 1);
+	return xgpu_stats_bucket_edge_us(XGPU_LAT_BUCKETS - 1);
+}
+
+double xgpu_stats_latency_us(const struct xgpu_dom_stats *s, double pct)
+{
+	return percentile_us(s->lat, pct);
+}
+
+double xgpu_stats_wait_us(const struct xgpu_dom_stats *s, double pct)
+{
+	return percentile_us(s->wait, pct);
 }

@@ -13,6 +13,7 @@
 #include "xenvgpu.h"
 #include "daemon.h"
 #include "control.h"
+#include "sdnotify.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -49,7 +50,7 @@ static void usage(FILE *f)
 		"  --config FILE           defaults and per-domain credit, SLO, GPUs, memory, task\n"
 		"                          weights, in xl syntax (see docs/operations.md)\n"
 		"  --sim-driver PATH       simulated driver library (default ../lib/libxgpu-simdrv.so\n"
-		"                          beside this binary)\n"
+		"                          beside this binary, else ../lib/xgpu/libxgpu-simdrv.so)\n"
 		"  --cuda-driver PATH      NVIDIA driver library (default libcuda.so.1)\n"
 		"  --spin-us N             pollers spin this long before sleeping (default 50)\n"
 		"  --stall-timeout S       close a channel whose guest stalls a transfer this long\n"
@@ -404,6 +405,11 @@ int main(int argc, char **argv)
 		xlog_err("cannot set up the main loop: %s", strerror(errno));
 		return 1;
 	}
+	/* Ready: the socket listens and the loop below answers it at once. */
+	char ready[320];
+	snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on %s", path);
+	if (xgpu_sd_notify(ready) < 0)
+		xlog_warn("cannot notify the service manager at $NOTIFY_SOCKET: %s", strerror(errno));
 	for (bool stop = false; !stop;) {
 		struct epoll_event ev[16];
 		/* Wake at least every 250 ms to drop connections that never
@@ -427,6 +433,7 @@ int main(int argc, char **argv)
 		}
 		xgpu_local_expire(listener);
 	}
+	xgpu_sd_notify("STOPPING=1");
 	xgpu_local_close(listener);
 	unlink(path);
 	atomic_store(&d.stopping, true);

@@ -13,7 +13,7 @@
 #define XGPU_PROTO_MAGIC 0x55504758u /* "XGPU" little-endian */
 /* Bump on any change to the wire format or calls.def; the handshake refuses a
  * mismatch on both sides with a message naming both versions. */
-#define XGPU_PROTO_VERSION 2u
+#define XGPU_PROTO_VERSION 4u
 
 /* Ring slots carry a header and fixed-size arguments; variable-length data
  * (names, images, parameters, copies) always streams through a data area. */
@@ -137,6 +137,51 @@ struct xgpu_device_blob {
 	uint64_t total_mem;
 };
 #define XGPU_MAX_DEVICE_ATTRS 512u
+
+/* Graphs (GRAPH_INSTANTIATE's bulk): a struct xgpu_graph_desc, nnodes
+ * struct xgpu_graph_node, nedges struct xgpu_graph_edge, then param_bytes of
+ * kernel parameters that kernel nodes point into. Child graphs are flattened
+ * by the frontend; host memory of copy nodes travels with each launch
+ * (GRAPH_LAUNCH streams the host-to-device nodes' bytes in node order and gets
+ * the device-to-host nodes' bytes back in node order). */
+#define XGPU_MAX_GRAPH_NODES 4096u
+#define XGPU_MAX_GRAPH_EDGES 65536u
+#define XGPU_MAX_GRAPH_PARAM_BYTES (4u << 20)
+#define XGPU_MAX_GRAPH_BYTES (8u << 20)
+/* Host bytes one instantiated graph may copy per launch (its staging). */
+#define XGPU_MAX_GRAPH_HOST_BYTES (64u << 20)
+
+enum xgpu_graph_node_type {
+	XGPU_GN_EMPTY = 1,
+	XGPU_GN_KERNEL,
+	XGPU_GN_HTOD,         /* dst; size bytes from the launch's bulk */
+	XGPU_GN_DTOH,         /* src; size bytes into the launch's response */
+	XGPU_GN_DTOD,         /* dst, src, size */
+	XGPU_GN_MEMSET,       /* dst, value (a byte), size */
+	XGPU_GN_EVENT_RECORD, /* handle: an event */
+	XGPU_GN_EVENT_WAIT,   /* handle: an event */
+};
+
+struct xgpu_graph_desc {
+	uint32_t nnodes, nedges;
+	uint32_t param_bytes;
+	uint32_t flags; /* 0 */
+};
+
+struct xgpu_graph_node {
+	uint32_t type; /* enum xgpu_graph_node_type */
+	uint32_t value;
+	uint64_t handle; /* kernel: FUNC; events: EVENT */
+	uint64_t dst, src, size;
+	struct xgpu_dim3 grid, block;
+	uint32_t shared_bytes;
+	uint32_t param_off, param_len; /* into the parameter bytes */
+	uint32_t reserved;
+};
+
+struct xgpu_graph_edge {
+	uint32_t from, to; /* node indexes: to runs after from */
+};
 
 /* Local transport: messages on the daemon's AF_UNIX SOCK_SEQPACKET socket. */
 enum xgpu_conn_kind {

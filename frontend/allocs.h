@@ -1,7 +1,9 @@
 /* allocs.h - the process's one registry of memory both API layers handed
  * out: device allocations (cudaMalloc, cuMemAlloc, pitched ones, module
- * globals whose address was asked for) and page-locked host blocks
- * (cudaHostAlloc, cuMemHostAlloc). It lives in our libcuda.so.1, which
+ * globals whose address was asked for, memory-pool blocks), managed memory
+ * (cudaMallocManaged, cuMemAllocManaged, __managed__ variables mapped at
+ * their device address) and
+ * page-locked host blocks (cudaHostAlloc, cuMemHostAlloc). It lives in our libcuda.so.1, which
  * exports it to our libcudart.so.13, so each layer answers pointer
  * attributes and infers copy directions (cudaMemcpyDefault, cuMemcpy) for
  * memory the other allocated, as unified addressing does in CUDA. */
@@ -11,7 +13,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum xgpu_alloc_kind { XGPU_ALLOC_DEVICE = 1, XGPU_ALLOC_HOST = 2 };
+/* Managed memory has one address for the host and the device; copies treat
+ * it as device memory (managed.c keeps the two sides coherent). */
+enum xgpu_alloc_kind { XGPU_ALLOC_DEVICE = 1, XGPU_ALLOC_HOST = 2, XGPU_ALLOC_MANAGED = 3 };
 
 struct xgpu_alloc {
 	uint64_t base, size;
@@ -29,7 +33,32 @@ void xgpu_alloc_add(uint64_t base, uint64_t size, int kind, unsigned flags);
 bool xgpu_alloc_del(uint64_t base, int kind);
 /* The block wholly containing [addr, addr + len) (len 0: addr itself). */
 bool xgpu_alloc_find(uint64_t addr, uint64_t len, struct xgpu_alloc *out);
-/* Forgets every device block (cudaDeviceReset: the daemon freed them). */
+/* Forgets every device and managed block (cudaDeviceReset: the daemon freed
+ * them). */
 void xgpu_alloc_clear_device(void);
+
+/* Whether addr lies in memory a copy reaches on the device: a device or a
+ * managed allocation. */
+static inline bool xgpu_alloc_on_device(uint64_t addr)
+{
+	struct xgpu_alloc a;
+	return xgpu_alloc_find(addr, 0, &a) && (a.kind == XGPU_ALLOC_DEVICE || a.kind == XGPU_ALLOC_MANAGED);
+}
+
+/* Enters a __managed__ variable that frontend/managed.c mapped at host as
+ * managed memory, where one address serves both sides (elsewhere the host
+ * copy is not the device's address), and once however often it is asked. */
+static inline void xgpu_alloc_add_managed_var(uint64_t dev, const void *host, uint64_t size)
+{
+	if ((uintptr_t)host == dev && !xgpu_alloc_find(dev, 0, 0))
+		xgpu_alloc_add(dev, size, XGPU_ALLOC_MANAGED, 0);
+}
+
+/* Whether addr lies in managed memory. */
+static inline bool xgpu_alloc_is_managed(uint64_t addr)
+{
+	struct xgpu_alloc a;
+	return xgpu_alloc_find(addr, 0, &a) && a.kind == XGPU_ALLOC_MANAGED;
+}
 
 #endif

@@ -5,6 +5,8 @@
  * from cudaMallocHost is already shared with the backend, so its copies move
  * no bytes through the guest at all.
  */
+#include "allocs.h"
+#include "managed.h"
 #include "mempool.h"
 #include "runtime.h"
 
@@ -41,6 +43,13 @@ XGPU_EXPORT cudaError_t cudaFree(void *ptr)
 	cudaError_t e = xgpu_rt_client(&c);
 	if (e || !ptr)
 		return e;
+	int managed_status;
+	if (xgpu_managed_free(c, (uintptr_t)ptr, &managed_status)) {
+		/* Gone from the daemon even where waiting for the device failed. */
+		if (!xgpu_managed_find((uintptr_t)ptr, 0, NULL, NULL))
+			xgpu_alloc_del((uintptr_t)ptr, XGPU_ALLOC_MANAGED);
+		return xgpu_rt_ret(managed_status);
+	}
 	struct xgpu_req_MEM_FREE req = {.dptr = (uintptr_t)ptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	e = xgpu_call_MEM_FREE(c, &req, &rsp);
@@ -71,13 +80,18 @@ XGPU_EXPORT cudaError_t cudaMemGetInfo(size_t *free_b, size_t *total)
 
 static bool is_device(const void *p)
 {
-	return xgpu_rt_devmem_find((uintptr_t)p, NULL, NULL);
+	return xgpu_alloc_on_device((uintptr_t)p);
 }
 
 /* cudaMemcpyDefault: infer the direction from who owns each pointer, as
- * unified addressing does. */
+ * unified addressing does. Managed memory is copied as device memory whatever
+ * the kind says: the device's copy is the current one once its host-written
+ * pages are pushed, and a copy into it must reach the device. */
 static enum cudaMemcpyKind resolve_kind(void *dst, const void *src, enum cudaMemcpyKind kind)
 {
+	if (kind != cudaMemcpyDefault && kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDeviceToDevice &&
+	    (xgpu_alloc_is_managed((uintptr_t)dst) || xgpu_alloc_is_managed((uintptr_t)src)))
+		kind = cudaMemcpyDefault;
 	if (kind != cudaMemcpyDefault)
 		return kind;
 	bool d = is_device(dst), s = is_device(src);
@@ -99,6 +113,8 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 	xgpu_handle_t s = xgpu_rt_stream(stream);
 	uint32_t flags = async ? XGPU_COPY_ASYNC : 0;
 	struct xgpu_rt_seg seg;
+	/* A capture records copies from the wire (frontend/driver/graph.c). */
+	bool capturing = async && xgpu_graph_capturing(s);
 	switch (kind) {
 	case cudaMemcpyHostToHost:
 		/* Ordered after the stream's work, as CUDA orders it. */
@@ -112,7 +128,7 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 		memmove(dst, src, count);
 		return cudaSuccess;
 	case cudaMemcpyHostToDevice:
-		if (xgpu_rt_seg_find(src, count, &seg)) {
+		if (!capturing && xgpu_rt_seg_find(src, count, &seg)) {
 			struct xgpu_req_MEMCPY_HTOD_SEG rq = {.dst = (uintptr_t)dst,
 							      .seg = seg.handle,
 							      .offset = (uintptr_t)src - (uintptr_t)seg.ptr,
@@ -131,7 +147,7 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 			return xgpu_rt_ret(xgpu_rpc(c, &r));
 		}
 	case cudaMemcpyDeviceToHost:
-		if (xgpu_rt_seg_find(dst, count, &seg)) {
+		if (!capturing && xgpu_rt_seg_find(dst, count, &seg)) {
 			struct xgpu_req_MEMCPY_DTOH_SEG rq = {.seg = seg.handle,
 							      .offset = (uintptr_t)dst - (uintptr_t)seg.ptr,
 							      .src = (uintptr_t)src,
@@ -143,7 +159,8 @@ cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMe
 		} else {
 			/* Into pageable memory the copy completes before we
 			 * return, async or not, as in CUDA. */
-			struct xgpu_req_MEMCPY_DTOH rq = {.src = (uintptr_t)src, .size = count, .stream = s};
+			struct xgpu_req_MEMCPY_DTOH rq = {
+			    .src = (uintptr_t)src, .size = count, .stream = s, .flags = flags};
 			struct xgpu_rsp_MEMCPY_DTOH rs;
 			struct xgpu_rpc r = xgpu_rpc_MEMCPY_DTOH(&rq, &rs);
 			r.in = dst;

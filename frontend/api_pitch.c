@@ -3,6 +3,7 @@
  * async) and the 2D/3D memsets, marshalled by the code the driver layer
  * shares (copy2d.h). A 3D copy with a CUDA array side goes to the driver
  * layer's arrays (array.c). */
+#include "allocs.h"
 #include "copy2d.h"
 #include "runtime.h"
 
@@ -64,12 +65,17 @@ XGPU_EXPORT cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitched, struct cuda
 	return e;
 }
 
-/* cudaMemcpyDefault: the direction from the registry both layers share. */
+/* cudaMemcpyDefault: the direction from the registry both layers share.
+ * Managed memory is copied as device memory whatever the kind says, as
+ * cudaMemcpy does (api_memory.c). */
 static int copy_kind(const void *dst, const void *src, enum cudaMemcpyKind kind)
 {
+	if (kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDeviceToDevice &&
+	    (xgpu_alloc_is_managed((uintptr_t)dst) || xgpu_alloc_is_managed((uintptr_t)src)))
+		kind = cudaMemcpyDefault;
 	if (kind == cudaMemcpyDefault) {
-		bool d = xgpu_rt_devmem_find((uintptr_t)dst, NULL, NULL);
-		bool s = xgpu_rt_devmem_find((uintptr_t)src, NULL, NULL);
+		bool d = xgpu_alloc_on_device((uintptr_t)dst);
+		bool s = xgpu_alloc_on_device((uintptr_t)src);
 		return d ? (s ? XGPU_COPY_DTOD : XGPU_COPY_HTOD) : (s ? XGPU_COPY_DTOH : XGPU_COPY_HTOH);
 	}
 	switch (kind) {

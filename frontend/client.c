@@ -7,12 +7,14 @@
  * responses stay in order without per-request framing in the data areas.
  */
 #include "client.h"
+#include "managed.h"
 #include "xenrole.h"
 
 #include "shm.h"
 #include "transport.h"
 #include "util.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <search.h>
@@ -471,11 +473,24 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 	return h.status;
 }
 
+int (*xgpu_rpc_capture_hook)(struct xgpu_rpc *r);
+
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 {
+	/* Capture first: a capturing stream's work becomes a graph node and does
+	 * not run now, so it neither waits for the stream's outstanding host
+	 * callbacks nor is held back behind them (graph.c). */
+	int (*hook)(struct xgpu_rpc *) = xgpu_rpc_capture_hook;
+	if (hook) {
+		int taken = hook(r);
+		if (taken >= 0)
+			return taken;
+	}
 	/* Before the channel lock: a held-back submission must not stop the
 	 * callback thread's own exchanges. */
 	int status = xgpu_stream_gate(c, r);
+	if (!status)
+		status = xgpu_managed_before(c, r);
 	if (status)
 		return status;
 	pthread_mutex_lock(&c->lock);
@@ -491,6 +506,7 @@ int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 		status = await_response(c, r, seq);
 out:
 	pthread_mutex_unlock(&c->lock);
+	xgpu_managed_after(c, r, status);
 	return status;
 }
 
@@ -530,6 +546,23 @@ int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
 	memcpy(out->attrs, in.attrs, rsp.attr_count * sizeof(int32_t));
 	out->nattrs = rsp.attr_count;
 	out->driver_version = rsp.driver_version;
+	/* Managed memory is the frontend's (managed.c), whatever the GPU offers:
+	 * it is supported, but coherent only at launches and synchronisation
+	 * points, so the host may not touch it while the device runs, which is
+	 * what concurrentManagedAccess 0 tells a program; and the guest's pages
+	 * are never the device's (no direct access, no pageable access). */
+	static const struct {
+		int attr, value;
+	} managed_attrs[] = {
+	    {CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
+	    {CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0},
+	    {CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 0},
+	    {CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0},
+	    {CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0},
+	};
+	for (size_t i = 0; i < sizeof managed_attrs / sizeof *managed_attrs; i++)
+		if ((uint32_t)managed_attrs[i].attr < out->nattrs)
+			out->attrs[managed_attrs[i].attr] = managed_attrs[i].value;
 	return cudaSuccess;
 }
 

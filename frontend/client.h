@@ -34,6 +34,19 @@ int xgpu_client_get(struct xgpu_client **c);
  * are serialised on the channel. */
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r);
 
+/* Stream capture (frontend/driver/graph.c) sees every request before it is
+ * sent: it returns -1 to send it, or the result of a request it took (stream
+ * work on a capturing stream becomes a graph node). NULL until the process
+ * first begins a capture. */
+extern int (*xgpu_rpc_capture_hook)(struct xgpu_rpc *r);
+/* Asked by xgpu_hostfn_enqueue before it enqueues a host function on stream
+ * (set by frontend/driver/graph.c with the hook above): a host function on a
+ * capturing stream would be a host node, which xgpu's graphs do not offer, so
+ * the capture is invalidated and cudaErrorStreamCaptureUnsupported returned
+ * (cudaErrorStreamCaptureInvalidated once it already is); 0 when the stream
+ * is not capturing. */
+extern int (*xgpu_hostfn_capture_hook)(xgpu_handle_t stream);
+
 /* xgpu_rpc_NAME(&req, &rsp): a type-checked exchange descriptor for NAME;
  * xgpu_call_NAME(c, &req, &rsp): the exchange without bulk data. */
 #define IN(type, name)

@@ -8,8 +8,10 @@
  * into the kernel's parameter buffer; the backend checks the buffer's size
  * against its own parse of the module it loaded.
  */
+#include "allocs.h"
 #include "devprop.h"
 #include "fatbin.h"
+#include "managed.h"
 #include "runtime.h"
 
 #include <pthread.h>
@@ -43,6 +45,7 @@ struct fe_var {
 	size_t size;
 	uint64_t dptr;
 	unsigned epoch;
+	void **managed_ptr; /* a __managed__ variable: where host code finds it */
 };
 
 /* Everything here is written at registration (static constructors, one
@@ -53,6 +56,9 @@ static struct fe_func **funcs;
 static size_t nfuncs, capfuncs;
 static struct fe_var **vars;
 static size_t nvars, capvars;
+
+static struct fe_var *find_var(const void *host_var);
+static cudaError_t resolve_var(const void *host_var, struct xgpu_client **c, struct fe_var *out);
 
 /* Module loads hold reg_lock across a round trip; a fork in the middle must
  * not leave the child's copy locked. */
@@ -163,12 +169,19 @@ XGPU_EXPORT void __cudaRegisterVar(void **handle, char *host_var, char *device_a
 	pthread_mutex_unlock(&reg_lock);
 }
 
+/* Host code reaches a __managed__ variable through *host_var_ptr, which
+ * __cudaInitModule sets (nvcc's code calls it before the first host access). */
 XGPU_EXPORT void __cudaRegisterManagedVar(void **handle, void **host_var_ptr, char *device_address,
 					  const char *device_name, int ext, size_t size, int constant,
 					  int global)
 {
-	xgpu_fe_warn_once("managed-var", "__managed__ variable %s: managed memory is not supported by xgpu",
-			  device_name);
+	__cudaRegisterVar(handle, (char *)host_var_ptr, device_address, device_name, ext, size, constant,
+			  global);
+	pthread_mutex_lock(&reg_lock);
+	struct fe_var *v = find_var(host_var_ptr);
+	if (v)
+		v->managed_ptr = host_var_ptr;
+	pthread_mutex_unlock(&reg_lock);
 }
 
 XGPU_EXPORT void __cudaRegisterHostVar(void **handle, const char *device_name, char *host_var, size_t size)
@@ -187,11 +200,39 @@ XGPU_EXPORT void *__cudaGetProcAddress(const char *symbol, unsigned long long fl
 	return NULL;
 }
 
+/* Loads the module and maps each of its __managed__ variables into this
+ * process (frontend/managed.c); 0 tells nvcc's code to call again. */
 XGPU_EXPORT char __cudaInitModule(void **handle)
 {
-	/* Only modules with managed variables need initialising, and those are
-	 * not supported; report success for the rest. */
-	return 1;
+	struct fe_module *m = (struct fe_module *)handle;
+	char ok = 1;
+	for (size_t i = 0;; i++) {
+		pthread_mutex_lock(&reg_lock);
+		struct fe_var *v = i < nvars ? vars[i] : NULL;
+		bool wanted = v && v->mod == m && v->managed_ptr;
+		const void *key = v ? v->host_var : NULL;
+		pthread_mutex_unlock(&reg_lock);
+		if (!v)
+			break;
+		if (!wanted)
+			continue;
+		struct xgpu_client *c;
+		struct fe_var got;
+		void *host = NULL;
+		cudaError_t e = resolve_var(key, &c, &got);
+		if (!e)
+			e = xgpu_rt_ret(xgpu_managed_map_var(c, got.dptr, got.size, &host));
+		if (e) {
+			xgpu_fe_warn_once(got.name ? got.name : "managed-var",
+					  "__managed__ variable %s: cannot map it into this process: %s",
+					  v->name, cudaGetErrorName(e));
+			ok = 0;
+			continue;
+		}
+		*got.managed_ptr = host;
+		xgpu_alloc_add_managed_var(got.dptr, host, got.size);
+	}
+	return ok;
 }
 
 XGPU_EXPORT void __cudaUnregisterFatBinary(void **handle)
@@ -398,12 +439,15 @@ XGPU_EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size
 	return cudaSuccess;
 }
 
-static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
-			     size_t shared, cudaStream_t stream, uint32_t flags)
+/* Lays out a launch's parameters as the kernel's parameter space, after
+ * checking the configuration; *len is the kernel's parameter size. The one
+ * marshalling path of the runtime: launches, cooperative launches and graph
+ * kernel nodes (xgpu_rt_kernel_wire). */
+static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args, size_t shared,
+			   uint8_t *params, uint32_t *len)
 {
 	const struct xgpu_kernel_info *k = f->kinfo;
-	uint8_t params[XGPU_MAX_PARAM_BYTES];
-	if (k->param_bytes > sizeof params || (k->nparams && !args))
+	if (k->param_bytes > XGPU_MAX_PARAM_BYTES || (k->nparams && !args))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	/* A configuration no kernel could run with is
 	 * cudaErrorInvalidConfiguration, as NVIDIA's runtime reports it (its
@@ -419,8 +463,20 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 		return xgpu_rt_ret(e);
 	/* The layout comes from the program's own fatbin, but a damaged one
 	 * must not make us write outside the buffer. */
-	if (xgpu_fatbin_pack_params(k, args, params, sizeof params))
+	if (xgpu_fatbin_pack_params(k, args, params, XGPU_MAX_PARAM_BYTES))
 		return xgpu_rt_ret(cudaErrorInvalidKernelImage);
+	*len = k->param_bytes;
+	return cudaSuccess;
+}
+
+static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
+			     size_t shared, cudaStream_t stream, uint32_t flags)
+{
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	cudaError_t e = marshal(f, grid, block, args, shared, params, &len);
+	if (e)
+		return e;
 	struct xgpu_req_LAUNCH req = {.func = f->remote,
 				      .grid = {grid.x, grid.y, grid.z},
 				      .block = {block.x, block.y, block.z},
@@ -436,7 +492,7 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 	struct xgpu_rsp_LAUNCH_EX rsp_ex;
 	struct xgpu_rpc r = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	r.out = params;
-	r.out_len = k->param_bytes;
+	r.out_len = len;
 	return xgpu_rt_ret(xgpu_rpc(c, &r));
 }
 
@@ -444,6 +500,19 @@ static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, d
 			  size_t shared, cudaStream_t stream)
 {
 	return launch_ex(c, f, grid, block, args, shared, stream, 0);
+}
+
+cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
+				xgpu_handle_t *remote, uint8_t *params, uint32_t *len)
+{
+	struct xgpu_client *c;
+	struct fe_func *f;
+	cudaError_t e = resolve_func(func, &c, &f);
+	if (!e)
+		e = marshal(f, grid, block, args, shared, params, len);
+	if (!e)
+		*remote = f->remote;
+	return e;
 }
 
 XGPU_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shared,

@@ -398,8 +398,8 @@ XGPU_EXPORT cudaError_t cudaHostUnregister(void *ptr)
 	return cudaSuccess;
 }
 
-/* From the registry both layers share: cuMemAlloc's and cuMemHostAlloc's
- * memory is known here as well as the runtime's own. */
+/* From the registry both layers share: cuMemAlloc's, cuMemAllocManaged's and
+ * cuMemHostAlloc's memory is known here as well as the runtime's own. */
 XGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
 {
 	if (!attr)
@@ -409,6 +409,11 @@ XGPU_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a
 	if (!xgpu_alloc_find((uintptr_t)ptr, 0, &a)) {
 		attr->type = cudaMemoryTypeUnregistered;
 		attr->device = -2;
+	} else if (a.kind == XGPU_ALLOC_MANAGED) {
+		attr->type = cudaMemoryTypeManaged;
+		attr->device = 0;
+		attr->devicePointer = (void *)ptr;
+		attr->hostPointer = (void *)ptr;
 	} else if (a.kind == XGPU_ALLOC_DEVICE) {
 		attr->type = cudaMemoryTypeDevice;
 		attr->device = 0;

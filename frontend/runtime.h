@@ -71,6 +71,15 @@ bool xgpu_rt_seg_find(const void *p, uint64_t len, struct xgpu_rt_seg *out);
 cudaError_t xgpu_rt_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
 			   cudaStream_t stream, bool async);
 
+/* A kernel launch in wire form (registry.c), for graph kernel nodes: the
+ * daemon's function handle and the laid-out parameters (params holds
+ * XGPU_MAX_PARAM_BYTES). */
+cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
+				xgpu_handle_t *remote, uint8_t *params, uint32_t *len);
+
+/* Whether stream is capturing (our libcuda.so.1, frontend/driver/graph.c). */
+bool xgpu_graph_capturing(xgpu_handle_t stream);
+
 /* Reports a runtime function xgpu does not implement; returns
  * cudaErrorNotSupported (recorded). */
 cudaError_t xgpu_unsupported(const char *name);

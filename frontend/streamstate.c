@@ -142,15 +142,21 @@ static void *callback_thread(void *arg)
 	return NULL;
 }
 
+int (*xgpu_hostfn_capture_hook)(xgpu_handle_t stream);
+
 int xgpu_hostfn_enqueue(struct xgpu_client *c, xgpu_handle_t stream, xgpu_hostfn_run_t run, void (*fn)(void),
 			void *api_stream, void *user)
 {
+	int (*capture)(xgpu_handle_t) = xgpu_hostfn_capture_hook;
+	int e = capture ? capture(stream) : cudaSuccess;
+	if (e)
+		return e;
 	struct hostfn_item *it = calloc(1, sizeof *it);
 	if (!it)
 		return cudaErrorMemoryAllocation;
 	struct xgpu_req_EVENT_CREATE creq = {.flags = CU_EVENT_DISABLE_TIMING};
 	struct xgpu_rsp_EVENT_CREATE crsp;
-	int e = xgpu_call_EVENT_CREATE(c, &creq, &crsp);
+	e = xgpu_call_EVENT_CREATE(c, &creq, &crsp);
 	if (e) {
 		free(it);
 		return e;

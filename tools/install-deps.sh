@@ -14,8 +14,22 @@ PACKAGES+=(dpkg-dev flex bison python3)
 # The libFuzzer harnesses (tests/fuzz/, `make fuzz`, run briefly by `make test`):
 # clang with its fuzzer and sanitizer runtimes.
 PACKAGES+=(clang-14 libclang-rt-14-dev)
+# The manual pages (docs/man/*.scd -> build/man/, `make man`, also built by tests-build).
+PACKAGES+=(scdoc)
 # The plots of `make experiment` (tools/experiment/run.sh --report).
 PACKAGES+=(gnuplot-nox)
+
+# `make deb` and `make deb-test` only (install-deps.sh --packaging), so that
+# `make test` on a fresh machine does not pull them: debhelper builds the
+# packages, lintian checks them, debootstrap makes the throwaway root that
+# tests/pkg/run.sh installs them in, systemd-container's systemd-nspawn runs
+# it where it can.
+PACKAGING_PACKAGES=(dpkg-dev debhelper lintian debootstrap systemd-container)
+packaging_only=false
+if [ "${1:-}" = --packaging ]; then
+	PACKAGES=("${PACKAGING_PACKAGES[@]}")
+	packaging_only=true
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -36,6 +50,8 @@ if ((${#missing[@]})); then
 	"${sudo[@]}" apt-get update -qq || echo "install-deps: apt-get update failed; trying the install anyway" >&2
 	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+$packaging_only && exit 0
 
 # The CUDA toolkit is not a Debian package at version 13; it must be present.
 cuda_home=${CUDA_HOME:-/usr/local/cuda}

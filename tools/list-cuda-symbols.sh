@@ -128,6 +128,11 @@ map() {
 		xgpu_pool_default xgpu_pool_current xgpu_pool_set_current xgpu_pool_create xgpu_pool_destroy \
 		xgpu_pool_alloc xgpu_pool_free xgpu_pool_forget xgpu_pool_set_attr xgpu_pool_get_attr xgpu_pool_trim \
 		xgpu_pool_synced xgpu_pool_release_cached xgpu_pool_reset
+	echo "	/* and managed memory, frontend/managed.h. */"
+	printf '\t%s;\n' xgpu_managed_alloc xgpu_managed_map_var xgpu_managed_free xgpu_managed_find \
+		xgpu_managed_prefetch xgpu_managed_advise
+	echo "	/* Graphs (graph.c), for our libcudart.so.13's cudaGraph* and capture. */"
+	printf '\t%s;\n' xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_exec_set_kernel xgpu_graph_from_runtime
 	echo "	/* The allocation registry both layers share (frontend/allocs.h) and the"
 	echo "	 * 2D copy both marshal the same way (frontend/copy2d.h). */"
 	printf '\t%s;\n' xgpu_alloc_add xgpu_alloc_del xgpu_alloc_find xgpu_alloc_clear_device xgpu_copy2d \

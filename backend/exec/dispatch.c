@@ -16,6 +16,7 @@
 #include "exec/dispatch.h"
 #include "channel.h"
 #include "exec/exec.h"
+#include "exec/graph.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -305,8 +306,9 @@ static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t 
 /* A driver result as the guest's error; a failure is logged with the call. */
 /* Bounds on what one domain may hold, beyond its device memory. */
 static const uint32_t max_objects[OBJ_KINDS] = {
-    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536,  [OBJ_STREAM] = 4096,  [OBJ_EVENT] = 65536,
-    [OBJ_SEG] = 4096,    [OBJ_ARRAY] = 65536, [OBJ_TEXOBJ] = 65536, [OBJ_SURFOBJ] = 65536,
+    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536,   [OBJ_STREAM] = 4096,
+    [OBJ_EVENT] = 65536, [OBJ_SEG] = 4096,     [OBJ_GRAPH_EXEC] = 1024,
+    [OBJ_ARRAY] = 65536, [OBJ_TEXOBJ] = 65536, [OBJ_SURFOBJ] = 65536,
 };
 
 static int room_for(struct call *c, enum xgpu_obj_kind kind)
@@ -386,32 +388,83 @@ HANDLER(MEM_GET_INFO)
 	return cudaSuccess;
 }
 
-HANDLER(MEM_ALLOC)
+/* Checks the domain's memory limit for size more bytes; logs a refusal. */
+static bool mem_limit_allows(struct call *c, uint64_t size, const char *what)
 {
 	struct xgpu_domain *dom = c->dom;
 	uint64_t used = atomic_load(&dom->stats.mem_bytes);
-	if (req->size == 0)
-		return cudaErrorInvalidValue;
-	if (req->size > dom->mem_limit || used > dom->mem_limit - req->size) {
+	if (size > dom->mem_limit || used > dom->mem_limit - size) {
 		char want[32], lim[32], held[32];
-		xgpu_format_size(req->size, want, sizeof want);
+		xgpu_format_size(size, want, sizeof want);
 		xgpu_format_size(dom->mem_limit, lim, sizeof lim);
 		xgpu_format_size(used, held, sizeof held);
-		dlog_info(dom, "domain %s: cudaMalloc of %s refused: the domain holds %s of its %s limit",
-			  dom->name, want, held, lim);
+		dlog_info(dom, "domain %s: %s of %s refused: the domain holds %s of its %s limit", dom->name,
+			  what, want, held, lim);
+		return false;
+	}
+	return true;
+}
+
+/* Records a fresh allocation as the calling process's and counts it. */
+static int mem_track(struct call *c, CUdeviceptr p, uint64_t size)
+{
+	if (xgpu_memmap_add(&c->dom->mem, p, size, c->ch, 0) < 0) {
+		c->drv->cuMemFree(p);
 		return cudaErrorMemoryAllocation;
 	}
+	atomic_fetch_add(&c->dom->stats.mem_bytes, size);
+	return cudaSuccess;
+}
+
+HANDLER(MEM_ALLOC)
+{
+	if (req->size == 0)
+		return cudaErrorInvalidValue;
+	if (!mem_limit_allows(c, req->size, "cudaMalloc"))
+		return cudaErrorMemoryAllocation;
 	CUdeviceptr p;
 	int r = drv(c, c->drv->cuMemAlloc(&p, req->size));
 	if (r)
 		return r;
-	if (xgpu_memmap_add(&dom->mem, p, req->size, c->ch, 0) < 0) {
+	r = mem_track(c, p, req->size);
+	if (!r)
+		rsp->dptr = p;
+	return r;
+}
+
+/* The guest maps its copy of managed memory at the device address, so the
+ * address must be page-aligned and its whole range a canonical user address
+ * (below 2^47 on x86-64); a driver that answers otherwise gets the memory
+ * back and the guest an error. */
+#define XGPU_MANAGED_PAGE 4096ull
+#define XGPU_MANAGED_VA_END (1ull << 47)
+
+HANDLER(MEM_ALLOC_MANAGED)
+{
+	struct xgpu_domain *dom = c->dom;
+	if (req->size == 0 || req->size > XGPU_MANAGED_VA_END ||
+	    (req->flags != CU_MEM_ATTACH_GLOBAL && req->flags != CU_MEM_ATTACH_HOST))
+		return cudaErrorInvalidValue;
+	/* Whole pages: the guest's mapping is, and so is what a copy-back moves. */
+	uint64_t size = (req->size + XGPU_MANAGED_PAGE - 1) & ~(XGPU_MANAGED_PAGE - 1);
+	if (!mem_limit_allows(c, size, "cudaMallocManaged"))
+		return cudaErrorMemoryAllocation;
+	CUdeviceptr p;
+	int r = drv(c, c->drv->cuMemAllocManaged(&p, size, req->flags));
+	if (r)
+		return r;
+	if (p % XGPU_MANAGED_PAGE || p >= XGPU_MANAGED_VA_END || XGPU_MANAGED_VA_END - p < size) {
+		dlog_info(dom,
+			  "domain %s: managed allocation at 0x%" PRIx64
+			  " refused: not a page-aligned user address",
+			  dom->name, (uint64_t)p);
 		c->drv->cuMemFree(p);
 		return cudaErrorMemoryAllocation;
 	}
-	atomic_fetch_add(&dom->stats.mem_bytes, req->size);
-	rsp->dptr = p;
-	return cudaSuccess;
+	r = mem_track(c, p, size);
+	if (!r)
+		rsp->dptr = p;
+	return r;
 }
 
 HANDLER(MEM_FREE)
@@ -1649,6 +1702,386 @@ HANDLER(NOTE_UNSUPPORTED)
 			  "cudaErrorNotSupported)",
 			  c->dom->name, (int)c->ch->pid, name);
 	return cudaSuccess;
+}
+
+/* ---- graphs ---------------------------------------------------------------- */
+
+static int graph_refuse(struct call *c, const char *why, uint32_t node)
+{
+	dlog_info(c->dom, "domain %s: graph refused: %s (node %u)", c->dom->name, why, node);
+	return cudaErrorInvalidValue;
+}
+
+/* Checks one node against this process's objects and memory; used at
+ * instantiate and again at every launch. */
+static int graph_check_node(struct call *c, const struct xgpu_graph_node *n, uint32_t i, uint32_t param_bytes)
+{
+	if (n->reserved)
+		return graph_refuse(c, "a reserved field is not 0", i);
+	switch (n->type) {
+	case XGPU_GN_EMPTY:
+		return cudaSuccess;
+	case XGPU_GN_KERNEL: {
+		struct xgpu_obj *f = xgpu_obj_get(&c->dom->objs, n->handle, OBJ_FUNC, c->ch);
+		if (!f)
+			return bad_handle(c, "kernel node function", n->handle);
+		const struct xgpu_kernel_info *k = f->u.func.kinfo;
+		if (n->param_len != k->param_bytes || n->param_off > param_bytes ||
+		    n->param_len > param_bytes - n->param_off)
+			return graph_refuse(
+			    c, "kernel parameters of the wrong size or outside the description", i);
+		if (!n->grid.x || !n->grid.y || !n->grid.z || !n->block.x || !n->block.y || !n->block.z)
+			return cudaErrorInvalidConfiguration;
+		return cudaSuccess;
+	}
+	case XGPU_GN_HTOD:
+		return n->size ? check_range(c, n->dst, n->size, "copy node dst")
+			       : graph_refuse(c, "empty copy", i);
+	case XGPU_GN_DTOH:
+		return n->size ? check_range(c, n->src, n->size, "copy node src")
+			       : graph_refuse(c, "empty copy", i);
+	case XGPU_GN_DTOD: {
+		if (!n->size)
+			return graph_refuse(c, "empty copy", i);
+		int r = check_range(c, n->dst, n->size, "copy node dst");
+		return r ? r : check_range(c, n->src, n->size, "copy node src");
+	}
+	case XGPU_GN_MEMSET:
+		if (!n->size || n->value > 0xff)
+			return graph_refuse(c, "empty memset or a value wider than a byte", i);
+		return check_range(c, n->dst, n->size, "memset node dst");
+	case XGPU_GN_EVENT_RECORD:
+	case XGPU_GN_EVENT_WAIT:
+		return xgpu_obj_get(&c->dom->objs, n->handle, OBJ_EVENT, c->ch)
+			   ? cudaSuccess
+			   : bad_handle(c, "event node event", n->handle);
+	default:
+		return graph_refuse(c, "unknown node type", i);
+	}
+}
+
+/* Orders the nodes so that each comes after every node it depends on (Kahn),
+ * and lists each node's dependencies (deps_at[i] .. deps_at[i + 1] in deps).
+ * Fails on a cycle. */
+static int graph_order(struct call *c, uint32_t nn, const struct xgpu_graph_edge *e, uint32_t ne,
+		       uint32_t *order, uint32_t *deps_at, uint32_t *deps)
+{
+	uint32_t *out_at = calloc((size_t)nn + 1, sizeof *out_at),
+		 *outs = malloc(((size_t)ne + 1) * sizeof *outs);
+	uint32_t *indeg = calloc(nn, sizeof *indeg);
+	int r = cudaSuccess;
+	if (!out_at || !outs || !indeg) {
+		r = cudaErrorMemoryAllocation;
+		goto out;
+	}
+	memset(deps_at, 0, ((size_t)nn + 1) * sizeof *deps_at);
+	for (uint32_t k = 0; k < ne; k++) {
+		if (e[k].from >= nn || e[k].to >= nn || e[k].from == e[k].to) {
+			r = graph_refuse(c, "a dependency names no node or the node itself", k);
+			goto out;
+		}
+		out_at[e[k].from + 1]++;
+		deps_at[e[k].to + 1]++;
+	}
+	for (uint32_t i = 0; i < nn; i++) {
+		out_at[i + 1] += out_at[i];
+		deps_at[i + 1] += deps_at[i];
+	}
+	uint32_t *fill_out = indeg; /* reused as a cursor, then recomputed */
+	for (uint32_t i = 0; i < nn; i++)
+		fill_out[i] = 0;
+	for (uint32_t k = 0; k < ne; k++)
+		outs[out_at[e[k].from] + fill_out[e[k].from]++] = e[k].to;
+	for (uint32_t i = 0; i < nn; i++)
+		fill_out[i] = 0;
+	for (uint32_t k = 0; k < ne; k++)
+		deps[deps_at[e[k].to] + fill_out[e[k].to]++] = e[k].from;
+	for (uint32_t i = 0; i < nn; i++)
+		indeg[i] = deps_at[i + 1] - deps_at[i];
+	uint32_t head = 0, tail = 0;
+	for (uint32_t i = 0; i < nn; i++)
+		if (!indeg[i])
+			order[tail++] = i;
+	while (head < tail) {
+		uint32_t v = order[head++];
+		for (uint32_t k = out_at[v]; k < out_at[v + 1]; k++)
+			if (--indeg[outs[k]] == 0)
+				order[tail++] = outs[k];
+	}
+	if (tail != nn) {
+		uint32_t stuck = 0;
+		while (stuck < nn && !indeg[stuck])
+			stuck++;
+		r = graph_refuse(c, "the dependencies form a cycle", stuck);
+	}
+out:
+	free(out_at);
+	free(outs);
+	free(indeg);
+	return r;
+}
+
+/* Adds node n to the driver graph after its dependencies. */
+static int graph_add_node(struct call *c, struct xgpu_graph_exec *x, const struct xgpu_graph_node *n,
+			  const uint8_t *params, CUgraphNode *out, const CUgraphNode *deps, size_t ndeps)
+{
+	struct xgpu_driver *dv = c->drv;
+	CUcontext ctx = c->dom->ctx;
+	switch (n->type) {
+	case XGPU_GN_EMPTY:
+		return drv(c, dv->cuGraphAddEmptyNode(out, x->g, deps, ndeps));
+	case XGPU_GN_KERNEL: {
+		struct xgpu_obj *f = xgpu_obj_get(&c->dom->objs, n->handle, OBJ_FUNC, c->ch);
+		size_t size = n->param_len;
+		void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)(params + n->param_off),
+				 CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+		CUDA_KERNEL_NODE_PARAMS p;
+		memset(&p, 0, sizeof p);
+		p.func = f->u.func.fn;
+		p.gridDimX = n->grid.x;
+		p.gridDimY = n->grid.y;
+		p.gridDimZ = n->grid.z;
+		p.blockDimX = n->block.x;
+		p.blockDimY = n->block.y;
+		p.blockDimZ = n->block.z;
+		p.sharedMemBytes = n->shared_bytes;
+		p.extra = size ? extra : NULL;
+		return drv(c, dv->cuGraphAddKernelNode(out, x->g, deps, ndeps, &p));
+	}
+	case XGPU_GN_HTOD:
+	case XGPU_GN_DTOH:
+	case XGPU_GN_DTOD: {
+		CUDA_MEMCPY3D p;
+		memset(&p, 0, sizeof p);
+		p.WidthInBytes = n->size;
+		p.Height = 1;
+		p.Depth = 1;
+		if (n->type == XGPU_GN_HTOD) {
+			p.srcMemoryType = CU_MEMORYTYPE_HOST;
+			p.srcHost = x->host + n->src;
+		} else {
+			p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+			p.srcDevice = n->src;
+		}
+		if (n->type == XGPU_GN_DTOH) {
+			p.dstMemoryType = CU_MEMORYTYPE_HOST;
+			p.dstHost = x->host + n->dst;
+		} else {
+			p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+			p.dstDevice = n->dst;
+		}
+		return drv(c, dv->cuGraphAddMemcpyNode(out, x->g, deps, ndeps, &p, ctx));
+	}
+	case XGPU_GN_MEMSET: {
+		CUDA_MEMSET_NODE_PARAMS p = {
+		    .dst = n->dst, .value = n->value, .elementSize = 1, .width = n->size, .height = 1};
+		return drv(c, dv->cuGraphAddMemsetNode(out, x->g, deps, ndeps, &p, ctx));
+	}
+	case XGPU_GN_EVENT_RECORD:
+	case XGPU_GN_EVENT_WAIT: {
+		struct xgpu_obj *e = xgpu_obj_get(&c->dom->objs, n->handle, OBJ_EVENT, c->ch);
+		return n->type == XGPU_GN_EVENT_RECORD
+			   ? drv(c, dv->cuGraphAddEventRecordNode(out, x->g, deps, ndeps, e->u.event.e))
+			   : drv(c, dv->cuGraphAddEventWaitNode(out, x->g, deps, ndeps, e->u.event.e));
+	}
+	}
+	return cudaErrorInvalidValue;
+}
+
+/* Validates the whole description before the driver sees any of it, then
+ * builds and instantiates the driver graph in dependency order. */
+static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t *buf)
+{
+	struct xgpu_graph_desc d;
+	memcpy(&d, buf, sizeof d);
+	const struct xgpu_graph_edge *edges =
+	    (const struct xgpu_graph_edge *)(buf + sizeof d +
+					     (size_t)d.nnodes * sizeof(struct xgpu_graph_node));
+	const uint8_t *params = (const uint8_t *)(edges + d.nedges);
+	memcpy(x->nodes, buf + sizeof d, (size_t)d.nnodes * sizeof *x->nodes);
+	uint64_t host = 0;
+	for (uint32_t i = 0; i < d.nnodes; i++) {
+		struct xgpu_graph_node *n = &x->nodes[i];
+		int r = graph_check_node(c, n, i, d.param_bytes);
+		if (r)
+			return r;
+		if (n->type == XGPU_GN_KERNEL)
+			x->nkernels++;
+		if (n->type == XGPU_GN_HTOD || n->type == XGPU_GN_DTOH) {
+			if (n->size > XGPU_MAX_GRAPH_HOST_BYTES - host)
+				return graph_refuse(c, "host copies beyond what one graph may stage", i);
+			host += n->size;
+			if (n->type == XGPU_GN_HTOD)
+				x->htod_bytes += n->size;
+			else
+				x->dtoh_bytes += n->size;
+		}
+	}
+	/* Host copies are staged in pinned memory, paid for like cudaMallocHost. */
+	if (host) {
+		if (host > c->d->o.pinned_limit || c->dom->pinned_bytes > c->d->o.pinned_limit - host) {
+			dlog_info(c->dom,
+				  "domain %s: graph refused: its %" PRIu64
+				  " bytes of host copies exceed the pinned-memory limit",
+				  c->dom->name, host);
+			return cudaErrorMemoryAllocation;
+		}
+		int r = drv(c, c->drv->cuMemAllocHost((void **)&x->host, host));
+		if (r)
+			return r;
+		x->host_charge = host;
+		c->dom->pinned_bytes += host;
+		uint64_t in = 0, out = x->htod_bytes;
+		for (uint32_t i = 0; i < d.nnodes; i++) {
+			struct xgpu_graph_node *n = &x->nodes[i];
+			if (n->type == XGPU_GN_HTOD) {
+				n->src = in;
+				in += n->size;
+			} else if (n->type == XGPU_GN_DTOH) {
+				n->dst = out;
+				out += n->size;
+			}
+		}
+	}
+	uint32_t *order = malloc((size_t)d.nnodes * sizeof *order);
+	uint32_t *deps_at = malloc(((size_t)d.nnodes + 1) * sizeof *deps_at);
+	uint32_t *deps = malloc(((size_t)d.nedges + 1) * sizeof *deps);
+	CUgraphNode *dn = calloc(d.nnodes, sizeof *dn),
+		    *dep_nodes = malloc(((size_t)d.nedges + 1) * sizeof *dep_nodes);
+	int r = order && deps_at && deps && dn && dep_nodes ? cudaSuccess : cudaErrorMemoryAllocation;
+	if (!r)
+		r = graph_order(c, d.nnodes, edges, d.nedges, order, deps_at, deps);
+	if (!r)
+		r = drv(c, c->drv->cuGraphCreate(&x->g, 0));
+	for (uint32_t k = 0; k < d.nnodes && !r; k++) {
+		uint32_t i = order[k], nd = deps_at[i + 1] - deps_at[i];
+		for (uint32_t j = 0; j < nd; j++)
+			dep_nodes[j] = dn[deps[deps_at[i] + j]];
+		r = graph_add_node(c, x, &x->nodes[i], params, &dn[i], dep_nodes, nd);
+	}
+	if (!r)
+		r = drv(c, c->drv->cuGraphInstantiateWithFlags(&x->ge, x->g, 0));
+	if (!r)
+		r = drv(c, c->drv->cuEventCreate(&x->done, CU_EVENT_DISABLE_TIMING));
+	free(order);
+	free(deps_at);
+	free(deps);
+	free(dn);
+	free(dep_nodes);
+	return r;
+}
+
+HANDLER(GRAPH_INSTANTIATE)
+{
+	uint64_t len = c->hdr.bulk_len;
+	struct xgpu_graph_desc d;
+	if (req->flags || len < sizeof d)
+		return cudaErrorInvalidValue;
+	int r = bulk_read(c, &d, sizeof d);
+	if (r)
+		return r;
+	if (d.flags || d.nnodes == 0 || d.nnodes > XGPU_MAX_GRAPH_NODES || d.nedges > XGPU_MAX_GRAPH_EDGES ||
+	    d.param_bytes > XGPU_MAX_GRAPH_PARAM_BYTES ||
+	    len != sizeof d + (uint64_t)d.nnodes * sizeof(struct xgpu_graph_node) +
+		       (uint64_t)d.nedges * sizeof(struct xgpu_graph_edge) + d.param_bytes) {
+		dlog_info(
+		    c->dom,
+		    "domain %s: graph refused: %u nodes, %u dependencies, %u parameter bytes in %" PRIu64
+		    " bytes",
+		    c->dom->name, d.nnodes, d.nedges, d.param_bytes, len);
+		return cudaErrorInvalidValue;
+	}
+	if ((r = room_for(c, OBJ_GRAPH_EXEC)))
+		return r;
+	uint8_t *buf = malloc(len);
+	struct xgpu_graph_exec *x = calloc(1, sizeof *x);
+	if (x)
+		x->nodes = calloc(d.nnodes, sizeof *x->nodes);
+	if (!buf || !x || !x->nodes) {
+		free(buf);
+		if (x)
+			free(x->nodes);
+		free(x);
+		return cudaErrorMemoryAllocation;
+	}
+	x->nnodes = d.nnodes;
+	memcpy(buf, &d, sizeof d);
+	r = bulk_read(c, buf + sizeof d, len - sizeof d);
+	if (!r)
+		r = graph_build(c, x, buf);
+	free(buf);
+	struct xgpu_obj *o;
+	xgpu_handle_t h = 0;
+	if (!r && !(h = xgpu_obj_add(&c->dom->objs, OBJ_GRAPH_EXEC, c->ch, &o)))
+		r = cudaErrorMemoryAllocation;
+	if (r) {
+		xgpu_graph_exec_free(c->dom, x);
+		return r;
+	}
+	o->u.graph.x = x;
+	rsp->exec = h;
+	rsp->htod_bytes = x->htod_bytes;
+	rsp->dtoh_bytes = x->dtoh_bytes;
+	return cudaSuccess;
+}
+
+HANDLER(GRAPH_LAUNCH)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->exec, OBJ_GRAPH_EXEC, c->ch);
+	if (!o)
+		return bad_handle(c, "exec", req->exec);
+	struct xgpu_graph_exec *x = o->u.graph.x;
+	if (req->flags || c->hdr.bulk_len != x->htod_bytes)
+		return cudaErrorInvalidValue;
+	/* What the nodes name may have been freed or unloaded since. */
+	for (uint32_t i = 0; i < x->nnodes; i++) {
+		/* Host copies' staging offsets replaced their host side only. */
+		int r = graph_check_node(c, &x->nodes[i], i, UINT32_MAX);
+		if (r)
+			return r;
+	}
+	int r = cudaSuccess;
+	if (x->htod_bytes) {
+		/* The previous launch may still be reading the staging. */
+		if (x->launched)
+			r = drv(c, c->drv->cuEventSynchronize(x->done));
+		if (!r)
+			r = bulk_read(c, x->host, x->htod_bytes);
+		if (r)
+			return r;
+	}
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuGraphLaunch(x->ge, res->stream));
+	if (!r)
+		r = drv(c, c->drv->cuEventRecord(x->done, res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (r)
+		return r;
+	x->launched = true;
+	xgpu_stat_add(&c->dom->stats.kernels, x->nkernels);
+	if (x->dtoh_bytes) {
+		r = drv(c, c->drv->cuEventSynchronize(x->done));
+		if (!r)
+			r = bulk_write(c, x->host + x->htod_bytes, x->dtoh_bytes);
+		if (!r)
+			xgpu_stat_add(&c->dom->stats.d2h_bytes, x->dtoh_bytes);
+	}
+	if (!r)
+		xgpu_stat_add(&c->dom->stats.h2d_bytes, x->htod_bytes);
+	return r;
+}
+
+HANDLER(GRAPH_EXEC_DESTROY)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->exec, OBJ_GRAPH_EXEC, c->ch);
+	if (!o)
+		return bad_handle(c, "exec", req->exec);
+	/* A launch of it may still be running. */
+	int r = o->u.graph.x->launched ? drv(c, c->drv->cuEventSynchronize(o->u.graph.x->done)) : cudaSuccess;
+	xgpu_graph_exec_free(c->dom, o->u.graph.x);
+	xgpu_obj_del(&c->dom->objs, req->exec);
+	return r;
 }
 
 /* ---- the dispatcher ---------------------------------------------------------- */

@@ -33,6 +33,7 @@
 	X(cuCtxGetLimit)                                                                                     \
 	X(cuMemAlloc)                                                                                        \
 	X(cuMemFree)                                                                                         \
+	X(cuMemAllocManaged)                                                                                 \
 	X(cuMemGetInfo)                                                                                      \
 	X(cuMemAllocHost)                                                                                    \
 	X(cuMemFreeHost)                                                                                     \
@@ -75,7 +76,18 @@
 	X(cuEventRecord)                                                                                     \
 	X(cuEventQuery)                                                                                      \
 	X(cuEventSynchronize)                                                                                \
-	X(cuEventElapsedTime)
+	X(cuEventElapsedTime)                                                                                \
+	X(cuGraphCreate)                                                                                     \
+	X(cuGraphDestroy)                                                                                    \
+	X(cuGraphAddEmptyNode)                                                                               \
+	X(cuGraphAddKernelNode)                                                                              \
+	X(cuGraphAddMemcpyNode)                                                                              \
+	X(cuGraphAddMemsetNode)                                                                              \
+	X(cuGraphAddEventRecordNode)                                                                         \
+	X(cuGraphAddEventWaitNode)                                                                           \
+	X(cuGraphInstantiateWithFlags)                                                                       \
+	X(cuGraphLaunch)                                                                                     \
+	X(cuGraphExecDestroy)
 
 struct xgpu_driver {
 	void *dl;

@@ -18,11 +18,14 @@ enum xgpu_obj_kind {
 	OBJ_STREAM,
 	OBJ_EVENT,
 	OBJ_SEG,
+	OBJ_GRAPH_EXEC,
 	OBJ_ARRAY,
 	OBJ_TEXOBJ,
 	OBJ_SURFOBJ,
 	OBJ_KINDS
 };
+
+struct xgpu_graph_exec;
 
 struct xgpu_obj {
 	uint32_t gen;
@@ -51,6 +54,9 @@ struct xgpu_obj {
 			uint64_t size;
 			bool registered; /* with the driver, for DMA */
 		} seg;
+		struct {
+			struct xgpu_graph_exec *x; /* exec/graph.c */
+		} graph;
 		struct {
 			CUarray a;
 			uint64_t width_bytes, height, depth; /* height, depth >= 1 */

@@ -32,6 +32,7 @@
 #define STT_OBJECT 1u
 #define STT_FUNC 2u
 #define STO_CUDA_ENTRY 0x10u
+#define STO_CUDA_MANAGED 0x04u /* a __managed__ variable (what nvcc 13 emits) */
 #define SHN_LORESERVE 0xff00u
 
 #define EIFMT_SVAL 4u
@@ -405,6 +406,7 @@ int sim_cubin_parse_elf(const uint8_t *d, size_t len, struct sim_cubin *out, cha
 			v->size = size;
 			v->init = vs->type == SHT_NOBITS ? NULL : d + vs->offset + value;
 			v->init_len = v->init ? size : 0;
+			v->managed = (other & STO_CUDA_MANAGED) != 0;
 			out->nvars++;
 		} else {
 			struct sim_cubin_func *f = &out->funcs[out->nfuncs];

@@ -36,6 +36,15 @@
 
 static atomic_uint_least64_t next_va = SIM_VA_BASE;
 
+/* Managed memory's device address must also be a valid host address in the
+ * guest (the frontend maps the guest's copy at exactly that address), so
+ * managed allocations come from a canonical user-space range instead, one that
+ * processes seldom use (heaps and libraries live near 0x55.. and 0x7f..), as a
+ * GPU's unified address space lies in a range the driver reserved. */
+#define SIM_MANAGED_VA_BASE 0x300000000000ull
+#define SIM_MANAGED_VA_END 0x400000000000ull
+static atomic_uint_least64_t next_managed_va = SIM_MANAGED_VA_BASE;
+
 static inline uint64_t round_up(uint64_t x, uint64_t a)
 {
 	return (x + a - 1) / a * a;
@@ -86,7 +95,8 @@ static void host_free(void *p, size_t bytes, bool mmapped)
 		free(p);
 }
 
-CUresult sim_mem_alloc_locked(struct CUctx_st *ctx, size_t size, int kind, CUdeviceptr *dptr, void **host)
+static CUresult alloc_from(struct CUctx_st *ctx, size_t size, int kind, CUdeviceptr *dptr, void **host,
+			   atomic_uint_least64_t *va, uint64_t va_end)
 {
 	struct sim_device *dev = ctx->dev;
 	if (ctx->destroyed)
@@ -119,15 +129,34 @@ CUresult sim_mem_alloc_locked(struct CUctx_st *ctx, size_t size, int kind, CUdev
 		atomic_fetch_sub(&dev->mem_used, acct);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	/* Taken under ctx->lock, so this context's bases only grow and the
-	 * append below keeps its table sorted. */
-	CUdeviceptr base = atomic_fetch_add(&next_va, round_up(size, SIM_VA_ALIGN) + SIM_VA_GUARD);
-	t->v[t->n++] = (struct sim_alloc){
+	CUdeviceptr base = atomic_fetch_add(va, round_up(size, SIM_VA_ALIGN) + SIM_VA_GUARD);
+	if (base >= va_end || va_end - base < size) {
+		host_free(p, size, mmapped);
+		atomic_fetch_sub(&dev->mem_used, acct);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	/* Under ctx->lock; bases from one range only grow, but the two ranges
+	 * interleave, so insert in order. */
+	size_t at = (size_t)(floor_index(t, base) + 1);
+	memmove(&t->v[at + 1], &t->v[at], (t->n - at) * sizeof *t->v);
+	t->n++;
+	t->v[at] = (struct sim_alloc){
 	    .base = base, .size = size, .acct = acct, .host = p, .kind = (uint8_t)kind, .mmapped = mmapped};
 	*dptr = base;
 	if (host)
 		*host = p;
 	return CUDA_SUCCESS;
+}
+
+CUresult sim_mem_alloc_locked(struct CUctx_st *ctx, size_t size, int kind, CUdeviceptr *dptr, void **host)
+{
+	return alloc_from(ctx, size, kind, dptr, host, &next_va, UINT64_MAX);
+}
+
+CUresult sim_mem_alloc_managed_locked(struct CUctx_st *ctx, size_t size, int kind, CUdeviceptr *dptr,
+				      void **host)
+{
+	return alloc_from(ctx, size, kind, dptr, host, &next_managed_va, SIM_MANAGED_VA_END);
 }
 
 void *sim_mem_translate_locked(struct CUctx_st *ctx, CUdeviceptr addr, size_t bytes)
@@ -184,6 +213,26 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 	}
 	pthread_mutex_lock(&c->lock);
 	r = sim_mem_alloc_locked(c, bytesize, SIM_ALLOC_USER, dptr, NULL);
+	pthread_mutex_unlock(&c->lock);
+	sim_ctx_put(c);
+	return r;
+}
+
+/* Managed memory is ordinary simulated device memory at an address a guest
+ * can map (above); coherence with the guest's copy is the frontend's. Freed
+ * with cuMemFree. */
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	if (!dptr || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)) {
+		sim_ctx_put(c);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	pthread_mutex_lock(&c->lock);
+	r = sim_mem_alloc_managed_locked(c, bytesize, SIM_ALLOC_USER, dptr, NULL);
 	pthread_mutex_unlock(&c->lock);
 	sim_ctx_put(c);
 	return r;

@@ -300,7 +300,9 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	for (uint32_t i = 0; !r && i < m->nglobals; i++) {
 		void *host;
 		size_t sz = m->globals[i].size ? m->globals[i].size : 1;
-		r = sim_mem_alloc_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host);
+		r = cb.vars[i].managed
+			? sim_mem_alloc_managed_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host)
+			: sim_mem_alloc_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host);
 		/* New device memory reads as zeroes past what the image gives. */
 		if (!r && cb.vars[i].init)
 			memcpy(host, cb.vars[i].init,

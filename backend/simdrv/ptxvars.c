@@ -199,10 +199,20 @@ static void parse_init(struct lex *l, uint8_t *buf, uint64_t nelem, unsigned esi
 static int parse_var(struct lex *l, struct sim_cubin *out)
 {
 	unsigned vec = 1, esize = 0;
-	bool is_float = false;
+	bool is_float = false, managed = false;
 	for (; l->len && l->tok[0] == '.'; next(l)) {
 		if (is(l, ".align")) {
 			next(l);
+			continue;
+		}
+		if (is(l, ".attribute")) { /* .attribute(.managed): a __managed__ variable */
+			next(l);
+			if (!is(l, "("))
+				return -1;
+			for (next(l); l->len && !is(l, ")"); next(l))
+				managed |= is(l, ".managed");
+			if (!is(l, ")"))
+				return -1;
 			continue;
 		}
 		if (is(l, ".v2") || is(l, ".v4") || is(l, ".v8")) {
@@ -287,7 +297,7 @@ static int parse_var(struct lex *l, struct sim_cubin *out)
 		return -1;
 	}
 	out->vars = nv;
-	out->vars[out->nvars++] = (struct sim_cubin_var){dup, size, init, init_len, init};
+	out->vars[out->nvars++] = (struct sim_cubin_var){dup, size, init, init_len, init, managed};
 	return 0;
 }
 

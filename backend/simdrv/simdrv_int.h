@@ -69,7 +69,7 @@ static inline bool sim_list_empty(const struct sim_link *head)
 #define sim_container_of(p, type, member) ((type *)((char *)(p)-offsetof(type, member)))
 
 /* ---- handles (handles.c) ------------------------------------------------- */
-enum sim_kind { SIM_CTX = 1, SIM_STREAM, SIM_EVENT, SIM_MODULE, SIM_FUNC };
+enum sim_kind { SIM_CTX = 1, SIM_STREAM, SIM_EVENT, SIM_MODULE, SIM_FUNC, SIM_GRAPH, SIM_GRAPH_EXEC };
 
 struct sim_obj {
 	enum sim_kind kind;
@@ -238,6 +238,9 @@ void sim_dev_kick(struct sim_device *dev) SIM_HIDDEN;
 
 /* ---- memory (memory.c) ----------------------------------------------------- */
 /* Allocates size bytes of device memory for ctx (ctx->lock held). */
+/* The same, at an address in the range managed memory comes from. */
+CUresult sim_mem_alloc_managed_locked(struct CUctx_st *ctx, size_t size, int kind, CUdeviceptr *dptr,
+				      void **host) SIM_HIDDEN;
 CUresult sim_mem_alloc_locked(struct CUctx_st *ctx, size_t size, int kind, CUdeviceptr *dptr,
 			      void **host) SIM_HIDDEN;
 /* Host address of [addr, addr + bytes) if it lies inside one live allocation
@@ -409,6 +412,7 @@ struct sim_cubin_var {
 	const uint8_t *init; /* initial bytes, or NULL for zeroes */
 	uint64_t init_len;   /* bytes at init (at most size); the rest are zeroes */
 	uint8_t *owned_init; /* init, when it is not inside the ELF image */
+	bool managed;        /* __managed__: placed where a guest can map it */
 };
 struct sim_cubin_func {
 	char *name;

@@ -79,16 +79,23 @@ void xgpu_alloc_clear_device(void)
 	pthread_mutex_lock(&allocs_lock);
 	size_t k = 0;
 	for (size_t i = 0; i < nallocs; i++)
-		if (allocs[i].kind != XGPU_ALLOC_DEVICE)
+		if (allocs[i].kind == XGPU_ALLOC_HOST)
 			allocs[k++] = allocs[i];
 	nallocs = k;
 	pthread_mutex_unlock(&allocs_lock);
 }
 
-/* A forked child has only the forking thread; the lock may have been held. */
+/* A forked child has only the forking thread; the lock may have been held.
+ * Its managed memory is plain memory of its own (managed.c), which its
+ * channel's device never had. */
 static void allocs_child(void)
 {
 	pthread_mutex_init(&allocs_lock, NULL);
+	size_t k = 0;
+	for (size_t i = 0; i < nallocs; i++)
+		if (allocs[i].kind != XGPU_ALLOC_MANAGED)
+			allocs[k++] = allocs[i];
+	nallocs = k;
 }
 
 __attribute__((constructor)) static void allocs_setup(void)

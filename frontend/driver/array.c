@@ -191,18 +191,17 @@ static CUresult side_of(CUmemorytype type, const void *host, CUdeviceptr dev, CU
 		    .array = true, .ref = (xgpu_handle_t)(uintptr_t)array, .a = x, .b = y, .z = (uint32_t)z};
 		return CUDA_SUCCESS;
 	case CU_MEMORYTYPE_HOST:
+		/* Managed memory is copied as the device's, as pitch.c does. */
 		base = (uintptr_t)host;
-		s->host = true;
+		s->host = !xgpu_alloc_is_managed(base);
 		break;
 	case CU_MEMORYTYPE_DEVICE:
 		base = dev;
 		break;
-	case CU_MEMORYTYPE_UNIFIED: {
-		struct xgpu_alloc al;
+	case CU_MEMORYTYPE_UNIFIED:
 		base = dev;
-		s->host = !(xgpu_alloc_find(dev, 0, &al) && al.kind == XGPU_ALLOC_DEVICE);
+		s->host = !xgpu_alloc_on_device(dev);
 		break;
-	}
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}

@@ -73,4 +73,33 @@ CUresult xgpu_drv_array_copy3d(const CUDA_MEMCPY3D *p, CUstream stream, bool asy
 CUresult xgpu_drv_array_linear(CUarray a, size_t offset, CUmemorytype type, uint64_t mem, size_t count,
 			       bool to_array, CUstream stream, bool async);
 
+/* A kernel launch in wire form (module.c): the daemon's function handle and
+ * the parameter buffer laid out from kernelParams or extra, as cuLaunchKernel
+ * sends them; params holds XGPU_MAX_PARAM_BYTES. */
+CUresult xgpu_drv_kernel_wire(CUfunction func, const unsigned grid[3], const unsigned block[3],
+			      unsigned shared, void **kernelParams, void **extra, xgpu_handle_t *remote,
+			      uint8_t *params, uint32_t *len);
+
+/* Graph nodes from wire form, for both frontends (graph.c). */
+CUresult xgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			       xgpu_handle_t func, const uint32_t grid[3], const uint32_t block[3],
+			       uint32_t shared, const void *params, uint32_t param_len);
+CUresult xgpu_graph_add_copy(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			     bool dst_host, uint64_t dst, bool src_host, uint64_t src, uint64_t size);
+CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xgpu_handle_t func,
+				    const uint32_t grid[3], const uint32_t block[3], uint32_t shared,
+				    const void *params, uint32_t param_len);
+/* Whether stream is capturing: copies then go through the wire, where
+ * capture sees them, rather than through a pinned segment. */
+bool xgpu_graph_capturing(xgpu_handle_t stream);
+/* Work a capture cannot take on stream (a host function, a stream-ordered
+ * allocation or free: host and memory nodes are not offered): if the stream
+ * is capturing, the capture is invalidated and the answer is
+ * cudaErrorStreamCaptureUnsupported (cudaErrorStreamCaptureInvalidated once it
+ * already was); cudaSuccess otherwise. Also client.h's xgpu_hostfn_capture_hook. */
+int xgpu_graph_capture_refuse(xgpu_handle_t stream);
+/* Non-zero while our runtime calls the graph functions (api_graph.c): they
+ * then need neither cuInit nor a current context, as in CUDA's runtime. */
+extern _Thread_local int xgpu_graph_from_runtime;
+
 #endif

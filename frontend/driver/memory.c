@@ -8,6 +8,7 @@
  * host-to-device copy of the range. */
 #include "allocs.h"
 #include "driver.h"
+#include "managed.h"
 #include "mempool.h"
 
 #include <pthread.h>
@@ -53,6 +54,25 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 	return r;
 }
 
+/* Managed memory: one address valid in this process and on the device, kept
+ * coherent by frontend/managed.c at launches and synchronisation points. */
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	struct xgpu_client *c;
+	if (!dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	uint64_t d;
+	r = xgpu_drv_result(xgpu_managed_alloc(c, bytesize, flags, &d));
+	if (!r) {
+		*dptr = (CUdeviceptr)d;
+		xgpu_alloc_add(d, bytesize, XGPU_ALLOC_MANAGED, flags);
+	}
+	return r;
+}
+
 CUresult cuMemFree(CUdeviceptr dptr)
 {
 	struct xgpu_client *c;
@@ -61,6 +81,13 @@ CUresult cuMemFree(CUdeviceptr dptr)
 		return r;
 	if (!dptr)
 		return CUDA_SUCCESS;
+	int managed_status;
+	if (xgpu_managed_free(c, dptr, &managed_status)) {
+		/* Gone from the daemon even where waiting for the device failed. */
+		if (!xgpu_managed_find(dptr, 0, NULL, NULL))
+			xgpu_alloc_del(dptr, XGPU_ALLOC_MANAGED);
+		return xgpu_drv_result(managed_status);
+	}
 	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));
@@ -91,8 +118,20 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total)
 
 /* ---- copies ------------------------------------------------------------- */
 
+static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async);
+
+/* A managed pointer given as host memory is copied as device memory: the
+ * device's copy is the current one once the host's writes are pushed, and
+ * a copy into it must reach the device. */
+static bool is_managed(const void *p)
+{
+	return xgpu_alloc_is_managed((uintptr_t)p);
+}
+
 static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream, bool async)
 {
+	if (is_managed(src))
+		return dtod(dst, (uintptr_t)src, n, stream, async);
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r || !n)
@@ -108,8 +147,10 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream stream
 	return xgpu_drv_result(xgpu_rpc(c, &rpc));
 }
 
-static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
 {
+	if (is_managed(dst))
+		return dtod((uintptr_t)dst, src, n, stream, false);
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r || !n)
@@ -118,7 +159,8 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream stream)
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Into pageable memory a copy has landed when it returns, async or
 	 * not, as in CUDA. */
-	struct xgpu_req_MEMCPY_DTOH req = {.src = src, .size = n, .stream = xgpu_drv_stream(stream)};
+	struct xgpu_req_MEMCPY_DTOH req = {
+	    .src = src, .size = n, .stream = xgpu_drv_stream(stream), .flags = async ? XGPU_COPY_ASYNC : 0};
 	struct xgpu_rsp_MEMCPY_DTOH rsp;
 	struct xgpu_rpc rpc = xgpu_rpc_MEMCPY_DTOH(&req, &rsp);
 	rpc.in = dst;
@@ -144,6 +186,46 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream
 	return xgpu_drv_result(xgpu_call_MEMCPY_DTOD(c, &req, &rsp));
 }
 
+/* cuMemcpy / cuMemcpyAsync: unified addressing, so the direction comes from
+ * the registry both layers share (allocs.h): device and managed memory are
+ * the device's, anything else the host's. */
+static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
+{
+	bool d = xgpu_alloc_on_device(dst), s = xgpu_alloc_on_device(src);
+	if (d && s)
+		return dtod(dst, src, n, stream, async);
+	if (d)
+		return htod(dst, (const void *)(uintptr_t)src, n, stream, async);
+	if (s)
+		return dtoh((void *)(uintptr_t)dst, src, n, stream, async);
+	/* Host to host, ordered after the stream's work as CUDA orders it. */
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r || !n)
+		return r;
+	if (!dst || !src)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_req_STREAM_SYNC rq = {.stream = xgpu_drv_stream(stream)};
+	struct xgpu_rsp_STREAM_SYNC rs;
+	if ((r = xgpu_drv_result(xgpu_call_STREAM_SYNC(c, &rq, &rs))))
+		return r;
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	return unified_copy(dst, src, n, NULL, false);
+}
+CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpy);
+
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+	return unified_copy(dst, src, n, stream, true);
+}
+CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+    XGPU_ALIAS(cuMemcpyAsync);
+
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 {
 	return htod(dst, src, n, NULL, false);
@@ -152,7 +234,7 @@ CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n) XGPU_A
 
 CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 {
-	return dtoh(dst, src, n, NULL);
+	return dtoh(dst, src, n, NULL, false);
 }
 CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n) XGPU_ALIAS(cuMemcpyDtoH_v2);
 
@@ -171,7 +253,7 @@ CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, C
 
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t n, CUstream stream)
 {
-	return dtoh(dst, src, n, stream);
+	return dtoh(dst, src, n, stream, true);
 }
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream stream)
     XGPU_ALIAS(cuMemcpyDtoHAsync_v2);
@@ -468,7 +550,8 @@ CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 	return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
-/* What a pointer's attribute is. Memory neither layer allocated is unknown:
+/* What a pointer's attribute is. Managed memory is device memory whose host
+ * pointer is the same address. Memory neither layer allocated is unknown:
  * cuPointerGetAttribute answers CUDA_ERROR_INVALID_VALUE for it (strict),
  * cuPointerGetAttributes the values CUDA documents for it (NULL, 0; the
  * device ordinal -2, as NVIDIA's runtime reports for unregistered memory).
@@ -480,6 +563,7 @@ static CUresult attribute_of(const struct xgpu_alloc *a, CUpointer_attribute att
 			     void *data, bool strict)
 {
 	bool host = a && a->kind == XGPU_ALLOC_HOST;
+	bool managed = a && a->kind == XGPU_ALLOC_MANAGED;
 	CUresult r;
 	CUdevice dev = 0;
 	if (!a && strict)
@@ -497,15 +581,15 @@ static CUresult attribute_of(const struct xgpu_alloc *a, CUpointer_attribute att
 		*(CUdeviceptr *)data = a && !host ? ptr : 0;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-		if (a && !host && strict)
-			return CUDA_ERROR_INVALID_VALUE;
-		*(void **)data = host ? (void *)(uintptr_t)ptr : NULL;
+		if (a && !host && !managed && strict)
+			return CUDA_ERROR_INVALID_VALUE; /* device memory has no host address */
+		*(void **)data = host || managed ? (void *)(uintptr_t)ptr : NULL;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_BUFFER_ID:
 		*(unsigned long long *)data = a ? a->buffer_id : 0;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-		*(unsigned *)data = 0;
+		*(unsigned *)data = managed;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MAPPED:
 		*(unsigned *)data = a && !host;
@@ -535,7 +619,8 @@ static CUresult attribute_of(const struct xgpu_alloc *a, CUpointer_attribute att
 }
 
 /* Memory from either API layer (allocs.h): cuMemAlloc's and cudaMalloc's,
- * and page-locked host memory from cuMemHostAlloc and cudaHostAlloc. */
+ * managed memory of either, and page-locked host memory from cuMemHostAlloc
+ * and cudaHostAlloc. */
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
 {
 	struct xgpu_client *c;
@@ -566,4 +651,76 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
 			return r;
 	}
 	return CUDA_SUCCESS;
+}
+
+/* ---- managed memory hints -------------------------------------------------- */
+
+/* Where a prefetch sends the data: the host (1), the device (0), or nowhere
+ * valid (-1). */
+static int location_is_host(CUmemLocation loc)
+{
+	switch (loc.type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE:
+		return loc.id == CU_DEVICE_CPU ? 1 : loc.id == 0 ? 0 : -1;
+	case CU_MEM_LOCATION_TYPE_HOST:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/* Done at once, not in stream order: stricter, never weaker. */
+CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+			       CUstream hStream)
+{
+	(void)hStream;
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	int to_host = location_is_host(location);
+	if (to_host < 0 || flags || !count)
+		return CUDA_ERROR_INVALID_VALUE;
+	return xgpu_drv_result(xgpu_managed_prefetch(c, devPtr, count, to_host));
+}
+CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+				    unsigned int flags, CUstream hStream) XGPU_ALIAS(cuMemPrefetchAsync_v2);
+
+/* The CUDA 8 form, which names a device (CU_DEVICE_CPU for the host); cuda.h
+ * renames the plain name to the _v2 form. */
+#undef cuMemPrefetchAsync
+CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
+CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
+{
+	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dstDevice};
+	return cuMemPrefetchAsync_v2(devPtr, count, loc, 0, hStream);
+}
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
+CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
+    XGPU_ALIAS(cuMemPrefetchAsync);
+
+/* Advice is checked and remembered; none changes what xgpu does (see the
+ * runtime's cudaMemAdvise). */
+CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	bool needs_location =
+	    advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION || advice == CU_MEM_ADVISE_SET_ACCESSED_BY;
+	if (!count || (needs_location && location_is_host(location) < 0))
+		return CUDA_ERROR_INVALID_VALUE;
+	return xgpu_drv_result(xgpu_managed_advise(devPtr, count, (int)advice));
+}
+
+/* The CUDA 8 form, which names a device. */
+#undef cuMemAdvise
+CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device);
+CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device)
+{
+	CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device};
+	return cuMemAdvise_v2(devPtr, count, advice, loc);
 }

@@ -270,6 +270,11 @@ XGPU_EXPORTED int xgpu_pool_alloc(struct xgpu_client *c, void *handle, uint64_t 
 {
 	if (!dptr || !size || size > UINT64_MAX - POOL_GRANULE)
 		return cudaErrorInvalidValue;
+	/* A memory-allocation node is not offered: refused on a capturing
+	 * stream rather than allocated now, outside the graph. */
+	int refused = xgpu_graph_capture_refuse(stream);
+	if (refused)
+		return refused;
 	size = (size + POOL_GRANULE - 1) / POOL_GRANULE * POOL_GRANULE;
 	pthread_mutex_lock(&pool_lock);
 	same_channel_locked(c);
@@ -331,6 +336,10 @@ XGPU_EXPORTED int xgpu_pool_free(struct xgpu_client *c, uint64_t dptr, xgpu_hand
 {
 	if (!dptr)
 		return cudaErrorInvalidValue;
+	/* Nor a memory-free node: the block stays the program's. */
+	int refused = xgpu_graph_capture_refuse(stream);
+	if (refused)
+		return refused;
 	pthread_mutex_lock(&pool_lock);
 	same_channel_locked(c);
 	struct pool_block *b = take_live_locked(dptr);

@@ -9,10 +9,12 @@
  * A CUlibrary is a module loaded at once (CUDA may load lazily; the effect
  * is the same), and a CUkernel is the same object as the CUfunction it
  * yields: CUDA lets a CUkernel be passed wherever a CUfunction is expected. */
+#include "allocs.h"
 #include "cuimage.h"
 #include "devprop.h"
 #include "driver.h"
 #include "fatbin.h"
+#include "managed.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -363,18 +365,15 @@ CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunct
 	return r;
 }
 
-CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+/* cuModuleGetGlobal without its context check: managed variables are
+ * asked for without one. */
+static CUresult module_get_global(struct xgpu_client *c, CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+				  const char *name)
 {
-	struct xgpu_client *c;
-	if (!name || (!dptr && !bytes))
-		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client_ctx(&c);
-	if (r)
-		return r;
 	if (!valid_module(hmod))
 		return CUDA_ERROR_INVALID_HANDLE;
 	struct xgpu_req_MODULE_GET_GLOBAL req = {0};
-	r = module_remote(c, hmod, &req.module);
+	CUresult r = module_remote(c, hmod, &req.module);
 	if (r)
 		return r;
 	struct xgpu_rsp_MODULE_GET_GLOBAL rsp;
@@ -389,6 +388,17 @@ CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, cons
 			*bytes = rsp.size;
 	}
 	return r;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	struct xgpu_client *c;
+	if (!name || (!dptr && !bytes))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	return module_get_global(c, dptr, bytes, hmod, name);
 }
 
 /* Modules are sent whole when loaded, and functions resolved on first
@@ -472,6 +482,35 @@ CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
 	if (!valid_library(library))
 		return CUDA_ERROR_INVALID_HANDLE;
 	return cuModuleGetGlobal_v2(dptr, bytes, library->mod, name);
+}
+
+/* A __managed__ variable, as NVIDIA's runtime asks for it to give host code
+ * its address: mapped into this process by frontend/managed.c, at the
+ * device's address where it can be (then the two are one pointer). */
+CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!valid_library(library))
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client(&c);
+	if (r)
+		return r;
+	CUdeviceptr global;
+	size_t size;
+	if ((r = module_get_global(c, &global, &size, library->mod, name)))
+		return r;
+	void *host;
+	r = xgpu_drv_result(xgpu_managed_map_var(c, global, size, &host));
+	if (r)
+		return r;
+	xgpu_alloc_add_managed_var(global, host, size);
+	if (dptr)
+		*dptr = (CUdeviceptr)(uintptr_t)host;
+	if (bytes)
+		*bytes = size;
+	return CUDA_SUCCESS;
 }
 
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
@@ -706,10 +745,9 @@ static CUresult params_from_extra(void **extra, const void **buf, size_t *size)
 	return *buf && *size != SIZE_MAX ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
-		       unsigned int blockX, unsigned int blockY, unsigned int blockZ,
-		       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
-		       uint32_t flags)
+CUresult xgpu_drv_kernel_wire(CUfunction func, const unsigned grid[3], const unsigned block[3],
+			      unsigned shared, void **kernelParams, void **extra, xgpu_handle_t *remote,
+			      uint8_t *params, uint32_t *len)
 {
 	struct xgpu_client *c;
 	struct drv_func *f;
@@ -727,11 +765,9 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 	r = xgpu_drv_devinfo(&di);
 	if (r)
 		return r;
-	const uint32_t grid[3] = {gridX, gridY, gridZ}, block[3] = {blockX, blockY, blockZ};
-	if (xgpu_launch_config_check(di->attrs, di->nattrs, grid, block, sharedMemBytes))
+	if (xgpu_launch_config_check(di->attrs, di->nattrs, grid, block, shared))
 		return (CUresult)cudaErrorInvalidConfiguration;
-	uint8_t params[XGPU_MAX_PARAM_BYTES];
-	if (k->param_bytes > sizeof params || (kernelParams && extra))
+	if (k->param_bytes > XGPU_MAX_PARAM_BYTES || (kernelParams && extra))
 		return CUDA_ERROR_INVALID_VALUE;
 	memset(params, 0, k->param_bytes);
 	if (extra) {
@@ -748,11 +784,28 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 			return CUDA_ERROR_INVALID_VALUE;
 		/* The layout comes from the program's own image, but a damaged
 		 * one must not make us write outside the buffer. */
-		if (xgpu_fatbin_pack_params(k, kernelParams, params, sizeof params))
+		if (xgpu_fatbin_pack_params(k, kernelParams, params, XGPU_MAX_PARAM_BYTES))
 			return CUDA_ERROR_INVALID_IMAGE;
 	}
+	*len = k->param_bytes;
+	return func_remote(c, f, remote);
+}
+
+static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
+		       unsigned int blockX, unsigned int blockY, unsigned int blockZ,
+		       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
+		       uint32_t flags)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	const unsigned grid[3] = {gridX, gridY, gridZ}, block[3] = {blockX, blockY, blockZ};
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
 	xgpu_handle_t remote_func;
-	if ((r = func_remote(c, f, &remote_func)))
+	if ((r = xgpu_drv_kernel_wire(func, grid, block, sharedMemBytes, kernelParams, extra, &remote_func,
+				      params, &len)))
 		return r;
 	struct xgpu_req_LAUNCH req = {.func = remote_func,
 				      .grid = {gridX, gridY, gridZ},
@@ -769,7 +822,7 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 	struct xgpu_rsp_LAUNCH_EX rsp_ex;
 	struct xgpu_rpc rpc = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	rpc.out = params;
-	rpc.out_len = k->param_bytes;
+	rpc.out_len = len;
 	int e = xgpu_rpc(c, &rpc);
 	return e == cudaErrorInvalidConfiguration ? (CUresult)e : xgpu_drv_result(e);
 }

@@ -1,7 +1,8 @@
 /* pitch.c - pitched memory and the copies of the driver API that name
  * their memory types: cuMemAllocPitch, cuMemcpy2D (and Unaligned, Async),
- * cuMemcpy3D(Async), the unified cuMemcpy(Async) and cuMemsetD2D8/16/32
- * (and Async), over the 2D marshalling both layers share (copy2d.h).
+ * cuMemcpy3D(Async) and cuMemsetD2D8/16/32 (and Async), over the 2D
+ * marshalling both layers share (copy2d.h). The unified cuMemcpy(Async) is
+ * memory.c's.
  *
  * Memory types HOST, DEVICE and UNIFIED (whose side the registry of both
  * layers' allocations decides, allocs.h) are handled here; a copy with a
@@ -54,19 +55,20 @@ static CUresult side_of(CUmemorytype type, const void *host, CUdeviceptr dev, si
 	uint64_t base, rows, off;
 	switch (type) {
 	case CU_MEMORYTYPE_HOST:
+		/* Managed memory named as host memory is copied as the device's:
+		 * its device copy is current once managed.c pushed the host's
+		 * writes, and a copy into it must reach the device. */
 		base = (uintptr_t)host;
-		*device = false;
+		*device = xgpu_alloc_is_managed(base);
 		break;
 	case CU_MEMORYTYPE_DEVICE:
 		base = dev;
 		*device = true;
 		break;
-	case CU_MEMORYTYPE_UNIFIED: {
-		struct xgpu_alloc a;
+	case CU_MEMORYTYPE_UNIFIED:
 		base = dev;
-		*device = xgpu_alloc_find(dev, 0, &a) && a.kind == XGPU_ALLOC_DEVICE;
+		*device = xgpu_alloc_on_device(dev);
 		break;
-	}
 	case CU_MEMORYTYPE_ARRAY: /* copy2d and copy3d hand these to array.c */
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
@@ -200,42 +202,6 @@ CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 	return copy3d("cuMemcpy3DAsync", pCopy, hStream, true);
 }
 CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream) XGPU_ALIAS(cuMemcpy3DAsync_v2);
-
-/* Unified addressing: which side is device memory comes from the registry
- * of both layers' allocations; anything else is host memory. */
-static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream, bool async)
-{
-	struct xgpu_client *c;
-	CUresult r = xgpu_drv_client_ctx(&c);
-	if (r || !n)
-		return r;
-	struct xgpu_alloc a;
-	bool dst_dev = xgpu_alloc_find(dst, 0, &a) && a.kind == XGPU_ALLOC_DEVICE;
-	bool src_dev = xgpu_alloc_find(src, 0, &a) && a.kind == XGPU_ALLOC_DEVICE;
-	struct xgpu_copy2d q = {.kind = kind_of(dst_dev, src_dev),
-				.dst = dst,
-				.dst_pitch = n,
-				.src = src,
-				.src_pitch = n,
-				.width = n,
-				.height = 1,
-				.stream = xgpu_drv_stream(stream),
-				.async = async};
-	return xgpu_drv_result(xgpu_copy2d(c, &q));
-}
-
-CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{
-	return unified(dst, src, ByteCount, NULL, false);
-}
-CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) XGPU_ALIAS(cuMemcpy);
-
-CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-{
-	return unified(dst, src, ByteCount, hStream, true);
-}
-CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-    XGPU_ALIAS(cuMemcpyAsync);
 
 /* ---- 2D memset ------------------------------------------------------------ */
 

@@ -592,9 +592,9 @@ int main(int argc, char **argv)
 	check_pitched(stream);
 
 	/* An entry point xgpu does not implement answers NOT_SUPPORTED. */
-	CUdeviceptr managed;
-	EXPECT(cuMemAllocManaged(&managed, 64, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_NOT_SUPPORTED);
-	EXPECT(cuMemAllocManaged(&managed, 64, CU_MEM_ATTACH_GLOBAL) == CUDA_ERROR_NOT_SUPPORTED);
+	CUipcEventHandle ipc;
+	EXPECT(cuIpcGetEventHandle(&ipc, stop) == CUDA_ERROR_NOT_SUPPORTED);
+	EXPECT(cuIpcGetEventHandle(&ipc, stop) == CUDA_ERROR_NOT_SUPPORTED);
 
 	CHECK(cuEventDestroy(start));
 	CHECK(cuEventDestroy(stop));

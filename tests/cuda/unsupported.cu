@@ -6,25 +6,36 @@
 int main()
 {
 	int failures = 0;
-	cudaGraph_t graph;
-	cudaError_t e = cudaGraphCreate(&graph, 0);
+	void *ipc_buf = nullptr;
+	if (cudaMalloc(&ipc_buf, 256) != cudaSuccess) {
+		printf("FAIL: cudaMalloc\n");
+		return 1;
+	}
+	cudaIpcMemHandle_t ipc;
+	cudaError_t e = cudaIpcGetMemHandle(&ipc, ipc_buf);
 	if (e != cudaErrorNotSupported) {
-		printf("FAIL: cudaGraphCreate returned %s\n", cudaGetErrorName(e));
+		printf("FAIL: cudaIpcGetMemHandle returned %s\n", cudaGetErrorName(e));
 		failures++;
 	}
 	if (cudaGetLastError() != cudaErrorNotSupported) {
 		printf("FAIL: the error was not recorded\n");
 		failures++;
 	}
-	void *managed = nullptr;
-	e = cudaMallocManaged(&managed, 4096);
-	if (e != cudaErrorNotSupported || managed != nullptr) {
-		printf("FAIL: cudaMallocManaged returned %s\n", cudaGetErrorName(e));
+	cudaEvent_t ev;
+	if (cudaEventCreate(&ev) != cudaSuccess) {
+		printf("FAIL: cudaEventCreate\n");
+		failures++;
+	}
+	cudaIpcEventHandle_t ipc_event;
+	e = cudaIpcGetEventHandle(&ipc_event, ev);
+	if (e != cudaErrorNotSupported) {
+		printf("FAIL: cudaIpcGetEventHandle returned %s\n", cudaGetErrorName(e));
 		failures++;
 	}
 	cudaGetLastError();
+	cudaEventDestroy(ev);
 	void *d = nullptr;
-	if (cudaMalloc(&d, 256) != cudaSuccess || cudaFree(d) != cudaSuccess) {
+	if (cudaMalloc(&d, 256) != cudaSuccess || cudaFree(d) != cudaSuccess || cudaFree(ipc_buf) != cudaSuccess) {
 		printf("FAIL: ordinary calls failed after unsupported ones\n");
 		failures++;
 	}

@@ -21,12 +21,12 @@ check_clean "$T/drvapi.err" drvapi
 echo "$out" | grep -q "^drvapi: OK" || fail "drvapi did not verify its results"
 
 # Reported by name, and once although called twice.
-msg="cuMemAllocManaged is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED"
+msg="cuIpcGetEventHandle is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED"
 [ "$(grep -c "$msg" "$T/drvapi.err")" -eq 1 ] || {
 	cat "$T/drvapi.err"
-	fail "the program's stderr does not name cuMemAllocManaged exactly once"
+	fail "the program's stderr does not name cuIpcGetEventHandle exactly once"
 }
-grep -q "called cuMemAllocManaged, which xgpu does not support" "$XGPUD_LOG" ||
+grep -q "called cuIpcGetEventHandle, which xgpu does not support" "$XGPUD_LOG" ||
 	fail "the daemon log does not name the unsupported driver call"
 
 # A private table xgpu does not know, an integrity-check version other than

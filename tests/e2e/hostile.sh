@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Clients that misbehave: a wrong protocol version on either side, malformed
-# packets, corrupt ring indexes, another domain's handles and pointers, a
+# packets, corrupt ring indexes, another domain's handles and pointers,
+# malformed and foreign graph descriptions, a
 # burst of random packets. The daemon refuses or closes the offender's
 # channel, logs it by domain, and keeps serving everyone else.
 . "$(dirname "$0")/lib.bash"
@@ -17,6 +18,10 @@ grep -q "corrupted its request ring" "$XGPUD_LOG" || fail "corrupt ring not logg
 grep -q "closed (corrupt tx index)" "$XGPUD_LOG" || fail "corrupt data-area index not logged"
 "$R" cross-domain || fail "cross-domain access"
 grep -q "is not inside one of this process's allocations" "$XGPUD_LOG" || fail "cross-domain refusal not logged"
+"$R" graphs || fail "malformed and foreign graphs"
+grep -q "domain raw-ga: graph refused: the dependencies form a cycle" "$XGPUD_LOG" || fail "cyclic graph not logged"
+grep -q "domain raw-ga: graph refused: 4097 nodes" "$XGPUD_LOG" || fail "oversize graph not logged"
+"$R" managed || fail "forged managed-memory requests"
 "$R" fuzz 1 3000 || fail "fuzzing"
 # A guest misbehaving in a loop is logged within its domain's budget
 # (50 lines per 10 s), not once per bad packet.
@@ -40,7 +45,7 @@ echo "$out" | grep -q "cannot reach xgpud at $T/nobody.sock" || { echo "$out"; f
 # After all that, an honest program still works and the daemon is whole.
 out=$(run_cuda "$B/bin/vectorAdd" -n 100000 2>&1) || { echo "$out"; fail "honest program failed"; }
 echo "$out" | grep -q "verified=yes" || fail "honest program did not verify"
-for d in raw-malformed raw-corrupt raw-a raw-b raw-fuzz; do
+for d in raw-malformed raw-corrupt raw-a raw-b raw-ga raw-gb raw-fuzz; do
 	wait_for 10 dom_eq "$d" channels 0 || fail "$d still has channels"
 	[ "$(dom_stat "$d" mem_bytes)" -eq 0 ] || fail "$d still holds memory"
 done

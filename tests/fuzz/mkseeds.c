@@ -78,6 +78,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 }
 
 static void module_seed(const char *name, const char *fatbin_path);
+static void graph_seed(void);
 
 static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_path)
 {
@@ -151,6 +152,7 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	module_seed("module", fatbin_path);
 	if (small_fatbin_path)
 		module_seed("module-zstd", small_fatbin_path);
+	graph_seed();
 
 	/* Streams and events. */
 	open_seed("fuzz_dispatch", "streams");
@@ -180,6 +182,20 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	REQ(STREAM_PRIORITY, .stream = 0x100000005ull);
 	close_seed();
 
+	/* Managed memory: an allocation used like any other, then forged ones
+	 * (bad flags, sizes past the address space), a forged free, a free twice. */
+	open_seed("fuzz_dispatch", "managed");
+	REQ(MEM_ALLOC_MANAGED, .size = 5000, .flags = 1);
+	REQ_BULK(MEMCPY_HTOD, data, sizeof data, .dst = MARK(0), .size = sizeof data, .stream = 0);
+	REQ(MEMSET, .dst = MARK(0), .value = 0, .size = 8192, .stream = 0);
+	REQ(MEM_ALLOC_MANAGED, .size = 4096, .flags = 3);
+	REQ(MEM_ALLOC_MANAGED, .size = UINT64_MAX - 4095, .flags = 1);
+	REQ(MEM_ALLOC_MANAGED, .size = 1ull << 46, .flags = 2);
+	REQ(MEM_FREE, .dptr = 0x300000001000ull); /* inside the simulated managed range */
+	REQ(MEM_FREE, .dptr = MARK(0));
+	REQ(MEM_FREE, .dptr = MARK(0));
+	close_seed();
+
 	/* A host segment: register, copy through it both ways, unregister. */
 	open_seed("fuzz_dispatch", "segment");
 	REQ(MEM_ALLOC, .size = 8192);
@@ -188,6 +204,38 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	REQ(MEMCPY_DTOH_SEG, .seg = MARK(0), .offset = 1024, .src = MARK(1), .size = 2048, .stream = 0);
 	REQ(SEG_UNREGISTER, .seg = MARK(0));
 	REQ(MEM_FREE, .dptr = MARK(1));
+	close_seed();
+}
+
+/* A graph as the frontend sends it: a memset, a copy back, an event record
+ * and an empty node in a chain; launched, then a cyclic graph (refused). */
+static void graph_seed(void)
+{
+	open_seed("fuzz_dispatch", "graph");
+	REQ(MEM_ALLOC, .size = 4096);
+	REQ(EVENT_CREATE, .flags = 0);
+	struct {
+		struct xgpu_graph_desc d;
+		struct xgpu_graph_node n[4];
+		struct xgpu_graph_edge e[3];
+	} g = {
+	    .d = {.nnodes = 4, .nedges = 3},
+	    .n = {{.type = XGPU_GN_MEMSET, .dst = MARK(1), .value = 9, .size = 64},
+		  {.type = XGPU_GN_DTOH, .src = MARK(1), .size = 64},
+		  {.type = XGPU_GN_EVENT_RECORD, .handle = MARK(0)},
+		  {.type = XGPU_GN_EMPTY}},
+	    .e = {{0, 1}, {1, 2}, {2, 3}},
+	};
+	REQ_BULK(GRAPH_INSTANTIATE, &g, sizeof g, .flags = 0);
+	/* The newest values: its device-to-host bytes, then the exec. */
+	REQ(GRAPH_LAUNCH, .exec = MARK(1), .stream = 0, .flags = 0);
+	REQ(GRAPH_LAUNCH, .exec = MARK(1), .stream = 0, .flags = 0);
+	g.e[2] = (struct xgpu_graph_edge){3, 0};
+	g.e[1] = (struct xgpu_graph_edge){2, 3};
+	g.e[0] = (struct xgpu_graph_edge){0, 2};
+	REQ_BULK(GRAPH_INSTANTIATE, &g, sizeof g, .flags = 0);
+	REQ(GRAPH_EXEC_DESTROY, .exec = MARK(1));
+	REQ(GRAPH_LAUNCH, .exec = MARK(1), .stream = 0, .flags = 0); /* destroyed: refused */
 	close_seed();
 }
 

@@ -1,12 +1,13 @@
 /* rawclient.c - a guest that speaks xgpu's protocol directly, to test how the
  * daemon treats clients that misbehave: wrong protocol versions, malformed
- * packets, corrupt ring indexes, handles from another domain, memory limits,
+ * packets, corrupt ring indexes, handles from another domain, malformed
+ * graphs, memory limits,
  * a client killed mid-transfer, random packets. Each mode prints what it saw
  * and exits 0 only if the daemon behaved.
  *
  *   rawclient version | fake-daemon PATH | malformed | corrupt-ring |
- *             cross-domain | memlimit BYTES | stream DOMAIN | fuzz SEED COUNT |
- *             silent COUNT SECONDS | kick-flood COUNT | old-hello | nops COUNT
+ *             cross-domain | graphs | memlimit BYTES | stream DOMAIN | fuzz SEED COUNT |
+ *             silent COUNT SECONDS | kick-flood COUNT | old-hello | nops COUNT | managed
  */
 #include "client.h"
 #include "fdpass.h"
@@ -398,6 +399,181 @@ static int mode_cross_domain(void)
 	return failures;
 }
 
+/* ---- graphs ------------------------------------------------------------ */
+
+/* Sends header d and, whatever it claims, at most max nodes and max edges
+ * (so a header may lie about its counts); returns the status and the exec
+ * handle in *exec. */
+static int graph_instantiate(struct xgpu_client *c, struct xgpu_graph_desc d,
+			     const struct xgpu_graph_node *nodes, const struct xgpu_graph_edge *edges,
+			     size_t max, uint64_t *exec, uint64_t *dtoh)
+{
+	size_t nn = d.nnodes < max ? d.nnodes : max, ne = d.nedges < max ? d.nedges : max;
+	uint8_t buf[sizeof d + 16 * sizeof *nodes + 16 * sizeof *edges];
+	if (max > 16)
+		return -1;
+	size_t len = 0;
+	memcpy(buf, &d, sizeof d);
+	len += sizeof d;
+	memcpy(buf + len, nodes, nn * sizeof *nodes);
+	len += nn * sizeof *nodes;
+	if (ne)
+		memcpy(buf + len, edges, ne * sizeof *edges);
+	len += ne * sizeof *edges;
+	struct xgpu_req_GRAPH_INSTANTIATE req = {0};
+	struct xgpu_rsp_GRAPH_INSTANTIATE rsp = {0};
+	struct xgpu_rpc r = xgpu_rpc_GRAPH_INSTANTIATE(&req, &rsp);
+	r.out = buf;
+	r.out_len = len;
+	int st = xgpu_rpc(c, &r);
+	*exec = rsp.exec;
+	if (dtoh)
+		*dtoh = rsp.dtoh_bytes;
+	return st;
+}
+
+static int graph_launch(struct xgpu_client *c, uint64_t exec, void *in, uint64_t in_len)
+{
+	struct xgpu_req_GRAPH_LAUNCH req = {.exec = exec};
+	struct xgpu_rsp_GRAPH_LAUNCH rsp;
+	struct xgpu_rpc r = xgpu_rpc_GRAPH_LAUNCH(&req, &rsp);
+	r.in = in;
+	r.in_max = in_len;
+	return xgpu_rpc(c, &r);
+}
+
+/* Malformed and foreign graph descriptions are refused, one by one, and the
+ * daemon goes on running the well-formed graph. */
+static int mode_graphs(void)
+{
+	struct xgpu_client *a = open_or_die("raw-ga"), *b = open_or_die("raw-gb");
+	struct xgpu_req_MEM_ALLOC ar = {.size = 4096};
+	struct xgpu_rsp_MEM_ALLOC arsp;
+	CHECK(xgpu_call_MEM_ALLOC(a, &ar, &arsp) == cudaSuccess, "alloc in A");
+	struct xgpu_req_EVENT_CREATE er = {0};
+	struct xgpu_rsp_EVENT_CREATE ersp;
+	CHECK(xgpu_call_EVENT_CREATE(a, &er, &ersp) == cudaSuccess, "event in A");
+
+	/* A well-formed graph: memset 64 bytes to 0x5a, then copy them out. */
+	struct xgpu_graph_node good[3] = {
+	    {.type = XGPU_GN_MEMSET, .dst = arsp.dptr, .value = 0x5a, .size = 64},
+	    {.type = XGPU_GN_DTOH, .src = arsp.dptr, .size = 64},
+	    {.type = XGPU_GN_EVENT_RECORD, .handle = ersp.event},
+	};
+	struct xgpu_graph_edge good_e[2] = {{0, 1}, {1, 2}};
+	struct xgpu_graph_desc d = {.nnodes = 3, .nedges = 2};
+	uint64_t exec = 0, dtoh = 0, x;
+	CHECK(graph_instantiate(a, d, good, good_e, 3, &exec, &dtoh) == cudaSuccess && dtoh == 64,
+	      "A instantiates a well-formed graph");
+	uint8_t out[64];
+	memset(out, 0, sizeof out);
+	CHECK(graph_launch(a, exec, out, sizeof out) == cudaSuccess && out[0] == 0x5a && out[63] == 0x5a,
+	      "A's graph ran");
+
+	struct {
+		const char *what;
+		struct xgpu_graph_desc d;
+		struct xgpu_graph_node n[3];
+		struct xgpu_graph_edge e[3];
+		int want;
+	} bad[] = {
+	    {"a cycle",
+	     {3, 3, 0, 0},
+	     {{.type = XGPU_GN_EMPTY}, {.type = XGPU_GN_EMPTY}, {.type = XGPU_GN_EMPTY}},
+	     {{0, 1}, {1, 2}, {2, 0}},
+	     cudaErrorInvalidValue},
+	    {"a self-dependency", {1, 1, 0, 0}, {{.type = XGPU_GN_EMPTY}}, {{0, 0}}, cudaErrorInvalidValue},
+	    {"a dependency on no node",
+	     {2, 1, 0, 0},
+	     {{.type = XGPU_GN_EMPTY}, {.type = XGPU_GN_EMPTY}},
+	     {{0, 7}},
+	     cudaErrorInvalidValue},
+	    {"no nodes", {0, 0, 0, 0}, {{0}}, {{0}}, cudaErrorInvalidValue},
+	    {"more nodes than allowed",
+	     {XGPU_MAX_GRAPH_NODES + 1, 0, 0, 0},
+	     {{.type = XGPU_GN_EMPTY}},
+	     {{0}},
+	     cudaErrorInvalidValue},
+	    {"more nodes than sent",
+	     {2000, 0, 0, 0},
+	     {{.type = XGPU_GN_EMPTY}},
+	     {{0}},
+	     cudaErrorInvalidValue},
+	    {"flags", {1, 0, 0, 1}, {{.type = XGPU_GN_EMPTY}}, {{0}}, cudaErrorInvalidValue},
+	    {"a reserved field set",
+	     {1, 0, 0, 0},
+	     {{.type = XGPU_GN_EMPTY, .reserved = 1}},
+	     {{0}},
+	     cudaErrorInvalidValue},
+	    {"an unknown node type", {1, 0, 0, 0}, {{.type = 99}}, {{0}}, cudaErrorInvalidValue},
+	    {"a memset value wider than a byte",
+	     {1, 0, 0, 0},
+	     {{.type = XGPU_GN_MEMSET, .dst = arsp.dptr, .value = 0x1234, .size = 8}},
+	     {{0}},
+	     cudaErrorInvalidValue},
+	    {"a copy past the allocation",
+	     {1, 0, 0, 0},
+	     {{.type = XGPU_GN_DTOD, .dst = arsp.dptr, .src = arsp.dptr + 4000, .size = 200}},
+	     {{0}},
+	     cudaErrorInvalidValue},
+	    {"a forged function",
+	     {1, 0, 0, 0},
+	     {{.type = XGPU_GN_KERNEL, .handle = 0x500000003ull, .grid = {1, 1, 1}, .block = {1, 1, 1}}},
+	     {{0}},
+	     cudaErrorInvalidResourceHandle},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		int st = graph_instantiate(a, bad[i].d, bad[i].n, bad[i].e, 3, &x, NULL);
+		printf("graph with %s -> %d\n", bad[i].what, st);
+		CHECK(st == bad[i].want, "graph with %s: %d", bad[i].what, st);
+	}
+
+	/* B names A's memory, event and exec. */
+	struct xgpu_graph_node foreign_mem = {
+	    .type = XGPU_GN_MEMSET, .dst = arsp.dptr, .value = 1, .size = 16};
+	struct xgpu_graph_node foreign_event = {.type = XGPU_GN_EVENT_WAIT, .handle = ersp.event};
+	struct xgpu_graph_desc one = {.nnodes = 1};
+	CHECK(graph_instantiate(b, one, &foreign_mem, NULL, 1, &x, NULL) == cudaErrorInvalidValue,
+	      "B's graph wrote A's memory");
+	CHECK(graph_instantiate(b, one, &foreign_event, NULL, 1, &x, NULL) == cudaErrorInvalidResourceHandle,
+	      "B's graph waited on A's event");
+	CHECK(graph_launch(b, exec, out, sizeof out) == cudaErrorInvalidResourceHandle,
+	      "B launched A's graph");
+	struct xgpu_req_GRAPH_EXEC_DESTROY gd = {.exec = exec};
+	struct xgpu_rsp_GRAPH_EXEC_DESTROY gdr;
+	CHECK(xgpu_call_GRAPH_EXEC_DESTROY(b, &gd, &gdr) == cudaErrorInvalidResourceHandle,
+	      "B destroyed A's graph");
+
+	/* A launch whose host data does not match the graph's copies. */
+	struct xgpu_req_GRAPH_LAUNCH lr = {.exec = exec};
+	struct xgpu_rsp_GRAPH_LAUNCH lrsp;
+	struct xgpu_rpc r = xgpu_rpc_GRAPH_LAUNCH(&lr, &lrsp);
+	uint8_t extra[32] = {0};
+	r.out = extra;
+	r.out_len = sizeof extra;
+	CHECK(xgpu_rpc(a, &r) == cudaErrorInvalidValue, "a launch with host data the graph does not copy");
+
+	/* What a graph names may go away: its launch is then refused. */
+	struct xgpu_req_EVENT_DESTROY ed = {.event = ersp.event};
+	struct xgpu_rsp_EVENT_DESTROY edr;
+	CHECK(xgpu_call_EVENT_DESTROY(a, &ed, &edr) == cudaSuccess, "A destroys its event");
+	CHECK(graph_launch(a, exec, out, sizeof out) == cudaErrorInvalidResourceHandle,
+	      "a graph launched after its event was destroyed");
+	CHECK(xgpu_call_GRAPH_EXEC_DESTROY(a, &gd, &gdr) == cudaSuccess, "A destroys its graph");
+	CHECK(graph_launch(a, exec, out, sizeof out) == cudaErrorInvalidResourceHandle,
+	      "a destroyed graph launched");
+
+	/* The daemon still runs a good graph (left for process exit to free). */
+	good[2].type = XGPU_GN_EMPTY;
+	CHECK(graph_instantiate(a, d, good, good_e, 3, &exec, &dtoh) == cudaSuccess, "A instantiates again");
+	memset(out, 0, sizeof out);
+	CHECK(graph_launch(a, exec, out, sizeof out) == cudaSuccess && out[10] == 0x5a,
+	      "A's graph ran again");
+	xgpu_client_close(a);
+	xgpu_client_close(b);
+	return failures;
+}
+
 static int mode_memlimit(uint64_t limit)
 {
 	struct xgpu_client *c = open_or_die("raw-limit");
@@ -433,6 +609,56 @@ static int mode_memlimit(uint64_t limit)
 	CHECK(xgpu_call_MEM_FREE(c, &f, &fr) == cudaSuccess, "free");
 	CHECK(xgpu_call_MEM_ALLOC(c, &one, &rsp) == cudaSuccess, "allocation after a free");
 	(void)p2;
+	xgpu_client_close(c);
+	return failures;
+}
+
+/* Forged managed-memory requests: bad flags and sizes, sizes past the
+ * address space and the domain's limit, frees of addresses inside an
+ * allocation, twice, and from another domain. */
+static int mode_managed(void)
+{
+	struct xgpu_client *c = open_or_die("raw-managed"), *other = open_or_die("raw-managed-b");
+	struct xgpu_rsp_MEM_ALLOC_MANAGED rsp;
+	static const struct {
+		uint64_t size;
+		uint32_t flags;
+		int want;
+	} bad[] = {
+	    {4096, 0, cudaErrorInvalidValue},
+	    {4096, 3, cudaErrorInvalidValue},
+	    {4096, 4, cudaErrorInvalidValue},
+	    {4096, UINT32_MAX, cudaErrorInvalidValue},
+	    {0, 1, cudaErrorInvalidValue},
+	    {UINT64_MAX, 1, cudaErrorInvalidValue},
+	    {UINT64_MAX - 4095, 1, cudaErrorInvalidValue},
+	    {1ull << 63, 2, cudaErrorInvalidValue},
+	    {1ull << 46, 1, cudaErrorMemoryAllocation}, /* past the domain's limit */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		struct xgpu_req_MEM_ALLOC_MANAGED rq = {.size = bad[i].size, .flags = bad[i].flags};
+		int st = xgpu_call_MEM_ALLOC_MANAGED(c, &rq, &rsp);
+		CHECK(st == bad[i].want, "managed size %llu flags %u: %d, want %d",
+		      (unsigned long long)bad[i].size, bad[i].flags, st, bad[i].want);
+	}
+	struct xgpu_req_MEM_ALLOC_MANAGED ok = {.size = 5000, .flags = 1};
+	CHECK(xgpu_call_MEM_ALLOC_MANAGED(c, &ok, &rsp) == cudaSuccess, "managed allocation");
+	uint64_t d = rsp.dptr;
+	printf("managed memory at 0x%llx\n", (unsigned long long)d);
+	CHECK(d % 4096 == 0 && d < (1ull << 47), "managed address 0x%llx is not a page-aligned user address",
+	      (unsigned long long)d);
+	struct xgpu_rsp_MEM_FREE fr;
+	struct xgpu_req_MEM_FREE inner = {.dptr = d + 4096};
+	CHECK(xgpu_call_MEM_FREE(c, &inner, &fr) == cudaErrorInvalidValue, "freed inside an allocation");
+	struct xgpu_req_MEM_FREE whole = {.dptr = d};
+	CHECK(xgpu_call_MEM_FREE(other, &whole, &fr) == cudaErrorInvalidValue, "another domain freed it");
+	struct xgpu_req_MEMSET past = {.dst = d + 4096, .size = 8192};
+	struct xgpu_rsp_MEMSET msr;
+	CHECK(xgpu_call_MEMSET(c, &past, &msr) == cudaErrorInvalidValue,
+	      "memset past the allocation's pages");
+	CHECK(xgpu_call_MEM_FREE(c, &whole, &fr) == cudaSuccess, "free");
+	CHECK(xgpu_call_MEM_FREE(c, &whole, &fr) == cudaErrorInvalidValue, "freed twice");
+	xgpu_client_close(other);
 	xgpu_client_close(c);
 	return failures;
 }
@@ -585,6 +811,8 @@ int main(int argc, char **argv)
 		return mode_malformed();
 	if (!strcmp(m, "corrupt-ring"))
 		return mode_corrupt_ring();
+	if (!strcmp(m, "graphs"))
+		return mode_graphs();
 	if (!strcmp(m, "cross-domain"))
 		return mode_cross_domain();
 	if (!strcmp(m, "memlimit") && argc == 3) {
@@ -605,9 +833,11 @@ int main(int argc, char **argv)
 		return mode_old_hello();
 	if (!strcmp(m, "nops") && argc == 3)
 		return mode_nops(atoi(argv[2]));
+	if (!strcmp(m, "managed"))
+		return mode_managed();
 usage:
 	fprintf(stderr,
 		"usage: rawclient version | fake-daemon PATH | malformed | corrupt-ring | cross-domain |\n"
-		"                 memlimit BYTES | stream DOMAIN | fuzz SEED COUNT\n");
+		"                 memlimit BYTES | stream DOMAIN | fuzz SEED COUNT | managed\n");
 	return 2;
 }

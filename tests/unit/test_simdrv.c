@@ -528,6 +528,57 @@ static void test_pitched(void **state)
 	CU(cuCtxDestroy(c));
 }
 
+/* Managed memory comes from a canonical user-space range (the guest maps its
+ * copy at the same address), page-aligned, interleaved with ordinary
+ * allocations in the context's table; __managed__ variables of a module go
+ * there too. */
+static void test_managed(void **state)
+{
+	CUcontext c = new_ctx(0);
+	CUdeviceptr plain, m1, m2;
+	CU(cuMemAlloc(&plain, 4096));
+	CU(cuMemAllocManaged(&m1, 5000, CU_MEM_ATTACH_GLOBAL));
+	CU(cuMemAllocManaged(&m2, 64, CU_MEM_ATTACH_HOST));
+	assert_true(m1 % 4096 == 0 && m2 % 4096 == 0);
+	assert_true(m1 >= 0x300000000000ull && m2 > m1 && m2 < (1ull << 47));
+	assert_true(plain > (1ull << 47));
+	CUERR(cuMemAllocManaged(&m2, 64, 0), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemAllocManaged(&m2, 64, 7), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemAllocManaged(NULL, 64, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuMemAllocManaged(&m2, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+	/* Both kinds stay reachable and bounded after the out-of-order insert. */
+	uint8_t in[5000], out[5000];
+	for (int i = 0; i < 5000; i++)
+		in[i] = (uint8_t)(i * 3);
+	CU(cuMemcpyHtoDAsync(m1, in, 5000, NULL));
+	CU(cuMemcpyDtoDAsync(plain, m1, 4096, NULL));
+	CU(cuMemcpyDtoHAsync(out, plain, 4096, NULL));
+	assert_memory_equal(in, out, 4096);
+	CUERR(cuMemcpyDtoHAsync(out, m1, 5001, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU(cuMemFree(m1));
+	CUERR(cuMemcpyDtoHAsync(out, m1, 1, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU(cuMemFree(plain));
+
+	static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".global .attribute(.managed) .align 4 .u32 mv = 7;\n"
+				  ".global .align 4 .u32 dv;\n";
+	CUmodule mod;
+	CU(cuModuleLoadData(&mod, ptx));
+	CUdeviceptr mv, dv;
+	size_t size;
+	CU(cuModuleGetGlobal(&mv, &size, mod, "mv"));
+	assert_int_equal(size, 4);
+	assert_true(mv % 4096 == 0 && mv >= 0x300000000000ull && mv < (1ull << 47));
+	uint32_t v = 0;
+	CU(cuMemcpyDtoHAsync(&v, mv, 4, NULL));
+	assert_int_equal(v, 7);
+	CU(cuModuleGetGlobal(&dv, &size, mod, "dv"));
+	assert_true(dv > (1ull << 47));
+	CU(cuModuleUnload(mod));
+	CU(cuCtxSynchronize());
+	CU(cuCtxDestroy(c));
+}
+
 /* ---- isolation ----------------------------------------------------------------------- */
 
 static void test_context_isolation(void **state)
@@ -995,6 +1046,111 @@ static void test_stream_order(void **state)
 	CUERR(cuStreamQuery(s), CUDA_ERROR_INVALID_HANDLE);
 	CU(cuCtxSynchronize());
 	assert_int_equal(h[0], 9);
+	CU(cuMemFreeHost(h));
+	CU(cuCtxDestroy(c));
+}
+
+static void test_graphs(void **state)
+{
+	CUcontext c = new_ctx(0);
+	CUmodule m = load_module();
+	CUfunction fill = get_func(m, "fill_u32");
+	enum { N = 256 };
+	CUdeviceptr a, b;
+	CU(cuMemAlloc(&a, N * 4));
+	CU(cuMemAlloc(&b, N * 4));
+	uint32_t *h;
+	CU(cuMemAllocHost((void **)&h, 2 * N * 4));
+	CUstream s;
+	CU(cuStreamCreate(&s, 0));
+	CUevent e;
+	CU(cuEventCreate(&e, 0));
+
+	/* memset a = 0x01..; fill a = 5 (20 ms); a -> b; b -> h; h -> a + record. */
+	CUgraph g;
+	CUgraphNode ms, k, d2d, d2h, h2d, rec, w;
+	CU(cuGraphCreate(&g, 0));
+	CUDA_MEMSET_NODE_PARAMS mp = {.dst = a, .value = 1, .elementSize = 1, .width = N * 4, .height = 1};
+	CU(cuGraphAddMemsetNode(&ms, g, NULL, 0, &mp, c));
+	struct {
+		uint64_t p;
+		uint32_t v, pad;
+		uint64_t n, ns;
+	} params = {a, 5, 0, N, 20 * MS};
+	size_t size = sizeof params;
+	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+			 CU_LAUNCH_PARAM_END};
+	CUDA_KERNEL_NODE_PARAMS kp = {.func = fill,
+				      .gridDimX = 1,
+				      .gridDimY = 1,
+				      .gridDimZ = 1,
+				      .blockDimX = 256,
+				      .blockDimY = 1,
+				      .blockDimZ = 1,
+				      .extra = extra};
+	CU(cuGraphAddKernelNode(&k, g, &ms, 1, &kp));
+	params.v = 99; /* copied at add time */
+	CUDA_MEMCPY3D cp = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			    .srcDevice = a,
+			    .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			    .dstDevice = b,
+			    .WidthInBytes = N * 4,
+			    .Height = 1,
+			    .Depth = 1};
+	CU(cuGraphAddMemcpyNode(&d2d, g, &k, 1, &cp, c));
+	cp = (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .srcDevice = b,
+			     .dstMemoryType = CU_MEMORYTYPE_HOST,
+			     .dstHost = h,
+			     .WidthInBytes = N * 4,
+			     .Height = 1,
+			     .Depth = 1};
+	CU(cuGraphAddMemcpyNode(&d2h, g, &d2d, 1, &cp, c));
+	cp = (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_HOST,
+			     .srcHost = h + N,
+			     .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .dstDevice = a,
+			     .WidthInBytes = N * 4,
+			     .Height = 1,
+			     .Depth = 1};
+	CU(cuGraphAddMemcpyNode(&h2d, g, &d2h, 1, &cp, c));
+	CU(cuGraphAddEventRecordNode(&rec, g, &h2d, 1, e));
+	CU(cuGraphAddEventWaitNode(&w, g, &rec, 1, e));
+	/* Dependencies must be nodes of the graph; 2D memsets are not offered. */
+	CUgraph other;
+	CUgraphNode x;
+	CU(cuGraphCreate(&other, 0));
+	CUERR(cuGraphAddEmptyNode(&x, other, &k, 1), CUDA_ERROR_INVALID_VALUE);
+	mp.height = 2;
+	CUERR(cuGraphAddMemsetNode(&x, g, NULL, 0, &mp, c), CUDA_ERROR_NOT_SUPPORTED);
+	CU(cuGraphDestroy(other));
+
+	CUgraphExec ge;
+	CU(cuGraphInstantiate(&ge, g, 0));
+	CU(cuGraphDestroy(g)); /* the exec keeps its own copy */
+	for (int it = 0; it < 2; it++) {
+		for (int i = 0; i < N; i++)
+			h[N + i] = 1000u + (uint32_t)(i + it);
+		memset(h, 0, N * 4);
+		uint64_t t0 = now_ns();
+		CU(cuGraphLaunch(ge, s));
+		CU(cuStreamSynchronize(s));
+		/* The kernel's modeled time is the graph's. */
+		assert_true(now_ns() - t0 >= 20 * MS);
+		CU(cuEventQuery(e));
+		for (int i = 0; i < N; i++)
+			assert_int_equal(h[i], 5);
+		uint32_t back[N];
+		CU(cuMemcpyDtoHAsync(back, a, sizeof back, s));
+		CU(cuStreamSynchronize(s));
+		for (int i = 0; i < N; i++)
+			assert_int_equal(back[i], 1000u + (uint32_t)(i + it));
+	}
+	CU(cuGraphExecDestroy(ge));
+	CUERR(cuGraphExecDestroy(ge), CUDA_ERROR_INVALID_VALUE);
+	CUERR(cuGraphLaunch(NULL, s), CUDA_ERROR_INVALID_VALUE);
+	CU(cuEventDestroy(e));
+	CU(cuStreamDestroy(s));
 	CU(cuMemFreeHost(h));
 	CU(cuCtxDestroy(c));
 }
@@ -2268,6 +2424,7 @@ int main(void)
 	    cmocka_unit_test(test_memory_accounting),
 	    cmocka_unit_test(test_copy_checks),
 	    cmocka_unit_test(test_pitched),
+	    cmocka_unit_test(test_managed),
 	    cmocka_unit_test(test_context_isolation),
 	    cmocka_unit_test(test_modules),
 	    cmocka_unit_test(test_image_forms),
@@ -2276,6 +2433,7 @@ int main(void)
 	    cmocka_unit_test(test_cooperative_priorities),
 	    cmocka_unit_test(test_stream_order),
 	    cmocka_unit_test(test_events),
+	    cmocka_unit_test(test_graphs),
 	    cmocka_unit_test(test_host_functions),
 	    cmocka_unit_test(test_sticky_error),
 	    cmocka_unit_test(test_destroy_pending),

@@ -2,6 +2,7 @@
  * xgpud (over its socket, found as the daemon and the frontend find it) for
  * its domains and statistics; the Xen-mode commands live in xen.c. */
 #include "proto.h"
+#include "top.h"
 #include "util.h"
 #include "xen.h"
 
@@ -25,7 +26,12 @@ static void usage(FILE *f)
 		   "\n"
 		   "Commands:\n"
 		   "  list              domains: GPU, processes, credit, calls, memory\n"
-		   "  stats [--json]    per-domain statistics; --json prints the daemon's JSON object\n"
+		   "  stats [--json | --prometheus]\n"
+		   "                    per-domain statistics; --json prints the daemon's JSON object,\n"
+		   "                    --prometheus the same in Prometheus's text exposition format\n"
+		   "  top [-b] [-n N] [-d SECONDS] [-s COLUMN] [-r]\n"
+		   "                    a refreshing view of the domains, as xentop: credit, GPU slot\n"
+		   "                    and busy share, memory, calls/s, p99 queue wait ('top -h')\n"
 		   "  policy [NAME] [-g GPU]\n"
 		   "                    show the scheduling policy of each GPU, or switch GPU (default:\n"
 		   "                    all) to NAME live: none, rr, accc, xc, slaf, augc, cosched, wfq\n"
@@ -43,7 +49,7 @@ static void usage(FILE *f)
 		   "                    xl), run 'xl create', then attach ($XL names the xl binary)\n"
 		   "  help              this text\n"
 		   "\n"
-		   "Modes: list and stats always ask xgpud over its socket. credit and policy do\n"
+		   "Modes: list, stats and top always ask xgpud over its socket. credit and policy do\n"
 		   "too in local mode; in Xen mode they write xenstore keys that xgpud applies.\n"
 		   "Xen mode is --xen, or (unless --local) when $XGPU_XEN_STUB is set or this is\n"
 		   "dom0 (/proc/xen/capabilities says control_d, or XENFEAT_dom0 in\n"
@@ -185,12 +191,24 @@ static int cmd_list(void)
 	return 0;
 }
 
-static int cmd_stats(bool as_json)
+static json_t *fetch_stats(void)
+{
+	return fetch("stats");
+}
+
+enum stats_format { STATS_TABLE, STATS_JSON, STATS_PROMETHEUS };
+
+static int cmd_stats(enum stats_format format)
 {
 	json_t *root = fetch("stats");
 	if (!root)
 		return 1;
-	if (as_json) {
+	if (format == STATS_PROMETHEUS) {
+		xlgpu_print_prometheus(stdout, root);
+		json_decref(root);
+		return 0;
+	}
+	if (format == STATS_JSON) {
 		char *text = json_dumps(root, JSON_COMPACT);
 		puts(text);
 		free(text);
@@ -363,8 +381,14 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "list") && rest == 0)
 		return cmd_list();
-	if (!strcmp(cmd, "stats") && (rest == 0 || (rest == 1 && !strcmp(args[0], "--json"))))
-		return cmd_stats(rest == 1);
+	if (!strcmp(cmd, "stats") && rest == 0)
+		return cmd_stats(STATS_TABLE);
+	if (!strcmp(cmd, "stats") && rest == 1 && !strcmp(args[0], "--json"))
+		return cmd_stats(STATS_JSON);
+	if (!strcmp(cmd, "stats") && rest == 1 && !strcmp(args[0], "--prometheus"))
+		return cmd_stats(STATS_PROMETHEUS);
+	if (!strcmp(cmd, "top"))
+		return xlgpu_top(rest, args, fetch_stats);
 	if (!strcmp(cmd, "policy"))
 		return cmd_policy(rest, args);
 	if (!strcmp(cmd, "credit"))

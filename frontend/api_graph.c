@@ -1,0 +1,357 @@
+/* api_graph.c - the runtime's graphs and stream capture: the driver
+ * frontend's implementation (frontend/driver/graph.c, in our libcuda.so.1,
+ * which this library links), so both APIs share one graph, node and capture
+ * model; a cudaGraph_t is a CUgraph. What is the runtime's own here is
+ * turning a kernel's host stub and arguments into the wire form (registry.c)
+ * and its memcpy kinds into memory types. */
+#include "runtime.h"
+
+#include <cuda.h>
+#include <string.h>
+
+/* graph.c's entry points for the runtime (libcuda.map exports them). */
+CUresult xgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			       xgpu_handle_t func, const uint32_t grid[3], const uint32_t block[3],
+			       uint32_t shared, const void *params, uint32_t param_len);
+CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xgpu_handle_t func,
+				    const uint32_t grid[3], const uint32_t block[3], uint32_t shared,
+				    const void *params, uint32_t param_len);
+extern _Thread_local int xgpu_graph_from_runtime;
+
+/* Runs a driver graph call on the runtime's terms (no cuInit or current
+ * context needed) and records its result as the runtime's last error; the
+ * CUresults these calls return have the numbers of their cudaError_t. */
+#define RT_CALL(expr)                                                                                        \
+	do {                                                                                                 \
+		struct xgpu_client *c_;                                                                      \
+		cudaError_t e_ = xgpu_rt_client(&c_);                                                        \
+		if (e_)                                                                                      \
+			return e_;                                                                           \
+		xgpu_graph_from_runtime++;                                                                   \
+		CUresult r_ = (expr);                                                                        \
+		xgpu_graph_from_runtime--;                                                                   \
+		return xgpu_rt_ret((cudaError_t)r_);                                                         \
+	} while (0)
+
+XGPU_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
+{
+	RT_CALL(cuGraphCreate(pGraph, flags));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+	RT_CALL(cuGraphDestroy(graph));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					      const cudaGraphNode_t *pDependencies, size_t numDependencies)
+{
+	RT_CALL(cuGraphAddEmptyNode(pGraphNode, graph, pDependencies, numDependencies));
+}
+
+static CUresult add_kernel(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+			   const struct cudaKernelNodeParams *p)
+{
+	if (!p || !p->func)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->extra)
+		return (CUresult)xgpu_unsupported("cudaGraphAddKernelNode (with extra)");
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	xgpu_handle_t remote;
+	cudaError_t e = xgpu_rt_kernel_wire(p->func, p->gridDim, p->blockDim, p->kernelParams,
+					    p->sharedMemBytes, &remote, params, &len);
+	if (e)
+		return (CUresult)e;
+	const uint32_t grid[3] = {p->gridDim.x, p->gridDim.y, p->gridDim.z};
+	const uint32_t block[3] = {p->blockDim.x, p->blockDim.y, p->blockDim.z};
+	return xgpu_graph_add_kernel(out, graph, deps, ndeps, remote, grid, block, p->sharedMemBytes, params,
+				     len);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					       const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					       const struct cudaKernelNodeParams *pNodeParams)
+{
+	RT_CALL(add_kernel(pGraphNode, graph, pDependencies, numDependencies, pNodeParams));
+}
+
+/* A one-dimensional copy as the driver describes it. */
+static CUresult add_copy(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+			 void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	if (kind == cudaMemcpyDefault) {
+		bool d = xgpu_rt_devmem_find((uintptr_t)dst, NULL, NULL);
+		bool s = xgpu_rt_devmem_find((uintptr_t)src, NULL, NULL);
+		kind = d ? (s ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+			 : (s ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+	}
+	if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost &&
+	    kind != cudaMemcpyDeviceToDevice)
+		return kind == cudaMemcpyHostToHost
+			   ? (CUresult)xgpu_unsupported("cudaGraphAddMemcpyNode (host to host)")
+			   : (CUresult)cudaErrorInvalidMemcpyDirection;
+	CUDA_MEMCPY3D p;
+	memset(&p, 0, sizeof p);
+	p.WidthInBytes = count;
+	p.Height = 1;
+	p.Depth = 1;
+	p.srcMemoryType = kind == cudaMemcpyHostToDevice ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+	p.dstMemoryType = kind == cudaMemcpyDeviceToHost ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+	p.srcHost = src;
+	p.srcDevice = (uintptr_t)src;
+	p.dstHost = dst;
+	p.dstDevice = (uintptr_t)dst;
+	return cuGraphAddMemcpyNode(out, graph, deps, ndeps, &p, NULL);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						 const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						 void *dst, const void *src, size_t count,
+						 enum cudaMemcpyKind kind)
+{
+	RT_CALL(add_copy(pGraphNode, graph, pDependencies, numDependencies, dst, src, count, kind));
+}
+
+static CUresult add_copy_3d(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps,
+			    size_t ndeps, const struct cudaMemcpy3DParms *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcArray || p->dstArray || p->extent.height > 1 || p->extent.depth > 1 || p->srcPos.y ||
+	    p->srcPos.z || p->dstPos.y || p->dstPos.z)
+		return (CUresult)xgpu_unsupported("cudaGraphAddMemcpyNode (arrays, 2D or 3D copies)");
+	return add_copy(out, graph, deps, ndeps, (char *)p->dstPtr.ptr + p->dstPos.x,
+			(const char *)p->srcPtr.ptr + p->srcPos.x, p->extent.width, p->kind);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					       const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					       const struct cudaMemcpy3DParms *pCopyParams)
+{
+	RT_CALL(add_copy_3d(pGraphNode, graph, pDependencies, numDependencies, pCopyParams));
+}
+
+static CUresult add_memset(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+			   const struct cudaMemsetParams *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUDA_MEMSET_NODE_PARAMS d = {.dst = (uintptr_t)p->dst,
+				     .pitch = p->pitch,
+				     .value = p->value,
+				     .elementSize = p->elementSize,
+				     .width = p->width,
+				     .height = p->height};
+	return cuGraphAddMemsetNode(out, graph, deps, ndeps, &d, NULL);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					       const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					       const struct cudaMemsetParams *pMemsetParams)
+{
+	RT_CALL(add_memset(pGraphNode, graph, pDependencies, numDependencies, pMemsetParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddEventRecordNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						    const cudaGraphNode_t *pDependencies,
+						    size_t numDependencies, cudaEvent_t event)
+{
+	RT_CALL(cuGraphAddEventRecordNode(pGraphNode, graph, pDependencies, numDependencies, event));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddEventWaitNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						  const cudaGraphNode_t *pDependencies,
+						  size_t numDependencies, cudaEvent_t event)
+{
+	RT_CALL(cuGraphAddEventWaitNode(pGraphNode, graph, pDependencies, numDependencies, event));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						   const cudaGraphNode_t *pDependencies,
+						   size_t numDependencies, cudaGraph_t childGraph)
+{
+	RT_CALL(cuGraphAddChildGraphNode(pGraphNode, graph, pDependencies, numDependencies, childGraph));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddDependencies(cudaGraph_t graph, const cudaGraphNode_t *from,
+						 const cudaGraphNode_t *to, const cudaGraphEdgeData *edgeData,
+						 size_t numDependencies)
+{
+	RT_CALL(
+	    cuGraphAddDependencies_v2(graph, from, to, (const CUgraphEdgeData *)edgeData, numDependencies));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
+{
+	RT_CALL(cuGraphClone(pGraphClone, originalGraph));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t *nodes, size_t *numNodes)
+{
+	RT_CALL(cuGraphGetNodes(graph, nodes, numNodes));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *pType)
+{
+	RT_CALL(cuGraphNodeGetType(node, (CUgraphNodeType *)pType));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphChildGraphNodeGetGraph(cudaGraphNode_t node, cudaGraph_t *pGraph)
+{
+	RT_CALL(cuGraphChildGraphNodeGetGraph(node, pGraph));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+					     unsigned long long flags)
+{
+	RT_CALL(cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+						      unsigned long long flags)
+{
+	RT_CALL(cuGraphInstantiateWithFlags(pGraphExec, graph, flags));
+}
+
+static CUresult instantiate_with_params(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+					cudaGraphInstantiateParams *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUDA_GRAPH_INSTANTIATE_PARAMS d = {.flags = p->flags, .hUploadStream = (CUstream)p->uploadStream};
+	CUresult r = cuGraphInstantiateWithParams(pGraphExec, graph, &d);
+	p->result_out = (enum cudaGraphInstantiateResult)d.result_out;
+	p->errNode_out = d.hErrNode_out;
+	return r;
+}
+
+XGPU_EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+						       cudaGraphInstantiateParams *instantiateParams)
+{
+	RT_CALL(instantiate_with_params(pGraphExec, graph, instantiateParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+							    cudaGraphInstantiateParams *instantiateParams)
+{
+	return cudaGraphInstantiateWithParams(pGraphExec, graph, instantiateParams);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	RT_CALL(cuGraphLaunch(graphExec, (CUstream)stream));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return cudaGraphLaunch(graphExec, stream);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	RT_CALL(cuGraphUpload(graphExec, (CUstream)stream));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream)
+{
+	return cudaGraphUpload(graphExec, stream);
+}
+
+static CUresult exec_set_kernel(cudaGraphExec_t exec, cudaGraphNode_t node,
+				const struct cudaKernelNodeParams *p)
+{
+	if (!p || !p->func)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->extra)
+		return (CUresult)xgpu_unsupported("cudaGraphExecKernelNodeSetParams (with extra)");
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	xgpu_handle_t remote;
+	cudaError_t e = xgpu_rt_kernel_wire(p->func, p->gridDim, p->blockDim, p->kernelParams,
+					    p->sharedMemBytes, &remote, params, &len);
+	if (e)
+		return (CUresult)e;
+	const uint32_t grid[3] = {p->gridDim.x, p->gridDim.y, p->gridDim.z};
+	const uint32_t block[3] = {p->blockDim.x, p->blockDim.y, p->blockDim.z};
+	return xgpu_graph_exec_set_kernel(exec, node, remote, grid, block, p->sharedMemBytes, params, len);
+}
+
+XGPU_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+							 const struct cudaKernelNodeParams *pNodeParams)
+{
+	RT_CALL(exec_set_kernel(hGraphExec, node, pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
+					    cudaGraphExecUpdateResultInfo *resultInfo)
+{
+	RT_CALL(cuGraphExecUpdate_v2(hGraphExec, hGraph, (CUgraphExecUpdateResultInfo *)resultInfo));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec)
+{
+	RT_CALL(cuGraphExecDestroy(graphExec));
+}
+
+/* ---- stream capture ------------------------------------------------------ */
+
+XGPU_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	RT_CALL(cuStreamBeginCapture_v2((CUstream)stream, (CUstreamCaptureMode)mode));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
+{
+	return cudaStreamBeginCapture(stream, mode);
+}
+
+XGPU_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	RT_CALL(cuStreamEndCapture((CUstream)stream, pGraph));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *pGraph)
+{
+	return cudaStreamEndCapture(stream, pGraph);
+}
+
+XGPU_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+					      enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+	RT_CALL(cuStreamIsCapturing((CUstream)stream, (CUstreamCaptureStatus *)pCaptureStatus));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
+						   enum cudaStreamCaptureStatus *pCaptureStatus)
+{
+	return cudaStreamIsCapturing(stream, pCaptureStatus);
+}
+
+XGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
+						 enum cudaStreamCaptureStatus *captureStatus_out,
+						 unsigned long long *id_out, cudaGraph_t *graph_out,
+						 const cudaGraphNode_t **dependencies_out,
+						 const cudaGraphEdgeData **edgeData_out,
+						 size_t *numDependencies_out)
+{
+	RT_CALL(cuStreamGetCaptureInfo_v3((CUstream)stream, (CUstreamCaptureStatus *)captureStatus_out,
+					  (cuuint64_t *)id_out, graph_out, dependencies_out,
+					  (const CUgraphEdgeData **)edgeData_out, numDependencies_out));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
+						      enum cudaStreamCaptureStatus *captureStatus_out,
+						      unsigned long long *id_out, cudaGraph_t *graph_out,
+						      const cudaGraphNode_t **dependencies_out,
+						      const cudaGraphEdgeData **edgeData_out,
+						      size_t *numDependencies_out)
+{
+	return cudaStreamGetCaptureInfo(stream, captureStatus_out, id_out, graph_out, dependencies_out,
+					edgeData_out, numDependencies_out);
+}
+
+XGPU_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode)
+{
+	RT_CALL(cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
+}

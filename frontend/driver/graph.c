@@ -1,0 +1,1693 @@
+/* graph.c - CUDA graphs and stream capture for both API layers.
+ *
+ * A graph lives here, in the process, as CUDA's does: nodes with their
+ * parameters already in wire form (a kernel node holds the daemon's function
+ * handle and its parameter buffer laid out from the fatbin) and their
+ * dependencies. Instantiating sends the whole graph, child graphs flattened,
+ * in one GRAPH_INSTANTIATE; the daemon validates it and builds a driver graph
+ * on the domain's context. A launch is one GRAPH_LAUNCH carrying the host
+ * memory that the graph's host-to-device copies read and returning what its
+ * device-to-host copies wrote (such a launch therefore waits for the graph).
+ *
+ * Stream capture needs no help from the APIs' copy and launch paths: every
+ * piece of stream work of either frontend is one xgpu_rpc, and the client
+ * hands each request to capture_rpc() first (client.c), which turns work on
+ * a capturing stream into nodes, refuses the calls CUDA refuses during a
+ * capture, and lets everything else through. The runtime's cudaGraph* and
+ * cudaStream*Capture* are these functions (api_graph.c).
+ */
+#include "driver.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XGPU_ALIAS(name) __attribute__((alias(#name)))
+#define GRAPH_MAGIC 0x78677270u /* "xgrp" */
+#define NODE_MAGIC 0x786e6f64u  /* "xnod" */
+#define EXEC_MAGIC 0x78657865u  /* "xexe" */
+#define MAX_CHILD_DEPTH 16
+#define MAX_CAPTURES 64
+#define MAX_CAPTURE_STREAMS 256
+#define MAX_CAPTURE_EVENTS 1024
+
+struct CUgraphNode_st {
+	uint32_t magic;
+	struct CUgraph_st *graph;
+	CUgraphNodeType type;
+	struct xgpu_graph_node w; /* the wire form; w.type is XGPU_GN_* */
+	void *host;               /* a host copy's host side */
+	uint8_t *params;          /* a kernel's parameter buffer (w.param_len) */
+	struct CUgraph_st *child; /* a child graph node's own copy */
+	struct CUgraphNode_st **deps;
+	size_t ndeps;
+	uint64_t seen; /* a walk's mark (joined()) */
+};
+
+struct CUgraph_st {
+	uint32_t magic;
+	struct CUgraphNode_st **nodes;
+	size_t n, cap;
+};
+
+struct host_copy {
+	void *ptr;
+	uint64_t size;
+	bool to_device;
+};
+
+struct CUgraphExec_st {
+	uint32_t magic;
+	xgpu_handle_t remote;
+	unsigned generation;
+	uint64_t htod_bytes, dtoh_bytes;
+	struct host_copy *copies; /* in node order, as the daemon lays them out */
+	size_t ncopies;
+	/* Updates (cuGraphExecKernelNodeSetParams, cuGraphExecUpdate) change
+	 * this copy of the graph as instantiated, whose nodes pair with the
+	 * source graph's by position; the next launch instantiates it again
+	 * in the daemon (dirty), so any number of updates cost one round trip. */
+	struct CUgraph_st *snapshot;
+	const struct CUgraph_st *source;
+	bool dirty;
+};
+
+_Thread_local int xgpu_graph_from_runtime;
+
+/* The channel. The runtime's graph calls come here without cuInit or a
+ * current context, which CUDA's runtime sets up implicitly. */
+static CUresult graph_client(struct xgpu_client **c)
+{
+	if (xgpu_graph_from_runtime)
+		return xgpu_drv_result(xgpu_client_get(c));
+	return xgpu_drv_client_ctx(c);
+}
+
+static bool valid_graph(CUgraph g)
+{
+	return g && g->magic == GRAPH_MAGIC;
+}
+
+static bool valid_node(CUgraphNode n)
+{
+	return n && n->magic == NODE_MAGIC;
+}
+
+static bool valid_exec(CUgraphExec x)
+{
+	return x && x->magic == EXEC_MAGIC;
+}
+
+/* ---- graphs and nodes ----------------------------------------------------- */
+
+static void free_graph(struct CUgraph_st *g);
+
+static void free_node(struct CUgraphNode_st *n)
+{
+	free(n->params);
+	free(n->deps);
+	if (n->child)
+		free_graph(n->child);
+	n->magic = 0;
+	free(n);
+}
+
+static void free_graph(struct CUgraph_st *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free_node(g->nodes[i]);
+	free(g->nodes);
+	g->magic = 0;
+	free(g);
+}
+
+static struct CUgraph_st *new_graph(void)
+{
+	struct CUgraph_st *g = calloc(1, sizeof *g);
+	if (g)
+		g->magic = GRAPH_MAGIC;
+	return g;
+}
+
+CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+	if (!phGraph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraph_st *g = new_graph();
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*phGraph = g;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph hGraph)
+{
+	if (!valid_graph(hGraph))
+		return CUDA_ERROR_INVALID_VALUE;
+	free_graph(hGraph);
+	return CUDA_SUCCESS;
+}
+
+/* Adds node (built by the caller, owned from here on) to g after deps, which
+ * must be nodes of g. */
+static CUresult add_node(struct CUgraph_st *g, const CUgraphNode *deps, size_t ndeps,
+			 struct CUgraphNode_st *node, CUgraphNode *out)
+{
+	CUresult r = CUDA_SUCCESS;
+	if (!valid_graph(g) || (ndeps && !deps) || ndeps > XGPU_MAX_GRAPH_EDGES)
+		r = CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; !r && i < ndeps; i++) {
+		if (!valid_node(deps[i]) || deps[i]->graph != g)
+			r = CUDA_ERROR_INVALID_VALUE;
+		for (size_t j = 0; !r && j < i; j++)
+			if (deps[j] == deps[i])
+				r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (!r && ndeps && !(node->deps = malloc(ndeps * sizeof *node->deps)))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r && g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 16;
+		struct CUgraphNode_st **v = realloc(g->nodes, cap * sizeof *v);
+		if (!v)
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		else {
+			g->nodes = v;
+			g->cap = cap;
+		}
+	}
+	if (r) {
+		free_node(node);
+		return r;
+	}
+	if (ndeps)
+		memcpy(node->deps, deps, ndeps * sizeof *node->deps);
+	node->ndeps = ndeps;
+	node->graph = g;
+	g->nodes[g->n++] = node;
+	if (out)
+		*out = node;
+	return CUDA_SUCCESS;
+}
+
+static struct CUgraphNode_st *new_node(CUgraphNodeType type, uint32_t wire_type)
+{
+	struct CUgraphNode_st *n = calloc(1, sizeof *n);
+	if (n) {
+		n->magic = NODE_MAGIC;
+		n->type = type;
+		n->w.type = wire_type;
+	}
+	return n;
+}
+
+CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			     size_t numDependencies)
+{
+	if (!phGraphNode)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_EMPTY, XGPU_GN_EMPTY);
+	return n ? add_node(hGraph, dependencies, numDependencies, n, phGraphNode) : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* A kernel node from its wire form: the daemon's function handle and the
+ * laid-out parameter buffer. Both frontends' kernel nodes end here. */
+CUresult xgpu_graph_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			       xgpu_handle_t func, const uint32_t grid[3], const uint32_t block[3],
+			       uint32_t shared, const void *params, uint32_t param_len)
+{
+	if (!out || param_len > XGPU_MAX_PARAM_BYTES)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_KERNEL, XGPU_GN_KERNEL);
+	if (!n || (param_len && !(n->params = malloc(param_len)))) {
+		free(n);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (param_len)
+		memcpy(n->params, params, param_len);
+	n->w.handle = func;
+	n->w.grid = (struct xgpu_dim3){grid[0], grid[1], grid[2]};
+	n->w.block = (struct xgpu_dim3){block[0], block[1], block[2]};
+	n->w.shared_bytes = shared;
+	n->w.param_len = param_len;
+	return add_node(g, deps, ndeps, n, out);
+}
+
+static CUresult add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			   CUfunction func, const unsigned grid[3], const unsigned block[3], unsigned shared,
+			   void **kernelParams, void **extra)
+{
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	xgpu_handle_t remote;
+	CUresult r =
+	    xgpu_drv_kernel_wire(func, grid, block, shared, kernelParams, extra, &remote, params, &len);
+	return r ? r : xgpu_graph_add_kernel(out, g, deps, ndeps, remote, grid, block, shared, params, len);
+}
+
+CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				 size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUfunction f = p->func;
+	if (!f && p->kern) {
+		CUresult r = cuKernelGetFunction(&f, p->kern);
+		if (r)
+			return r;
+	}
+	const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+	const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+	return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, f, grid, block,
+			  p->sharedMemBytes, p->kernelParams, p->extra);
+}
+
+/* The CUDA 10 ABI: the same parameters without kern and ctx. */
+#undef cuGraphAddKernelNode
+CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+	const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+	return add_kernel(phGraphNode, hGraph, dependencies, numDependencies, p->func, grid, block,
+			  p->sharedMemBytes, p->kernelParams, p->extra);
+}
+
+/* A one-dimensional copy between host and device memory, or within the
+ * device: the layouts xgpu's copies support outside graphs too. */
+CUresult xgpu_graph_add_copy(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+			     bool dst_host, uint64_t dst, bool src_host, uint64_t src, uint64_t size)
+{
+	if (!out || !size || !dst || !src)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (dst_host && src_host)
+		return xgpu_drv_unsupported("cuGraphAddMemcpyNode (host to host)");
+	uint32_t type = src_host ? XGPU_GN_HTOD : dst_host ? XGPU_GN_DTOH : XGPU_GN_DTOD;
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_MEMCPY, type);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->w.size = size;
+	if (src_host)
+		n->host = (void *)(uintptr_t)src;
+	else
+		n->w.src = src;
+	if (dst_host)
+		n->host = (void *)(uintptr_t)dst;
+	else
+		n->w.dst = dst;
+	return add_node(g, deps, ndeps, n, out);
+}
+
+CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			      size_t numDependencies, const CUDA_MEMCPY3D *p, CUcontext ctx)
+{
+	(void)ctx;
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->Height > 1 || p->Depth > 1 || p->srcY || p->srcZ || p->dstY || p->dstZ || p->srcLOD ||
+	    p->dstLOD)
+		return xgpu_drv_unsupported("cuGraphAddMemcpyNode (2D or 3D copies)");
+	bool src_host = p->srcMemoryType == CU_MEMORYTYPE_HOST,
+	     dst_host = p->dstMemoryType == CU_MEMORYTYPE_HOST;
+	if ((!src_host && p->srcMemoryType != CU_MEMORYTYPE_DEVICE) ||
+	    (!dst_host && p->dstMemoryType != CU_MEMORYTYPE_DEVICE))
+		return xgpu_drv_unsupported("cuGraphAddMemcpyNode (arrays or unified memory)");
+	uint64_t src = src_host ? (uintptr_t)p->srcHost : p->srcDevice;
+	uint64_t dst = dst_host ? (uintptr_t)p->dstHost : p->dstDevice;
+	return xgpu_graph_add_copy(phGraphNode, hGraph, dependencies, numDependencies, dst_host,
+				   dst + p->dstXInBytes, src_host, src + p->srcXInBytes, p->WidthInBytes);
+}
+
+CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			      size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
+{
+	(void)ctx;
+	if (!p || !phGraphNode || !p->width || !p->height ||
+	    (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4))
+		return CUDA_ERROR_INVALID_VALUE;
+	uint64_t row = (uint64_t)p->width * p->elementSize;
+	/* Rows that touch each other are one range. */
+	if (p->height > 1 && p->pitch != row)
+		return xgpu_drv_unsupported("cuGraphAddMemsetNode (pitched 2D memset)");
+	uint8_t b[4];
+	memcpy(b, &p->value, sizeof b);
+	if (p->elementSize > 1 && (b[0] != b[1] || (p->elementSize == 4 && (b[0] != b[2] || b[0] != b[3]))))
+		return xgpu_drv_unsupported(
+		    "cuGraphAddMemsetNode (a 16- or 32-bit pattern of different bytes)");
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_MEMSET, XGPU_GN_MEMSET);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->w.dst = p->dst;
+	n->w.value = b[0];
+	n->w.size = row * p->height;
+	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
+}
+
+static CUresult add_event_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps, CUevent e,
+			       bool record)
+{
+	if (!out || !e)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n =
+	    new_node(record ? CU_GRAPH_NODE_TYPE_EVENT_RECORD : CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+		     record ? XGPU_GN_EVENT_RECORD : XGPU_GN_EVENT_WAIT);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->w.handle = (xgpu_handle_t)(uintptr_t)e;
+	return add_node(g, deps, ndeps, n, out);
+}
+
+CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				   size_t numDependencies, CUevent event)
+{
+	return add_event_node(phGraphNode, hGraph, dependencies, numDependencies, event, true);
+}
+
+CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				 size_t numDependencies, CUevent event)
+{
+	return add_event_node(phGraphNode, hGraph, dependencies, numDependencies, event, false);
+}
+
+/* A deep copy of g, node for node in the same order. Dependencies may point
+ * at later nodes (cuGraphAddDependencies), so they are copied once every
+ * node exists. */
+static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
+{
+	struct CUgraph_st *c = depth <= MAX_CHILD_DEPTH ? new_graph() : NULL;
+	if (!c)
+		return NULL;
+	if (g->n && !(c->nodes = calloc(g->n, sizeof *c->nodes))) {
+		free_graph(c);
+		return NULL;
+	}
+	c->cap = g->n;
+	for (size_t i = 0; i < g->n; i++) {
+		const struct CUgraphNode_st *s = g->nodes[i];
+		struct CUgraphNode_st *n = malloc(sizeof *n);
+		if (!n) {
+			free_graph(c);
+			return NULL;
+		}
+		*n = *s;
+		n->graph = c;
+		n->params = NULL;
+		n->child = NULL;
+		n->deps = NULL;
+		n->ndeps = 0;
+		c->nodes[c->n++] = n;
+		if ((s->params && !(n->params = malloc(s->w.param_len))) ||
+		    (s->child && !(n->child = clone_graph(s->child, depth + 1))) ||
+		    (s->ndeps && !(n->deps = malloc(s->ndeps * sizeof *n->deps)))) {
+			free_graph(c);
+			return NULL;
+		}
+		if (s->params)
+			memcpy(n->params, s->params, s->w.param_len);
+	}
+	for (size_t i = 0; i < g->n; i++) {
+		const struct CUgraphNode_st *s = g->nodes[i];
+		for (size_t k = 0; k < s->ndeps; k++) {
+			size_t j = 0;
+			while (j < g->n && g->nodes[j] != s->deps[k])
+				j++;
+			if (j == g->n) { /* cannot be: deps are nodes of g */
+				free_graph(c);
+				return NULL;
+			}
+			c->nodes[i]->deps[c->nodes[i]->ndeps++] = c->nodes[j];
+		}
+	}
+	return c;
+}
+
+CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+	if (!phGraphClone || !valid_graph(originalGraph))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraph_st *c = clone_graph(originalGraph, 0);
+	if (!c)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*phGraphClone = c;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				  size_t numDependencies, CUgraph childGraph)
+{
+	if (!phGraphNode || !valid_graph(childGraph) || childGraph == hGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_GRAPH, 0);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!(n->child = clone_graph(childGraph, 1))) {
+		free_node(n);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
+}
+
+/* Adds edges after the fact, so a graph may gain a cycle here; the daemon
+ * refuses such a graph at instantiate. */
+static CUresult add_dependencies(const CUgraphNode *from, const CUgraphNode *to, size_t n)
+{
+	if (n && (!from || !to))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (size_t i = 0; i < n; i++) {
+		if (!valid_node(from[i]) || !valid_node(to[i]) || from[i]->graph != to[i]->graph ||
+		    from[i] == to[i])
+			return CUDA_ERROR_INVALID_VALUE;
+		struct CUgraphNode_st *t = to[i];
+		for (size_t k = 0; k < t->ndeps; k++)
+			if (t->deps[k] == from[i])
+				return CUDA_ERROR_INVALID_VALUE;
+		struct CUgraphNode_st **v = realloc(t->deps, (t->ndeps + 1) * sizeof *v);
+		if (!v)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		v[t->ndeps++] = from[i];
+		t->deps = v;
+	}
+	return CUDA_SUCCESS;
+}
+
+#undef cuGraphAddDependencies
+CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+				size_t numDependencies);
+CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+				size_t numDependencies)
+{
+	return valid_graph(hGraph) ? add_dependencies(from, to, numDependencies) : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+				   const CUgraphEdgeData *edgeData, size_t numDependencies)
+{
+	/* Only plain edges (the default, all-zero edge data). */
+	for (size_t i = 0; edgeData && i < numDependencies; i++)
+		if (edgeData[i].from_port || edgeData[i].to_port || edgeData[i].type)
+			return xgpu_drv_unsupported("cuGraphAddDependencies_v2 (programmatic edges)");
+	return cuGraphAddDependencies(hGraph, from, to, numDependencies);
+}
+
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+	if (!valid_graph(hGraph) || !numNodes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (nodes) {
+		size_t n = *numNodes < hGraph->n ? *numNodes : hGraph->n;
+		for (size_t i = 0; i < n; i++)
+			nodes[i] = hGraph->nodes[i];
+		for (size_t i = n; i < *numNodes; i++)
+			nodes[i] = NULL;
+	} else
+		*numNodes = hGraph->n;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+	if (!valid_node(hNode) || !type)
+		return CUDA_ERROR_INVALID_VALUE;
+	*type = hNode->type;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
+{
+	if (!valid_node(hNode) || !phGraph || !hNode->child)
+		return CUDA_ERROR_INVALID_VALUE;
+	*phGraph = hNode->child;
+	return CUDA_SUCCESS;
+}
+
+/* ---- instantiate, launch ---------------------------------------------------- */
+
+/* The wire description being built: nodes, edges, kernel parameters, and
+ * the host side of each host copy in node order. */
+struct desc {
+	struct xgpu_graph_node *nodes;
+	size_t nn, capn;
+	struct xgpu_graph_edge *edges;
+	size_t ne, cape;
+	uint8_t *params;
+	size_t np, capp;
+	struct host_copy *copies;
+	size_t nc, capc;
+};
+
+static bool grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t cap2 = *cap ? *cap : 16;
+	while (cap2 < need)
+		cap2 *= 2;
+	void *p = realloc(*v, cap2 * elem);
+	if (!p)
+		return false;
+	*v = p;
+	*cap = cap2;
+	return true;
+}
+
+static CUresult desc_node(struct desc *d, const struct xgpu_graph_node *w, uint32_t *index)
+{
+	if (d->nn >= XGPU_MAX_GRAPH_NODES)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!grow((void **)&d->nodes, &d->capn, d->nn + 1, sizeof *d->nodes))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d->nodes[d->nn] = *w;
+	*index = (uint32_t)d->nn++;
+	return CUDA_SUCCESS;
+}
+
+static CUresult desc_edge(struct desc *d, uint32_t from, uint32_t to)
+{
+	if (d->ne >= XGPU_MAX_GRAPH_EDGES)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!grow((void **)&d->edges, &d->cape, d->ne + 1, sizeof *d->edges))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	d->edges[d->ne++] = (struct xgpu_graph_edge){from, to};
+	return CUDA_SUCCESS;
+}
+
+/* Flattens g into d. Each node becomes one wire node, a child graph an empty
+ * entry node before its nodes and an empty exit node after them; first[i]
+ * and last[i] are node i's first and last wire node. */
+static CUresult flatten(struct desc *d, const struct CUgraph_st *g, const uint32_t *entry, int depth,
+			uint32_t *exit_out)
+{
+	if (depth > MAX_CHILD_DEPTH)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint32_t *first = malloc((g->n ? g->n : 1) * sizeof *first),
+		 *last = malloc((g->n ? g->n : 1) * sizeof *last);
+	CUresult r = first && last ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; !r && i < g->n; i++) {
+		const struct CUgraphNode_st *n = g->nodes[i];
+		struct xgpu_graph_node w = n->w;
+		if (n->type == CU_GRAPH_NODE_TYPE_GRAPH)
+			w = (struct xgpu_graph_node){.type = XGPU_GN_EMPTY};
+		if (n->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+			if (!grow((void **)&d->params, &d->capp, d->np + n->w.param_len, 1)) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+				break;
+			}
+			if (d->np + n->w.param_len > XGPU_MAX_GRAPH_PARAM_BYTES) {
+				r = CUDA_ERROR_INVALID_VALUE;
+				break;
+			}
+			if (n->w.param_len)
+				memcpy(d->params + d->np, n->params, n->w.param_len);
+			w.param_off = (uint32_t)d->np;
+			d->np += n->w.param_len;
+		}
+		if (n->w.type == XGPU_GN_HTOD || n->w.type == XGPU_GN_DTOH) {
+			if (!grow((void **)&d->copies, &d->capc, d->nc + 1, sizeof *d->copies)) {
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+				break;
+			}
+			d->copies[d->nc++] =
+			    (struct host_copy){n->host, n->w.size, n->w.type == XGPU_GN_HTOD};
+		}
+		if ((r = desc_node(d, &w, &first[i])))
+			break;
+		last[i] = first[i];
+		/* Dependencies: within g, on earlier or later nodes (edges added
+		 * afterwards may point anywhere; the daemon finds cycles). */
+		for (size_t k = 0; !r && k < n->ndeps; k++) {
+			size_t j = 0;
+			while (j < g->n && g->nodes[j] != n->deps[k])
+				j++;
+			/* Only earlier nodes have their wire index yet: later
+			 * ones are linked below. */
+			if (j < i)
+				r = desc_edge(d, last[j], first[i]);
+		}
+		if (!r && !n->ndeps && entry)
+			r = desc_edge(d, *entry, first[i]);
+		if (!r && n->type == CU_GRAPH_NODE_TYPE_GRAPH) {
+			uint32_t exit_node;
+			r = flatten(d, n->child, &first[i], depth + 1, &exit_node);
+			last[i] = exit_node;
+		}
+	}
+	/* Edges to nodes that come later in g (cuGraphAddDependencies). */
+	for (size_t i = 0; !r && i < g->n; i++) {
+		const struct CUgraphNode_st *n = g->nodes[i];
+		for (size_t k = 0; !r && k < n->ndeps; k++) {
+			size_t j = 0;
+			while (j < g->n && g->nodes[j] != n->deps[k])
+				j++;
+			if (j >= i && j < g->n)
+				r = desc_edge(d, last[j], first[i]);
+		}
+	}
+	if (!r && exit_out) {
+		struct xgpu_graph_node w = {.type = XGPU_GN_EMPTY};
+		r = desc_node(d, &w, exit_out);
+		for (size_t i = 0; !r && i < g->n; i++)
+			r = desc_edge(d, last[i], *exit_out);
+		if (!r && !g->n && entry)
+			r = desc_edge(d, *entry, *exit_out);
+	}
+	free(first);
+	free(last);
+	return r;
+}
+
+static void desc_free(struct desc *d)
+{
+	free(d->nodes);
+	free(d->edges);
+	free(d->params);
+	free(d->copies);
+}
+
+/* The daemon's side of x from graph g: one GRAPH_INSTANTIATE.
+ * On success x's remote handle, byte counts and host copies are g's. */
+static CUresult send_graph(struct xgpu_client *c, const struct CUgraph_st *g, struct CUgraphExec_st *x)
+{
+	struct desc d = {0};
+	CUresult r = flatten(&d, g, NULL, 0, NULL);
+	/* The daemon needs a node: an empty graph launches as one empty node. */
+	uint32_t only;
+	struct xgpu_graph_node empty = {.type = XGPU_GN_EMPTY};
+	if (!r && !d.nn)
+		r = desc_node(&d, &empty, &only);
+	struct xgpu_graph_desc h = {
+	    .nnodes = (uint32_t)d.nn, .nedges = (uint32_t)d.ne, .param_bytes = (uint32_t)d.np};
+	size_t len = sizeof h + d.nn * sizeof *d.nodes + d.ne * sizeof *d.edges + d.np;
+	uint8_t *buf = r ? NULL : malloc(len);
+	if (!r && !buf)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r) {
+		uint8_t *p = buf;
+		memcpy(p, &h, sizeof h);
+		p += sizeof h;
+		memcpy(p, d.nodes, d.nn * sizeof *d.nodes);
+		p += d.nn * sizeof *d.nodes;
+		if (d.ne)
+			memcpy(p, d.edges, d.ne * sizeof *d.edges);
+		p += d.ne * sizeof *d.edges;
+		if (d.np)
+			memcpy(p, d.params, d.np);
+		struct xgpu_req_GRAPH_INSTANTIATE req = {0};
+		struct xgpu_rsp_GRAPH_INSTANTIATE rsp;
+		struct xgpu_rpc rpc = xgpu_rpc_GRAPH_INSTANTIATE(&req, &rsp);
+		rpc.out = buf;
+		rpc.out_len = len;
+		r = xgpu_drv_result(xgpu_rpc(c, &rpc));
+		if (!r) {
+			x->remote = rsp.exec;
+			x->generation = xgpu_fork_generation;
+			x->htod_bytes = rsp.htod_bytes;
+			x->dtoh_bytes = rsp.dtoh_bytes;
+			free(x->copies);
+			x->copies = d.copies;
+			x->ncopies = d.nc;
+			d.copies = NULL;
+		}
+	}
+	free(buf);
+	desc_free(&d);
+	return r;
+}
+
+static void destroy_remote(struct xgpu_client *c, xgpu_handle_t remote)
+{
+	struct xgpu_req_GRAPH_EXEC_DESTROY req = {.exec = remote};
+	struct xgpu_rsp_GRAPH_EXEC_DESTROY rsp;
+	xgpu_call_GRAPH_EXEC_DESTROY(c, &req, &rsp);
+}
+
+static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
+{
+	struct xgpu_client *c;
+	if (!out || !valid_graph(g))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (flags)
+		return xgpu_drv_unsupported("cuGraphInstantiate (with flags)");
+	CUresult r = graph_client(&c);
+	if (r)
+		return r;
+	struct CUgraphExec_st *x = calloc(1, sizeof *x);
+	if (!x)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	x->snapshot = clone_graph(g, 0);
+	if (!x->snapshot)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r)
+		r = send_graph(c, x->snapshot, x);
+	if (r) {
+		if (x->snapshot)
+			free_graph(x->snapshot);
+		free(x);
+		return r;
+	}
+	x->magic = EXEC_MAGIC;
+	x->source = g;
+	*out = x;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+{
+	return instantiate(phGraphExec, hGraph, flags);
+}
+
+CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+				      CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+	if (!instantiateParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (instantiateParams->hUploadStream)
+		return xgpu_drv_unsupported("cuGraphInstantiateWithParams (upload stream)");
+	CUresult r = instantiate(phGraphExec, hGraph, instantiateParams->flags);
+	instantiateParams->result_out = r ? CUDA_GRAPH_INSTANTIATE_ERROR : CUDA_GRAPH_INSTANTIATE_SUCCESS;
+	instantiateParams->hErrNode_out = NULL;
+	return r;
+}
+CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+					   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+    XGPU_ALIAS(cuGraphInstantiateWithParams);
+
+/* The pre-CUDA-11.4 ABIs: an error node and a log buffer. */
+#undef cuGraphInstantiate
+CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			    char *logBuffer, size_t bufferSize);
+CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			    char *logBuffer, size_t bufferSize)
+{
+	if (phErrorNode)
+		*phErrorNode = NULL;
+	if (logBuffer && bufferSize)
+		logBuffer[0] = '\0';
+	return instantiate(phGraphExec, hGraph, 0);
+}
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			       char *logBuffer, size_t bufferSize);
+CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+			       char *logBuffer, size_t bufferSize) XGPU_ALIAS(cuGraphInstantiate);
+
+static CUresult exec_client(CUgraphExec x, struct xgpu_client **c)
+{
+	if (!valid_exec(x))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = graph_client(c);
+	if (!r && x->generation != xgpu_fork_generation)
+		r = CUDA_ERROR_INVALID_HANDLE; /* the parent's daemon object */
+	return r;
+}
+
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	struct xgpu_client *c;
+	CUresult r = exec_client(hGraphExec, &c);
+	if (r)
+		return r;
+	struct CUgraphExec_st *x = hGraphExec;
+	if (x->dirty) {
+		xgpu_handle_t old = x->remote;
+		if ((r = send_graph(c, x->snapshot, x)))
+			return r;
+		/* Waits for the old graph's launches (in the daemon). */
+		destroy_remote(c, old);
+		x->dirty = false;
+	}
+	uint8_t *out = x->htod_bytes ? malloc(x->htod_bytes) : NULL;
+	uint8_t *in = x->dtoh_bytes ? malloc(x->dtoh_bytes) : NULL;
+	if ((x->htod_bytes && !out) || (x->dtoh_bytes && !in)) {
+		free(out);
+		free(in);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	/* The host memory is read now, when the launch is issued. */
+	for (size_t i = 0, at = 0; i < x->ncopies; i++)
+		if (x->copies[i].to_device) {
+			memcpy(out + at, x->copies[i].ptr, x->copies[i].size);
+			at += x->copies[i].size;
+		}
+	struct xgpu_req_GRAPH_LAUNCH req = {.exec = x->remote, .stream = xgpu_drv_stream(hStream)};
+	struct xgpu_rsp_GRAPH_LAUNCH rsp;
+	struct xgpu_rpc rpc = xgpu_rpc_GRAPH_LAUNCH(&req, &rsp);
+	rpc.out = out;
+	rpc.out_len = x->htod_bytes;
+	rpc.in = in;
+	rpc.in_max = x->dtoh_bytes;
+	r = xgpu_drv_result(xgpu_rpc(c, &rpc));
+	if (!r && rpc.in_len != x->dtoh_bytes)
+		r = CUDA_ERROR_UNKNOWN;
+	for (size_t i = 0, at = 0; !r && i < x->ncopies; i++)
+		if (!x->copies[i].to_device) {
+			memcpy(x->copies[i].ptr, in + at, x->copies[i].size);
+			at += x->copies[i].size;
+		}
+	free(out);
+	free(in);
+	return r;
+}
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) XGPU_ALIAS(cuGraphLaunch);
+
+/* The daemon built the whole graph at instantiate: nothing is left to upload. */
+CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
+{
+	(void)hStream;
+	struct xgpu_client *c;
+	return exec_client(hGraphExec, &c);
+}
+CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) XGPU_ALIAS(cuGraphUpload);
+
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+	struct xgpu_client *c;
+	if (!valid_exec(hGraphExec))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = CUDA_SUCCESS;
+	if (!graph_client(&c) && hGraphExec->generation == xgpu_fork_generation) {
+		struct xgpu_req_GRAPH_EXEC_DESTROY req = {.exec = hGraphExec->remote};
+		struct xgpu_rsp_GRAPH_EXEC_DESTROY rsp;
+		r = xgpu_drv_result(xgpu_call_GRAPH_EXEC_DESTROY(c, &req, &rsp));
+	}
+	free_graph(hGraphExec->snapshot);
+	free(hGraphExec->copies);
+	hGraphExec->magic = 0;
+	free(hGraphExec);
+	return r;
+}
+
+/* ---- updating an instantiated graph -------------------------------------- */
+
+/* The snapshot's node that pairs with node of the exec's source graph. */
+static struct CUgraphNode_st *exec_node(struct CUgraphExec_st *x, CUgraphNode node)
+{
+	if (!valid_node(node) || node->graph != x->source)
+		return NULL;
+	for (size_t i = 0; i < x->source->n && i < x->snapshot->n; i++)
+		if (x->source->nodes[i] == node)
+			return x->snapshot->nodes[i]->type == node->type ? x->snapshot->nodes[i] : NULL;
+	return NULL;
+}
+
+/* New parameters for a kernel node of an instantiated graph, in wire form;
+ * they take effect from the next launch. */
+CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xgpu_handle_t func,
+				    const uint32_t grid[3], const uint32_t block[3], uint32_t shared,
+				    const void *params, uint32_t param_len)
+{
+	if (!valid_exec(hGraphExec) || param_len > XGPU_MAX_PARAM_BYTES)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = exec_node(hGraphExec, node);
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_KERNEL)
+		return CUDA_ERROR_INVALID_VALUE;
+	uint8_t *copy = param_len ? malloc(param_len) : NULL;
+	if (param_len && !copy)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (param_len)
+		memcpy(copy, params, param_len);
+	free(n->params);
+	n->params = copy;
+	n->w.handle = func;
+	n->w.grid = (struct xgpu_dim3){grid[0], grid[1], grid[2]};
+	n->w.block = (struct xgpu_dim3){block[0], block[1], block[2]};
+	n->w.shared_bytes = shared;
+	n->w.param_len = param_len;
+	hGraphExec->dirty = true;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+					   const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUfunction f = p->func;
+	if (!f && p->kern) {
+		CUresult r = cuKernelGetFunction(&f, p->kern);
+		if (r)
+			return r;
+	}
+	const unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+	const unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+	uint32_t len;
+	xgpu_handle_t remote;
+	CUresult r = xgpu_drv_kernel_wire(f, grid, block, p->sharedMemBytes, p->kernelParams, p->extra,
+					  &remote, params, &len);
+	return r ? r
+		 : xgpu_graph_exec_set_kernel(hGraphExec, hNode, remote, grid, block, p->sharedMemBytes,
+					      params, len);
+}
+
+#undef cuGraphExecKernelNodeSetParams
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+					const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+					const CUDA_KERNEL_NODE_PARAMS_v1 *p)
+{
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUDA_KERNEL_NODE_PARAMS v2;
+	memset(&v2, 0, sizeof v2);
+	memcpy(&v2, p, sizeof *p); /* v2 extends v1 */
+	return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &v2);
+}
+
+/* Whether a and b have the same nodes (by type) and edges, recursively;
+ * *bad is the first node of b that differs. */
+static bool same_topology(const struct CUgraph_st *a, const struct CUgraph_st *b, CUgraphNode *bad)
+{
+	if (a->n != b->n) {
+		*bad = NULL;
+		return false;
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		const struct CUgraphNode_st *x = a->nodes[i], *y = b->nodes[i];
+		bool same = x->type == y->type && x->w.type == y->w.type && x->ndeps == y->ndeps;
+		for (size_t k = 0; same && k < x->ndeps; k++) {
+			size_t j = 0, l = 0;
+			while (j < a->n && a->nodes[j] != x->deps[k])
+				j++;
+			while (l < b->n && b->nodes[l] != y->deps[k])
+				l++;
+			same = j == l;
+		}
+		CUgraphNode inner;
+		if (same && x->child)
+			same = same_topology(x->child, y->child, &inner);
+		if (!same) {
+			*bad = b->nodes[i];
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The parameters of hGraph, whose topology must be the instantiated one's,
+ * take effect from the next launch. */
+CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
+{
+	if (!valid_exec(hGraphExec) || !valid_graph(hGraph))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUgraphNode bad = NULL;
+	if (resultInfo)
+		memset(resultInfo, 0, sizeof *resultInfo);
+	if (!same_topology(hGraphExec->snapshot, hGraph, &bad)) {
+		if (resultInfo) {
+			resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+			resultInfo->errorNode = bad;
+		}
+		return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+	}
+	struct CUgraph_st *copy = clone_graph(hGraph, 0);
+	if (!copy)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	free_graph(hGraphExec->snapshot);
+	hGraphExec->snapshot = copy;
+	hGraphExec->dirty = true;
+	if (resultInfo)
+		resultInfo->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+	return CUDA_SUCCESS;
+}
+
+/* The CUDA 10.2 ABI. */
+#undef cuGraphExecUpdate
+CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+			   CUgraphExecUpdateResult *updateResult_out);
+CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+			   CUgraphExecUpdateResult *updateResult_out)
+{
+	CUgraphExecUpdateResultInfo info;
+	CUresult r = cuGraphExecUpdate_v2(hGraphExec, hGraph, &info);
+	if (hErrorNode_out)
+		*hErrorNode_out = r ? info.errorNode : NULL;
+	if (updateResult_out)
+		*updateResult_out = r ? info.result : CU_GRAPH_EXEC_UPDATE_SUCCESS;
+	return r;
+}
+
+/* ---- stream capture ----------------------------------------------------------- */
+
+struct capture {
+	bool used, invalidated;
+	uint64_t id;
+	struct CUgraph_st *graph;
+	CUstreamCaptureMode mode;
+	pthread_t thread;
+	xgpu_handle_t origin;
+};
+
+/* A stream taking part in a capture (its origin or one that joined through
+ * an event) and the nodes its next work depends on. */
+struct capture_stream {
+	xgpu_handle_t stream;
+	struct capture *cap;
+	CUgraphNode *frontier;
+	size_t n, cap_n;
+};
+
+/* An event recorded on a capturing stream: where a stream that waits for it
+ * joins the capture. */
+struct capture_event {
+	xgpu_handle_t event;
+	struct capture *cap;
+	CUgraphNode *nodes;
+	size_t n;
+};
+
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct capture captures[MAX_CAPTURES];
+static struct capture_stream cstreams[MAX_CAPTURE_STREAMS];
+static struct capture_event cevents[MAX_CAPTURE_EVENTS];
+static uint64_t next_capture_id = 1;
+static atomic_int live_captures;
+static _Thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+static struct capture_stream *find_stream(xgpu_handle_t s)
+{
+	for (size_t i = 0; i < MAX_CAPTURE_STREAMS; i++)
+		if (cstreams[i].cap && cstreams[i].stream == s)
+			return &cstreams[i];
+	return NULL;
+}
+
+static struct capture_event *find_event(xgpu_handle_t e)
+{
+	for (size_t i = 0; i < MAX_CAPTURE_EVENTS; i++)
+		if (cevents[i].cap && cevents[i].event == e)
+			return &cevents[i];
+	return NULL;
+}
+
+static CUresult set_frontier(struct capture_stream *cs, const CUgraphNode *nodes, size_t n)
+{
+	if (!grow((void **)&cs->frontier, &cs->cap_n, n ? n : 1, sizeof *cs->frontier))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (n)
+		memmove(cs->frontier, nodes, n * sizeof *nodes);
+	cs->n = n;
+	return CUDA_SUCCESS;
+}
+
+static void drop_stream(struct capture_stream *cs)
+{
+	free(cs->frontier);
+	memset(cs, 0, sizeof *cs);
+}
+
+static void drop_event(struct capture_event *ce)
+{
+	free(ce->nodes);
+	memset(ce, 0, sizeof *ce);
+}
+
+/* Ends cap: every stream and event of it leaves the capture. */
+static void end_capture(struct capture *cap)
+{
+	for (size_t i = 0; i < MAX_CAPTURE_STREAMS; i++)
+		if (cstreams[i].cap == cap)
+			drop_stream(&cstreams[i]);
+	for (size_t i = 0; i < MAX_CAPTURE_EVENTS; i++)
+		if (cevents[i].cap == cap)
+			drop_event(&cevents[i]);
+	memset(cap, 0, sizeof *cap);
+	atomic_fetch_sub(&live_captures, 1);
+}
+
+/* Whether the calling thread may make a call CUDA calls potentially unsafe
+ * during a capture (a synchronous copy, cudaMalloc, a device-wide
+ * synchronize); the captures that forbid it are invalidated, as in CUDA. */
+static bool unsafe_call_refused(void)
+{
+	if (thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+		return false;
+	bool refused = false;
+	pthread_t me = pthread_self();
+	for (size_t i = 0; i < MAX_CAPTURES; i++) {
+		struct capture *cap = &captures[i];
+		if (!cap->used)
+			continue;
+		bool own = pthread_equal(cap->thread, me) && cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+		bool global = thread_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+			      cap->mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+		if (own || global) {
+			cap->invalidated = true;
+			refused = true;
+		}
+	}
+	return refused;
+}
+
+/* Appends a node built from wire form w to cs's capture after its frontier. */
+static int capture_node(struct capture_stream *cs, const struct xgpu_graph_node *w, void *host,
+			const void *params)
+{
+	CUgraphNode node = NULL;
+	CUresult r;
+	struct CUgraph_st *g = cs->cap->graph;
+	switch (w->type) {
+	case XGPU_GN_KERNEL: {
+		const uint32_t grid[3] = {w->grid.x, w->grid.y, w->grid.z};
+		const uint32_t block[3] = {w->block.x, w->block.y, w->block.z};
+		r = xgpu_graph_add_kernel(&node, g, cs->frontier, cs->n, w->handle, grid, block,
+					  w->shared_bytes, params, w->param_len);
+		break;
+	}
+	case XGPU_GN_HTOD:
+		r = xgpu_graph_add_copy(&node, g, cs->frontier, cs->n, false, w->dst, true, (uintptr_t)host,
+					w->size);
+		break;
+	case XGPU_GN_DTOH:
+		r = xgpu_graph_add_copy(&node, g, cs->frontier, cs->n, true, (uintptr_t)host, false, w->src,
+					w->size);
+		break;
+	default: {
+		struct CUgraphNode_st *n =
+		    new_node(w->type == XGPU_GN_DTOD         ? CU_GRAPH_NODE_TYPE_MEMCPY
+			     : w->type == XGPU_GN_MEMSET     ? CU_GRAPH_NODE_TYPE_MEMSET
+			     : w->type == XGPU_GN_EVENT_WAIT ? CU_GRAPH_NODE_TYPE_WAIT_EVENT
+							     : CU_GRAPH_NODE_TYPE_EMPTY,
+			     w->type);
+		if (!n)
+			return cudaErrorMemoryAllocation;
+		n->w = *w;
+		r = add_node(g, cs->frontier, cs->n, n, &node);
+	}
+	}
+	if (r) {
+		cs->cap->invalidated = true;
+		return (int)r;
+	}
+	r = set_frontier(cs, &node, 1);
+	return (int)r;
+}
+
+/* Joins the nodes of an event recorded in cs's capture into its frontier. */
+static int capture_join(struct capture_stream *cs, const struct capture_event *ce)
+{
+	size_t n = cs->n + ce->n;
+	if (!grow((void **)&cs->frontier, &cs->cap_n, n ? n : 1, sizeof *cs->frontier))
+		return cudaErrorMemoryAllocation;
+	for (size_t i = 0; i < ce->n; i++) {
+		bool have = false;
+		for (size_t k = 0; k < cs->n; k++)
+			have |= cs->frontier[k] == ce->nodes[i];
+		if (!have)
+			cs->frontier[cs->n++] = ce->nodes[i];
+	}
+	return cudaSuccess;
+}
+
+static int capture_stream_work(struct xgpu_rpc *r, xgpu_handle_t stream);
+
+/* client.c's hook, called with every request before it is sent. Returns -1
+ * to send it, or the request's result when capture took it. */
+static int capture_rpc(struct xgpu_rpc *r)
+{
+	if (!atomic_load(&live_captures))
+		return -1;
+	pthread_mutex_lock(&capture_lock);
+	int res = -1;
+	switch (r->call) {
+#define STREAM_OF(NAME) ((const struct xgpu_req_##NAME *)r->req)->stream
+	case XGPU_CALL_LAUNCH:
+		res = capture_stream_work(r, STREAM_OF(LAUNCH));
+		break;
+	case XGPU_CALL_LAUNCH_EX:
+		res = capture_stream_work(r, STREAM_OF(LAUNCH_EX));
+		break;
+	case XGPU_CALL_MEMCPY_HTOD:
+		res = capture_stream_work(r, STREAM_OF(MEMCPY_HTOD));
+		break;
+	case XGPU_CALL_MEMCPY_DTOH:
+		res = capture_stream_work(r, STREAM_OF(MEMCPY_DTOH));
+		break;
+	case XGPU_CALL_MEMCPY_DTOD:
+		res = capture_stream_work(r, STREAM_OF(MEMCPY_DTOD));
+		break;
+	case XGPU_CALL_MEMSET:
+		res = capture_stream_work(r, STREAM_OF(MEMSET));
+		break;
+	case XGPU_CALL_MEMCPY_HTOD_SEG:
+	case XGPU_CALL_MEMCPY_DTOH_SEG: {
+		/* The frontends copy through the wire when the stream captures
+		 * (xgpu_graph_capturing); a segment copy here is synchronous. */
+		xgpu_handle_t s = r->call == XGPU_CALL_MEMCPY_HTOD_SEG ? STREAM_OF(MEMCPY_HTOD_SEG)
+								       : STREAM_OF(MEMCPY_DTOH_SEG);
+		struct capture_stream *cs = find_stream(s);
+		if (cs) {
+			cs->cap->invalidated = true;
+			res = cudaErrorStreamCaptureUnsupported;
+		} else if (unsafe_call_refused())
+			res = cudaErrorStreamCaptureUnsupported;
+		break;
+	}
+	case XGPU_CALL_MEMCPY_2D_HTOD:
+	case XGPU_CALL_MEMCPY_2D_DTOH:
+	case XGPU_CALL_MEMCPY_2D_DTOD:
+	case XGPU_CALL_MEMSET_2D: {
+		/* Pitched copies and memsets are not graph nodes yet: on a
+		 * capturing stream they void the capture rather than run outside
+		 * it. */
+		xgpu_handle_t s = r->call == XGPU_CALL_MEMCPY_2D_HTOD   ? STREAM_OF(MEMCPY_2D_HTOD)
+				  : r->call == XGPU_CALL_MEMCPY_2D_DTOH ? STREAM_OF(MEMCPY_2D_DTOH)
+				  : r->call == XGPU_CALL_MEMCPY_2D_DTOD ? STREAM_OF(MEMCPY_2D_DTOD)
+									: STREAM_OF(MEMSET_2D);
+		struct capture_stream *cs = find_stream(s);
+		if (cs) {
+			cs->cap->invalidated = true;
+			res = cudaErrorStreamCaptureUnsupported;
+		}
+		break;
+	}
+	case XGPU_CALL_GRAPH_LAUNCH:
+		res = capture_stream_work(r, STREAM_OF(GRAPH_LAUNCH));
+		break;
+	case XGPU_CALL_EVENT_RECORD:
+		res = capture_stream_work(r, STREAM_OF(EVENT_RECORD));
+		break;
+	case XGPU_CALL_STREAM_WAIT_EVENT:
+		res = capture_stream_work(r, STREAM_OF(STREAM_WAIT_EVENT));
+		break;
+	case XGPU_CALL_STREAM_SYNC:
+	case XGPU_CALL_STREAM_QUERY: {
+		xgpu_handle_t s =
+		    r->call == XGPU_CALL_STREAM_SYNC ? STREAM_OF(STREAM_SYNC) : STREAM_OF(STREAM_QUERY);
+		struct capture_stream *cs = find_stream(s);
+		if (cs) {
+			cs->cap->invalidated = true;
+			res = cudaErrorStreamCaptureUnsupported;
+		} else if (s == XGPU_STREAM_DEFAULT && r->call == XGPU_CALL_STREAM_SYNC &&
+			   unsafe_call_refused())
+			res = cudaErrorStreamCaptureUnsupported;
+		break;
+	}
+	case XGPU_CALL_EVENT_SYNC:
+	case XGPU_CALL_EVENT_QUERY: {
+		xgpu_handle_t e = r->call == XGPU_CALL_EVENT_SYNC
+				      ? ((const struct xgpu_req_EVENT_SYNC *)r->req)->event
+				      : ((const struct xgpu_req_EVENT_QUERY *)r->req)->event;
+		struct capture_event *ce = find_event(e);
+		if (ce) {
+			ce->cap->invalidated = true;
+			res = cudaErrorStreamCaptureUnsupported;
+		}
+		break;
+	}
+	case XGPU_CALL_DEVICE_SYNC:
+	case XGPU_CALL_MEM_ALLOC:
+		if (unsafe_call_refused())
+			res = cudaErrorStreamCaptureUnsupported;
+		break;
+#undef STREAM_OF
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return res;
+}
+
+/* Work on one stream: a node if the stream captures; otherwise sent, unless
+ * it is a synchronous copy that a capture forbids. */
+static int capture_stream_work(struct xgpu_rpc *r, xgpu_handle_t stream)
+{
+	struct capture_stream *cs = find_stream(stream);
+	struct xgpu_graph_node w = {0};
+	if (r->call == XGPU_CALL_STREAM_WAIT_EVENT) {
+		const struct xgpu_req_STREAM_WAIT_EVENT *q = r->req;
+		struct capture_event *ce = find_event(q->event);
+		if (!ce) {
+			if (!cs)
+				return -1;
+			w.type = XGPU_GN_EVENT_WAIT;
+			w.handle = q->event;
+			return cs->cap->invalidated ? cudaErrorStreamCaptureInvalidated
+						    : capture_node(cs, &w, NULL, NULL);
+		}
+		if (cs && cs->cap != ce->cap) {
+			cs->cap->invalidated = ce->cap->invalidated = true;
+			return cudaErrorStreamCaptureIsolation;
+		}
+		if (!cs) {
+			/* The stream joins the event's capture. */
+			for (size_t i = 0; i < MAX_CAPTURE_STREAMS && !cs; i++)
+				if (!cstreams[i].cap)
+					cs = &cstreams[i];
+			if (!cs)
+				return cudaErrorMemoryAllocation;
+			cs->stream = stream;
+			cs->cap = ce->cap;
+			cs->n = 0;
+		}
+		return capture_join(cs, ce);
+	}
+	bool async = true;
+	switch (r->call) {
+	case XGPU_CALL_MEMCPY_HTOD:
+		async = ((const struct xgpu_req_MEMCPY_HTOD *)r->req)->flags & XGPU_COPY_ASYNC;
+		break;
+	case XGPU_CALL_MEMCPY_DTOH:
+		async = ((const struct xgpu_req_MEMCPY_DTOH *)r->req)->flags & XGPU_COPY_ASYNC;
+		break;
+	case XGPU_CALL_MEMCPY_DTOD:
+		async = ((const struct xgpu_req_MEMCPY_DTOD *)r->req)->flags & XGPU_COPY_ASYNC;
+		break;
+	case XGPU_CALL_MEMSET:
+		async = ((const struct xgpu_req_MEMSET *)r->req)->flags & XGPU_COPY_ASYNC;
+		break;
+	default:
+		break;
+	}
+	if (!cs && r->call == XGPU_CALL_EVENT_RECORD) {
+		/* Recorded outside a capture, the event no longer marks one. */
+		struct capture_event *ce = find_event(((const struct xgpu_req_EVENT_RECORD *)r->req)->event);
+		if (ce)
+			drop_event(ce);
+		return -1;
+	}
+	if (!cs) {
+		/* A synchronous copy (on the legacy stream) while a capture
+		 * forbids it. */
+		if (!async && unsafe_call_refused())
+			return cudaErrorStreamCaptureUnsupported;
+		return -1;
+	}
+	if (cs->cap->invalidated)
+		return cudaErrorStreamCaptureInvalidated;
+	if (!async) {
+		cs->cap->invalidated = true;
+		return cudaErrorStreamCaptureUnsupported;
+	}
+	switch (r->call) {
+	case XGPU_CALL_LAUNCH: {
+		const struct xgpu_req_LAUNCH *q = r->req;
+		w.type = XGPU_GN_KERNEL;
+		w.handle = q->func;
+		w.grid = q->grid;
+		w.block = q->block;
+		w.shared_bytes = q->shared_bytes;
+		w.param_len = (uint32_t)r->out_len;
+		return capture_node(cs, &w, NULL, r->out);
+	}
+	case XGPU_CALL_MEMCPY_HTOD: {
+		const struct xgpu_req_MEMCPY_HTOD *q = r->req;
+		w.type = XGPU_GN_HTOD;
+		w.dst = q->dst;
+		w.size = q->size;
+		return capture_node(cs, &w, (void *)r->out, NULL);
+	}
+	case XGPU_CALL_MEMCPY_DTOH: {
+		const struct xgpu_req_MEMCPY_DTOH *q = r->req;
+		w.type = XGPU_GN_DTOH;
+		w.src = q->src;
+		w.size = q->size;
+		/* The frontends check in_len against what they asked for. */
+		r->in_len = q->size;
+		return capture_node(cs, &w, r->in, NULL);
+	}
+	case XGPU_CALL_MEMCPY_DTOD: {
+		const struct xgpu_req_MEMCPY_DTOD *q = r->req;
+		w.type = XGPU_GN_DTOD;
+		w.dst = q->dst;
+		w.src = q->src;
+		w.size = q->size;
+		return capture_node(cs, &w, NULL, NULL);
+	}
+	case XGPU_CALL_MEMSET: {
+		const struct xgpu_req_MEMSET *q = r->req;
+		w.type = XGPU_GN_MEMSET;
+		w.dst = q->dst;
+		w.value = q->value & 0xff;
+		w.size = q->size;
+		return capture_node(cs, &w, NULL, NULL);
+	}
+	case XGPU_CALL_EVENT_RECORD: {
+		/* A record in a capture marks where waiting streams join. */
+		const struct xgpu_req_EVENT_RECORD *q = r->req;
+		struct capture_event *ce = find_event(q->event);
+		for (size_t i = 0; i < MAX_CAPTURE_EVENTS && !ce; i++)
+			if (!cevents[i].cap)
+				ce = &cevents[i];
+		if (!ce)
+			return cudaErrorMemoryAllocation;
+		CUgraphNode *nodes = cs->n ? malloc(cs->n * sizeof *nodes) : NULL;
+		if (cs->n && !nodes)
+			return cudaErrorMemoryAllocation;
+		if (cs->n)
+			memcpy(nodes, cs->frontier, cs->n * sizeof *nodes);
+		free(ce->nodes);
+		ce->event = q->event;
+		ce->cap = cs->cap;
+		ce->nodes = nodes;
+		ce->n = cs->n;
+		return cudaSuccess;
+	}
+	default:
+		/* A graph launched into a capture (a child graph node) is not
+		 * offered: the daemon's instantiated graph has no description
+		 * here to copy. Nor is a cooperative launch (LAUNCH_EX): a
+		 * kernel node has no launch attributes on the wire. */
+		cs->cap->invalidated = true;
+		return cudaErrorStreamCaptureUnsupported;
+	}
+}
+
+int xgpu_graph_capture_refuse(xgpu_handle_t stream)
+{
+	if (!atomic_load(&live_captures))
+		return cudaSuccess;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(stream);
+	int res = cudaSuccess;
+	if (cs) {
+		res = cs->cap->invalidated ? cudaErrorStreamCaptureInvalidated
+					   : cudaErrorStreamCaptureUnsupported;
+		cs->cap->invalidated = true;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return res;
+}
+
+bool xgpu_graph_capturing(xgpu_handle_t stream)
+{
+	if (!atomic_load(&live_captures))
+		return false;
+	pthread_mutex_lock(&capture_lock);
+	bool yes = find_stream(stream) != NULL;
+	pthread_mutex_unlock(&capture_lock);
+	return yes;
+}
+
+static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
+{
+	struct xgpu_client *c;
+	CUresult r = graph_client(&c);
+	if (r)
+		return r;
+	if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	    mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+		return CUDA_ERROR_INVALID_VALUE;
+	xgpu_handle_t s = xgpu_drv_stream(hStream);
+	/* The legacy stream synchronises with every other: it cannot be
+	 * captured. */
+	if (s == XGPU_STREAM_DEFAULT)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+	xgpu_rpc_capture_hook = capture_rpc;
+	xgpu_hostfn_capture_hook = xgpu_graph_capture_refuse;
+	pthread_mutex_lock(&capture_lock);
+	struct capture *cap = NULL;
+	struct capture_stream *cs = NULL;
+	if (find_stream(s))
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	for (size_t i = 0; !r && i < MAX_CAPTURES && !cap; i++)
+		if (!captures[i].used)
+			cap = &captures[i];
+	for (size_t i = 0; !r && i < MAX_CAPTURE_STREAMS && !cs; i++)
+		if (!cstreams[i].cap)
+			cs = &cstreams[i];
+	if (!r && (!cap || !cs))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	struct CUgraph_st *g = r ? NULL : new_graph();
+	if (!r && !g)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (!r) {
+		*cap = (struct capture){.used = true,
+					.id = next_capture_id++,
+					.graph = g,
+					.mode = mode,
+					.thread = pthread_self(),
+					.origin = s};
+		*cs = (struct capture_stream){.stream = s, .cap = cap};
+		atomic_fetch_add(&live_captures, 1);
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return r;
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+	return begin_capture(hStream, mode);
+}
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
+    XGPU_ALIAS(cuStreamBeginCapture_v2);
+
+/* The CUDA 10.0 ABI: global mode. */
+#undef cuStreamBeginCapture
+CUresult cuStreamBeginCapture(CUstream hStream);
+CUresult cuStreamBeginCapture(CUstream hStream)
+{
+	return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+CUresult cuStreamBeginCapture_ptsz(CUstream hStream) XGPU_ALIAS(cuStreamBeginCapture);
+
+/* Whether every stream of cs's capture joined back into cs: each of their
+ * frontier nodes is one cs's frontier depends on (or is in it). */
+static bool joined(const struct capture_stream *cs)
+{
+	static uint64_t walk;
+	struct CUgraph_st *g = cs->cap->graph;
+	struct CUgraphNode_st **stack = malloc((g->n + 1) * sizeof *stack);
+	if (!stack)
+		return true; /* cannot tell: do not refuse */
+	uint64_t mark = ++walk;
+	size_t top = 0;
+	for (size_t i = 0; i < cs->n; i++)
+		if (cs->frontier[i]->seen != mark) {
+			cs->frontier[i]->seen = mark;
+			stack[top++] = cs->frontier[i];
+		}
+	while (top) {
+		struct CUgraphNode_st *n = stack[--top];
+		for (size_t k = 0; k < n->ndeps; k++)
+			if (n->deps[k]->seen != mark) {
+				n->deps[k]->seen = mark;
+				stack[top++] = n->deps[k];
+			}
+	}
+	free(stack);
+	for (size_t i = 0; i < MAX_CAPTURE_STREAMS; i++)
+		if (cstreams[i].cap == cs->cap && &cstreams[i] != cs)
+			for (size_t k = 0; k < cstreams[i].n; k++)
+				if (cstreams[i].frontier[k]->seen != mark)
+					return false;
+	return true;
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	struct xgpu_client *c;
+	if (!phGraph)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = graph_client(&c);
+	if (r)
+		return r;
+	xgpu_handle_t s = xgpu_drv_stream(hStream);
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(s);
+	if (!cs)
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	else if (cs->cap->origin != s)
+		r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+	else if (cs->cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+		 !pthread_equal(cs->cap->thread, pthread_self()))
+		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+	if (!r) {
+		struct capture *cap = cs->cap;
+		if (!cap->invalidated && !joined(cs)) {
+			free_graph(cap->graph);
+			*phGraph = NULL;
+			r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+		} else if (cap->invalidated) {
+			free_graph(cap->graph);
+			*phGraph = NULL;
+			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+		} else
+			*phGraph = cap->graph;
+		end_capture(cap);
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return r;
+}
+CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph) XGPU_ALIAS(cuStreamEndCapture);
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	return cuStreamGetCaptureInfo_v3(hStream, captureStatus, NULL, NULL, NULL, NULL, NULL);
+}
+CUresult cuStreamIsCapturing_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+    XGPU_ALIAS(cuStreamIsCapturing);
+
+CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				   cuuint64_t *id_out, CUgraph *graph_out,
+				   const CUgraphNode **dependencies_out, const CUgraphEdgeData **edgeData_out,
+				   size_t *numDependencies_out)
+{
+	struct xgpu_client *c;
+	if (!captureStatus_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = graph_client(&c);
+	if (r)
+		return r;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(xgpu_drv_stream(hStream));
+	*captureStatus_out = !cs                    ? CU_STREAM_CAPTURE_STATUS_NONE
+			     : cs->cap->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+						    : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	/* Outside a capture only the status is defined; the rest reads empty. */
+	if (id_out)
+		*id_out = cs ? cs->cap->id : 0;
+	if (graph_out)
+		*graph_out = cs ? cs->cap->graph : NULL;
+	if (dependencies_out)
+		*dependencies_out = cs ? cs->frontier : NULL;
+	if (edgeData_out)
+		*edgeData_out = NULL;
+	if (numDependencies_out)
+		*numDependencies_out = cs ? cs->n : 0;
+	pthread_mutex_unlock(&capture_lock);
+	return CUDA_SUCCESS;
+}
+CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					cuuint64_t *id_out, CUgraph *graph_out,
+					const CUgraphNode **dependencies_out,
+					const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out)
+    XGPU_ALIAS(cuStreamGetCaptureInfo_v3);
+
+/* The older ABIs of the same question. */
+#undef cuStreamGetCaptureInfo
+CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				cuuint64_t *id_out);
+CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				cuuint64_t *id_out)
+{
+	return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				     cuuint64_t *id_out) XGPU_ALIAS(cuStreamGetCaptureInfo);
+
+CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+				   cuuint64_t *id_out, CUgraph *graph_out,
+				   const CUgraphNode **dependencies_out, size_t *numDependencies_out)
+{
+	return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+					 NULL, numDependencies_out);
+}
+CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+					cuuint64_t *id_out, CUgraph *graph_out,
+					const CUgraphNode **dependencies_out, size_t *numDependencies_out)
+    XGPU_ALIAS(cuStreamGetCaptureInfo_v2);
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	if (!mode ||
+	    (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+	     *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUstreamCaptureMode old = thread_mode;
+	thread_mode = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}
