@@ -245,8 +245,8 @@ static void *entry(const char *name)
 // The driver API's managed memory, in the same process as the runtime's.
 static void driver_api()
 {
-	// xgpu's runtime does not make the primary context current for the
-	// driver API (NVIDIA's does); a program may always do it itself.
+	// Both runtimes make the primary context current for the driver API;
+	// a program may always do it itself as well.
 	CUcontext primary;
 	CU(((init_fn)entry("cuInit"))(0));
 	CU(((retain_fn)entry("cuDevicePrimaryCtxRetain"))(&primary, 0));
@@ -285,6 +285,51 @@ static void driver_api()
 			want[i] += 7;
 		check_all(h, n, want, "driver API round");
 	}
+	// The allocation registry both API layers share knows managed memory:
+	// its host pointer is itself, its memory type the device's, and copies
+	// take it as device memory, so that they move what kernels left there
+	// and not the guest's copy, which is stale until the next
+	// synchronisation point: cuMemcpy, and cuMemcpy2D naming it as host
+	// memory.
+	typedef CUresult (*mem_alloc_fn)(CUdeviceptr *, size_t);
+	typedef CUresult (*memcpy_fn)(CUdeviceptr, CUdeviceptr, size_t);
+	typedef CUresult (*memcpy2d_fn)(const CUDA_MEMCPY2D *);
+	memcpy_fn copy = (memcpy_fn)entry("cuMemcpy");
+	void *host_ptr = NULL;
+	unsigned type = 0;
+	CU(attr(&host_ptr, CU_POINTER_ATTRIBUTE_HOST_POINTER, d + 8));
+	EXPECT(host_ptr == (void *)(uintptr_t)(d + 8), "cuPointerGetAttribute: HOST_POINTER %p", host_ptr);
+	CU(attr(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, d));
+	EXPECT(type == CU_MEMORYTYPE_DEVICE, "cuPointerGetAttribute: MEMORY_TYPE %u", type);
+	CUdeviceptr plain;
+	CU(((mem_alloc_fn)entry("cuMemAlloc"))(&plain, n * sizeof(int)));
+	static int back[5000];
+	for (int i = 0; i < n; i++)
+		h[i] = want[i] = 3 * i;
+	mg_inc<<<2, 256>>>(h, n, 7);
+	CHECK(cudaGetLastError());
+	for (int i = 0; i < n; i++)
+		want[i] += 7;
+	CU(copy(plain, d, n * sizeof(int)));
+	CU(copy((CUdeviceptr)(uintptr_t)back, plain, n * sizeof(int)));
+	check_all(back, n, want, "cuMemcpy from managed memory after a kernel");
+	mg_inc<<<2, 256>>>(h, n, 5);
+	CHECK(cudaGetLastError());
+	for (int i = 0; i < n; i++)
+		want[i] += 5;
+	CUDA_MEMCPY2D rows = {};
+	rows.srcMemoryType = CU_MEMORYTYPE_HOST;
+	rows.srcHost = h;
+	rows.srcPitch = 100 * sizeof(int);
+	rows.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	rows.dstDevice = plain;
+	rows.dstPitch = 100 * sizeof(int);
+	rows.WidthInBytes = 100 * sizeof(int);
+	rows.Height = n / 100;
+	CU(((memcpy2d_fn)entry("cuMemcpy2D"))(&rows));
+	CU(copy((CUdeviceptr)(uintptr_t)back, plain, n * sizeof(int)));
+	check_all(back, n, want, "cuMemcpy2D from managed memory named as host memory, after a kernel");
+	CU(mfree(plain));
 	CU(mfree(d));
 }
 
