@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 struct released {
-	uint32_t allocs, modules, streams, events, segments;
+	uint32_t allocs, modules, streams, events, segments, arrays;
 	uint64_t bytes;
 };
 
@@ -58,6 +58,17 @@ static void release(struct xgpu_channel *ch, struct released *out)
 			ch->ops->release_segment(ch, o->u.seg.ptr, o->u.seg.size);
 			dom->pinned_bytes -= o->u.seg.size;
 			out->segments++;
+			break;
+		case OBJ_TEXOBJ:
+			drv->cuTexObjectDestroy(o->u.texobj.value);
+			break;
+		case OBJ_SURFOBJ:
+			drv->cuSurfObjectDestroy(o->u.texobj.value);
+			break;
+		case OBJ_ARRAY:
+			drv->cuArrayDestroy(o->u.array.a);
+			out->bytes += o->u.array.charge;
+			out->arrays++;
 			break;
 		default:
 			continue; /* modules and functions below */
@@ -112,9 +123,9 @@ void xgpu_channel_teardown(struct xgpu_channel *ch)
 	atomic_fetch_sub(&dom->stats.mem_bytes, r.bytes < held ? r.bytes : held);
 	dlog_info(dom,
 		  "domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
-		  " bytes), %u modules, %u streams, %u events, %u host segments",
+		  " bytes), %u modules, %u streams, %u events, %u host segments, %u arrays",
 		  dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs,
-		  r.bytes, r.modules, r.streams, r.events, r.segments);
+		  r.bytes, r.modules, r.streams, r.events, r.segments, r.arrays);
 	ch->ops->close(ch);
 	atomic_fetch_sub(&dom->stats.channels, 1);
 	free(ch);

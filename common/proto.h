@@ -31,6 +31,9 @@
 
 /* Copy flags. */
 #define XGPU_COPY_ASYNC 0x1u
+/* ARRAY_COPY: which sides are CUDA arrays. */
+#define XGPU_ARRAY_COPY_DST_ARRAY 0x2u
+#define XGPU_ARRAY_COPY_SRC_ARRAY 0x4u
 
 /* LAUNCH_EX flags. */
 #define XGPU_LAUNCH_COOPERATIVE 0x1u

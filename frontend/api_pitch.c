@@ -1,8 +1,8 @@
 /* api_pitch.c - pitched memory of the runtime API: cudaMallocPitch and
  * cudaMalloc3D, the 2D and 3D copies of linear memory (every kind, sync and
  * async) and the 2D/3D memsets, marshalled by the code the driver layer
- * shares (copy2d.h). CUDA arrays are not offered: a copy naming one is
- * refused with cudaErrorNotSupported and reported by name. */
+ * shares (copy2d.h). A 3D copy with a CUDA array side goes to the driver
+ * layer's arrays (array.c). */
 #include "allocs.h"
 #include "copy2d.h"
 #include "runtime.h"
@@ -157,13 +157,73 @@ static bool position(const struct cudaPitchedPtr *p, const struct cudaPos *pos, 
 	return true;
 }
 
+/* cudaMemcpy3D with an array side: the driver layer's (array.c). A
+ * linear side is a pitched pointer at its position; an array side's
+ * position and extent are in elements, which the driver wants in bytes. */
+static cudaError_t copy3d_array(const struct cudaMemcpy3DParms *p, cudaStream_t stream, bool async)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	CUDA_ARRAY3D_DESCRIPTOR ad;
+	cudaArray_const_t a = p->srcArray ? p->srcArray : p->dstArray;
+	if (cuArray3DGetDescriptor(&ad, (CUarray)a))
+		return xgpu_rt_ret(cudaErrorInvalidResourceHandle);
+	struct cudaChannelFormatDesc cd;
+	if ((e = cudaGetChannelDesc(&cd, a)))
+		return e;
+	size_t elem = (size_t)(cd.x / 8) * ad.NumChannels, width;
+	CUmemorytype linear =
+	    p->kind == cudaMemcpyDefault ? CU_MEMORYTYPE_UNIFIED
+	    : (p->srcArray ? p->kind == cudaMemcpyDeviceToHost : p->kind == cudaMemcpyHostToDevice)
+		? CU_MEMORYTYPE_HOST
+		: CU_MEMORYTYPE_DEVICE;
+	if (__builtin_mul_overflow(p->extent.width, elem, &width))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	CUDA_MEMCPY3D q = {.WidthInBytes = width, .Height = p->extent.height, .Depth = p->extent.depth};
+	if (p->srcArray) {
+		q.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+		q.srcArray = (CUarray)p->srcArray;
+		q.srcXInBytes = p->srcPos.x * elem;
+		q.srcY = p->srcPos.y;
+		q.srcZ = p->srcPos.z;
+	} else {
+		q.srcMemoryType = linear;
+		q.srcHost = p->srcPtr.ptr;
+		q.srcDevice = (CUdeviceptr)(uintptr_t)p->srcPtr.ptr;
+		q.srcXInBytes = p->srcPos.x;
+		q.srcY = p->srcPos.y;
+		q.srcZ = p->srcPos.z;
+		q.srcPitch = p->srcPtr.pitch;
+		q.srcHeight = p->srcPtr.ysize;
+	}
+	if (p->dstArray) {
+		q.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+		q.dstArray = (CUarray)p->dstArray;
+		q.dstXInBytes = p->dstPos.x * elem;
+		q.dstY = p->dstPos.y;
+		q.dstZ = p->dstPos.z;
+	} else {
+		q.dstMemoryType = linear;
+		q.dstHost = p->dstPtr.ptr;
+		q.dstDevice = (CUdeviceptr)(uintptr_t)p->dstPtr.ptr;
+		q.dstXInBytes = p->dstPos.x;
+		q.dstY = p->dstPos.y;
+		q.dstZ = p->dstPos.z;
+		q.dstPitch = p->dstPtr.pitch;
+		q.dstHeight = p->dstPtr.ysize;
+	}
+	CUresult r = async ? cuMemcpy3DAsync(&q, (CUstream)stream) : cuMemcpy3D(&q);
+	return xgpu_rt_ret(r == CUDA_ERROR_INVALID_HANDLE ? cudaErrorInvalidResourceHandle : (cudaError_t)r);
+}
+
 static cudaError_t copy3d(const struct cudaMemcpy3DParms *p, cudaStream_t stream, bool async)
 {
 	if (!p)
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	if (p->srcArray || p->dstArray)
-		return xgpu_unsupported(async ? "cudaMemcpy3DAsync (of a CUDA array)"
-					      : "cudaMemcpy3D (of a CUDA array)");
+		return copy3d_array(p, stream, async);
 	struct xgpu_client *c;
 	cudaError_t e = xgpu_rt_client(&c);
 	if (e)

@@ -305,9 +305,10 @@ static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t 
 
 /* A driver result as the guest's error; a failure is logged with the call. */
 /* Bounds on what one domain may hold, beyond its device memory. */
-static const uint32_t max_objects[] = {
-    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536, [OBJ_STREAM] = 4096,
-    [OBJ_EVENT] = 65536, [OBJ_SEG] = 4096,   [OBJ_GRAPH_EXEC] = 1024,
+static const uint32_t max_objects[OBJ_KINDS] = {
+    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536,   [OBJ_STREAM] = 4096,
+    [OBJ_EVENT] = 65536, [OBJ_SEG] = 4096,     [OBJ_GRAPH_EXEC] = 1024,
+    [OBJ_ARRAY] = 65536, [OBJ_TEXOBJ] = 65536, [OBJ_SURFOBJ] = 65536,
 };
 
 static int room_for(struct call *c, enum xgpu_obj_kind kind)
@@ -842,6 +843,303 @@ HANDLER(MEMSET_2D)
 	xgpu_exec_busy_end(c->dom, res->stream, mark);
 	if (!r && !(req->flags & XGPU_COPY_ASYNC))
 		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	return r;
+}
+
+/* ---- CUDA arrays ------------------------------------------------------------ */
+
+/* Bytes of one element of a format the daemon offers (the block-compressed
+ * and video formats are not): 0 for any other. */
+static uint64_t array_format_bytes(uint32_t format)
+{
+	switch (format) {
+	case CU_AD_FORMAT_UNSIGNED_INT8:
+	case CU_AD_FORMAT_SIGNED_INT8:
+		return 1;
+	case CU_AD_FORMAT_UNSIGNED_INT16:
+	case CU_AD_FORMAT_SIGNED_INT16:
+	case CU_AD_FORMAT_HALF:
+		return 2;
+	case CU_AD_FORMAT_UNSIGNED_INT32:
+	case CU_AD_FORMAT_SIGNED_INT32:
+	case CU_AD_FORMAT_FLOAT:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+/* Largest extent of any dimension the daemon accepts; the driver checks the
+ * device's own (smaller) limits, this keeps the arithmetic far from overflow. */
+#define ARRAY_MAX_EXTENT (1ull << 20)
+
+HANDLER(ARRAY_CREATE)
+{
+	struct xgpu_domain *dom = c->dom;
+	const uint32_t allowed = CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_CUBEMAP |
+				 CUDA_ARRAY3D_TEXTURE_GATHER;
+	uint64_t elem = array_format_bytes(req->format);
+	if (!elem || (req->channels != 1 && req->channels != 2 && req->channels != 4) ||
+	    (req->flags & ~allowed) || !req->width || req->width > ARRAY_MAX_EXTENT ||
+	    req->height > ARRAY_MAX_EXTENT || req->depth > ARRAY_MAX_EXTENT)
+		return cudaErrorInvalidValue;
+	if ((req->flags & CUDA_ARRAY3D_CUBEMAP) &&
+	    (req->width != req->height || !req->depth || req->depth % 6))
+		return cudaErrorInvalidValue;
+	if ((req->flags & CUDA_ARRAY3D_LAYERED) && !req->depth)
+		return cudaErrorInvalidValue;
+	uint64_t height = req->height ? req->height : 1, depth = req->depth ? req->depth : 1;
+	uint64_t row = req->width * elem * req->channels, bytes;
+	if (__builtin_mul_overflow(row, height, &bytes) || __builtin_mul_overflow(bytes, depth, &bytes))
+		return cudaErrorMemoryAllocation;
+	uint64_t used = atomic_load(&dom->stats.mem_bytes);
+	if (bytes > dom->mem_limit || used > dom->mem_limit - bytes) {
+		dlog_info(dom, "domain %s: %s of %" PRIu64 " bytes refused: over the domain's memory limit",
+			  dom->name, c->what, bytes);
+		return cudaErrorMemoryAllocation;
+	}
+	if (room_for(c, OBJ_ARRAY))
+		return cudaErrorMemoryAllocation;
+	CUDA_ARRAY3D_DESCRIPTOR d = {.Width = req->width,
+				     .Height = req->height,
+				     .Depth = req->depth,
+				     .Format = (CUarray_format)req->format,
+				     .NumChannels = req->channels,
+				     .Flags = req->flags};
+	CUarray a;
+	int r = drv(c, c->drv->cuArray3DCreate(&a, &d));
+	if (r)
+		return r;
+	struct xgpu_obj *o;
+	xgpu_handle_t h = xgpu_obj_add(&dom->objs, OBJ_ARRAY, c->ch, &o);
+	if (!h) {
+		c->drv->cuArrayDestroy(a);
+		return cudaErrorMemoryAllocation;
+	}
+	o->u.array.a = a;
+	o->u.array.width_bytes = row;
+	o->u.array.height = height;
+	o->u.array.depth = depth;
+	o->u.array.charge = bytes;
+	atomic_fetch_add(&dom->stats.mem_bytes, bytes);
+	rsp->array = h;
+	return cudaSuccess;
+}
+
+HANDLER(ARRAY_DESTROY)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->array, OBJ_ARRAY, c->ch);
+	if (!o)
+		return bad_handle(c, "array", req->array);
+	/* Work queued on it may still read it, as for cuArrayDestroy. */
+	int r = drv(c, c->drv->cuCtxSynchronize());
+	if (!r)
+		r = drv(c, c->drv->cuArrayDestroy(o->u.array.a));
+	atomic_fetch_sub(&c->dom->stats.mem_bytes, o->u.array.charge);
+	xgpu_obj_del(&c->dom->objs, req->array);
+	return r;
+}
+
+/* One side of ARRAY_COPY: an array of this process with the box inside it,
+ * or device memory whose whole box lies inside one of its allocations. */
+static int array_copy_side(struct call *c, const char *field, bool is_array, uint64_t ref, uint64_t a,
+			   uint64_t b, uint32_t z, const struct xgpu_req_ARRAY_COPY *req, CUarray *array)
+{
+	*array = NULL;
+	if (is_array) {
+		struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, ref, OBJ_ARRAY, c->ch);
+		if (!o)
+			return bad_handle(c, field, ref);
+		if (a > o->u.array.width_bytes || req->width > o->u.array.width_bytes - a ||
+		    b > o->u.array.height || req->height > o->u.array.height - b || z > o->u.array.depth ||
+		    req->depth > o->u.array.depth - z) {
+			dlog_info(c->dom,
+				  "domain %s: %s refused: %s box (%" PRIu64 "+%" PRIu64 ", %" PRIu64
+				  "+%u, %u+%u"
+				  ") lies outside its array",
+				  c->dom->name, c->what, field, a, req->width, b, req->height, z, req->depth);
+			return cudaErrorInvalidValue;
+		}
+		*array = o->u.array.a;
+		return cudaSuccess;
+	}
+	/* Device memory: a is the row pitch, b the rows between slices. */
+	uint64_t rows;
+	if (z || (req->depth > 1 && b < req->height))
+		return cudaErrorInvalidValue;
+	if (__builtin_mul_overflow((uint64_t)req->depth - 1, b, &rows) ||
+	    __builtin_add_overflow(rows, (uint64_t)req->height, &rows))
+		return cudaErrorInvalidValue;
+	return check_rows(c, ref, a, req->width, rows, field);
+}
+
+HANDLER(ARRAY_COPY)
+{
+	const uint32_t dst_is = XGPU_ARRAY_COPY_DST_ARRAY, src_is = XGPU_ARRAY_COPY_SRC_ARRAY;
+	if (req->flags & ~(XGPU_COPY_ASYNC | dst_is | src_is))
+		return cudaErrorInvalidValue;
+	if (!(req->flags & (dst_is | src_is)))
+		return cudaErrorInvalidValue; /* linear to linear is MEMCPY_2D_DTOD */
+	if (!req->width || !req->height || !req->depth)
+		return cudaSuccess;
+	CUarray dst_a, src_a;
+	int r = array_copy_side(c, "dst", req->flags & dst_is, req->dst, req->dst_a, req->dst_b, req->dst_z,
+				req, &dst_a);
+	if (!r)
+		r = array_copy_side(c, "src", req->flags & src_is, req->src, req->src_a, req->src_b,
+				    req->src_z, req, &src_a);
+	if (r)
+		return r;
+	CUDA_MEMCPY3D p = {.srcXInBytes = src_a ? req->src_a : 0,
+			   .srcY = src_a ? req->src_b : 0,
+			   .srcZ = req->src_z,
+			   .srcMemoryType = src_a ? CU_MEMORYTYPE_ARRAY : CU_MEMORYTYPE_DEVICE,
+			   .srcDevice = src_a ? 0 : req->src,
+			   .srcArray = src_a,
+			   .srcPitch = src_a ? 0 : req->src_a,
+			   .srcHeight = src_a ? 0 : req->src_b,
+			   .dstXInBytes = dst_a ? req->dst_a : 0,
+			   .dstY = dst_a ? req->dst_b : 0,
+			   .dstZ = req->dst_z,
+			   .dstMemoryType = dst_a ? CU_MEMORYTYPE_ARRAY : CU_MEMORYTYPE_DEVICE,
+			   .dstDevice = dst_a ? 0 : req->dst,
+			   .dstArray = dst_a,
+			   .dstPitch = dst_a ? 0 : req->dst_a,
+			   .dstHeight = dst_a ? 0 : req->dst_b,
+			   .WidthInBytes = req->width,
+			   .Height = req->height,
+			   .Depth = req->depth};
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, res->stream, &mark);
+	r = drv(c, c->drv->cuMemcpy3DAsync(&p, res->stream));
+	xgpu_exec_busy_end(c->dom, res->stream, mark);
+	if (!r && !(req->flags & XGPU_COPY_ASYNC))
+		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
+	return r;
+}
+
+/* ---- texture and surface objects ---------------------------------------- */
+
+static int object_add(struct call *c, enum xgpu_obj_kind kind, uint64_t value, xgpu_handle_t *h)
+{
+	struct xgpu_obj *o;
+	*h = xgpu_obj_add(&c->dom->objs, kind, c->ch, &o);
+	if (!*h)
+		return cudaErrorMemoryAllocation;
+	o->u.texobj.value = value;
+	return cudaSuccess;
+}
+
+HANDLER(TEXOBJ_CREATE)
+{
+	const uint32_t flags = CU_TRSF_READ_AS_INTEGER | CU_TRSF_NORMALIZED_COORDINATES | CU_TRSF_SRGB |
+			       CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION | CU_TRSF_SEAMLESS_CUBEMAP;
+	if ((req->flags & ~flags) || req->filter > CU_TR_FILTER_MODE_LINEAR)
+		return cudaErrorInvalidValue;
+	for (int i = 0; i < 3; i++)
+		if (((req->address_modes >> (8 * i)) & 0xff) > CU_TR_ADDRESS_MODE_BORDER)
+			return cudaErrorInvalidValue;
+	if (req->address_modes >> 24)
+		return cudaErrorInvalidValue;
+	if (room_for(c, OBJ_TEXOBJ))
+		return cudaErrorMemoryAllocation;
+	CUDA_RESOURCE_DESC rd = {.resType = (CUresourcetype)req->res_type};
+	uint64_t elem = array_format_bytes(req->format) * req->channels, bytes;
+	bool channels_ok = req->channels == 1 || req->channels == 2 || req->channels == 4;
+	switch (req->res_type) {
+	case CU_RESOURCE_TYPE_ARRAY: {
+		struct xgpu_obj *a = xgpu_obj_get(&c->dom->objs, req->res, OBJ_ARRAY, c->ch);
+		if (!a)
+			return bad_handle(c, "res", req->res);
+		rd.res.array.hArray = a->u.array.a;
+		break;
+	}
+	case CU_RESOURCE_TYPE_LINEAR:
+		if (!elem || !channels_ok || !req->width || __builtin_mul_overflow(req->width, elem, &bytes))
+			return cudaErrorInvalidValue;
+		if (check_range(c, req->res, bytes, "res"))
+			return cudaErrorInvalidValue;
+		rd.res.linear.devPtr = req->res;
+		rd.res.linear.format = (CUarray_format)req->format;
+		rd.res.linear.numChannels = req->channels;
+		rd.res.linear.sizeInBytes = bytes;
+		break;
+	case CU_RESOURCE_TYPE_PITCH2D:
+		if (!elem || !channels_ok || !req->width || !req->height ||
+		    __builtin_mul_overflow(req->width, elem, &bytes))
+			return cudaErrorInvalidValue;
+		if (check_rows(c, req->res, req->pitch, bytes, req->height, "res"))
+			return cudaErrorInvalidValue;
+		rd.res.pitch2D.devPtr = req->res;
+		rd.res.pitch2D.format = (CUarray_format)req->format;
+		rd.res.pitch2D.numChannels = req->channels;
+		rd.res.pitch2D.width = req->width;
+		rd.res.pitch2D.height = req->height;
+		rd.res.pitch2D.pitchInBytes = req->pitch;
+		break;
+	default:
+		return cudaErrorInvalidValue; /* mipmapped arrays are not offered */
+	}
+	CUDA_TEXTURE_DESC td = {.filterMode = (CUfilter_mode)req->filter,
+				.flags = req->flags,
+				.borderColor = {req->border0, req->border1, req->border2, req->border3}};
+	for (int i = 0; i < 3; i++)
+		td.addressMode[i] = (CUaddress_mode)((req->address_modes >> (8 * i)) & 0xff);
+	CUtexObject t;
+	int r = drv(c, c->drv->cuTexObjectCreate(&t, &rd, &td, NULL));
+	if (r)
+		return r;
+	xgpu_handle_t h;
+	if ((r = object_add(c, OBJ_TEXOBJ, t, &h))) {
+		c->drv->cuTexObjectDestroy(t);
+		return r;
+	}
+	rsp->object = t;
+	rsp->handle = h;
+	return cudaSuccess;
+}
+
+HANDLER(TEXOBJ_DESTROY)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->handle, OBJ_TEXOBJ, c->ch);
+	if (!o)
+		return bad_handle(c, "handle", req->handle);
+	int r = drv(c, c->drv->cuTexObjectDestroy(o->u.texobj.value));
+	xgpu_obj_del(&c->dom->objs, req->handle);
+	return r;
+}
+
+HANDLER(SURFOBJ_CREATE)
+{
+	if (req->flags)
+		return cudaErrorInvalidValue;
+	struct xgpu_obj *a = xgpu_obj_get(&c->dom->objs, req->array, OBJ_ARRAY, c->ch);
+	if (!a)
+		return bad_handle(c, "array", req->array);
+	if (room_for(c, OBJ_SURFOBJ))
+		return cudaErrorMemoryAllocation;
+	CUDA_RESOURCE_DESC rd = {.resType = CU_RESOURCE_TYPE_ARRAY, .res.array.hArray = a->u.array.a};
+	CUsurfObject s;
+	int r = drv(c, c->drv->cuSurfObjectCreate(&s, &rd));
+	if (r)
+		return r;
+	xgpu_handle_t h;
+	if ((r = object_add(c, OBJ_SURFOBJ, s, &h))) {
+		c->drv->cuSurfObjectDestroy(s);
+		return r;
+	}
+	rsp->object = s;
+	rsp->handle = h;
+	return cudaSuccess;
+}
+
+HANDLER(SURFOBJ_DESTROY)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->handle, OBJ_SURFOBJ, c->ch);
+	if (!o)
+		return bad_handle(c, "handle", req->handle);
+	int r = drv(c, c->drv->cuSurfObjectDestroy(o->u.texobj.value));
+	xgpu_obj_del(&c->dom->objs, req->handle);
 	return r;
 }
 

@@ -45,6 +45,13 @@
 	X(cuMemsetD8Async)                                                                                   \
 	X(cuMemcpy2DAsync)                                                                                   \
 	X(cuMemsetD2D8Async)                                                                                 \
+	X(cuArray3DCreate)                                                                                   \
+	X(cuArrayDestroy)                                                                                    \
+	X(cuMemcpy3DAsync)                                                                                   \
+	X(cuTexObjectCreate)                                                                                 \
+	X(cuTexObjectDestroy)                                                                                \
+	X(cuSurfObjectCreate)                                                                                \
+	X(cuSurfObjectDestroy)                                                                               \
 	X(cuModuleLoadData)                                                                                  \
 	X(cuModuleUnload)                                                                                    \
 	X(cuModuleGetFunction)                                                                               \

@@ -11,7 +11,19 @@
 
 struct xgpu_channel;
 
-enum xgpu_obj_kind { OBJ_FREE = 0, OBJ_MODULE, OBJ_FUNC, OBJ_STREAM, OBJ_EVENT, OBJ_SEG, OBJ_GRAPH_EXEC };
+enum xgpu_obj_kind {
+	OBJ_FREE = 0,
+	OBJ_MODULE,
+	OBJ_FUNC,
+	OBJ_STREAM,
+	OBJ_EVENT,
+	OBJ_SEG,
+	OBJ_GRAPH_EXEC,
+	OBJ_ARRAY,
+	OBJ_TEXOBJ,
+	OBJ_SURFOBJ,
+	OBJ_KINDS
+};
 
 struct xgpu_graph_exec;
 
@@ -45,6 +57,14 @@ struct xgpu_obj {
 		struct {
 			struct xgpu_graph_exec *x; /* exec/graph.c */
 		} graph;
+		struct {
+			CUarray a;
+			uint64_t width_bytes, height, depth; /* height, depth >= 1 */
+			uint64_t charge;                     /* in mem_bytes */
+		} array;
+		struct {
+			uint64_t value; /* CUtexObject or CUsurfObject */
+		} texobj;
 	} u;
 };
 
@@ -54,7 +74,7 @@ struct xgpu_objtab {
 	struct xgpu_obj *v;
 	uint32_t n, cap;
 	uint32_t free_head; /* index + 1, 0 = none */
-	uint32_t live[OBJ_GRAPH_EXEC + 1];
+	uint32_t live[OBJ_KINDS];
 };
 
 xgpu_handle_t xgpu_obj_add(struct xgpu_objtab *t, enum xgpu_obj_kind kind, struct xgpu_channel *owner,

@@ -784,6 +784,13 @@ static void *kernel_map(const struct xgpu_simk_launch *l, uint64_t addr, uint64_
 	return p;
 }
 
+static int kernel_object(const struct xgpu_simk_launch *l, uint64_t obj, int surface,
+			 struct xgpu_simk_texture *out)
+{
+	const struct sim_op *op = l->priv;
+	return sim_object_find(op->ctx, obj, surface, out) ? 0 : -1;
+}
+
 static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **warned;
 static size_t nwarned;
@@ -855,6 +862,7 @@ CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
 	    .nparams = f->ki->nparams,
 	    .map = kernel_map,
 	    .priv = op,
+	    .object = kernel_object,
 	};
 	CUresult r = CUDA_SUCCESS;
 	if (f->impl) {

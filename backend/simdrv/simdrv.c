@@ -391,6 +391,7 @@ __attribute__((destructor)) static void sim_fini(void)
 	sim_plugins_unload();
 	sim_module_fini();
 	sim_pinned_fini();
+	sim_arrays_fini();
 	sim_registry_fini();
 	free(sim.devs);
 	sim.devs = NULL;
@@ -640,6 +641,7 @@ static void destroy_ctx(struct CUctx_st *c)
 	sim_exec_release_ctx(c);
 	sim_mem_release_all(c);
 	sim_pinned_release_ctx(c);
+	sim_arrays_release_ctx(c);
 	sim_ctx_put(c);
 }
 

@@ -116,6 +116,25 @@ struct sim_devprops {
 
 struct sim_op;
 
+/* A CUDA array of the simulated driver (arrays.c): its elements packed in
+ * the allocation at base. */
+struct sim_array_info {
+	CUdeviceptr base;
+	uint64_t width_bytes, height, depth; /* height, depth >= 1 */
+	CUDA_ARRAY3D_DESCRIPTOR desc;
+};
+bool sim_array_find(CUarray h, struct sim_array_info *out) SIM_HIDDEN;
+/* Forgets every array (the driver is shutting down; their memory went with
+ * their contexts). */
+void sim_arrays_fini(void) SIM_HIDDEN;
+/* Forgets the arrays and objects of a context being destroyed (their memory
+ * goes with it), so that no id outlives what it names. */
+void sim_arrays_release_ctx(const struct CUctx_st *ctx) SIM_HIDDEN;
+struct xgpu_simk_texture;
+/* The texture (surface: 1) object id of context ctx, for a kernel. */
+bool sim_object_find(const struct CUctx_st *ctx, uint64_t id, int surface,
+		     struct xgpu_simk_texture *out) SIM_HIDDEN;
+
 struct sim_device {
 	int ordinal;
 	struct sim_devprops p;

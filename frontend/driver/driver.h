@@ -65,6 +65,14 @@ void xgpu_drv_cls_forget(CUcontext ctx);
  * that follow launches). */
 CUresult xgpu_drv_sync(struct xgpu_client *c);
 
+/* Copies with a CUDA array on at least one side (array.c); the 2D forms
+ * come as 3D ones of depth 1. */
+CUresult xgpu_drv_array_copy3d(const CUDA_MEMCPY3D *p, CUstream stream, bool async);
+/* count bytes at offset of array a, its rows taken end to end, to or from
+ * host or device memory mem (type). */
+CUresult xgpu_drv_array_linear(CUarray a, size_t offset, CUmemorytype type, uint64_t mem, size_t count,
+			       bool to_array, CUstream stream, bool async);
+
 /* A kernel launch in wire form (module.c): the daemon's function handle and
  * the parameter buffer laid out from kernelParams or extra, as cuLaunchKernel
  * sends them; params holds XGPU_MAX_PARAM_BYTES. */

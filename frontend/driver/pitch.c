@@ -5,8 +5,8 @@
  * memory.c's.
  *
  * Memory types HOST, DEVICE and UNIFIED (whose side the registry of both
- * layers' allocations decides, allocs.h) are offered; CUDA arrays are not,
- * and a copy naming one is refused as not supported, by name. */
+ * layers' allocations decides, allocs.h) are handled here; a copy with a
+ * CUDA array on either side goes to array.c. */
 #include "allocs.h"
 #include "copy2d.h"
 #include "driver.h"
@@ -49,8 +49,8 @@ CUresult cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
 
 /* One side of a copy: where its first byte is and whether that is device
  * memory. (x bytes, y rows, z slices of height rows) from the base. */
-static CUresult side_of(const char *fn, CUmemorytype type, const void *host, CUdeviceptr dev, size_t x,
-			size_t y, size_t z, size_t pitch, size_t height, uint64_t *addr, bool *device)
+static CUresult side_of(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y, size_t z,
+			size_t pitch, size_t height, uint64_t *addr, bool *device)
 {
 	uint64_t base, rows, off;
 	switch (type) {
@@ -69,11 +69,7 @@ static CUresult side_of(const char *fn, CUmemorytype type, const void *host, CUd
 		base = dev;
 		*device = xgpu_alloc_on_device(dev);
 		break;
-	case CU_MEMORYTYPE_ARRAY: {
-		char name[80];
-		snprintf(name, sizeof name, "%s (CU_MEMORYTYPE_ARRAY: CUDA arrays)", fn);
-		return xgpu_drv_unsupported(name);
-	}
+	case CU_MEMORYTYPE_ARRAY: /* copy2d and copy3d hand these to array.c */
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -96,15 +92,37 @@ static CUresult copy2d(const char *fn, const CUDA_MEMCPY2D *p, CUstream stream, 
 	struct xgpu_client *c;
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+		CUDA_MEMCPY3D q = {.srcXInBytes = p->srcXInBytes,
+				   .srcY = p->srcY,
+				   .srcMemoryType = p->srcMemoryType,
+				   .srcHost = p->srcHost,
+				   .srcDevice = p->srcDevice,
+				   .srcArray = p->srcArray,
+				   .srcPitch = p->srcPitch,
+				   .srcHeight = p->Height,
+				   .dstXInBytes = p->dstXInBytes,
+				   .dstY = p->dstY,
+				   .dstMemoryType = p->dstMemoryType,
+				   .dstHost = p->dstHost,
+				   .dstDevice = p->dstDevice,
+				   .dstArray = p->dstArray,
+				   .dstPitch = p->dstPitch,
+				   .dstHeight = p->Height,
+				   .WidthInBytes = p->WidthInBytes,
+				   .Height = p->Height,
+				   .Depth = 1};
+		return xgpu_drv_array_copy3d(&q, stream, async);
+	}
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r)
 		return r;
 	uint64_t dst, src;
 	bool dst_dev, src_dev;
-	if ((r = side_of(fn, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0,
-			 p->srcPitch, 0, &src, &src_dev)) ||
-	    (r = side_of(fn, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, 0,
-			 p->dstPitch, 0, &dst, &dst_dev)))
+	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, 0, p->srcPitch,
+			 0, &src, &src_dev)) ||
+	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, 0, p->dstPitch,
+			 0, &dst, &dst_dev)))
 		return r;
 	struct xgpu_copy2d q = {.kind = kind_of(dst_dev, src_dev),
 				.dst = dst,
@@ -142,6 +160,8 @@ static CUresult copy3d(const char *fn, const CUDA_MEMCPY3D *p, CUstream stream, 
 	struct xgpu_client *c;
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+		return xgpu_drv_array_copy3d(p, stream, async);
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r)
 		return r;
@@ -150,9 +170,9 @@ static CUresult copy3d(const char *fn, const CUDA_MEMCPY3D *p, CUstream stream, 
 		return CUDA_ERROR_INVALID_VALUE;
 	uint64_t dst, src, dst_slice, src_slice;
 	bool dst_dev, src_dev;
-	if ((r = side_of(fn, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
+	if ((r = side_of(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcZ,
 			 p->srcPitch, p->srcHeight, &src, &src_dev)) ||
-	    (r = side_of(fn, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+	    (r = side_of(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
 			 p->dstPitch, p->dstHeight, &dst, &dst_dev)))
 		return r;
 	if (__builtin_mul_overflow((uint64_t)p->dstPitch, (uint64_t)p->dstHeight, &dst_slice) ||

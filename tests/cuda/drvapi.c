@@ -363,10 +363,11 @@ static void check_pitched(CUstream stream)
 			bad += words[y][x] != 0xa1b2c3d4u;
 	EXPECT(bad == 0);
 
-	/* Arrays are not offered; rows past the allocation are refused. */
+	/* An array that is none, and rows past the allocation, are refused
+	 * (CUDA arrays themselves: tests/samples/drvsample.c). */
 	CUDA_MEMCPY2D array = up;
 	array.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-	EXPECT(cuMemcpy2D(&array) == CUDA_ERROR_NOT_SUPPORTED);
+	EXPECT(cuMemcpy2D(&array) == CUDA_ERROR_INVALID_HANDLE);
 	CUDA_MEMCPY2D past = across;
 	past.Height = H * 2;
 	EXPECT(cuMemcpy2D(&past) == CUDA_ERROR_INVALID_VALUE);

@@ -23,3 +23,11 @@ extern "C" __global__ void ds_coop(int *slots, int *sums, int blocks)
 	if (threadIdx.x == 0)
 		sums[blockIdx.x] = slots[blockIdx.x] + slots[(blockIdx.x + 1) % blocks];
 }
+
+// out[y * w + x] = the texel at (x, y), point-sampled.
+extern "C" __global__ void ds_tex(unsigned long long tex, float *out, int w, int h)
+{
+	int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+	if (x < w && y < h)
+		out[y * w + x] = tex2D<float>(tex, x + 0.5f, y + 0.5f);
+}

@@ -124,6 +124,30 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	REQ(MEM_FREE, .dptr = MARK(0));
 	close_seed();
 
+	/* CUDA arrays and texture objects: a copy into an array and out, a box
+	 * past its end, a texture over it and over pitched memory, a surface,
+	 * a forged handle, destroy twice. Each response's nonzero words are
+	 * remembered, so a texture object counts two marks (value, handle). */
+	open_seed("fuzz_dispatch", "arrays");
+	REQ(MEM_ALLOC, .size = 4096);
+	REQ(ARRAY_CREATE, .format = 0x20, .channels = 1, .width = 16, .height = 8, .depth = 0, .flags = 2);
+	REQ(ARRAY_COPY, .dst = MARK(0), .src = MARK(1), .src_a = 64, .src_b = 8, .width = 64, .height = 8,
+	    .depth = 1, .stream = 0, .flags = XGPU_ARRAY_COPY_DST_ARRAY);
+	REQ(ARRAY_COPY, .dst = MARK(1), .dst_a = 128, .dst_b = 8, .src = MARK(0), .src_a = 4, .src_b = 2,
+	    .width = 32, .height = 4, .depth = 1, .stream = 0, .flags = XGPU_ARRAY_COPY_SRC_ARRAY);
+	REQ(ARRAY_COPY, .dst = MARK(0), .dst_b = 7, .src = MARK(1), .src_a = 64, .src_b = 8, .width = 64,
+	    .height = 2, .depth = 1, .stream = 0, .flags = XGPU_ARRAY_COPY_DST_ARRAY);
+	REQ(TEXOBJ_CREATE, .res = MARK(0), .res_type = 0, .address_modes = 0x010101, .filter = 1, .flags = 2);
+	REQ(TEXOBJ_CREATE, .res = MARK(3), .res_type = 3, .format = 0x20, .channels = 1, .width = 16,
+	    .height = 8, .pitch = 256);
+	REQ(SURFOBJ_CREATE, .array = MARK(4));
+	REQ(TEXOBJ_DESTROY, .handle = MARK(2));
+	REQ(TEXOBJ_DESTROY, .handle = 0x100000003ull);
+	REQ(SURFOBJ_DESTROY, .handle = MARK(0));
+	REQ(ARRAY_DESTROY, .array = MARK(6));
+	REQ(ARRAY_DESTROY, .array = MARK(6));
+	close_seed();
+
 	/* A module, as nvcc packs it and compressed (small inputs fuzz faster). */
 	module_seed("module", fatbin_path);
 	if (small_fatbin_path)

@@ -4,7 +4,11 @@
  * cuLaunchCooperativeKernel and cuLaunchKernelEx with the cooperative
  * attribute (and the too-large refusal), cuStreamGetPriority /
  * cuCtxGetStreamPriorityRange, cuStreamSet/GetAttribute, the profiler
- * markers and cuMemHostGetDevicePointer's refusal.
+ * markers and cuMemHostGetDevicePointer's refusal; CUDA arrays (cuArrayCreate,
+ * cuMemcpy2D with CU_MEMORYTYPE_ARRAY, cuMemcpyHtoA/AtoH, the descriptors)
+ * and texture objects over an array and over pitched memory read by a
+ * kernel, with forged array and texture handles and a copy past an array's
+ * end refused.
  *
  *   drvsample FATBIN      (tests/data/drvsample_kernels.cu built with -fatbin)
  *
@@ -103,6 +107,83 @@ static void stream_callback(CUstream stream, CUresult status, void *arg)
 	atomic_store(&s->done, 2);
 }
 
+/* A 2D float array and a pitched allocation holding the same values, each
+ * read back through copies and through a texture object by ds_tex. */
+static void arrays(CUfunction tex_kernel)
+{
+	enum { W = 40, H = 20 };
+	static float host[H][W], back[H][W];
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			host[y][x] = (float)(x + 100 * y) + 0.5f;
+	CUDA_ARRAY_DESCRIPTOR ad = {.Width = W, .Height = H, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+	CUarray arr;
+	CHECK(cuArrayCreate(&arr, &ad));
+	CUDA_ARRAY_DESCRIPTOR got;
+	CHECK(cuArrayGetDescriptor(&got, arr));
+	EXPECT(got.Width == W && got.Height == H && got.Format == CU_AD_FORMAT_FLOAT && got.NumChannels == 1);
+	CUDA_MEMCPY2D up = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+			    .srcHost = host,
+			    .srcPitch = sizeof host[0],
+			    .dstMemoryType = CU_MEMORYTYPE_ARRAY,
+			    .dstArray = arr,
+			    .WidthInBytes = sizeof host[0],
+			    .Height = H};
+	CHECK(cuMemcpy2D(&up));
+	/* Row 3 through cuMemcpyAtoH (the array's rows taken end to end). */
+	float row[W];
+	CHECK(cuMemcpyAtoH(row, arr, 3 * sizeof row, sizeof row));
+	EXPECT(!memcmp(row, host[3], sizeof row));
+	CUdeviceptr pitched;
+	size_t pitch;
+	CHECK(cuMemAllocPitch(&pitched, &pitch, sizeof host[0], H, 4));
+	CUDA_MEMCPY2D a2d = {.srcMemoryType = CU_MEMORYTYPE_ARRAY,
+			     .srcArray = arr,
+			     .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .dstDevice = pitched,
+			     .dstPitch = pitch,
+			     .WidthInBytes = sizeof host[0],
+			     .Height = H};
+	CHECK(cuMemcpy2D(&a2d));
+
+	CUdeviceptr out;
+	CHECK(cuMemAlloc(&out, sizeof back));
+	CUDA_RESOURCE_DESC res[2] = {{.resType = CU_RESOURCE_TYPE_ARRAY, .res.array.hArray = arr},
+				     {.resType = CU_RESOURCE_TYPE_PITCH2D,
+				      .res.pitch2D = {.devPtr = pitched,
+						      .format = CU_AD_FORMAT_FLOAT,
+						      .numChannels = 1,
+						      .width = W,
+						      .height = H,
+						      .pitchInBytes = pitch}}};
+	for (int i = 0; i < 2; i++) {
+		CUDA_TEXTURE_DESC td = {.addressMode = {CU_TR_ADDRESS_MODE_CLAMP, CU_TR_ADDRESS_MODE_CLAMP},
+					.filterMode = CU_TR_FILTER_MODE_POINT};
+		CUtexObject t;
+		CHECK(cuTexObjectCreate(&t, &res[i], &td, NULL));
+		CUDA_RESOURCE_DESC rd;
+		CHECK(cuTexObjectGetResourceDesc(&rd, t));
+		EXPECT(rd.resType == res[i].resType);
+		int w = W, h = H;
+		void *params[] = {&t, &out, &w, &h};
+		CHECK(cuLaunchKernel(tex_kernel, 3, 3, 1, 16, 8, 1, 0, NULL, params, NULL));
+		CHECK(cuMemcpyDtoH(back, out, sizeof back));
+		EXPECT(!memcmp(back, host, sizeof back));
+		CHECK(cuTexObjectDestroy(t));
+	}
+
+	/* Refusals: forged handles, a box past the array's last row. */
+	EXPECT(cuArrayDestroy((CUarray)(uintptr_t)0x1234) == CUDA_ERROR_INVALID_HANDLE);
+	EXPECT(cuTexObjectDestroy(0x5678) != CUDA_SUCCESS);
+	CUDA_MEMCPY2D past = up;
+	past.dstY = 5;
+	EXPECT(cuMemcpy2D(&past) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuMemFree(out));
+	CHECK(cuMemFree(pitched));
+	CHECK(cuArrayDestroy(arr));
+	EXPECT(cuArrayGetDescriptor(&got, arr) == CUDA_ERROR_INVALID_HANDLE);
+}
+
 /* A callback held until the main thread releases it, which it does only
  * after later enqueues returned: an enqueue that waited for the stream, or
  * ran its callback itself, would wait for the release forever. The wait is
@@ -159,6 +240,9 @@ int main(int argc, char **argv)
 	CHECK(cuModuleLoadData(&mod, image));
 	CHECK(cuModuleGetFunction(&work, mod, "ds_work"));
 	CHECK(cuModuleGetFunction(&coop, mod, "ds_coop"));
+	CUfunction tex_kernel;
+	CHECK(cuModuleGetFunction(&tex_kernel, mod, "ds_tex"));
+	arrays(tex_kernel);
 
 	/* Priorities and attributes. */
 	int least = 9, greatest = 9, prio = 9;

@@ -47,7 +47,32 @@ static int coop(const struct xgpu_simk_launch *l)
 	return XGPU_SIMK_OK;
 }
 
+static int tex(const struct xgpu_simk_launch *l)
+{
+	uint64_t t, out;
+	int32_t w, h;
+	if (xgpu_simk_param(l, 0, &t, 8) || xgpu_simk_param(l, 1, &out, 8) || xgpu_simk_param(l, 2, &w, 4) ||
+	    xgpu_simk_param(l, 3, &h, 4) || w < 0 || h < 0)
+		return XGPU_SIMK_ERR_INVALID_VALUE;
+	uint64_t nx = (uint64_t)l->grid[0] * l->block[0], ny = (uint64_t)l->grid[1] * l->block[1];
+	nx = nx < (uint64_t)w ? nx : (uint64_t)w;
+	ny = ny < (uint64_t)h ? ny : (uint64_t)h;
+	for (uint64_t y = 0; y < ny; y++)
+		for (uint64_t x = 0; x < nx; x++) {
+			float v;
+			void *p;
+			int r = xgpu_simk_tex2D_float(l, t, (float)x + 0.5f, (float)y + 0.5f, &v);
+			if (!r)
+				r = xgpu_simk_map(l, out + (y * (uint64_t)w + x) * 4, 4, 4, &p);
+			if (r)
+				return r;
+			memcpy(p, &v, 4);
+		}
+	return XGPU_SIMK_OK;
+}
+
 static const struct xgpu_simk_kernel kernels[] = {
+    {"ds_tex", tex, NULL},
     {"ds_work", work, work_cost},
     {"ds_coop", coop, NULL},
 };

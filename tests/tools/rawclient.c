@@ -15,6 +15,7 @@
 #include "shm.h"
 #include "util.h"
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <poll.h>
@@ -312,6 +313,86 @@ static int mode_cross_domain(void)
 	CHECK(xgpu_rpc(a, &r) == cudaErrorInvalidValue, "width * height overflowing was accepted");
 	printf("pitched copies past an allocation, overflowing or across domains -> refused\n");
 
+	/* CUDA arrays and texture objects: handles checked like every other
+	 * (another domain's, forged, stale), boxes and resources bounded. */
+	struct xgpu_req_ARRAY_CREATE ac = {
+	    .format = CU_AD_FORMAT_FLOAT, .channels = 1, .width = 64, .height = 16};
+	struct xgpu_rsp_ARRAY_CREATE acr;
+	CHECK(xgpu_call_ARRAY_CREATE(a, &ac, &acr) == cudaSuccess, "A creates an array");
+	struct xgpu_req_ARRAY_CREATE bad_ac = ac;
+	bad_ac.format = 0x77;
+	CHECK(xgpu_call_ARRAY_CREATE(a, &bad_ac, &acr) == cudaErrorInvalidValue,
+	      "an unknown format accepted");
+	bad_ac = ac;
+	bad_ac.width = UINT64_MAX;
+	CHECK(xgpu_call_ARRAY_CREATE(a, &bad_ac, &acr) == cudaErrorInvalidValue, "a huge width accepted");
+	CHECK(xgpu_call_ARRAY_CREATE(a, &ac, &acr) == cudaSuccess, "A creates an array");
+	struct xgpu_req_ARRAY_COPY in = {.dst = acr.array,
+					 .src = arsp.dptr,
+					 .src_a = 256,
+					 .src_b = 16,
+					 .width = 256,
+					 .height = 16,
+					 .depth = 1,
+					 .flags = XGPU_ARRAY_COPY_DST_ARRAY};
+	struct xgpu_rsp_ARRAY_COPY inr;
+	CHECK(xgpu_call_ARRAY_COPY(a, &in, &inr) == cudaSuccess, "A fills its array from its memory");
+	st = xgpu_call_ARRAY_COPY(b, &in, &inr);
+	CHECK(st == cudaErrorInvalidResourceHandle, "B used A's array: %d", st);
+	struct xgpu_req_ARRAY_COPY forged = in;
+	forged.dst = 0x100000002ull;
+	CHECK(xgpu_call_ARRAY_COPY(a, &forged, &inr) == cudaErrorInvalidResourceHandle,
+	      "a forged array accepted");
+	struct xgpu_req_ARRAY_COPY box = in;
+	box.dst_b = 1;
+	CHECK(xgpu_call_ARRAY_COPY(a, &box, &inr) == cudaErrorInvalidValue,
+	      "a box past the last row accepted");
+	box = in;
+	box.dst_a = UINT64_MAX - 8;
+	CHECK(xgpu_call_ARRAY_COPY(a, &box, &inr) == cudaErrorInvalidValue, "a wrapping column accepted");
+	box = in;
+	box.src_a = 1024 * 1024;
+	CHECK(xgpu_call_ARRAY_COPY(a, &box, &inr) == cudaErrorInvalidValue,
+	      "device rows past the allocation");
+	box = in;
+	box.flags = 0;
+	CHECK(xgpu_call_ARRAY_COPY(a, &box, &inr) == cudaErrorInvalidValue, "a copy with no array accepted");
+	struct xgpu_req_TEXOBJ_CREATE tc = {.res = acr.array, .res_type = CU_RESOURCE_TYPE_ARRAY};
+	struct xgpu_rsp_TEXOBJ_CREATE tcr;
+	st = xgpu_call_TEXOBJ_CREATE(b, &tc, &tcr);
+	CHECK(st == cudaErrorInvalidResourceHandle, "B made a texture of A's array: %d", st);
+	struct xgpu_req_TEXOBJ_CREATE tp = {.res = arsp.dptr,
+					    .res_type = CU_RESOURCE_TYPE_PITCH2D,
+					    .format = CU_AD_FORMAT_FLOAT,
+					    .channels = 1,
+					    .width = 256,
+					    .height = 8,
+					    .pitch = 1024};
+	CHECK(xgpu_call_TEXOBJ_CREATE(a, &tp, &tcr) == cudaErrorInvalidValue,
+	      "a texture past the allocation");
+	CHECK(xgpu_call_TEXOBJ_CREATE(a, &tc, &tcr) == cudaSuccess, "A makes a texture of its array");
+	struct xgpu_req_TEXOBJ_DESTROY td = {.handle = tcr.handle};
+	struct xgpu_rsp_TEXOBJ_DESTROY tdr;
+	CHECK(xgpu_call_TEXOBJ_DESTROY(b, &td, &tdr) == cudaErrorInvalidResourceHandle,
+	      "B destroyed A's texture");
+	struct xgpu_req_TEXOBJ_DESTROY tv = {.handle = tcr.object};
+	CHECK(xgpu_call_TEXOBJ_DESTROY(a, &tv, &tdr) == cudaErrorInvalidResourceHandle,
+	      "the driver's value taken for a handle");
+	CHECK(xgpu_call_TEXOBJ_DESTROY(a, &td, &tdr) == cudaSuccess, "A destroys its texture");
+	CHECK(xgpu_call_TEXOBJ_DESTROY(a, &td, &tdr) == cudaErrorInvalidResourceHandle,
+	      "a texture destroyed twice");
+	struct xgpu_req_SURFOBJ_CREATE sc = {.array = acr.array};
+	struct xgpu_rsp_SURFOBJ_CREATE scr;
+	CHECK(xgpu_call_SURFOBJ_CREATE(a, &sc, &scr) != cudaSuccess,
+	      "a surface of an array not made for one");
+	struct xgpu_req_ARRAY_DESTROY ad = {.array = acr.array};
+	struct xgpu_rsp_ARRAY_DESTROY adr;
+	CHECK(xgpu_call_ARRAY_DESTROY(b, &ad, &adr) == cudaErrorInvalidResourceHandle,
+	      "B destroyed A's array");
+	CHECK(xgpu_call_ARRAY_DESTROY(a, &ad, &adr) == cudaSuccess, "A destroys its array");
+	CHECK(xgpu_call_ARRAY_COPY(a, &in, &inr) == cudaErrorInvalidResourceHandle, "a stale array accepted");
+	printf("arrays and texture objects forged, foreign, stale or past their bounds -> refused\n");
+
 	CHECK(xgpu_call_MEM_FREE(a, &fr, &frsp) == cudaSuccess, "A frees its memory");
 	xgpu_client_close(a);
 	xgpu_client_close(b);
@@ -501,6 +582,14 @@ static int mode_memlimit(uint64_t limit)
 	int st = xgpu_call_MEM_ALLOC(c, &big, &rsp);
 	printf("allocating limit+1 -> %d\n", st);
 	CHECK(st == cudaErrorMemoryAllocation, "over-limit allocation: %d", st);
+	struct xgpu_req_ARRAY_CREATE arr = {.format = CU_AD_FORMAT_FLOAT,
+					    .channels = 4,
+					    .width = 1 << 20,
+					    .height = 1 << 20,
+					    .depth = 1 << 10};
+	struct xgpu_rsp_ARRAY_CREATE arr_rsp;
+	CHECK(xgpu_call_ARRAY_CREATE(c, &arr, &arr_rsp) == cudaErrorMemoryAllocation,
+	      "an array over the limit");
 	struct xgpu_req_MEM_ALLOC half = {.size = limit / 2};
 	uint64_t p1, p2;
 	CHECK(xgpu_call_MEM_ALLOC(c, &half, &rsp) == cudaSuccess, "first half");
