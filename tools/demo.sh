@@ -122,6 +122,8 @@ CONF
 			awk -F'\t' '{printf "%-8s  %-26s  %s\n", $1, $2, $3}'
 	done
 	echo "Slot share under none is each domain's issuing time (nothing is gated); rr gives equal turns."
+	echo "Coordination: in make experiment's coupled loop, xc/augc/cosched do not beat none on this local"
+	echo "set-up (the GPU is the bottleneck and gating costs a hand-over); docs/results/pegasus-local.md says why."
 fi
 [ "$status" -eq 0 ] && echo "demo: all domains verified their results" || echo "demo: FAILED"
 exit "$status"
