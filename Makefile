@@ -492,12 +492,12 @@ $(TST)/simkernels/%.so: tests/samples/%_simk.c backend/simdrv/simkernel.h | $(DE
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
 
-$(TST)/samples/%: tests/samples/%.cu | $(DEPS_STAMP)
+$(TST)/samples/%: tests/samples/%.cu tests/samples/sample.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<
 
-$(TST)/samples/static/%: tests/samples/%.cu | $(DEPS_STAMP)
+$(TST)/samples/static/%: tests/samples/%.cu tests/samples/sample.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $<

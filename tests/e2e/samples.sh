@@ -7,47 +7,20 @@
 # (the kernels' host implementations are tests/samples/*_simk.c) and both
 # builds must compute the same checksum.
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/samples.bash"
 start_xgpud
 
-S=$B/tests/samples
 for name in trivial callbacks cooperative largeparam; do
-	want=
-	for prog in "$S/$name" "$S/static/$name"; do
-		out=$(run_cuda "$prog" 2>&1) || {
-			echo "$out"
-			fail "$prog failed"
-		}
-		check_clean <(echo "$out") "$prog"
-		echo "$out" | tail -n 1
-		echo "$out" | grep -q "^RESULT $name verified=yes" || {
-			echo "$out"
-			fail "$prog did not verify its results"
-		}
-		sum=$(echo "$out" | sed -n 's/^RESULT .*\(checksum=[^ ]*\).*/\1/p')
-		[ -z "$want" ] || [ "$sum" = "$want" ] || fail "$prog computed $sum, the shared build $want"
-		want=$sum
-	done
+	run_both_builds "$name"
 done
-
-out=$(run_cuda "$S/drvsample" "$B/tests/data/drvsample_kernels.fatbin" 2>&1) || {
-	echo "$out"
-	fail "drvsample failed"
-}
-check_clean <(echo "$out") drvsample
-echo "$out" | tail -n 1
-echo "$out" | grep -q "^RESULT drvsample verified=yes" || fail "drvsample did not verify its results"
+run_sample "$S/drvsample" drvsample "$B/tests/data/drvsample_kernels.fatbin"
 
 # The refusals were the daemon's, and said why; nothing else was refused as
 # unsupported.
 grep -q "cooperative launch refused: .* blocks, at most .* fit on the device at once" "$XGPUD_LOG" ||
 	fail "the daemon did not log the too-large cooperative launch"
-if grep -q "which xgpu does not support" "$XGPUD_LOG"; then
-	grep "which xgpu does not support" "$XGPUD_LOG"
-	fail "a sample called an unsupported function"
-fi
-dom=uid-$(id -u)
-wait_for 10 dom_eq "$dom" channels 0 || fail "channels still open"
-[ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after every program exited"
+no_unsupported_calls
+nothing_left_held
 stop_xgpud
 
 # A kernel that faults with callbacks behind it: the stream callback gets the
@@ -55,13 +28,7 @@ stop_xgpud
 # that enqueuing does not wait for the faulting kernel to have run.
 start_xgpud --policy none
 for prog in "$S/callbacks" "$S/static/callbacks"; do
-	out=$(run_cuda "$prog" fault 2>&1) || {
-		echo "$out"
-		fail "$prog fault failed"
-	}
-	check_clean <(echo "$out") "$prog fault"
-	echo "$out" | tail -n 1
-	echo "$out" | grep -q "^RESULT callbacks-fault verified=yes" || fail "$prog fault did not verify"
+	run_sample "$prog" callbacks-fault fault
 done
 grep -q "device context is broken by CUDA_ERROR_ILLEGAL_ADDRESS" "$XGPUD_LOG" ||
 	fail "the daemon did not see the fault"

@@ -6,22 +6,13 @@
 # give the bytes the host computes, and the copies past an array's end must
 # be refused by the daemon (logged), which keeps serving.
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/samples.bash"
 start_xgpud
 
-for build in samples samples/static; do
-	prog=$B/tests/$build/arrays
-	out=$(run_cuda "$prog" 2>"$T/arrays.err") || {
-		echo "$out"
-		cat "$T/arrays.err"
-		fail "$build/arrays failed"
-	}
-	echo "$out"
-	check_clean "$T/arrays.err" "$build/arrays"
-	if grep -E "is not supported by xgpu|is not implemented by xgpu" "$T/arrays.err"; then
-		fail "$build/arrays called something xgpu does not offer (above)"
-	fi
-	echo "$out" | grep -q "^RESULT workload=arrays verified=yes" || fail "$build/arrays did not verify its results"
-	note "$build/arrays: every copy kind verified"
+for prog in "$S/arrays" "$S/static/arrays"; do
+	run_sample "$prog" workload=arrays
+	no_foreign_calls "$prog"
+	note "$prog: every copy kind verified"
 done
 
 grep -qE "ARRAY_COPY refused: (src|dst) box .* lies outside its array" "$XGPUD_LOG" ||

@@ -6,25 +6,10 @@
 # (NVIDIA's runtime over xgpu's libcuda.so.1). Both builds must verify and
 # compute the same checksum, and leave no memory held in the daemon.
 . "$(dirname "$0")/lib.bash"
+. "$(dirname "$0")/samples.bash"
 start_xgpud
 
-S=$B/tests/samples
-want=
-for prog in "$S/managed" "$S/static/managed"; do
-	out=$(run_cuda "$prog" 2>&1) || {
-		echo "$out"
-		fail "$prog failed"
-	}
-	check_clean <(echo "$out") "$prog"
-	echo "$out" | tail -n 1
-	echo "$out" | grep -q "^RESULT managed verified=yes" || {
-		echo "$out"
-		fail "$prog did not verify its results"
-	}
-	sum=$(echo "$out" | sed -n 's/^RESULT .*\(checksum=[^ ]*\).*/\1/p')
-	[ -z "$want" ] || [ "$sum" = "$want" ] || fail "$prog computed $sum, the shared build $want"
-	want=$sum
-done
+run_both_builds managed
 
 # A segmentation fault outside managed memory still ends the program (by the
 # signal, or through the sanitizer's handler, which ours hands it to).
@@ -60,11 +45,6 @@ for prog in "$S/managed" "$S/static/managed"; do
 	}
 done
 
-if grep -q "which xgpu does not support" "$XGPUD_LOG"; then
-	grep "which xgpu does not support" "$XGPUD_LOG"
-	fail "the sample called an unsupported function"
-fi
-dom=uid-$(id -u)
-wait_for 10 dom_eq "$dom" channels 0 || fail "channels still open"
-[ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after every program exited"
+no_unsupported_calls
+nothing_left_held
 stop_xgpud

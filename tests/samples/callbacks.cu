@@ -12,24 +12,10 @@
 #include <pthread.h>
 #include <unistd.h>
 
-static bool ok = true;
+#include "sample.h"
 
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		if (e_ != cudaSuccess) {                                                                     \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                        \
-				cudaGetErrorString(e_));                                                     \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
-#define TRUE(cond)                                                                                           \
-	do {                                                                                                 \
-		if (!(cond)) {                                                                               \
-			printf("%s:%d: %s does not hold\n", __FILE__, __LINE__, #cond);                      \
-			ok = false;                                                                          \
-		}                                                                                            \
-	} while (0)
+static bool ok = true;
+static int checks; // counted by TRUE
 
 #define N 256
 

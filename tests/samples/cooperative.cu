@@ -7,25 +7,12 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
+#include "sample.h"
+
 namespace cg = cooperative_groups;
 
 static bool ok = true;
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		if (e_ != cudaSuccess) {                                                                     \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
-#define TRUE(cond)                                                                                           \
-	do {                                                                                                 \
-		if (!(cond)) {                                                                               \
-			printf("%s:%d: %s does not hold\n", __FILE__, __LINE__, #cond);                      \
-			ok = false;                                                                          \
-		}                                                                                            \
-	} while (0)
+static int checks; // counted by TRUE
 
 #define THREADS 256
 
@@ -96,7 +83,8 @@ int main()
 	CHECK(cudaMemcpy(h, sums, blocks * sizeof(int), cudaMemcpyDeviceToHost));
 	TRUE(verify(h, blocks));
 	cfg.gridDim = dim3(more);
-	TRUE(cudaLaunchKernelEx(&cfg, coop_neighbours, slots, sums, more) == cudaErrorCooperativeLaunchTooLarge);
+	TRUE(cudaLaunchKernelEx(&cfg, coop_neighbours, slots, sums, more) ==
+	     cudaErrorCooperativeLaunchTooLarge);
 	cudaGetLastError();
 	// Without the attribute the same grid is an ordinary launch.
 	attr.val.cooperative = 0;

@@ -7,14 +7,7 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		if (e_ != cudaSuccess) {                                                                     \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
+#include "sample.h"
 
 struct Big8k {
 	int v[2048];
@@ -70,7 +63,8 @@ int main()
 	CHECK(cudaMemcpy(h, d, sizeof bm, cudaMemcpyDeviceToHost));
 	for (int i = 0; i < 8189; i++)
 		if (h[i] != pattern(i, 2)) {
-			printf("32764-byte parameters: element %d is %d, expected %d\n", i, h[i], pattern(i, 2));
+			printf("32764-byte parameters: element %d is %d, expected %d\n", i, h[i],
+			       pattern(i, 2));
 			ok = false;
 			break;
 		}

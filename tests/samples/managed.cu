@@ -14,24 +14,20 @@
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		if (e_ != cudaSuccess) {                                                                     \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
+#include "sample.h"
+
 #define CU(call)                                                                                             \
 	do {                                                                                                 \
 		CUresult r_ = (call);                                                                        \
 		if (r_ != CUDA_SUCCESS) {                                                                    \
-			fprintf(stderr, "%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #call, (int)r_);      \
+			fprintf(stderr, "%s:%d: %s: CUresult %d\n", __FILE__, __LINE__, #call, (int)r_);     \
 			exit(1);                                                                             \
 		}                                                                                            \
 	} while (0)
 
 static int failures;
+// Not sample.h's EXPECT: a condition with a printf-style message.
+#undef EXPECT
 #define EXPECT(cond, ...)                                                                                    \
 	do {                                                                                                 \
 		if (!(cond)) {                                                                               \
@@ -42,7 +38,7 @@ static int failures;
 	} while (0)
 
 __managed__ int mg_counter = 5; // with an initializer: the device's value comes first
-__managed__ int mg_table[3000];	 // more than two pages
+__managed__ int mg_table[3000]; // more than two pages
 
 __global__ void mg_inc(int *p, int n, int by)
 {
@@ -183,7 +179,8 @@ static void prefetch_and_advise(int *a, int n, int *want)
 	check_all(a, n, want, "after prefetches");
 	// Not managed memory: refused as CUDA refuses it.
 	int local[4];
-	EXPECT(cudaMemAdvise(local, sizeof local, cudaMemAdviseSetReadMostly, on_device) == cudaErrorInvalidValue,
+	EXPECT(cudaMemAdvise(local, sizeof local, cudaMemAdviseSetReadMostly, on_device) ==
+		   cudaErrorInvalidValue,
 	       "cudaMemAdvise accepted host memory");
 	EXPECT(cudaMemPrefetchAsync(local, sizeof local, on_device, 0, 0) == cudaErrorInvalidValue,
 	       "cudaMemPrefetchAsync accepted host memory");
@@ -355,14 +352,16 @@ int main(int argc, char **argv)
 		// static runtime also maps this module's __managed__ variables
 		// now, elsewhere, and says so.)
 		void *want = (void *)0x300000000000ull;
-		void *got = mmap(want, 64ull << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		void *got =
+		    mmap(want, 64ull << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (got != want) {
 			fprintf(stderr, "managed: cannot take the address range\n");
 			return 1;
 		}
 		int *a = (int *)1;
 		cudaError_t e = cudaMallocManaged(&a, 4096);
-		EXPECT(e == cudaErrorMemoryAllocation, "cudaMallocManaged over a taken address: %s", cudaGetErrorName(e));
+		EXPECT(e == cudaErrorMemoryAllocation, "cudaMallocManaged over a taken address: %s",
+		       cudaGetErrorName(e));
 		// Still usable for everything else.
 		int *d;
 		CHECK(cudaMalloc(&d, 64));

@@ -21,30 +21,11 @@
 #include <cuda_runtime.h>
 #include <thread>
 
+#include "sample.h"
+
 // Atomic: the threads check too.
 static std::atomic<bool> ok{true};
 static std::atomic<long long> checks;
-
-#define EXPECT(call, want)                                                                                   \
-	do {                                                                                                 \
-		int e_ = (int)(call);                                                                        \
-		checks++;                                                                                    \
-		if (e_ != (int)(want)) {                                                                     \
-			printf("%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #call, e_,        \
-			       (int)(want));                                                                 \
-			ok = false;                                                                          \
-		}                                                                                            \
-		cudaGetLastError();                                                                          \
-	} while (0)
-
-#define TRUE(cond)                                                                                           \
-	do {                                                                                                 \
-		checks++;                                                                                    \
-		if (!(cond)) {                                                                               \
-			printf("%s:%d: %s does not hold\n", __FILE__, __LINE__, #cond);                      \
-			ok = false;                                                                          \
-		}                                                                                            \
-	} while (0)
 
 __global__ void mp_fill(int *p, int n, int v)
 {

@@ -10,29 +10,10 @@
 #include <cstring>
 #include <cuda_runtime.h>
 
+#include "sample.h"
+
 static bool ok = true;
 static int checks;
-
-#define EXPECT(call, want)                                                                                   \
-	do {                                                                                                 \
-		int e_ = (int)(call);                                                                        \
-		checks++;                                                                                    \
-		if (e_ != (int)(want)) {                                                                     \
-			printf("%s:%d: %s returned %d, expected %d\n", __FILE__, __LINE__, #call, e_,        \
-			       (int)(want));                                                                 \
-			ok = false;                                                                          \
-		}                                                                                            \
-		cudaGetLastError();                                                                          \
-	} while (0)
-
-#define TRUE(cond)                                                                                           \
-	do {                                                                                                 \
-		checks++;                                                                                    \
-		if (!(cond)) {                                                                               \
-			printf("%s:%d: %s does not hold\n", __FILE__, __LINE__, #cond);                      \
-			ok = false;                                                                          \
-		}                                                                                            \
-	} while (0)
 
 __global__ void sc_fill(int *p, int v)
 {

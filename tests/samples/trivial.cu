@@ -9,29 +9,10 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
+#include "sample.h"
+
 static bool ok = true;
 static int checks;
-
-#define EXPECT(call, want)                                                                                   \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		checks++;                                                                                    \
-		if (e_ != (want)) {                                                                          \
-			printf("%s:%d: %s returned %s, expected %s\n", __FILE__, __LINE__, #call,            \
-			       cudaGetErrorName(e_), cudaGetErrorName(want));                                \
-			ok = false;                                                                          \
-		}                                                                                            \
-		cudaGetLastError();                                                                          \
-	} while (0)
-
-#define TRUE(cond)                                                                                           \
-	do {                                                                                                 \
-		checks++;                                                                                    \
-		if (!(cond)) {                                                                               \
-			printf("%s:%d: %s does not hold\n", __FILE__, __LINE__, #cond);                      \
-			ok = false;                                                                          \
-		}                                                                                            \
-	} while (0)
 
 __global__ void tr_fill(int *p, int v)
 {
@@ -72,7 +53,8 @@ int main()
 	EXPECT(cudaStreamGetAttribute(plain, cudaStreamAttributeSynchronizationPolicy, &got), cudaSuccess);
 	TRUE(got.syncPolicy == cudaSyncPolicyBlockingSync);
 	v.syncPolicy = (cudaSynchronizationPolicy)9;
-	EXPECT(cudaStreamSetAttribute(plain, cudaStreamAttributeSynchronizationPolicy, &v), cudaErrorInvalidValue);
+	EXPECT(cudaStreamSetAttribute(plain, cudaStreamAttributeSynchronizationPolicy, &v),
+	       cudaErrorInvalidValue);
 	EXPECT(cudaStreamGetAttribute(plain, cudaStreamAttributeSynchronizationPolicy, &got), cudaSuccess);
 	TRUE(got.syncPolicy == cudaSyncPolicyBlockingSync);
 
@@ -89,7 +71,8 @@ int main()
 	TRUE(got.accessPolicyWindow.base_ptr == d && got.accessPolicyWindow.num_bytes == (1 << 20) &&
 	     got.accessPolicyWindow.hitRatio == 0.6f);
 	v.accessPolicyWindow.hitRatio = 2.0f;
-	EXPECT(cudaStreamSetAttribute(plain, cudaStreamAttributeAccessPolicyWindow, &v), cudaErrorInvalidValue);
+	EXPECT(cudaStreamSetAttribute(plain, cudaStreamAttributeAccessPolicyWindow, &v),
+	       cudaErrorInvalidValue);
 
 	v.priority = greatest;
 	EXPECT(cudaStreamSetAttribute(plain, cudaStreamAttributePriority, &v), cudaSuccess);
