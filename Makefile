@@ -235,7 +235,7 @@ $(TST)/data/libs_cufft_shared: tests/data/libs_cufft.cu | $(DEPS_STAMP)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $< -lcufft
 
-$(DRVAPI): tests/cuda/drvapi.c | $(DEPS_STAMP)
+$(DRVAPI): tests/cuda/drvapi.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
@@ -502,7 +502,7 @@ $(TST)/samples/static/%: tests/samples/%.cu tests/samples/sample.h | $(DEPS_STAM
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $<
 
-$(TST)/samples/drvsample: tests/samples/drvsample.c | $(DEPS_STAMP)
+$(TST)/samples/drvsample: tests/samples/drvsample.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl

@@ -18,47 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define DRV_PROGRAM "drvapi"
+#include "drvcheck.h"
+
 #define N 1000
 
 static int failures;
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		CUresult r_ = (call);                                                                        \
-		if (r_ != CUDA_SUCCESS) {                                                                    \
-			fprintf(stderr, "drvapi: %s:%d: %s returned %d\n", __FILE__, __LINE__, #call,        \
-				(int)r_);                                                                    \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
-
-#define EXPECT(cond)                                                                                         \
-	do {                                                                                                 \
-		if (!(cond)) {                                                                               \
-			fprintf(stderr, "drvapi: %s:%d: expected %s\n", __FILE__, __LINE__, #cond);          \
-			failures++;                                                                          \
-		}                                                                                            \
-	} while (0)
-
-static void *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *buf = malloc((size_t)n + 1);
-	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		perror(path);
-		exit(1);
-	}
-	((char *)buf)[n] = '\0';
-	fclose(f);
-	return buf;
-}
 
 /* cuGetProcAddress answers with the function the library exports under the
  * name of that ABI. */

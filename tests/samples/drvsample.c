@@ -25,44 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DRV_PROGRAM "drvsample"
+#include "../cuda/drvcheck.h"
+
 #define N 256
 
 static int failures;
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		CUresult r_ = (call);                                                                        \
-		if (r_ != CUDA_SUCCESS) {                                                                    \
-			fprintf(stderr, "drvsample: %s:%d: %s returned %d\n", __FILE__, __LINE__, #call,     \
-				(int)r_);                                                                    \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
-
-#define EXPECT(cond)                                                                                         \
-	do {                                                                                                 \
-		if (!(cond)) {                                                                               \
-			fprintf(stderr, "drvsample: %s:%d: expected %s\n", __FILE__, __LINE__, #cond);       \
-			failures++;                                                                          \
-		}                                                                                            \
-	} while (0)
-
-static void *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *buf = malloc((size_t)n);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
 
 struct cb_state {
 	int *seen; /* page-locked: the stream's result when the callback ran */
@@ -221,10 +189,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	void *image = read_file(argv[1]);
-	if (!image) {
-		fprintf(stderr, "drvsample: cannot read %s\n", argv[1]);
-		return 2;
-	}
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod;

@@ -26,7 +26,7 @@ $(GRAPHS_FATBIN): tests/samples/graphs.cu tests/samples/graphs_kernels.cuh | $(D
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
 
-$(GRAPHS_DRV): tests/samples/graphs_drv.c | $(DEPS_STAMP)
+$(GRAPHS_DRV): tests/samples/graphs_drv.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl

@@ -10,37 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		CUresult r_ = (call);                                                                        \
-		if (r_ != CUDA_SUCCESS) {                                                                    \
-			const char *n_ = "?";                                                                \
-			cuGetErrorName(r_, &n_);                                                             \
-			fprintf(stderr, "graphs_drv: %s failed at line %d: %s\n", #call, __LINE__, n_);      \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
+#define DRV_PROGRAM "graphs_drv"
+#include "../cuda/drvcheck.h"
 
 #define N 2048
-
-static void *read_file(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		perror(path);
-		exit(1);
-	}
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	void *p = malloc((size_t)n);
-	if (fread(p, 1, (size_t)n, f) != (size_t)n) {
-		perror(path);
-		exit(1);
-	}
-	fclose(f);
-	return p;
-}
 
 static CUDA_KERNEL_NODE_PARAMS kparams(CUfunction f, void **args, void **extra)
 {
