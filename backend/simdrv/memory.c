@@ -774,30 +774,10 @@ CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t 
 	return r;
 }
 
+/* One row of N bytes: the pitched memset does the checks and the submit. */
 CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)
 {
-	struct CUctx_st *c;
-	struct CUstream_st *s;
-	struct sim_op *op;
-	CUresult r = begin_async(hStream, true, N, SIM_OP_MEMSET, &c, &s, &op);
-	if (!op)
-		return r;
-	op->u.memset.value = uc;
-	op->u.memset.bytes = N;
-	pthread_mutex_lock(&c->lock);
-	void *dst = c->destroyed ? NULL : sim_mem_translate_locked(c, dstDevice, N);
-	if (!dst)
-		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
-	else {
-		op->u.memset.dst = dst;
-		sim_submit(op, s);
-		op = NULL;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (op)
-		sim_op_free(op);
-	end_async(c, s);
-	return r;
+	return cuMemsetD2D8Async(dstDevice, N, uc, N, 1, hStream);
 }
 
 /* ---- pitched (2D) copies and memset ------------------------------------------ */

@@ -670,7 +670,8 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 }
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) XGPU_ALIAS(cuMemFreeAsync);
 
-CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+/* Asks lookup (the device's default or its current pool) for dev's pool. */
+static CUresult device_pool(CUmemoryPool *pool_out, CUdevice dev, int (*lookup)(int device, void **pool))
 {
 	struct xgpu_client *c;
 	if (!pool_out)
@@ -679,25 +680,20 @@ CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 	if (r)
 		return r;
 	void *p = NULL;
-	r = xgpu_drv_result(xgpu_pool_default(dev, &p));
+	r = xgpu_drv_result(lookup(dev, &p));
 	if (!r)
 		*pool_out = p;
 	return r;
 }
 
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+	return device_pool(pool_out, dev, xgpu_pool_default);
+}
+
 CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-	struct xgpu_client *c;
-	if (!pool)
-		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = xgpu_drv_client(&c);
-	if (r)
-		return r;
-	void *p = NULL;
-	r = xgpu_drv_result(xgpu_pool_current(dev, &p));
-	if (!r)
-		*pool = p;
-	return r;
+	return device_pool(pool, dev, xgpu_pool_current);
 }
 
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
