@@ -500,20 +500,36 @@ static bool keep_slot(struct call *c)
 	return true;
 }
 
+/* Moves packed bytes [off, off + n) of a pitched device range to or from buf
+ * (a staging buffer): one driver copy per row piece, queued on s. */
+static int rows_copy(struct call *c, bool to_device, uint64_t dev, uint64_t pitch, uint64_t width,
+		     uint64_t off, uint64_t n, uint8_t *buf, CUstream s)
+{
+	int r = cudaSuccess;
+	for (uint64_t done = 0; done < n && !r;) {
+		uint64_t row = (off + done) / width, col = (off + done) % width;
+		uint64_t len = width - col < n - done ? width - col : n - done;
+		CUdeviceptr at = dev + row * pitch + col;
+		r = to_device ? drv(c, c->drv->cuMemcpyHtoDAsync(at, buf + done, len, s))
+			      : drv(c, c->drv->cuMemcpyDtoHAsync(buf + done, at, len, s));
+		done += len;
+	}
+	return r;
+}
+
 /* Host-to-device through the tx area: each chunk lands in a pinned staging
- * buffer, whose DMA overlaps the guest filling the next chunk. */
-HANDLER(MEMCPY_HTOD)
+ * buffer, whose DMA overlaps the guest filling the next chunk. The device
+ * side is rows of width bytes, pitch apart (a linear range is one row);
+ * the caller has checked them. */
+static int staged_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t width, uint64_t total,
+			    CUstream stream)
 {
 	struct xgpu_domain *dom = c->dom;
-	int r = check_range(c, req->dst, req->size, "dst");
-	if (r)
-		return r;
-	if (c->hdr.bulk_len != req->size)
-		return cudaErrorInvalidValue;
+	int r = cudaSuccess;
 	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(dom, res->stream, &mark);
-	for (uint64_t done = 0; done < req->size && !r;) {
-		uint64_t n = req->size - done < dom->staging_size ? req->size - done : dom->staging_size;
+	xgpu_exec_busy_begin(dom, stream, &mark);
+	for (uint64_t done = 0; done < total && !r;) {
+		uint64_t n = total - done < dom->staging_size ? total - done : dom->staging_size;
 		unsigned b;
 		if (!keep_slot(c))
 			r = cudaErrorDevicesUnavailable;
@@ -523,28 +539,24 @@ HANDLER(MEMCPY_HTOD)
 			break;
 		r = bulk_read(c, dom->staging[b].buf, n);
 		if (!r)
-			r = drv(c, c->drv->cuMemcpyHtoDAsync(req->dst + done, dom->staging[b].buf, n,
-							     res->stream));
-		int e = xgpu_exec_staging_put(dom, b, res->stream, !r);
+			r = rows_copy(c, true, dst, pitch, width, done, n, dom->staging[b].buf, stream);
+		int e = xgpu_exec_staging_put(dom, b, stream, !r);
 		r = r ? r : e;
 		done += n;
 	}
-	xgpu_exec_busy_end(dom, res->stream, mark);
+	xgpu_exec_busy_end(dom, stream, mark);
 	if (!r)
-		xgpu_stat_add(&dom->stats.h2d_bytes, req->size);
-	/* As with pageable memory in CUDA, the copy may still be in flight:
-	 * the guest's buffer is free to reuse once the data is staged. */
+		xgpu_stat_add(&dom->stats.h2d_bytes, total);
 	return r;
 }
 
-/* Device-to-host through the rx area: one DMA runs ahead of the chunk being
- * handed to the guest. */
-HANDLER(MEMCPY_DTOH)
+/* Device-to-host through the rx area: one staging buffer's DMA runs ahead of
+ * the one being handed to the guest. The device side as staged_to_device's. */
+static int staged_to_guest(struct call *c, uint64_t src, uint64_t pitch, uint64_t width, uint64_t total,
+			   CUstream stream)
 {
 	struct xgpu_domain *dom = c->dom;
-	int r = check_range(c, req->src, req->size, "src");
-	if (r)
-		return r;
+	int r = cudaSuccess;
 	struct inflight {
 		unsigned buf;
 		uint64_t len;
@@ -552,11 +564,10 @@ HANDLER(MEMCPY_DTOH)
 	unsigned nq = 0;
 	uint64_t issued = 0, sent = 0;
 	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(dom, res->stream, &mark);
-	while (sent < req->size && !r) {
-		while (issued < req->size && nq < 2 && !r) {
-			uint64_t n =
-			    req->size - issued < dom->staging_size ? req->size - issued : dom->staging_size;
+	xgpu_exec_busy_begin(dom, stream, &mark);
+	while (sent < total && !r) {
+		while (issued < total && nq < 2 && !r) {
+			uint64_t n = total - issued < dom->staging_size ? total - issued : dom->staging_size;
 			unsigned b;
 			if (!keep_slot(c))
 				r = cudaErrorDevicesUnavailable;
@@ -564,12 +575,11 @@ HANDLER(MEMCPY_DTOH)
 				r = xgpu_exec_staging_get(dom, &b);
 			if (r)
 				break;
-			r = drv(c, c->drv->cuMemcpyDtoHAsync(dom->staging[b].buf, req->src + issued, n,
-							     res->stream));
+			r = rows_copy(c, false, src, pitch, width, issued, n, dom->staging[b].buf, stream);
 			if (!r)
-				r = drv(c, c->drv->cuEventRecord(dom->staging[b].done, res->stream));
+				r = drv(c, c->drv->cuEventRecord(dom->staging[b].done, stream));
 			if (r) {
-				xgpu_exec_staging_put(dom, b, res->stream, false);
+				xgpu_exec_staging_put(dom, b, stream, false);
 				break;
 			}
 			q[nq++] = (struct inflight){b, n};
@@ -589,10 +599,30 @@ HANDLER(MEMCPY_DTOH)
 	 * busy until it lands. */
 	for (unsigned i = 0; i < nq; i++)
 		xgpu_exec_staging_put(dom, q[i].buf, NULL, false);
-	xgpu_exec_busy_end(dom, res->stream, mark);
+	xgpu_exec_busy_end(dom, stream, mark);
 	if (!r)
-		xgpu_stat_add(&dom->stats.d2h_bytes, req->size);
+		xgpu_stat_add(&dom->stats.d2h_bytes, total);
 	return r;
+}
+
+HANDLER(MEMCPY_HTOD)
+{
+	int r = check_range(c, req->dst, req->size, "dst");
+	if (r)
+		return r;
+	if (c->hdr.bulk_len != req->size)
+		return cudaErrorInvalidValue;
+	/* As with pageable memory in CUDA, the copy may still be in flight:
+	 * the guest's buffer is free to reuse once the data is staged. */
+	return staged_to_device(c, req->dst, req->size, req->size, req->size, res->stream);
+}
+
+HANDLER(MEMCPY_DTOH)
+{
+	int r = check_range(c, req->src, req->size, "src");
+	if (r)
+		return r;
+	return staged_to_guest(c, req->src, req->size, req->size, req->size, res->stream);
 }
 
 HANDLER(MEMCPY_DTOD)
@@ -688,26 +718,8 @@ static int check_rows(struct call *c, uint64_t base, uint64_t pitch, uint64_t wi
 	return check_range(c, base, span, field);
 }
 
-/* Moves packed bytes [off, off + n) of a pitched device range to or from buf
- * (a staging buffer): one driver copy per row piece, queued on s. */
-static int rows_copy(struct call *c, bool to_device, uint64_t dev, uint64_t pitch, uint64_t width,
-		     uint64_t off, uint64_t n, uint8_t *buf, CUstream s)
-{
-	int r = cudaSuccess;
-	for (uint64_t done = 0; done < n && !r;) {
-		uint64_t row = (off + done) / width, col = (off + done) % width;
-		uint64_t len = width - col < n - done ? width - col : n - done;
-		CUdeviceptr at = dev + row * pitch + col;
-		r = to_device ? drv(c, c->drv->cuMemcpyHtoDAsync(at, buf + done, len, s))
-			      : drv(c, c->drv->cuMemcpyDtoHAsync(buf + done, at, len, s));
-		done += len;
-	}
-	return r;
-}
-
 HANDLER(MEMCPY_2D_HTOD)
 {
-	struct xgpu_domain *dom = c->dom;
 	uint64_t total;
 	if (__builtin_mul_overflow(req->width, req->height, &total) || c->hdr.bulk_len != total)
 		return cudaErrorInvalidValue;
@@ -716,34 +728,11 @@ HANDLER(MEMCPY_2D_HTOD)
 	int r = check_rows(c, req->dst, req->dst_pitch, req->width, req->height, "dst");
 	if (r)
 		return r;
-	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(dom, res->stream, &mark);
-	for (uint64_t done = 0; done < total && !r;) {
-		uint64_t n = total - done < dom->staging_size ? total - done : dom->staging_size;
-		unsigned b;
-		if (!keep_slot(c))
-			r = cudaErrorDevicesUnavailable;
-		else
-			r = xgpu_exec_staging_get(dom, &b);
-		if (r)
-			break;
-		r = bulk_read(c, dom->staging[b].buf, n);
-		if (!r)
-			r = rows_copy(c, true, req->dst, req->dst_pitch, req->width, done, n,
-				      dom->staging[b].buf, res->stream);
-		int e = xgpu_exec_staging_put(dom, b, res->stream, !r);
-		r = r ? r : e;
-		done += n;
-	}
-	xgpu_exec_busy_end(dom, res->stream, mark);
-	if (!r)
-		xgpu_stat_add(&dom->stats.h2d_bytes, total);
-	return r;
+	return staged_to_device(c, req->dst, req->dst_pitch, req->width, total, res->stream);
 }
 
 HANDLER(MEMCPY_2D_DTOH)
 {
-	struct xgpu_domain *dom = c->dom;
 	uint64_t total;
 	if (__builtin_mul_overflow(req->width, req->height, &total))
 		return cudaErrorInvalidValue;
@@ -752,53 +741,7 @@ HANDLER(MEMCPY_2D_DTOH)
 	int r = check_rows(c, req->src, req->src_pitch, req->width, req->height, "src");
 	if (r)
 		return r;
-	/* As MEMCPY_DTOH: one staging buffer's DMA runs ahead of the one being
-	 * handed to the guest. */
-	struct inflight {
-		unsigned buf;
-		uint64_t len;
-	} q[2];
-	unsigned nq = 0;
-	uint64_t issued = 0, sent = 0;
-	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(dom, res->stream, &mark);
-	while (sent < total && !r) {
-		while (issued < total && nq < 2 && !r) {
-			uint64_t n = total - issued < dom->staging_size ? total - issued : dom->staging_size;
-			unsigned b;
-			if (!keep_slot(c))
-				r = cudaErrorDevicesUnavailable;
-			else
-				r = xgpu_exec_staging_get(dom, &b);
-			if (r)
-				break;
-			r = rows_copy(c, false, req->src, req->src_pitch, req->width, issued, n,
-				      dom->staging[b].buf, res->stream);
-			if (!r)
-				r = drv(c, c->drv->cuEventRecord(dom->staging[b].done, res->stream));
-			if (r) {
-				xgpu_exec_staging_put(dom, b, res->stream, false);
-				break;
-			}
-			q[nq++] = (struct inflight){b, n};
-			issued += n;
-		}
-		if (r || !nq)
-			break;
-		r = drv(c, c->drv->cuEventSynchronize(dom->staging[q[0].buf].done));
-		if (!r)
-			r = bulk_write(c, dom->staging[q[0].buf].buf, q[0].len);
-		xgpu_exec_staging_put(dom, q[0].buf, NULL, false);
-		sent += q[0].len;
-		q[0] = q[1];
-		nq--;
-	}
-	for (unsigned i = 0; i < nq; i++)
-		xgpu_exec_staging_put(dom, q[i].buf, NULL, false);
-	xgpu_exec_busy_end(dom, res->stream, mark);
-	if (!r)
-		xgpu_stat_add(&dom->stats.d2h_bytes, total);
-	return r;
+	return staged_to_guest(c, req->src, req->src_pitch, req->width, total, res->stream);
 }
 
 HANDLER(MEMCPY_2D_DTOD)
