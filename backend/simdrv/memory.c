@@ -746,32 +746,19 @@ CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCoun
 	return r;
 }
 
+/* One row of ByteCount bytes: the pitched copy does the checks and the
+ * submit. */
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 {
-	struct CUctx_st *c;
-	struct CUstream_st *s;
-	struct sim_op *op;
-	CUresult r = begin_async(hStream, true, ByteCount, SIM_OP_COPY, &c, &s, &op);
-	if (!op)
-		return r;
-	op->u.copy.dir = SIM_D2D;
-	op->u.copy.bytes = ByteCount;
-	pthread_mutex_lock(&c->lock);
-	void *dst = c->destroyed ? NULL : sim_mem_translate_locked(c, dstDevice, ByteCount);
-	const void *src = dst ? sim_mem_translate_locked(c, srcDevice, ByteCount) : NULL;
-	if (!src)
-		r = c->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_ERROR_INVALID_VALUE;
-	else {
-		op->u.copy.dst = dst;
-		op->u.copy.src = src;
-		sim_submit(op, s);
-		op = NULL;
-	}
-	pthread_mutex_unlock(&c->lock);
-	if (op)
-		sim_op_free(op);
-	end_async(c, s);
-	return r;
+	CUDA_MEMCPY2D row = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .srcDevice = srcDevice,
+			     .srcPitch = ByteCount,
+			     .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+			     .dstDevice = dstDevice,
+			     .dstPitch = ByteCount,
+			     .WidthInBytes = ByteCount,
+			     .Height = 1};
+	return cuMemcpy2DAsync(&row, hStream);
 }
 
 /* One row of N bytes: the pitched memset does the checks and the submit. */
