@@ -487,7 +487,7 @@ $(TST)/simkernels/%.so: tests/cuda/%_simk.c backend/simdrv/simkernel.h | $(DEPS_
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
-$(TST)/simkernels/%.so: tests/samples/%_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
+$(TST)/simkernels/%.so: tests/samples/%_simk.c backend/simdrv/simkernel.h tests/samples/sample_simk.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm

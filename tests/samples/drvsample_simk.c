@@ -1,6 +1,6 @@
 /* drvsample_simk.c - host implementations of tests/data/drvsample_kernels.cu,
  * for tests/samples/drvsample.c. */
-#include "simdrv/simkernel.h"
+#include "sample_simk.h"
 
 static int work(const struct xgpu_simk_launch *l)
 {
@@ -25,26 +25,6 @@ static uint64_t work_cost(const struct xgpu_simk_launch *l)
 {
 	int64_t spin;
 	return xgpu_simk_param(l, 3, &spin, 8) || spin < 0 ? 0 : (uint64_t)spin;
-}
-
-static int coop(const struct xgpu_simk_launch *l)
-{
-	uint64_t slots_a, sums_a;
-	int32_t blocks;
-	if (xgpu_simk_param(l, 0, &slots_a, 8) || xgpu_simk_param(l, 1, &sums_a, 8) ||
-	    xgpu_simk_param(l, 2, &blocks, 4))
-		return XGPU_SIMK_ERR_INVALID_VALUE;
-	uint64_t n = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
-	if (blocks <= 0 || (uint64_t)blocks != n)
-		return XGPU_SIMK_ERR_TRAP;
-	int32_t *slots = l->map(l, slots_a, n * 4), *sums = l->map(l, sums_a, n * 4);
-	if (!slots || !sums)
-		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
-	for (uint64_t b = 0; b < n; b++)
-		slots[b] = (int32_t)b + 1;
-	for (uint64_t b = 0; b < n; b++)
-		sums[b] = slots[b] + slots[(b + 1) % n];
-	return XGPU_SIMK_OK;
 }
 
 static int tex(const struct xgpu_simk_launch *l)
@@ -74,6 +54,6 @@ static int tex(const struct xgpu_simk_launch *l)
 static const struct xgpu_simk_kernel kernels[] = {
     {"ds_tex", tex, NULL},
     {"ds_work", work, work_cost},
-    {"ds_coop", coop, NULL},
+    {"ds_coop", simk_coop_neighbours, NULL},
 };
 XGPU_SIMK_EXPORT(kernels);

@@ -1,19 +1,9 @@
 /* trivial_simk.c - host implementation of tests/samples/trivial.cu's kernel. */
-#include "simdrv/simkernel.h"
+#include "sample_simk.h"
 
 static int fill(const struct xgpu_simk_launch *l)
 {
-	uint64_t out;
-	int32_t v;
-	if (xgpu_simk_param(l, 0, &out, 8) || xgpu_simk_param(l, 1, &v, 4))
-		return XGPU_SIMK_ERR_INVALID_VALUE;
-	uint64_t n = l->block[0];
-	int32_t *p = l->map(l, out, n * 4);
-	if (!p)
-		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
-	for (uint64_t i = 0; i < n; i++)
-		p[i] = v;
-	return XGPU_SIMK_OK;
+	return simk_fill_block(l, 0);
 }
 
 static const struct xgpu_simk_kernel kernels[] = {
