@@ -12,13 +12,15 @@
  */
 #include "simdrv/simkernel.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
-static int scale(const struct xgpu_simk_launch *l)
+/* gk_scale and gk_add, (int *x, int c, int n): x[i] = x[i] * c, or x[i] + c. */
+static int scale_or_add(const struct xgpu_simk_launch *l, bool multiply)
 {
 	uint64_t xa;
-	int32_t f, n;
-	if (xgpu_simk_param(l, 0, &xa, 8) || xgpu_simk_param(l, 1, &f, 4) || xgpu_simk_param(l, 2, &n, 4))
+	int32_t c, n;
+	if (xgpu_simk_param(l, 0, &xa, 8) || xgpu_simk_param(l, 1, &c, 4) || xgpu_simk_param(l, 2, &n, 4))
 		return XGPU_SIMK_ERR_INVALID_VALUE;
 	uint64_t count = xgpu_simk_covered(l, n);
 	void *p;
@@ -29,8 +31,13 @@ static int scale(const struct xgpu_simk_launch *l)
 		return r;
 	uint32_t *x = p;
 	for (uint64_t i = 0; i < count; i++)
-		x[i] *= (uint32_t)f;
+		x[i] = multiply ? x[i] * (uint32_t)c : x[i] + (uint32_t)c;
 	return XGPU_SIMK_OK;
+}
+
+static int scale(const struct xgpu_simk_launch *l)
+{
+	return scale_or_add(l, true);
 }
 
 static int axpy(const struct xgpu_simk_launch *l)
@@ -56,21 +63,7 @@ static int axpy(const struct xgpu_simk_launch *l)
 
 static int add(const struct xgpu_simk_launch *l)
 {
-	uint64_t xa;
-	int32_t c, n;
-	if (xgpu_simk_param(l, 0, &xa, 8) || xgpu_simk_param(l, 1, &c, 4) || xgpu_simk_param(l, 2, &n, 4))
-		return XGPU_SIMK_ERR_INVALID_VALUE;
-	uint64_t count = xgpu_simk_covered(l, n);
-	void *p;
-	int r;
-	if (!count)
-		return XGPU_SIMK_OK;
-	if ((r = xgpu_simk_map(l, xa, count * 4, 4, &p)))
-		return r;
-	uint32_t *x = p;
-	for (uint64_t i = 0; i < count; i++)
-		x[i] += (uint32_t)c;
-	return XGPU_SIMK_OK;
+	return scale_or_add(l, false);
 }
 
 static const struct xgpu_simk_kernel kernels[] = {
