@@ -6,20 +6,11 @@
 // cyclic with cudaGraphAddDependencies is refused at instantiate, and a
 // destroyed exec is not launched again.
 #include "graphs_kernels.cuh"
+#include "sample.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		if (e_ != cudaSuccess) {                                                                     \
-			fprintf(stderr, "graphs: %s failed at line %d: %s\n", #call, __LINE__,               \
-				cudaGetErrorName(e_));                                                       \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
 
 static const int N = 4096;
 

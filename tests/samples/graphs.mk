@@ -11,12 +11,12 @@ GRAPHS_DRV := $(TST)/samples/graphs_drv
 GRAPHS_FATBIN := $(TST)/data/graphs.fatbin
 GRAPHS_SIMK := $(TST)/simkernels/graphs.so
 
-$(GRAPHS_SHARED): $(TST)/samples/%: tests/samples/%.cu tests/samples/graphs_kernels.cuh | $(DEPS_STAMP)
+$(GRAPHS_SHARED): $(TST)/samples/%: tests/samples/%.cu tests/samples/graphs_kernels.cuh tests/samples/sample.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<
 
-$(GRAPHS_STATIC): $(TST)/samples/static/%: tests/samples/%.cu tests/samples/graphs_kernels.cuh | $(DEPS_STAMP)
+$(GRAPHS_STATIC): $(TST)/samples/static/%: tests/samples/%.cu tests/samples/graphs_kernels.cuh tests/samples/sample.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $<

@@ -19,6 +19,7 @@
 // kernel node carries no launch attributes), and so are cudaMallocAsync and
 // cudaFreeAsync (no memory nodes), even in relaxed mode.
 #include "graphs_kernels.cuh"
+#include "sample.h"
 
 #include <atomic>
 #include <cstdio>
@@ -26,16 +27,8 @@
 #include <cstring>
 #include <unistd.h>
 
-#define CHECK(call)                                                                                          \
-	do {                                                                                                 \
-		cudaError_t e_ = (call);                                                                     \
-		if (e_ != cudaSuccess) {                                                                     \
-			fprintf(stderr, "graphs_capture: %s failed at line %d: %s\n", #call, __LINE__,       \
-				cudaGetErrorName(e_));                                                       \
-			exit(1);                                                                             \
-		}                                                                                            \
-	} while (0)
-
+// Not sample.h's EXPECT: a wrong result ends the program.
+#undef EXPECT
 #define EXPECT(call, want)                                                                                   \
 	do {                                                                                                 \
 		cudaError_t e_ = (call);                                                                     \
