@@ -18,7 +18,7 @@ out=$(run_cuda "$B/tests/cuda/drvapi" "$data/drvapi_kernels.fatbin" "$data/drvap
 }
 echo "$out"
 check_clean "$T/drvapi.err" drvapi
-echo "$out" | grep -q "^drvapi: OK" || fail "drvapi did not verify its results"
+grep -q "^drvapi: OK" <<<"$out" || fail "drvapi did not verify its results"
 
 # Reported by name, and once although called twice.
 msg="cuIpcGetEventHandle is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED"
@@ -46,7 +46,7 @@ out=$(run_cuda "$B/tests/cuda/mixed" 2>&1) || {
 	fail "mixed failed"
 }
 echo "$out"
-echo "$out" | grep -q "^RESULT workload=mixed verified=yes" || fail "mixed did not verify its results"
+grep -q "^RESULT workload=mixed verified=yes" <<<"$out" || fail "mixed did not verify its results"
 
 # It ran through the daemon, and left nothing behind.
 dom=uid-$(id -u)
@@ -61,5 +61,5 @@ if out=$("$B/bin/xgpud" --foreground --executor cuda --cuda-driver "$B/lib/libcu
 	--socket "$T/self.sock" 2>&1); then
 	fail "xgpud started with xgpu's libcuda.so.1 as its driver"
 fi
-echo "$out" | grep -q "is xgpu's guest frontend, not NVIDIA's driver" ||
+grep -q "is xgpu's guest frontend, not NVIDIA's driver" <<<"$out" ||
 	fail "xgpud did not say why it refused xgpu's libcuda.so.1: $out"

@@ -22,7 +22,7 @@ trace() {
 		cat "$T/$name.err"
 		fail "$name failed"
 	}
-	echo "$out" | grep -q "^RESULT .*verified=yes" || fail "$name did not verify its results"
+	grep -q "^RESULT .*verified=yes" <<<"$out" || fail "$name did not verify its results"
 	check_clean "$T/$name.err" "$name"
 	sed -n 's/^xgpu-exptab: //p' "$T/$name.err" >"$T/$name.trace"
 	if ! diff -u <(grep -v '^#' "$expected") "$T/$name.trace"; then

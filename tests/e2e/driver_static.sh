@@ -26,12 +26,12 @@ run_ok() {
 		}
 		check_clean <(echo "$out") "$prog"
 		echo "$out" | tail -n 1
-		echo "$out" | grep -q "^RESULT .*verified=yes" || {
+		grep -q "^RESULT .*verified=yes" <<<"$out" || {
 			echo "$out"
 			fail "$prog $* did not verify its results"
 		}
 		if [ -n "$want" ]; then
-			echo "$out" | grep -q "^RESULT .*$want" ||
+			grep -q "^RESULT .*$want" <<<"$out" ||
 				fail "$prog $* computed another checksum than the -cudart shared build ($want)"
 		fi
 	done
@@ -55,7 +55,7 @@ if out=$(run_cuda "$B/bin/rdc-shared/vectorAdd" -n 1000 2>&1); then
 	echo "$out"
 	fail "an -rdc=true -cudart shared program ran through xgpu's libcudart.so.13"
 fi
-echo "$out" | grep -q "built with relocatable device code .* build it with nvcc's default static runtime" || {
+grep -q "built with relocatable device code .* build it with nvcc's default static runtime" <<<"$out" || {
 	echo "$out"
 	fail "the -rdc=true -cudart shared program was not told how to rebuild"
 }

@@ -34,17 +34,17 @@ note "raw-fuzz: $lines log lines for 3000 random packets"
 fake=$!
 wait_for 5 test -S "$T/fake.sock" || fail "fake daemon did not start"
 out=$(XGPU_SOCKET=$T/fake.sock run_cuda "$B/bin/vectorAdd" -n 1000 2>&1) && fail "vectorAdd ran against a mismatched daemon"
-echo "$out" | grep -qE "protocol version mismatch: this libcudart.so.13 speaks xgpu protocol [0-9]+, xgpud speaks 99" ||
+grep -qE "protocol version mismatch: this libcudart.so.13 speaks xgpu protocol [0-9]+, xgpud speaks 99" <<<"$out" ||
 	{ echo "$out"; fail "the frontend did not explain the version mismatch"; }
 kill "$fake" 2>/dev/null || true
 
 # No daemon at all: a clear message, a CUDA error, no crash.
 out=$(XGPU_SOCKET=$T/nobody.sock run_cuda "$B/bin/vectorAdd" -n 1000 2>&1) && fail "vectorAdd ran without a daemon"
-echo "$out" | grep -q "cannot reach xgpud at $T/nobody.sock" || { echo "$out"; fail "no explanation without a daemon"; }
+grep -q "cannot reach xgpud at $T/nobody.sock" <<<"$out" || { echo "$out"; fail "no explanation without a daemon"; }
 
 # After all that, an honest program still works and the daemon is whole.
 out=$(run_cuda "$B/bin/vectorAdd" -n 100000 2>&1) || { echo "$out"; fail "honest program failed"; }
-echo "$out" | grep -q "verified=yes" || fail "honest program did not verify"
+grep -q "verified=yes" <<<"$out" || fail "honest program did not verify"
 for d in raw-malformed raw-corrupt raw-a raw-b raw-ga raw-gb raw-fuzz; do
 	wait_for 10 dom_eq "$d" channels 0 || fail "$d still has channels"
 	[ "$(dom_stat "$d" mem_bytes)" -eq 0 ] || fail "$d still holds memory"

@@ -9,14 +9,14 @@ grep -q "domain raw-limit: cudaMalloc of .* refused: the domain holds" "$XGPUD_L
 
 # An unmodified program that wants more than the limit fails cleanly.
 out=$(run_cuda "$B/bin/vectorAdd" -n 8000000 2>&1) && fail "vectorAdd allocated 96 MiB under a 64 MiB limit"
-echo "$out" | grep -qi "out of memory\|cudaErrorMemoryAllocation" || { echo "$out"; fail "no memory error reported"; }
+grep -qi "out of memory\|cudaErrorMemoryAllocation" <<<"$out" || { echo "$out"; fail "no memory error reported"; }
 # One that fits still runs.
 out=$(run_cuda "$B/bin/vectorAdd" -n 1000000 2>&1) || { echo "$out"; fail "vectorAdd within the limit failed"; }
-echo "$out" | grep -q "verified=yes" || fail "vectorAdd within the limit did not verify"
+grep -q "verified=yes" <<<"$out" || fail "vectorAdd within the limit did not verify"
 # Pinned memory, device heap: budgets of their own, and refusals that leave
 # the process working.
 out=$(run_cuda "$B/tests/cuda/limits" 2>&1) || { echo "$out"; fail "limits"; }
-echo "$out" | grep -q "verified=yes" || fail "limits did not verify"
+grep -q "verified=yes" <<<"$out" || fail "limits did not verify"
 grep -q "pinned allocation of 16.0 MiB refused" "$XGPUD_LOG" || fail "pinned refusal not logged"
 
 # A module's device variables count too: 128 MiB of __device__ array does not

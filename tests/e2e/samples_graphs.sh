@@ -22,7 +22,7 @@ run_ok() {
 	}
 	check_clean <(echo "$out") "$1"
 	echo "$out" | grep -E "^(RESULT|graphs_drv:)"
-	echo "$out" | grep -qE "^RESULT .*verified=yes|^graphs_drv: OK" || {
+	grep -qE "^RESULT .*verified=yes|^graphs_drv: OK" <<<"$out" || {
 		echo "$out"
 		fail "$1 did not verify its results"
 	}

@@ -16,12 +16,12 @@ run_both_builds managed
 for prog in "$S/managed" "$S/static/managed"; do
 	rc=0
 	out=$(run_cuda "$prog" crash 2>&1) || rc=$?
-	echo "$out" | grep -q "writing through a bad pointer" || {
+	grep -q "writing through a bad pointer" <<<"$out" || {
 		echo "$out"
 		fail "$prog crash did not get as far as the bad write"
 	}
-	! echo "$out" | grep -q "survived a bad write" || fail "$prog survived a write through a bad pointer"
-	[ "$rc" -eq 139 ] || echo "$out" | grep -q "AddressSanitizer: SEGV" || {
+	! grep -q "survived a bad write" <<<"$out" || fail "$prog survived a write through a bad pointer"
+	[ "$rc" -eq 139 ] || grep -q "AddressSanitizer: SEGV" <<<"$out" || {
 		echo "$out"
 		fail "$prog crash: exit $rc, neither the signal nor the sanitizer's report"
 	}
@@ -35,11 +35,11 @@ for prog in "$S/managed" "$S/static/managed"; do
 		echo "$out"
 		fail "$prog taken failed"
 	}
-	echo "$out" | grep -q "^RESULT managed-taken verified=yes" || {
+	grep -q "^RESULT managed-taken verified=yes" <<<"$out" || {
 		echo "$out"
 		fail "$prog taken did not verify"
 	}
-	echo "$out" | grep -q "cannot place managed memory at 0x3[0-9a-f]*000 .*: that address is taken in this process" || {
+	grep -q "cannot place managed memory at 0x3[0-9a-f]*000 .*: that address is taken in this process" <<<"$out" || {
 		echo "$out"
 		fail "$prog taken: the refusal did not name the address"
 	}

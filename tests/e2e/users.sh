@@ -15,7 +15,7 @@ as_nobody() {
 # Another user cannot take root's default domain, or any uid-N but its own.
 out=$(as_nobody env XGPU_DOMAIN=uid-0 LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
 	"$B/bin/vectorAdd" -n 1000 2>&1) && fail "nobody ran in uid-0"
-echo "$out" | grep -q "domain uid-0 is reserved for uid 0" || { echo "$out"; fail "no reason given for uid-0"; }
+grep -q "domain uid-0 is reserved for uid 0" <<<"$out" || { echo "$out"; fail "no reason given for uid-0"; }
 out=$(as_nobody env XGPU_DOMAIN=uid-1000 LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
 	"$B/bin/vectorAdd" -n 1000 2>&1) && fail "nobody ran in uid-1000"
 
@@ -30,7 +30,7 @@ run_cuda "$B/bin/vectorAdd" -n 1000 >/dev/null || fail "root could not use its d
 XGPU_DOMAIN=rootsteam run_cuda "$B/bin/vectorAdd" -n 1000 >/dev/null || fail "root could not create rootsteam"
 out=$(as_nobody env XGPU_DOMAIN=rootsteam LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
 	"$B/bin/vectorAdd" -n 1000 2>&1) && fail "nobody joined root's domain"
-echo "$out" | grep -q "domain rootsteam belongs to uid 0" || { echo "$out"; fail "no reason given for rootsteam"; }
+grep -q "domain rootsteam belongs to uid 0" <<<"$out" || { echo "$out"; fail "no reason given for rootsteam"; }
 
 # Each user sees its own domains; root sees all.
 seen=$(as_nobody "$B/bin/xl-gpu" stats --json | jq -r '[.domains[].name] | sort | join(",")')

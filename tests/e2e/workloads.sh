@@ -10,7 +10,7 @@ run_ok() {
 	local out
 	out=$(run_cuda "$@" 2>&1) || { echo "$out"; fail "$* failed"; }
 	echo "$out" | tail -n 3
-	echo "$out" | grep -q "^RESULT .*verified=yes" || fail "$* did not verify its results"
+	grep -q "^RESULT .*verified=yes" <<<"$out" || fail "$* did not verify its results"
 }
 
 run_ok "$B/bin/vectorAdd" -n 200000 -i 3

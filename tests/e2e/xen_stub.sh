@@ -45,7 +45,7 @@ expect_error() {
 		echo "$out" >&2
 		fail "vectorAdd in domain $d worked where it should say: $text"
 	fi
-	echo "$out" | grep -qF "$text" || {
+	grep -qF "$text" <<<"$out" || {
 		echo "$out" >&2
 		fail "the frontend in domain $d did not say: $text"
 	}
