@@ -481,13 +481,18 @@ HANDLER(MEM_FREE)
 }
 
 /* Between chunks of a long copy the domain may lose the GPU slot; it waits
- * for it again rather than run on past its share. */
+ * for it again rather than run on past its share. A slot that ran out while
+ * earlier work was marked in flight is drained before it ends, and only this
+ * (the poller's) thread harvests the marks that say the work is done: left
+ * unharvested, every slot end in a long copy would stall to the drain's 1 s
+ * cap (cuda-samples' dmmaTensorCoreGemm took a minute for 1 GiB of copies). */
 static bool keep_slot(struct call *c)
 {
 	struct xgpu_domain *dom = c->dom;
 	while (!xgpu_sched_may_issue(&dom->sd)) {
 		if (atomic_load(&c->d->stopping) || c->ch->dead)
 			return false;
+		xgpu_exec_busy_harvest(dom, false);
 		xgpu_sched_request(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 		struct pollfd pfd = {dom->wake_fd, POLLIN, 0};
 		if (poll(&pfd, 1, 100) > 0) {
