@@ -49,24 +49,40 @@ XGPU_EXPORT cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *pGraphNode, cudaG
 	RT_CALL(cuGraphAddEmptyNode(pGraphNode, graph, pDependencies, numDependencies));
 }
 
-static CUresult add_kernel(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
-			   const struct cudaKernelNodeParams *p)
+/* A runtime kernel node's wire form: the daemon's function, its shape and the
+ * arguments laid out as a launch lays them out. what names the caller when
+ * the node cannot be offered. */
+struct kernel_node_wire {
+	xgpu_handle_t remote;
+	uint32_t grid[3], block[3], len;
+	uint8_t params[XGPU_MAX_PARAM_BYTES];
+};
+
+static CUresult kernel_node_wire(const struct cudaKernelNodeParams *p, const char *what,
+				 struct kernel_node_wire *w)
 {
 	if (!p || !p->func)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (p->extra)
-		return (CUresult)xgpu_unsupported("cudaGraphAddKernelNode (with extra)");
-	uint8_t params[XGPU_MAX_PARAM_BYTES];
-	uint32_t len;
-	xgpu_handle_t remote;
+		return (CUresult)xgpu_unsupported(what);
 	cudaError_t e = xgpu_rt_kernel_wire(p->func, p->gridDim, p->blockDim, p->kernelParams,
-					    p->sharedMemBytes, &remote, params, &len);
+					    p->sharedMemBytes, &w->remote, w->params, &w->len);
 	if (e)
 		return (CUresult)e;
-	const uint32_t grid[3] = {p->gridDim.x, p->gridDim.y, p->gridDim.z};
-	const uint32_t block[3] = {p->blockDim.x, p->blockDim.y, p->blockDim.z};
-	return xgpu_graph_add_kernel(out, graph, deps, ndeps, remote, grid, block, p->sharedMemBytes, params,
-				     len);
+	w->grid[0] = p->gridDim.x, w->grid[1] = p->gridDim.y, w->grid[2] = p->gridDim.z;
+	w->block[0] = p->blockDim.x, w->block[1] = p->blockDim.y, w->block[2] = p->blockDim.z;
+	return CUDA_SUCCESS;
+}
+
+static CUresult add_kernel(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps, size_t ndeps,
+			   const struct cudaKernelNodeParams *p)
+{
+	struct kernel_node_wire w;
+	CUresult r = kernel_node_wire(p, "cudaGraphAddKernelNode (with extra)", &w);
+	if (r)
+		return r;
+	return xgpu_graph_add_kernel(out, graph, deps, ndeps, w.remote, w.grid, w.block, p->sharedMemBytes,
+				     w.params, w.len);
 }
 
 XGPU_EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
@@ -261,20 +277,12 @@ XGPU_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStre
 static CUresult exec_set_kernel(cudaGraphExec_t exec, cudaGraphNode_t node,
 				const struct cudaKernelNodeParams *p)
 {
-	if (!p || !p->func)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (p->extra)
-		return (CUresult)xgpu_unsupported("cudaGraphExecKernelNodeSetParams (with extra)");
-	uint8_t params[XGPU_MAX_PARAM_BYTES];
-	uint32_t len;
-	xgpu_handle_t remote;
-	cudaError_t e = xgpu_rt_kernel_wire(p->func, p->gridDim, p->blockDim, p->kernelParams,
-					    p->sharedMemBytes, &remote, params, &len);
-	if (e)
-		return (CUresult)e;
-	const uint32_t grid[3] = {p->gridDim.x, p->gridDim.y, p->gridDim.z};
-	const uint32_t block[3] = {p->blockDim.x, p->blockDim.y, p->blockDim.z};
-	return xgpu_graph_exec_set_kernel(exec, node, remote, grid, block, p->sharedMemBytes, params, len);
+	struct kernel_node_wire w;
+	CUresult r = kernel_node_wire(p, "cudaGraphExecKernelNodeSetParams (with extra)", &w);
+	if (r)
+		return r;
+	return xgpu_graph_exec_set_kernel(exec, node, w.remote, w.grid, w.block, p->sharedMemBytes, w.params,
+					  w.len);
 }
 
 XGPU_EXPORT cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
