@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BATCH 16 /* requests served from one channel before looking at the next */
@@ -29,6 +30,7 @@
  * GPU is free again within two operations (the drain, scheduler.c). */
 #define GATED_INFLIGHT_MAX 2
 #define YIELD_GRACE_NS 2000000ull
+#define INFLIGHT_LOOK_NS 100000ll /* how often a gated poller looks at work on the device */
 
 /* Whether a gated request must wait for the domain's work on the device. */
 static bool queue_full(struct xgpu_domain *dom)
@@ -314,20 +316,33 @@ void *xgpu_poller_main(void *arg)
 		 * the moment it was issued: the holder is idle once nothing is
 		 * queued and nothing it issued is still on the device. */
 		bool in_flight = dom->marks_count > 0;
-		/* With work on the device, look again soon: the slot (held, or
-		 * draining after it ran out) ends when that work completes. */
-		int timeout = in_flight ? 1 : 1000;
+		/* With work on the device, look again soon: under a gating
+		 * policy its completion lets the next gated call issue, and ends
+		 * a slot that is draining or idle, so each late look leaves the
+		 * GPU idle (looking every 1 ms cost the gating policies about
+		 * 8 % of the coupled loop's throughput, docs/results/
+		 * pegasus-local.md). Otherwise the look only harvests
+		 * measurements. */
+		int64_t timeout_ns = !in_flight ? 1000000000
+				     : xgpu_sched_policy(dom->gpu->sched)->gates ? INFLIGHT_LOOK_NS
+										  : 1000000;
 		if (!waiting_for_slot && !in_flight) {
 			/* A holder gives the slot back only after a short grace:
 			 * its process is often just about to send the next call,
-			 * and yielding then would cost it the rest of its turn. */
-			if (!xgpu_sched_may_issue(&dom->sd) || now - last_work >= YIELD_GRACE_NS)
+			 * and yielding then would cost it the rest of its turn.
+			 * Not while another domain waits: the GPU would idle for
+			 * the grace at every hand-over (about 4 % of the coupled
+			 * loop's throughput), and a process that calls again
+			 * within the spin above keeps its slot anyway. */
+			if (!xgpu_sched_may_issue(&dom->sd) || now - last_work >= YIELD_GRACE_NS ||
+			    __atomic_load_n(&dom->gpu->sched->nready, __ATOMIC_RELAXED) > 0)
 				xgpu_sched_idle(dom->gpu->sched, &dom->sd);
 			else
-				timeout = 1;
+				timeout_ns = 1000000;
 		}
 		struct epoll_event evs[32];
-		int n = epoll_wait(dom->epfd, evs, 32, timeout);
+		struct timespec ts = {.tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000};
+		int n = epoll_pwait2(dom->epfd, evs, 32, &ts, NULL);
 		if (n < 0 && errno != EINTR) {
 			xlog_err("domain %s: epoll_wait: %s", dom->name, strerror(errno));
 			break;

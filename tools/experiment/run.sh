@@ -32,7 +32,16 @@
 # EXP_CPU_SCHED=batch runs the domains under SCHED_BATCH (chrt -b): no
 # wake-up preemption, so a domain whose GPU result arrives waits for the
 # running one's slice, closer to Xen's credit scheduler than CFS's default.
-# Last line: coupled-bs: none X rr X ... wfq X (median loops/s).
+#
+# How a client waits for the GPU: EXP_WAIT=spin (the default) spins for the
+# answer (XGPU_SPIN_US=100000), as a CUDA program does by default with one
+# context per CPU (cudaDeviceScheduleAuto) and as Pegasus's guests did;
+# block spins 50 us and then sleeps (xgpu's frontend default). The coupled
+# experiment runs in every mode of EXP_COUPLED_WAITS (default "block spin");
+# credits and fwt in EXP_WAIT's. EXP_POLICIES picks policies (default all).
+# Every table also gives xgpud's CPU use (% of one CPU, median).
+# Last lines: coupled-bs-block: ... then coupled-bs: none X rr X ... wfq X
+# (median loops/s, the second with spinning clients, Pegasus's condition).
 set -euo pipefail
 quick=0 report=
 while [ $# -gt 0 ]; do
@@ -57,7 +66,19 @@ batch=${EXP_BATCH:-8}
 # The latency-sensitive guest: one call of a short kernel per period.
 fwt_period_ms=${EXP_FWT_PERIOD_MS:-10}
 fwt_kernel_us=${EXP_FWT_KERNEL_US:-200}
-policies=(none rr accc xc slaf augc cosched wfq)
+read -r -a policies <<<"${EXP_POLICIES:-none rr accc xc slaf augc cosched wfq}"
+wait_mode=${EXP_WAIT:-spin}
+read -r -a coupled_waits <<<"${EXP_COUPLED_WAITS:-block spin}"
+# spin_us MODE: the clients' XGPU_SPIN_US for a wait mode.
+spin_us() {
+	case $1 in
+	spin) echo 100000 ;;
+	block) echo 50 ;;
+	*) echo "run.sh: a wait mode is spin or block, not $1" >&2; exit 2 ;;
+	esac
+}
+spin_us "$wait_mode" >/dev/null
+for m in "${coupled_waits[@]}"; do spin_us "$m" >/dev/null; done
 case ${EXP_CPU_SCHED:-other} in
 other) cpu_sched=() ;;
 batch) cpu_sched=(chrt --batch 0) ;;
@@ -93,21 +114,34 @@ nice_for() {
 	awk -v c="$1" -v m="$2" 'BEGIN { n = log(m / c) / log(1.25); n = int(n + 0.5); print (n > 19 ? 19 : n) }'
 }
 
+# cpu_ticks PID: user + system CPU time of a process so far, in clock ticks.
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
 # run_set NAME POLICY RUN CONF CMD1 CMD2 CMD3 CMD4 [NICE1..4]: the four
-# domains at once, each running guestload with its CMD's arguments; leaves
-# $work/NAME-POLICY-RUN-dom-N.out and fails the script if any fails.
+# domains at once, each running guestload with its CMD's arguments, waiting
+# for the GPU as $wait_mode says; leaves $work/NAME-POLICY-RUN-dom-N.out and
+# $work/NAME-POLICY-RUN.cpu (xgpud's CPU use while they ran, % of one CPU),
+# and fails the script if any fails.
 run_set() {
 	local name=$1 p=$2 run=$3 conf=$4 i pid pids=() cmds=("$5" "$6" "$7" "$8") nices=("${9:-0}" "${10:-0}" "${11:-0}" "${12:-0}")
+	local t0 c0 spin
+	spin=$(spin_us "$wait_mode")
 	start_daemon "$work/xgpud-$name-$p-$run.log" --policy "$p" --hyp-source local --config "$work/$conf.conf"
+	t0=$(date +%s.%N)
+	c0=$(cpu_ticks "$daemon")
 	for i in 0 1 2 3; do
 		# shellcheck disable=SC2086 # each command is a guestload argument list
-		XGPU_DOMAIN=${domains[$i]} nice -n "${nices[$i]}" "${cpu_sched[@]}" "$B/tests/cuda/guestload" ${cmds[$i]} \
+		XGPU_SPIN_US=$spin XGPU_DOMAIN=${domains[$i]} nice -n "${nices[$i]}" "${cpu_sched[@]}" "$B/tests/cuda/guestload" ${cmds[$i]} \
 			>"$work/$name-$p-$run-${domains[$i]}.out" 2>&1 &
 		pids+=($!)
 	done
 	for pid in "${pids[@]}"; do
 		wait "$pid" || { tail -n 3 "$work/$name-$p-$run"-*.out >&2; echo "run.sh: a domain failed in $name under $p" >&2; exit 1; }
 	done
+	awk -v c="$(($(cpu_ticks "$daemon") - c0))" -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$(date +%s.%N)" \
+		'BEGIN { printf "%.1f\n", 100 * c / hz / (t1 - t0) }' >"$work/$name-$p-$run.cpu"
 	stop_daemon || { echo "run.sh: xgpud failed in $name under $p" >&2; exit 1; }
 }
 
@@ -128,29 +162,46 @@ stats() {
 coupled_cmd="coupled $cpu_ms $kernel_ms $batch $secs"
 echo "4 domains on $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg)); ${secs} s per run, ${reps} run(s) per policy"
 echo "coupled loop: ${cpu_ms} ms CPU, then ${batch} x ${kernel_ms} ms kernels it depends on; CPU policy ${EXP_CPU_SCHED:-other}"
+echo "clients wait for the GPU: ${coupled_waits[*]} (coupled), $wait_mode (credits, fwt)"
 echo
 
-summary="coupled-bs:"
+# cpu_median NAME P: xgpud's median CPU use over the runs of NAME under P.
+cpu_median() {
+	local run v=()
+	for run in $(seq "$reps"); do v+=("$(cat "$work/$1-$2-$run.cpu")"); done
+	stats "${v[@]}" | cut -d' ' -f2
+}
+
+summaries=()
 if [[ $only == *" coupled "* ]]; then
 	write_conf equal 256 256 256 256
-	echo "== coupled, equal credits: loops/s of all four (min / median / max)"
-	[ -n "$report" ] && echo "# policy min median max" >"$report/coupled.tsv"
-	for p in "${policies[@]}"; do
-		vals=()
-		for run in $(seq "$reps"); do
-			run_set coupled "$p" "$run" equal "$coupled_cmd" "$coupled_cmd" "$coupled_cmd" "$coupled_cmd"
-			total=0
-			for d in "${domains[@]}"; do
-				total=$(awk -v a="$total" -v b="$(field coupled "$p" "$run" "$d" loops_per_s)" 'BEGIN { printf "%.2f", a + b }')
+	for mode in "${coupled_waits[@]}"; do
+		wait_mode=$mode
+		echo "== coupled, equal credits, clients $mode: loops/s of all four (min / median / max), xgpud CPU %"
+		tsv=$report/coupled-$mode.tsv
+		[ -n "$report" ] && echo "# policy min median max xgpud_cpu_pct" >"$tsv"
+		summary="coupled-bs:"
+		[ "$mode" = spin ] || summary="coupled-bs-$mode:"
+		for p in "${policies[@]}"; do
+			vals=()
+			for run in $(seq "$reps"); do
+				run_set "coupled-$mode" "$p" "$run" equal "$coupled_cmd" "$coupled_cmd" "$coupled_cmd" "$coupled_cmd"
+				total=0
+				for d in "${domains[@]}"; do
+					total=$(awk -v a="$total" -v b="$(field "coupled-$mode" "$p" "$run" "$d" loops_per_s)" 'BEGIN { printf "%.2f", a + b }')
+				done
+				vals+=("$total")
 			done
-			vals+=("$total")
+			read -r min med max < <(stats "${vals[@]}")
+			cpu=$(cpu_median "coupled-$mode" "$p")
+			printf '%-8s %8s / %8s / %8s %6s\n' "$p" "$min" "$med" "$max" "$cpu"
+			[ -n "$report" ] && echo "$p $min $med $max $cpu" >>"$tsv"
+			summary+=" $p $med"
 		done
-		read -r min med max < <(stats "${vals[@]}")
-		printf '%-8s %8s / %8s / %8s\n' "$p" "$min" "$med" "$max"
-		[ -n "$report" ] && echo "$p $min $med $max" >>"$report/coupled.tsv"
-		summary+=" $p $med"
+		summaries+=("$summary")
+		echo
 	done
-	echo
+	wait_mode=${EXP_WAIT:-spin}
 fi
 
 if [[ $only == *" credits "* ]]; then
@@ -159,8 +210,8 @@ if [[ $only == *" credits "* ]]; then
 	nices=()
 	for c in "${credits[@]}"; do nices+=("$(nice_for "$c" 1024)"); done
 	echo "== credits ${credits[*]} (nice ${nices[*]}): median loops each domain did; dom-3 against none"
-	printf '%-8s %8s %8s %8s %8s %10s\n' policy dom-1 dom-2 dom-3 dom-4 "dom-3/none"
-	[ -n "$report" ] && echo "# policy dom-1 dom-2 dom-3 dom-4 dom3_vs_none" >"$report/credits.tsv"
+	printf '%-8s %8s %8s %8s %8s %10s %6s\n' policy dom-1 dom-2 dom-3 dom-4 "dom-3/none" "xgpud%"
+	[ -n "$report" ] && echo "# policy dom-1 dom-2 dom-3 dom-4 dom3_vs_none xgpud_cpu_pct" >"$report/credits.tsv"
 	none3=
 	for p in "${policies[@]}"; do
 		meds=()
@@ -175,8 +226,9 @@ if [[ $only == *" credits "* ]]; then
 		done
 		[ "$p" = none ] && none3=${meds[2]}
 		ratio=$(awk -v a="${meds[2]}" -v b="$none3" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-		printf '%-8s %8s %8s %8s %8s %10s\n' "$p" "${meds[@]}" "$ratio"
-		[ -n "$report" ] && echo "$p ${meds[*]} $ratio" >>"$report/credits.tsv"
+		cpu=$(cpu_median credits "$p")
+		printf '%-8s %8s %8s %8s %8s %10s %6s\n' "$p" "${meds[@]}" "$ratio" "$cpu"
+		[ -n "$report" ] && echo "$p ${meds[*]} $ratio $cpu" >>"$report/credits.tsv"
 	done
 	echo
 fi
@@ -185,8 +237,8 @@ if [[ $only == *" fwt "* ]]; then
 	write_conf equal 256 256 256 256
 	fwt_cmd="latency $fwt_period_ms $fwt_kernel_us $secs"
 	echo "== fwt: dom-1 calls every ${fwt_period_ms} ms (a ${fwt_kernel_us} us kernel and its copy) beside three coupled loops"
-	printf '%-8s %12s %12s %8s\n' policy "p50 (us)" "p99 (us)" calls
-	[ -n "$report" ] && echo "# policy p50_us p99_us calls" >"$report/fwt.tsv"
+	printf '%-8s %12s %12s %8s %6s\n' policy "p50 (us)" "p99 (us)" calls "xgpud%"
+	[ -n "$report" ] && echo "# policy p50_us p99_us calls xgpud_cpu_pct" >"$report/fwt.tsv"
 	for p in "${policies[@]}"; do
 		p50s=() p99s=() calls=()
 		for run in $(seq "$reps"); do
@@ -198,8 +250,9 @@ if [[ $only == *" fwt "* ]]; then
 		read -r _ p50 _ < <(stats "${p50s[@]}")
 		read -r _ p99 _ < <(stats "${p99s[@]}")
 		read -r _ n _ < <(stats "${calls[@]}")
-		printf '%-8s %12s %12s %8s\n' "$p" "$p50" "$p99" "$n"
-		[ -n "$report" ] && echo "$p $p50 $p99 $n" >>"$report/fwt.tsv"
+		cpu=$(cpu_median fwt "$p")
+		printf '%-8s %12s %12s %8s %6s\n' "$p" "$p50" "$p99" "$n" "$cpu"
+		[ -n "$report" ] && echo "$p $p50 $p99 $n $cpu" >>"$report/fwt.tsv"
 	done
 	echo
 fi
@@ -222,13 +275,20 @@ if [ -n "$report" ]; then
 			plot $*
 		GP
 	}
-	plot coupled "Coupled loop, 4 domains, equal credits (median of $reps x ${secs} s)" "loops/s, all domains" "set yrange [0:*]" \
-		"'$report/coupled.tsv' using 3:xtic(1) title 'median loops/s'"
+	# Both wait modes side by side when both were measured.
+	if [ -f "$report/coupled-block.tsv" ] && [ -f "$report/coupled-spin.tsv" ]; then
+		awk 'BEGIN { print "# policy block_median spin_median" }
+			/^#/ { next }
+			NR == FNR { spin[$1] = $3; next }
+			{ print $1, $3, ($1 in spin ? spin[$1] : 0) }' "$report/coupled-spin.tsv" "$report/coupled-block.tsv" >"$report/coupled.tsv"
+		plot coupled "Coupled loop, 4 domains, equal credits (median of $reps x ${secs} s)" "loops/s, all domains" "set yrange [0:*]" \
+			"'$report/coupled.tsv' using 2:xtic(1) title 'clients block', '' using 3 title 'clients spin (Pegasus)'"
+	fi
 	plot credits "Credits 256/512/1024/256: work per domain (median)" "loops" "set yrange [0:*]" \
 		"'$report/credits.tsv' using 2:xtic(1) title 'dom-1 (256)', '' using 3 title 'dom-2 (512)', '' using 4 title 'dom-3 (1024)', '' using 5 title 'dom-4 (256)'"
 	plot fwt "Latency-sensitive guest beside 3 coupled loops" "per-call latency (us), log scale" "set logscale y" \
 		"'$report/fwt.tsv' using 2:xtic(1) title 'p50', '' using 3 title 'p99'"
 	echo "report: $report/{coupled,credits,fwt}.{tsv,png}"
 fi
-[[ $only == *" coupled "* ]] && echo "$summary"
+for summary in "${summaries[@]}"; do echo "$summary"; done
 exit 0
