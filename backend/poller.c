@@ -323,9 +323,9 @@ void *xgpu_poller_main(void *arg)
 		 * 8 % of the coupled loop's throughput, docs/results/
 		 * pegasus-local.md). Otherwise the look only harvests
 		 * measurements. */
-		int64_t timeout_ns = !in_flight ? 1000000000
+		int64_t timeout_ns = !in_flight                                  ? 1000000000
 				     : xgpu_sched_policy(dom->gpu->sched)->gates ? INFLIGHT_LOOK_NS
-										  : 1000000;
+										 : 1000000;
 		if (!waiting_for_slot && !in_flight) {
 			/* A holder gives the slot back only after a short grace:
 			 * its process is often just about to send the next call,

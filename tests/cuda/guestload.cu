@@ -25,13 +25,23 @@
 //                               the first error and when it came
 // runaway and fault report the error of the synchronization and of later calls
 // (CUDA's sticky context errors), and exit 0 when both are the expected ones.
+//
+// GUESTLOAD_CPU_SLICE_MS=N: the process runs under SCHED_BATCH with a CPU
+// slice of N ms (Linux 6.12+ custom slices): no wake-up preemption and long
+// turns, like a Xen VCPU under the credit scheduler (30 ms), for make
+// experiment's EXP_CPU_SCHED=xen. Its nice level is kept.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include <vector>
 
 // Counts its launches in *count; the simulated driver models it as taking ns
@@ -88,6 +98,36 @@ static unsigned long long cpu_work(double cpu_s, unsigned long long seed)
 	return x;
 }
 
+// The layout of the kernel's struct sched_attr (include/uapi/linux/sched/types.h).
+struct slice_attr {
+	unsigned size, policy;
+	unsigned long long flags;
+	int nice;
+	unsigned priority;
+	unsigned long long runtime, deadline, period;
+};
+
+// GUESTLOAD_CPU_SLICE_MS, above; returns false (with a message) when the
+// kernel refuses it.
+static bool set_cpu_slice()
+{
+	const char *ms = getenv("GUESTLOAD_CPU_SLICE_MS");
+	if (!ms || !*ms)
+		return true;
+	struct slice_attr a = {};
+	a.size = sizeof a;
+	a.policy = SCHED_BATCH;
+	errno = 0;
+	a.nice = getpriority(PRIO_PROCESS, 0);
+	a.runtime = strtoull(ms, nullptr, 10) * 1000000ull;
+	if (errno || syscall(SYS_sched_setattr, 0, &a, 0) != 0) {
+		fprintf(stderr, "guestload: GUESTLOAD_CPU_SLICE_MS=%s: sched_setattr: %s (needs Linux 6.12)\n", ms,
+			strerror(errno));
+		return false;
+	}
+	return true;
+}
+
 static int usage()
 {
 	fprintf(stderr,
@@ -115,6 +155,8 @@ int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return usage();
+	if (!set_cpu_slice())
+		return 2;
 	setvbuf(stdout, nullptr, _IOLBF, 0);
 	unsigned long long *count = nullptr;
 	cudaError_t err = cudaMalloc(&count, sizeof *count);

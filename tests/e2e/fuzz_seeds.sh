@@ -12,6 +12,8 @@ fb=$src/build/fuzz
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:detect_stack_use_after_return=0
 export LSAN_OPTIONS=suppressions=$src/tests/lsan.supp:print_suppressions=0
 tmp=${XGPU_TMP:-$(mktemp -d)}
+mkdir -p "$tmp/tmpdir"
+export TMPDIR=$tmp/tmpdir
 
 n=0
 for c in "$src"/tests/fuzz/fuzz_*.c; do
@@ -36,6 +38,9 @@ for c in "$src"/tests/fuzz/fuzz_*.c; do
 		exit 1
 	fi
 	echo "ok: $h, $ran seeds; $(grep -E '^#[0-9]+' "$tmp/$h.fuzz.log" | tail -1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')"
+	# A harness leaves nothing behind in TMPDIR when it ends normally.
+	left=$(ls -A "$tmp/tmpdir")
+	[ -z "$left" ] || { echo "FAIL: $h left $left in its TMPDIR"; exit 1; }
 	n=$((n + 1))
 done
 echo "$n harnesses pass their seeds"

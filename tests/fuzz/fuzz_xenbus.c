@@ -28,6 +28,7 @@
 #include "transport/xenbus.h"
 #include "../../tools/xenstub/xenstub.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -77,13 +78,29 @@ static void pump(int ms)
 	xgpu_xenbus_process(T.xb);
 }
 
+/* The stub's socket and its folder (in $TMPDIR, else /tmp) go when the
+ * fuzzer exits (at the end of -max_total_time, -runs or a seed replay):
+ * every run used to leave one in /tmp. A crash exits without this. */
+static void remove_socket_dir(void)
+{
+	unlink(T.sock);
+	rmdir(T.dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	char err[512];
-	snprintf(T.dir, sizeof T.dir, "/tmp/fuzz_xenbus.XXXXXX");
-	if (!mkdtemp(T.dir))
+	const char *tmp = getenv("TMPDIR");
+	/* The socket's path must fit sun_path (108 bytes). */
+	if (!tmp || !*tmp || strlen(tmp) > 64)
+		tmp = "/tmp";
+	snprintf(T.dir, sizeof T.dir, "%s/fuzz_xenbus.XXXXXX", tmp);
+	if (!mkdtemp(T.dir)) {
+		fprintf(stderr, "fuzz_xenbus: mkdtemp %s: %s\n", T.dir, strerror(errno));
 		exit(1);
+	}
 	snprintf(T.sock, sizeof T.sock, "%s/xs.sock", T.dir);
+	atexit(remove_socket_dir);
 	T.stub = xgpu_xenstub_start(T.sock, err, sizeof err);
 	if (!T.stub) {
 		fprintf(stderr, "fuzz_xenbus: xenstub: %s\n", err);

@@ -32,6 +32,8 @@
 # EXP_CPU_SCHED=batch runs the domains under SCHED_BATCH (chrt -b): no
 # wake-up preemption, so a domain whose GPU result arrives waits for the
 # running one's slice, closer to Xen's credit scheduler than CFS's default.
+# EXP_CPU_SCHED=xen adds Xen's 30 ms credit timeslice (EXP_CPU_SLICE_MS) as
+# a custom CFS slice (Linux 6.12+): a domain keeps a CPU for 30 ms turns.
 #
 # How a client waits for the GPU: EXP_WAIT=spin (the default) spins for the
 # answer (XGPU_SPIN_US=100000), as a CUDA program does by default with one
@@ -82,7 +84,8 @@ for m in "${coupled_waits[@]}"; do spin_us "$m" >/dev/null; done
 case ${EXP_CPU_SCHED:-other} in
 other) cpu_sched=() ;;
 batch) cpu_sched=(chrt --batch 0) ;;
-*) echo "run.sh: EXP_CPU_SCHED must be other or batch" >&2; exit 2 ;;
+xen) cpu_sched=(env "GUESTLOAD_CPU_SLICE_MS=${EXP_CPU_SLICE_MS:-30}") ;;
+*) echo "run.sh: EXP_CPU_SCHED must be other, batch or xen" >&2; exit 2 ;;
 esac
 domains=(dom-1 dom-2 dom-3 dom-4)
 
@@ -281,7 +284,7 @@ if [ -n "$report" ]; then
 			/^#/ { next }
 			NR == FNR { spin[$1] = $3; next }
 			{ print $1, $3, ($1 in spin ? spin[$1] : 0) }' "$report/coupled-spin.tsv" "$report/coupled-block.tsv" >"$report/coupled.tsv"
-		plot coupled "Coupled loop, 4 domains, equal credits (median of $reps x ${secs} s)" "loops/s, all domains" "set yrange [0:*]" \
+		plot coupled "Coupled loop, 4 domains, equal credits (median of $reps x ${secs} s)" "loops/s, all domains" "set yrange [0:*]; set key below" \
 			"'$report/coupled.tsv' using 2:xtic(1) title 'clients block', '' using 3 title 'clients spin (Pegasus)'"
 	fi
 	plot credits "Credits 256/512/1024/256: work per domain (median)" "loops" "set yrange [0:*]" \
