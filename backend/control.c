@@ -55,6 +55,7 @@ static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
 	json_object_set_new(o, "yields", json_integer((json_int_t)atomic_load(&sd->yields)));
 	json_object_set_new(o, "overrun_ns", json_integer((json_int_t)atomic_load(&sd->overrun_ns)));
 	json_object_set_new(o, "turns_skipped", json_integer((json_int_t)atomic_load(&sd->turns_skipped)));
+	json_object_set_new(o, "preempted", json_integer((json_int_t)atomic_load(&sd->preempted)));
 	json_object_set_new(o, "slot_wait_ns", json_integer((json_int_t)atomic_load(&sd->wait_ns)));
 	json_object_set_new(o, "slot_wait_max_ns", json_integer((json_int_t)atomic_load(&sd->max_wait_ns)));
 	json_object_set_new(o, "queue_wait_ns", json_integer((json_int_t)atomic_load(&s->queue_wait_ns)));

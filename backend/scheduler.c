@@ -323,6 +323,22 @@ static void grant_next(struct xgpu_sched *s, uint64_t now)
 		next->ready_since_ns = since; /* its wait goes on */
 	}
 }
+/* The policy's preemption (preempt_at): a slot cut short ends like one that
+ * ran out, drained, so the preemptor waits for at most the holder's few
+ * operations in flight, not for the rest of its turn. Returns when to look
+ * again. */
+static uint64_t check_preempt(struct xgpu_sched *s, uint64_t now)
+{
+	if (!s->holder || s->draining || !s->nready || !s->ops->preempt_at || now >= s->holder_until_ns)
+		return UINT64_MAX;
+	uint64_t at = s->ops->preempt_at(s, s->holder);
+	if (at > now)
+		return at;
+	s->holder_until_ns = now;
+	atomic_fetch_add(&s->holder->preempted, 1);
+	check_slot(s, now);
+	return UINT64_MAX;
+}
 
 static uint64_t run_locked(struct xgpu_sched *s, uint64_t now)
 {
@@ -338,9 +354,12 @@ static uint64_t run_locked(struct xgpu_sched *s, uint64_t now)
 		if (s->ops->tick)
 			s->ops->tick(s);
 	}
+	uint64_t preempt = check_preempt(s, now);
 	if (!s->holder && s->ops->gates)
 		grant_next(s, now);
 	uint64_t deadline = s->holder ? s->holder_until_ns : UINT64_MAX;
+	if (preempt < deadline)
+		deadline = preempt;
 	/* Ticks only while there is contention to decide: an idle GPU's
 	 * scheduler sleeps until a domain reports work. */
 	if (periodic && (s->holder || s->nready) && s->next_tick_ns < deadline)

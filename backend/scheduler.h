@@ -61,6 +61,7 @@ struct xgpu_sched_dom {
 	_Atomic uint64_t max_wait_ns;
 	_Atomic uint64_t overrun_ns;    /* device time its work ran past the end of its slots */
 	_Atomic uint64_t turns_skipped; /* turns passed over to pay that back */
+	_Atomic uint64_t preempted;     /* slots cut short for a domain the policy put first */
 
 	/* Core state (scheduler lock). */
 	bool attached;

@@ -51,6 +51,12 @@ struct xgpu_policy_ops {
 	/* Optional: once per tick while any domain is attached (after the
 	 * hypervisor schedule was refreshed). */
 	void (*tick)(struct xgpu_sched *s);
+	/* Optional: when a ready domain should cut the holder's slot short:
+	 * a time <= s->now_ns for now, UINT64_MAX for not unless something
+	 * changes, else when to ask again. The core then ends the slot as if
+	 * it had run out: the holder's work on the device drains, and the
+	 * next pick decides. */
+	uint64_t (*preempt_at)(struct xgpu_sched *s, struct xgpu_sched_dom *holder);
 };
 
 /* The policy named name, or NULL. */

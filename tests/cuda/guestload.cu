@@ -121,7 +121,8 @@ static bool set_cpu_slice()
 	a.nice = getpriority(PRIO_PROCESS, 0);
 	a.runtime = strtoull(ms, nullptr, 10) * 1000000ull;
 	if (errno || syscall(SYS_sched_setattr, 0, &a, 0) != 0) {
-		fprintf(stderr, "guestload: GUESTLOAD_CPU_SLICE_MS=%s: sched_setattr: %s (needs Linux 6.12)\n", ms,
+		fprintf(stderr,
+			"guestload: GUESTLOAD_CPU_SLICE_MS=%s: sched_setattr: %s (needs Linux 6.12)\n", ms,
 			strerror(errno));
 		return false;
 	}
@@ -130,10 +131,9 @@ static bool set_cpu_slice()
 
 static int usage()
 {
-	fprintf(stderr,
-		"usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS |\n"
-		"       latency PERIOD_MS US SECONDS | runaway |\n"
-		"       fault illegal|trap | calls SECONDS\n");
+	fprintf(stderr, "usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS |\n"
+			"       latency PERIOD_MS US SECONDS | runaway |\n"
+			"       fault illegal|trap | calls SECONDS\n");
 	return 2;
 }
 
