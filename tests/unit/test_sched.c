@@ -760,9 +760,9 @@ static void coupled_loops_follow_coordination(void **state)
  * work to find another domain's turn under way. Without preemption it waits
  * that turn out every loop (here 555 loops); preempting, it gets at least
  * 90 % of what it would do alone (one 16 ms loop after another: 625 in
- * 10 s), and more than under none (466; the model's none already favours it
- * by CPU weight, where the real daemon's none interleaves every domain's
- * kernels and it did 156-308 loops in 8 s against 350-411 under wfq). */
+ * 10 s; it does 617), and more than under none (466; the model's none
+ * already favours it by CPU weight, where the real daemon's none interleaves
+ * every domain's kernels: 155-308 loops in 8 s against 412-416 under wfq). */
 static void wfq_credits_buy_coupled_work(void **state)
 {
 	(void)state;
