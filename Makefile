@@ -424,7 +424,7 @@ TEST_LIBS_test_md2 := $(OBJ)/frontend/driver/md2.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
-	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
+	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
 TEST_LIBS_test_config := $(OBJ)/backend/config.o
@@ -435,18 +435,18 @@ TEST_LIBS_test_xlgpu_xen := $(XENSTUB_A)
 $(TST)/test_xlgpu_xen: | $(XLGPU)
 # The `xen` source against a fake hypervisor (and the real open, failing).
 TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o \
-	$(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
+	$(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o $(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
 # The export reader and the `xenpatch` source over a test writer's pages, and
 # augc/cosched driven over them in virtual time.
 TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
-	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
+	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
 # The `xentrace` source: record parser, ring draining, state machine, refresh
 # over fake rings and recorded buffers (tests/data/xentrace/).
 TEST_LIBS_test_xentrace := $(OBJ)/backend/schedsrc/xentrace_parse.o $(OBJ)/backend/schedsrc/hypsrc_xentrace.o \
-	$(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o \
+	$(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
 # The per-domain histograms (service time, queue wait).
 TEST_LIBS_test_stats := $(OBJ)/backend/stats.o

@@ -1,13 +1,20 @@
 /* hypsrc_local.c - the `local` hypervisor schedule source: in local mode a
- * domain is a group of client processes, its VCPUs are their threads, and
- * "running now" is a thread in state R in /proc. Weights come from the
- * cgroup v2 cpu.weight of the domain's first live process, else its nice
- * level, both put on Xen's scale (256 = default). Linux gives no upcoming
- * schedule, so every entry is running=true with credit 0.
+ * domain is a group of client processes and its VCPUs are their threads.
+ * Entries are its threads in state R in /proc; which of them is on a CPU
+ * now comes from the sched_switch tracepoint (oncpu.c) where it can be read,
+ * and the others are upcoming (running=false), as a VCPU waiting in Xen's
+ * run queue. Without sched_switch, every thread in state R counts as
+ * running, on a CPU or waiting for one. Arguments: `switch` requires
+ * sched_switch, `proc` never uses it; none uses it when it can.
+ * Weights come from the cgroup v2 cpu.weight of the domain's first live
+ * process, else its nice level, both put on Xen's scale (256 = default).
+ * Credit is always 0: Linux has no such budget.
  *
  * Everything read from /proc may vanish between two reads (threads and
  * processes exit at any time); such reads are skipped, never fatal. */
 #include "hypsrc.h"
+#include "log.h"
+#include "oncpu.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -42,6 +49,7 @@ struct local {
 	size_t ndom, dom_cap;
 	bool weights_read;
 	uint64_t weights_ns;
+	struct xgpu_oncpu *oncpu;       /* NULL: state R is all we know */
 	struct xgpu_hyp_published view; /* what the last refresh published */
 };
 
@@ -213,8 +221,9 @@ static void dom_read_weight(struct local_dom *d)
 
 static int local_open(const char *args, struct xgpu_hyp **out, char *err, size_t errlen)
 {
-	if (args && *args) {
-		snprintf(err, errlen, "local: takes no arguments (got '%s')", args);
+	bool need = args && !strcmp(args, "switch"), never = args && !strcmp(args, "proc");
+	if (args && *args && !need && !never) {
+		snprintf(err, errlen, "local: the argument is 'switch' or 'proc' (got '%s')", args);
 		return -1;
 	}
 	struct local *l = calloc(1, sizeof *l);
@@ -222,6 +231,19 @@ static int local_open(const char *args, struct xgpu_hyp **out, char *err, size_t
 		snprintf(err, errlen, "local: out of memory");
 		return -1;
 	}
+	char why[256] = "";
+	if (!never)
+		l->oncpu = xgpu_oncpu_open(why, sizeof why);
+	if (need && !l->oncpu) {
+		snprintf(err, errlen, "local:switch: %s", why);
+		free(l);
+		return -1;
+	}
+	if (l->oncpu)
+		xlog_info("local: threads on a CPU from sched_switch, others in state R upcoming");
+	else
+		xlog_info("local: every thread in state R counts as running%s%s%s",
+			  never ? " (local:proc)" : "", *why ? "; sched_switch: " : "", why);
 	*out = (struct xgpu_hyp *)l;
 	return 0;
 }
@@ -234,6 +256,7 @@ static void local_close(struct xgpu_hyp *h)
 	for (size_t i = 0; i < l->ndom; i++)
 		free(l->dom[i]);
 	free(l->dom);
+	xgpu_oncpu_close(l->oncpu);
 	free(l);
 }
 
@@ -295,6 +318,8 @@ static int local_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_sn
 		l->weights_read = true;
 		l->weights_ns = now_ns;
 	}
+	if (l->oncpu)
+		xgpu_oncpu_update(l->oncpu);
 	unsigned n = 0;
 	pid_t tids[LOCAL_MAX_THREADS];
 	for (size_t i = 0; i < l->ndom; i++) {
@@ -307,11 +332,13 @@ static int local_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_sn
 				uint32_t cpu;
 				if (read_thread(d->pids[p], tids[t], &state, &cpu) || state != 'R')
 					continue;
+				bool unknown = true,
+				     on_cpu = l->oncpu && xgpu_oncpu_running(l->oncpu, tids[t], &unknown);
 				snap->e[n++] = (struct xgpu_hyp_entry){.domid = d->domid,
 								       .vcpu = vcpu,
 								       .pcpu = cpu,
 								       .credit = 0,
-								       .running = true};
+								       .running = on_cpu || unknown};
 			}
 		}
 		/* A domain that never had a live process is read as soon as it has one. */
@@ -338,7 +365,8 @@ static int local_weight(struct xgpu_hyp *h, uint32_t domid, uint32_t *weight, ui
 
 const struct xgpu_hyp_ops xgpu_hyp_local = {
     .name = "local",
-    .description = "Linux threads of each domain's client processes (/proc), cgroup cpu.weight or nice",
+    .description =
+	"Linux threads of each domain's client processes (/proc, sched_switch), cgroup cpu.weight or nice",
     .open = local_open,
     .close = local_close,
     .track = local_track,

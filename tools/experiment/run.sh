@@ -42,6 +42,10 @@
 # experiment runs in every mode of EXP_COUPLED_WAITS (default "block spin");
 # credits and fwt in EXP_WAIT's. EXP_POLICIES picks policies (default all).
 # Every table also gives xgpud's CPU use (% of one CPU, median).
+# EXP_HYP_SOURCE (default local) is xgpud's --hyp-source: local:switch
+# needs the sched_switch tracepoint (tracefs mounted, root), local:proc
+# counts every runnable thread as running; the first lines say which view
+# the daemon used.
 # Last lines: coupled-bs-block: ... then coupled-bs: none X rr X ... wfq X
 # (median loops/s, the second with spinning clients, Pegasus's condition).
 set -euo pipefail
@@ -69,6 +73,7 @@ batch=${EXP_BATCH:-8}
 fwt_period_ms=${EXP_FWT_PERIOD_MS:-10}
 fwt_kernel_us=${EXP_FWT_KERNEL_US:-200}
 read -r -a policies <<<"${EXP_POLICIES:-none rr accc xc slaf augc cosched wfq}"
+hyp_source=${EXP_HYP_SOURCE:-local}
 wait_mode=${EXP_WAIT:-spin}
 read -r -a coupled_waits <<<"${EXP_COUPLED_WAITS:-block spin}"
 # spin_us MODE: the clients' XGPU_SPIN_US for a wait mode.
@@ -131,7 +136,7 @@ run_set() {
 	local name=$1 p=$2 run=$3 conf=$4 i pid pids=() cmds=("$5" "$6" "$7" "$8") nices=("${9:-0}" "${10:-0}" "${11:-0}" "${12:-0}")
 	local t0 c0 spin
 	spin=$(spin_us "$wait_mode")
-	start_daemon "$work/xgpud-$name-$p-$run.log" --policy "$p" --hyp-source local --config "$work/$conf.conf"
+	start_daemon "$work/xgpud-$name-$p-$run.log" --policy "$p" --hyp-source "$hyp_source" --config "$work/$conf.conf"
 	t0=$(date +%s.%N)
 	c0=$(cpu_ticks "$daemon")
 	for i in 0 1 2 3; do
@@ -166,6 +171,11 @@ coupled_cmd="coupled $cpu_ms $kernel_ms $batch $secs"
 echo "4 domains on $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg)); ${secs} s per run, ${reps} run(s) per policy"
 echo "coupled loop: ${cpu_ms} ms CPU, then ${batch} x ${kernel_ms} ms kernels it depends on; CPU policy ${EXP_CPU_SCHED:-other}"
 echo "clients wait for the GPU: ${coupled_waits[*]} (coupled), $wait_mode (credits, fwt)"
+# Which view of the CPU schedule the daemon gets, from a daemon started for that.
+write_conf probe 256
+start_daemon "$work/xgpud-probe.log" --policy cosched --hyp-source "$hyp_source" --config "$work/probe.conf"
+stop_daemon || true
+echo "hypervisor source $hyp_source: $(sed -n 's/.*xgpud info: \(local: .*\)/\1/p' "$work/xgpud-probe.log" | head -1)"
 echo
 
 # cpu_median NAME P: xgpud's median CPU use over the runs of NAME under P.
