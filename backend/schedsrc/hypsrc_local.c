@@ -5,7 +5,8 @@
  * and the others are upcoming (running=false), as a VCPU waiting in Xen's
  * run queue. Without sched_switch, every thread in state R counts as
  * running, on a CPU or waiting for one. Arguments: `switch` requires
- * sched_switch, `proc` never uses it; none uses it when it can.
+ * sched_switch, `proc` never uses it; none uses it when it can (opened at
+ * the first refresh).
  * Weights come from the cgroup v2 cpu.weight of the domain's first live
  * process, else its nice level, both put on Xen's scale (256 = default).
  * Credit is always 0: Linux has no such budget.
@@ -50,6 +51,7 @@ struct local {
 	bool weights_read;
 	uint64_t weights_ns;
 	struct xgpu_oncpu *oncpu;       /* NULL: state R is all we know */
+	bool view_decided;              /* oncpu opened, or known not to be */
 	struct xgpu_hyp_published view; /* what the last refresh published */
 };
 
@@ -231,21 +233,36 @@ static int local_open(const char *args, struct xgpu_hyp **out, char *err, size_t
 		snprintf(err, errlen, "local: out of memory");
 		return -1;
 	}
-	char why[256] = "";
-	if (!never)
+	l->view_decided = never;
+	if (never)
+		xlog_info("local: every thread in state R counts as running (local:proc)");
+	if (need) {
+		char why[256];
 		l->oncpu = xgpu_oncpu_open(why, sizeof why);
-	if (need && !l->oncpu) {
-		snprintf(err, errlen, "local:switch: %s", why);
-		free(l);
-		return -1;
+		if (!l->oncpu) {
+			snprintf(err, errlen, "local:switch: %s", why);
+			free(l);
+			return -1;
+		}
+		l->view_decided = true;
+		xlog_info("local: threads on a CPU from sched_switch, others in state R upcoming");
 	}
+	*out = (struct xgpu_hyp *)l;
+	return 0;
+}
+
+/* Without an argument, sched_switch is opened at the first refresh, which
+ * only a policy that reads the schedule asks for: tracing every switch on
+ * the host costs the kernel a record each, for nothing under rr or wfq. */
+static void decide_view(struct local *l)
+{
+	char why[256];
+	l->view_decided = true;
+	l->oncpu = xgpu_oncpu_open(why, sizeof why);
 	if (l->oncpu)
 		xlog_info("local: threads on a CPU from sched_switch, others in state R upcoming");
 	else
-		xlog_info("local: every thread in state R counts as running%s%s%s",
-			  never ? " (local:proc)" : "", *why ? "; sched_switch: " : "", why);
-	*out = (struct xgpu_hyp *)l;
-	return 0;
+		xlog_info("local: every thread in state R counts as running; sched_switch: %s", why);
 }
 
 static void local_close(struct xgpu_hyp *h)
@@ -318,6 +335,8 @@ static int local_refresh(struct xgpu_hyp *h, uint64_t now_ns, struct xgpu_hyp_sn
 		l->weights_read = true;
 		l->weights_ns = now_ns;
 	}
+	if (!l->view_decided)
+		decide_view(l);
 	if (l->oncpu)
 		xgpu_oncpu_update(l->oncpu);
 	unsigned n = 0;

@@ -44,8 +44,8 @@
 # Every table also gives xgpud's CPU use (% of one CPU, median).
 # EXP_HYP_SOURCE (default local) is xgpud's --hyp-source: local:switch
 # needs the sched_switch tracepoint (tracefs mounted, root), local:proc
-# counts every runnable thread as running; the first lines say which view
-# the daemon used.
+# counts every runnable thread as running; a line before the last ones
+# says which view the daemons used.
 # Last lines: coupled-bs-block: ... then coupled-bs: none X rr X ... wfq X
 # (median loops/s, the second with spinning clients, Pegasus's condition).
 set -euo pipefail
@@ -171,11 +171,6 @@ coupled_cmd="coupled $cpu_ms $kernel_ms $batch $secs"
 echo "4 domains on $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg)); ${secs} s per run, ${reps} run(s) per policy"
 echo "coupled loop: ${cpu_ms} ms CPU, then ${batch} x ${kernel_ms} ms kernels it depends on; CPU policy ${EXP_CPU_SCHED:-other}"
 echo "clients wait for the GPU: ${coupled_waits[*]} (coupled), $wait_mode (credits, fwt)"
-# Which view of the CPU schedule the daemon gets, from a daemon started for that.
-write_conf probe 256
-start_daemon "$work/xgpud-probe.log" --policy cosched --hyp-source "$hyp_source" --config "$work/probe.conf"
-stop_daemon || true
-echo "hypervisor source $hyp_source: $(sed -n 's/.*xgpud info: \(local: .*\)/\1/p' "$work/xgpud-probe.log" | head -1)"
 echo
 
 # cpu_median NAME P: xgpud's median CPU use over the runs of NAME under P.
@@ -303,5 +298,9 @@ if [ -n "$report" ]; then
 		"'$report/fwt.tsv' using 2:xtic(1) title 'p50', '' using 3 title 'p99'"
 	echo "report: $report/{coupled,credits,fwt}.{tsv,png}"
 fi
+# Which view of the CPU schedule the daemons had (said when a policy that
+# reads it first asked).
+view=$(cat "$work"/xgpud-*.log 2>/dev/null | sed -n 's/.*xgpud info: \(local: .*\)/\1/p' | sort -u | tr '\n' ' ')
+echo "hypervisor source $hyp_source: ${view:-not read by any policy run}"
 for summary in "${summaries[@]}"; do echo "$summary"; done
 exit 0
