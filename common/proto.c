@@ -78,6 +78,57 @@ void xgpu_format_req(uint32_t call, const void *req, char *buf, size_t buflen)
 		memmove(buf, buf + 1, strlen(buf));
 }
 
+/* The offset of the request's STREAM field (every call has at most one). */
+static int stream_offset(uint32_t call)
+{
+#define IN_U32(n)
+#define IN_I32(n)
+#define IN_U64(n)
+#define IN_F32(n)
+#define IN_DIM3(n)
+#define IN_DPTR(n)
+#define IN_EVENT(n)
+#define IN_MODULE(n)
+#define IN_FUNC(n)
+#define IN_SEG(n)
+#define IN_STREAM(n) return (int)offsetof(req_t, n);
+#define IN(type, name) IN_##type(name)
+#define OUT(type, name)
+#define XGPU_CALL(NAME, flags, bulk, fields)                                                                 \
+	case XGPU_CALL_##NAME: {                                                                             \
+		typedef struct xgpu_req_##NAME req_t;                                                        \
+		(void)sizeof(req_t);                                                                         \
+		fields break;                                                                                \
+	}
+	switch (call) {
+#include "calls.def"
+	}
+#undef XGPU_CALL
+#undef IN
+#undef OUT
+#undef IN_U32
+#undef IN_I32
+#undef IN_U64
+#undef IN_F32
+#undef IN_DIM3
+#undef IN_DPTR
+#undef IN_EVENT
+#undef IN_MODULE
+#undef IN_FUNC
+#undef IN_SEG
+#undef IN_STREAM
+	return -1;
+}
+
+bool xgpu_req_stream(uint32_t call, const void *req, uint32_t req_len, xgpu_handle_t *stream)
+{
+	int off = stream_offset(call);
+	if (off < 0 || (uint32_t)off + sizeof *stream > req_len)
+		return false;
+	memcpy(stream, (const uint8_t *)req + off, sizeof *stream);
+	return true;
+}
+
 /* Every request and response must fit a slot with its header. */
 #define IN(type, name)
 #define OUT(type, name)

@@ -7,6 +7,7 @@
 #ifndef XGPU_PROTO_H
 #define XGPU_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -125,6 +126,10 @@ extern const struct xgpu_call_desc xgpu_calls[XGPU_CALL_COUNT];
 
 /* Name of a call id, or "unknown" for ids outside the table. */
 const char *xgpu_call_name(uint32_t call);
+
+/* The request's STREAM field into *stream (generated from calls.def); false
+ * when the call has none or req_len does not cover it. */
+bool xgpu_req_stream(uint32_t call, const void *req, uint32_t req_len, xgpu_handle_t *stream);
 
 /* Formats a request's fields for logs ("size=4096 stream=0x100000001");
  * req must hold at least xgpu_calls[call].req_len bytes. */

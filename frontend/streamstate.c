@@ -205,37 +205,6 @@ int xgpu_hostfn_enqueue(struct xgpu_client *c, xgpu_handle_t stream, xgpu_hostfn
 	return cudaSuccess;
 }
 
-/* The offset of a request's STREAM field, or -1 (generated from calls.def). */
-static int stream_field(uint32_t call)
-{
-#define IN_U32(n)
-#define IN_I32(n)
-#define IN_U64(n)
-#define IN_F32(n)
-#define IN_DIM3(n)
-#define IN_DPTR(n)
-#define IN_EVENT(n)
-#define IN_MODULE(n)
-#define IN_FUNC(n)
-#define IN_SEG(n)
-#define IN_STREAM(n) return (int)offsetof(req_t, n);
-#define IN(type, name) IN_##type(name)
-#define OUT(type, name)
-#define XGPU_CALL(NAME, flags, bulk, fields)                                                                 \
-	case XGPU_CALL_##NAME: {                                                                             \
-		typedef struct xgpu_req_##NAME req_t;                                                        \
-		(void)sizeof(req_t);                                                                         \
-		fields break;                                                                                \
-	}
-	switch (call) {
-#include "calls.def"
-	}
-#undef XGPU_CALL
-#undef IN
-#undef OUT
-	return -1;
-}
-
 static void attrs_forget(struct xgpu_client *c, xgpu_handle_t stream);
 
 int xgpu_stream_gate(struct xgpu_client *c, const struct xgpu_rpc *r)
@@ -248,10 +217,7 @@ int xgpu_stream_gate(struct xgpu_client *c, const struct xgpu_rpc *r)
 	if (!atomic_load(&cb_outstanding) || gate_exempt)
 		return cudaSuccess;
 	xgpu_handle_t stream = XGPU_STREAM_DEFAULT;
-	int off = stream_field(r->call);
-	if (off >= 0 && (uint32_t)off + sizeof stream <= r->req_len)
-		memcpy(&stream, (const uint8_t *)r->req + off, sizeof stream);
-	else if (r->call != XGPU_CALL_DEVICE_SYNC)
+	if (!xgpu_req_stream(r->call, r->req, r->req_len, &stream) && r->call != XGPU_CALL_DEVICE_SYNC)
 		return cudaSuccess;
 	pthread_mutex_lock(&cb_lock);
 	int e = cudaSuccess;

@@ -1211,32 +1211,25 @@ static int capture_rpc(struct xgpu_rpc *r)
 		return -1;
 	pthread_mutex_lock(&capture_lock);
 	int res = -1;
+	/* The stream the call works on, where it has one (calls.def). */
+	xgpu_handle_t s = XGPU_STREAM_DEFAULT;
+	xgpu_req_stream(r->call, r->req, r->req_len, &s);
 	switch (r->call) {
-#define STREAM_OF(NAME) ((const struct xgpu_req_##NAME *)r->req)->stream
 	case XGPU_CALL_LAUNCH:
-		res = capture_stream_work(r, STREAM_OF(LAUNCH));
-		break;
 	case XGPU_CALL_LAUNCH_EX:
-		res = capture_stream_work(r, STREAM_OF(LAUNCH_EX));
-		break;
 	case XGPU_CALL_MEMCPY_HTOD:
-		res = capture_stream_work(r, STREAM_OF(MEMCPY_HTOD));
-		break;
 	case XGPU_CALL_MEMCPY_DTOH:
-		res = capture_stream_work(r, STREAM_OF(MEMCPY_DTOH));
-		break;
 	case XGPU_CALL_MEMCPY_DTOD:
-		res = capture_stream_work(r, STREAM_OF(MEMCPY_DTOD));
-		break;
 	case XGPU_CALL_MEMSET:
-		res = capture_stream_work(r, STREAM_OF(MEMSET));
+	case XGPU_CALL_GRAPH_LAUNCH:
+	case XGPU_CALL_EVENT_RECORD:
+	case XGPU_CALL_STREAM_WAIT_EVENT:
+		res = capture_stream_work(r, s);
 		break;
 	case XGPU_CALL_MEMCPY_HTOD_SEG:
 	case XGPU_CALL_MEMCPY_DTOH_SEG: {
 		/* The frontends copy through the wire when the stream captures
 		 * (xgpu_graph_capturing); a segment copy here is synchronous. */
-		xgpu_handle_t s = r->call == XGPU_CALL_MEMCPY_HTOD_SEG ? STREAM_OF(MEMCPY_HTOD_SEG)
-								       : STREAM_OF(MEMCPY_DTOH_SEG);
 		struct capture_stream *cs = find_stream(s);
 		if (cs) {
 			cs->cap->invalidated = true;
@@ -1252,10 +1245,6 @@ static int capture_rpc(struct xgpu_rpc *r)
 		/* Pitched copies and memsets are not graph nodes yet: on a
 		 * capturing stream they void the capture rather than run outside
 		 * it. */
-		xgpu_handle_t s = r->call == XGPU_CALL_MEMCPY_2D_HTOD   ? STREAM_OF(MEMCPY_2D_HTOD)
-				  : r->call == XGPU_CALL_MEMCPY_2D_DTOH ? STREAM_OF(MEMCPY_2D_DTOH)
-				  : r->call == XGPU_CALL_MEMCPY_2D_DTOD ? STREAM_OF(MEMCPY_2D_DTOD)
-									: STREAM_OF(MEMSET_2D);
 		struct capture_stream *cs = find_stream(s);
 		if (cs) {
 			cs->cap->invalidated = true;
@@ -1263,19 +1252,8 @@ static int capture_rpc(struct xgpu_rpc *r)
 		}
 		break;
 	}
-	case XGPU_CALL_GRAPH_LAUNCH:
-		res = capture_stream_work(r, STREAM_OF(GRAPH_LAUNCH));
-		break;
-	case XGPU_CALL_EVENT_RECORD:
-		res = capture_stream_work(r, STREAM_OF(EVENT_RECORD));
-		break;
-	case XGPU_CALL_STREAM_WAIT_EVENT:
-		res = capture_stream_work(r, STREAM_OF(STREAM_WAIT_EVENT));
-		break;
 	case XGPU_CALL_STREAM_SYNC:
 	case XGPU_CALL_STREAM_QUERY: {
-		xgpu_handle_t s =
-		    r->call == XGPU_CALL_STREAM_SYNC ? STREAM_OF(STREAM_SYNC) : STREAM_OF(STREAM_QUERY);
 		struct capture_stream *cs = find_stream(s);
 		if (cs) {
 			cs->cap->invalidated = true;
@@ -1302,7 +1280,6 @@ static int capture_rpc(struct xgpu_rpc *r)
 		if (unsafe_call_refused())
 			res = cudaErrorStreamCaptureUnsupported;
 		break;
-#undef STREAM_OF
 	default:
 		break;
 	}
