@@ -261,7 +261,7 @@ XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
 XENFMEM_LIBS := $(shell pkg-config --libs xenforeignmemory 2>/dev/null || echo -lxenforeignmemory)
 LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_COMMON) -lm
 
-.PHONY: all deps test unit demo bench experiment clean format tests-build gpu-validate
+.PHONY: all deps test unit demo bench experiment clean format tests-build gpu-validate gpu-validate-build
 
 all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
@@ -583,7 +583,17 @@ $(GPUVAL_BW): tools/gpu-validate/bandwidth.cu $(WORKLOAD_H) | $(DEPS_STAMP)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $<
 
-gpu-validate: all $(GPUVAL_BW) $(TEST_CU_BINS) $(TEST_SIMK)
+# cuBLAS and cuFFT with their results judged, nvcc's default static runtime.
+GPUVAL_LIBS := $(BIN)/gpuval-libs
+$(GPUVAL_LIBS): tools/gpu-validate/libs.cu $(WORKLOAD_H) | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $< -lcublas -lcufft
+
+GPUVAL_PROGS := $(GPUVAL_BW) $(GPUVAL_LIBS) $(TEST_CU_BINS) $(TEST_SIMK) $(WORKLOAD_BINS_STATIC) $(SAMPLE_BINS) \
+	$(TEST_DATA) $(GRAPHS_DRV) $(GRAPHS_FATBIN)
+gpu-validate-build: all $(GPUVAL_PROGS)
+gpu-validate: gpu-validate-build
 	@CUDA_HOME="$(CUDA_HOME)" GPU_VALIDATE_NVCCFLAGS="$(NVCCFLAGS)" tools/gpu-validate/run.sh $(BUILD)
 
 format:

@@ -15,7 +15,11 @@
 #   (d) three domains sharing the GPU under --policy rr and --policy accc
 #       (credits 1024/512/256 from a --config file), with the held (gpu_time_ns)
 #       and measured (busy_ns) shares from xl-gpu stats --json;
-#   (e) the CUDA-semantics test programs of tests/cuda through xgpu.
+#   (e) the CUDA-semantics test programs of tests/cuda through xgpu;
+#   (f) the workloads built with nvcc's default static runtime (through xgpu's
+#       libcuda.so.1) and the samples of tests/samples, natively and through xgpu;
+#   (g) cuBLAS Sgemm and cuFFT with their results judged (GPU only: the
+#       simulated driver has no host implementation of NVIDIA's kernels).
 # Writes summary.md and logs/ into the output folder; exits 1 when an output
 # check failed (after writing the summary), 0 otherwise.
 #
@@ -27,6 +31,14 @@
 #   GPU_VALIDATE_BW_MAX         largest copy (default 1G; sim: 256M unless 8 GiB are free)
 #   GPU_VALIDATE_SHARE_ARGS     the sharing runs' BlackScholes arguments, -t excepted
 #   GPU_VALIDATE_NVCCFLAGS      the flags the programs were built with (for the summary)
+#   GPU_VALIDATE_SECTIONS       the sections to run (default "a c d e f g"; b comes with a)
+#   GPU_VALIDATE_LIMIT          the longest any one program may run, in seconds (default: each
+#                               run's own limit, 120 to 300 s); a first run on a new
+#                               machine wants a short one
+#   GPU_VALIDATE_COMMIT         the commit the summary names (bundle.sh's start.sh sets it)
+#   GPU_VALIDATE_LIBDIR         where libcublas.so.13 and libcufft.so.12 are (folders,
+#                               colon-separated), when neither the toolkit's lib64 nor the
+#                               loader's cache has them
 # For working on this script without a GPU:
 #   GPU_VALIDATE_SELFTEST=1     sim only: fill the native columns with a second pass
 #                               through xgpu (labelled so)
@@ -47,6 +59,7 @@ runs=${GPU_VALIDATE_RUNS:-3}
 share_secs=${GPU_VALIDATE_SHARE_SECONDS:-20}
 [[ $runs =~ ^[1-9][0-9]?$ ]] || die "GPU_VALIDATE_RUNS=$runs: need 1 to 99"
 [[ $share_secs =~ ^[1-9][0-9]{0,3}$ ]] || die "GPU_VALIDATE_SHARE_SECONDS=$share_secs: need 1 to 9999"
+[[ ${GPU_VALIDATE_LIMIT:-1} =~ ^[1-9][0-9]{0,3}$ ]] || die "GPU_VALIDATE_LIMIT=$GPU_VALIDATE_LIMIT: need 1 to 9999"
 
 workloads=()
 for d in "$src"/tools/workloads/*/; do
@@ -54,10 +67,18 @@ for d in "$src"/tools/workloads/*/; do
 done
 test_progs=()
 for f in "$src"/tests/cuda/*.cu; do
-	test_progs+=("$(basename "$f" .cu)")
+	# guestload is the experiment's load generator, not a semantics test.
+	[ "$(basename "$f")" = guestload.cu ] || test_progs+=("$(basename "$f" .cu)")
 done
-for f in bin/xgpud bin/xl-gpu bin/gpuval-bandwidth lib/libcudart.so.13 lib/libcuda.so.1 "${workloads[@]/#/bin/}" \
-	"${test_progs[@]/#/tests/cuda/}"; do
+samples=()
+for f in "$src"/tests/samples/*.cu; do
+	samples+=("$(basename "$f" .cu)")
+done
+sections=${GPU_VALIDATE_SECTIONS:-a c d e f g}
+[[ $sections =~ ^[ac-g\ ]+$ ]] || die "GPU_VALIDATE_SECTIONS=$sections: need letters among a, c, d, e, f and g (b comes with a)"
+for f in bin/xgpud bin/xl-gpu bin/gpuval-bandwidth bin/gpuval-libs lib/libcudart.so.13 lib/libcuda.so.1 "${workloads[@]/#/bin/}" \
+	"${test_progs[@]/#/tests/cuda/}" "${workloads[@]/#/bin/static/}" "${samples[@]/#/tests/samples/}" \
+	"${samples[@]/#/tests/samples/static/}" tests/samples/drvsample tests/samples/graphs_drv; do
 	[ -e "$B/$f" ] || die "missing $B/$f: run \`make gpu-validate\`, which builds it"
 done
 command -v jq >/dev/null || die "jq is needed (tools/install-deps.sh installs it)"
@@ -251,6 +272,7 @@ run_one() {
 		# selftest: a domain of its own, so it never shares one with the xgpu side
 		[ "$native" = selftest ] && extra=(XGPU_DOMAIN=selftest-native)
 	fi
+	[ -n "${GPU_VALIDATE_LIMIT:-}" ] && [ "$GPU_VALIDATE_LIMIT" -lt "$limit" ] && limit=$GPU_VALIDATE_LIMIT
 	local t0=$EPOCHREALTIME
 	rc=0
 	timeout -k 5 "$limit" env LD_LIBRARY_PATH="$ldp" "${extra[@]}" "$@" >"$logs/$label.out" \
@@ -735,7 +757,7 @@ section_e() {
 			fi
 		done
 		stop_daemon
-		log_check tests "called cudaGraphCreate, which xgpu does not support" "the unsupported call"
+		log_check tests "called cudaIpcGetMemHandle, which xgpu does not support" "the unsupported call"
 		log_check tests "device context is broken by CUDA_ERROR_ILLEGAL_ADDRESS" "the sticky error"
 	else
 		md "| (default daemon) | | | **not run**: xgpud did not start | |"
@@ -766,12 +788,191 @@ section_e() {
 	md ""
 }
 
+# ---- (f) static runtime and samples -------------------------------------------------------
+# verified_in FILE: the program's own verdict line says its results held.
+verified_in() {
+	grep -qE '^RESULT .*verified=yes|^graphs_drv: OK' "$1" 2>/dev/null
+}
+
+# f_row NAME BUILD PROGRAM [ARGS...]: one run natively and one through xgpu;
+# both must exit 0 and verify their results, with equal checksums where the
+# program prints one.
+f_row() {
+	local name=$1 build=$2 prog=$3
+	shift 3
+	local label=f-$name-${build// /-} res nres nsum= xsum= nw= xw= cmp
+	run_one "$label-xgpu" xgpu 300 XGPU_DOMAIN="f-$name" "$prog" "$@"
+	xw=$wall
+	if [ "$rc" -eq 0 ] && verified_in "$logs/$label-xgpu.out"; then
+		res=pass
+		xsum=$(rkey "$logs/$label-xgpu.out" checksum)
+	else
+		res="**FAIL** (exit $rc)"
+		check_failed "(f) $name ($build) through xgpu: exit status $rc, results not verified (logs/$label-xgpu.out, .err)"
+	fi
+	if [ "$native" = none ]; then
+		nres=$NA
+	else
+		run_one "$label-native" native 300 "$prog" "$@"
+		nw=$wall
+		if [ "$rc" -eq 0 ] && verified_in "$logs/$label-native.out"; then
+			nres=pass
+			nsum=$(rkey "$logs/$label-native.out" checksum)
+		else
+			nres="**differs** (exit $rc)"
+			note "(f) $name ($build) does not pass against NVIDIA's runtime (exit status $rc; logs/$label-native.out, .err)"
+		fi
+	fi
+	if [ -z "$nsum$xsum" ]; then
+		cmp="— (none printed)"
+	elif [ "$native" = none ]; then
+		cmp="$NA"
+	elif [ "$nsum" = "$xsum" ]; then
+		cmp=equal
+	else
+		cmp="**DIFFER**"
+		check_failed "(f) $name ($build): native checksum ${nsum:-none} != xgpu checksum ${xsum:-none}"
+	fi
+	local a="—"
+	[ "$#" -eq 0 ] || a="\`${*/#$B\//}\`"
+	md "| $name | $build | $a | $nres | $res | $cmp | $(fmt 3 "$nw") | $(fmt 3 "$xw") | $(ratio "$xw" "$nw") |"
+}
+
+section_f() {
+	say "(f) static-runtime builds and the samples"
+	sec f
+	md "## (f) Static-runtime builds and the samples, native and through xgpu$SIMTAG" ""
+	md "The workloads built with nvcc's default static runtime (NVIDIA's runtime inside the program," \
+		"over xgpu's libcuda.so.1 when run through xgpu) and the samples of tests/samples in both" \
+		"builds, plus the driver-API ones. One run per side, each program in a domain of its own;" \
+		"every program judges its own results. Wall times include start-up and context creation." ""
+	md "| program | build | arguments | native | through xgpu | checksums | wall native (s) | wall xgpu (s) | wall ratio |"
+	md "|---|---|---|---|---|---|---|---|---|"
+	need_daemon samples || {
+		md "" "Not run: xgpud did not start (see the failures above)." ""
+		return 0
+	}
+	local w s args
+	for w in "${workloads[@]}"; do
+		read -r -a args <<<"$(wl_args "$w")"
+		f_row "$w" static "$B/bin/static/$w" "${args[@]}"
+	done
+	for s in "${samples[@]}"; do
+		args=()
+		[ "$s" = bigcopy ] && args=(128)
+		f_row "$s" "-cudart shared" "$B/tests/samples/$s" "${args[@]}"
+		f_row "$s" static "$B/tests/samples/static/$s" "${args[@]}"
+	done
+	f_row drvsample "driver API" "$B/tests/samples/drvsample" "$B/tests/data/drvsample_kernels.fatbin"
+	f_row graphs_drv "driver API" "$B/tests/samples/graphs_drv" "$B/tests/data/graphs.fatbin"
+	stop_daemon
+	if grep -q "which xgpu does not support" "$logs/xgpud-samples.log"; then
+		check_failed "(f) a program called something xgpu does not support (logs/xgpud-samples.log)"
+		md "" "**The daemon logged unsupported calls** (logs/xgpud-samples.log)."
+	fi
+	md ""
+}
+
+# ---- (g) NVIDIA's libraries ------------------------------------------------------------------
+# The folders holding libcublas.so.13 and libcufft.so.12, colon-separated;
+# "(the loader's cache)" when the loader finds them anyway; empty if neither.
+nvlib_path() {
+	local lib d found path=
+	IFS=: read -r -a cands <<<"${GPU_VALIDATE_LIBDIR:-}"
+	for lib in libcublas.so.13 libcufft.so.12; do
+		found=
+		for d in "${cands[@]}" "$CUDA_HOME/lib64" "$CUDA_HOME/targets/x86_64-linux/lib"; do
+			if [ -n "$d" ] && [ -e "$d/$lib" ]; then
+				found=$d
+				break
+			fi
+		done
+		if [ -z "$found" ]; then
+			"$ldconfig_bin" -p 2>/dev/null | grep -q "${lib//./\\.} " || return 0
+			found="(the loader's cache)"
+		fi
+		[[ ":$path:" == *":$found:"* ]] || path=${path:+$path:}$found
+	done
+	echo "$path"
+}
+
+section_g() {
+	say "(g) cuBLAS and cuFFT"
+	sec g
+	md "## (g) NVIDIA's libraries: cuBLAS and cuFFT, results judged$SIMTAG" ""
+	if [ "$executor" = sim ]; then
+		md "Not run: the simulated driver has no host implementation of NVIDIA's library kernels" \
+			"(\`make test\`'s e2e/driver_libs runs their calls on it, without judging the products)." ""
+		return 0
+	fi
+	local dir
+	dir=$(nvlib_path)
+	if [ -z "$dir" ]; then
+		check_failed "(g) libcublas.so.13 and libcufft.so.12 not found (set GPU_VALIDATE_LIBDIR)"
+		md "Not run: libcublas.so.13 and libcufft.so.12 were not found." ""
+		return 0
+	fi
+	md "\`gpuval-libs\` (tools/gpu-validate/libs.cu, nvcc's default static runtime, NVIDIA's libcublas" \
+		"and libcufft from $dir): Sgemm of small integers, so that C must equal the host's product" \
+		"bit for bit; a batch of 16 complex transforms of length 2^16 of cosines, forward (peaks" \
+		"checked) and inverse (round trip checked). Median of $runs run(s) per side." ""
+	md "| side | verified | Sgemm mismatches | FFT peak error | FFT round-trip error | Sgemm GFLOP/s (median) | wall (s, median) | checksum |"
+	md "|---|---|---|---|---|---|---|---|"
+	need_daemon libs || {
+		md "" "Not run: xgpud did not start (see the failures above)." ""
+		return 0
+	}
+	# NVIDIA's libraries after everything else on both sides.
+	local extra_ldp= d
+	IFS=: read -r -a dirs <<<"$dir"
+	for d in "${dirs[@]}"; do
+		[ "${d:0:1}" = / ] && extra_ldp=$extra_ldp:$d
+	done
+	local saved_x=$xgpu_ldp saved_n=$native_ldp
+	xgpu_ldp=$xgpu_ldp$extra_ldp
+	native_ldp=$native_ldp$extra_ldp
+	local i side
+	declare -A gf=() wl=() ok=() last=()
+	for i in $(seq "$runs"); do
+		for side in native xgpu; do
+			local label=g-libs-$side-$i
+			run_one "$label" "$side" 300 XGPU_DOMAIN=g-libs "$B/bin/gpuval-libs" -n 1024 -i 200
+			if [ "$rc" -eq 0 ] && [ "$(rkey "$logs/$label.out" verified)" = yes ]; then
+				ok[$side]=${ok[$side]:-yes}
+			else
+				ok[$side]=no
+				check_failed "(g) gpuval-libs $side run $i: exit status $rc, results not verified (logs/$label.out, .err)"
+			fi
+			gf[$side]="${gf[$side]:-} $(rkey "$logs/$label.out" sgemm_gflops)"
+			wl[$side]="${wl[$side]:-} $wall"
+			last[$side]=$logs/$label.out
+		done
+	done
+	xgpu_ldp=$saved_x
+	native_ldp=$saved_n
+	stop_daemon
+	for side in native xgpu; do
+		local f=${last[$side]}
+		# shellcheck disable=SC2086 # the lists are words
+		md "| $side | ${ok[$side]} | $(rkey "$f" sgemm_mismatches) | $(rkey "$f" fft_peak_err) | $(rkey "$f" fft_roundtrip_err) | $(median ${gf[$side]}) | $(fmt 3 "$(median ${wl[$side]})") | \`$(rkey "$f" checksum)\` |"
+	done
+	local nsum xsum
+	nsum=$(rkey "${last[native]}" checksum)
+	xsum=$(rkey "${last[xgpu]}" checksum)
+	[ -z "$nsum" ] || [ -z "$xsum" ] || [ "$nsum" = "$xsum" ] || check_failed "(g) Sgemm's product differs: native $nsum, xgpu $xsum"
+	md ""
+}
+
 # ---- summary ----------------------------------------------------------------------------
 write_summary() {
 	local aborted=${1:-}
 	local f=$out/summary.md commit
-	commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
-	git -C "$src" diff --quiet HEAD 2>/dev/null || commit="$commit (with uncommitted changes)"
+	if [ -n "${GPU_VALIDATE_COMMIT:-}" ]; then
+		commit=$GPU_VALIDATE_COMMIT # a copy without .git (tools/gpu-validate/bundle.sh)
+	else
+		commit=$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)
+		git -C "$src" diff --quiet HEAD 2>/dev/null || commit="$commit (with uncommitted changes)"
+	fi
 	{
 		if [ "$executor" = sim ]; then
 			echo "> **SIMULATED RUN — NO GPU FIGURES.** xgpud ran on xgpu's simulated CUDA driver"
@@ -822,7 +1023,7 @@ write_summary() {
 			done
 			echo
 		fi
-		for s in a b c d e; do
+		for s in a b c d e f g; do
 			if [ -f "$work/sec-$s.md" ]; then
 				cat "$work/sec-$s.md"
 			else
@@ -923,10 +1124,9 @@ if [ "$executor" = cuda ] && ! start_daemon probe; then
 fi
 stop_daemon
 
-section_a
-section_c
-section_d
-section_e
+for s in $sections; do
+	"section_$s"
+done
 write_summary
 say "wrote $out/summary.md ($(since "$started") s)"
 if [ "${#failures[@]}" -gt 0 ]; then
