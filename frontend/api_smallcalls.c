@@ -37,8 +37,9 @@ XGPU_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int 
 		return e;
 	if (flags)
 		return xgpu_rt_ret(cudaErrorInvalidValue);
-	/* The peer would be the current device itself. */
-	return xgpu_rt_ret(cudaErrorInvalidDevice);
+	/* The peer would be the current device itself: NVIDIA's runtime
+	 * answers cudaErrorPeerAccessUnsupported (seen on an H100). */
+	return xgpu_rt_ret(cudaErrorPeerAccessUnsupported);
 }
 
 XGPU_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peerDevice)

@@ -215,15 +215,15 @@ int xgpu_launch_config_check(const int32_t *attrs, uint32_t nattrs, const uint32
 	for (int i = 0; i < 3; i++) {
 		if (!grid[i] || !block[i] || over_limit(block[i], attrs, nattrs, max_block[i]) ||
 		    over_limit(grid[i], attrs, nattrs, max_grid[i]))
-			return cudaErrorInvalidConfiguration;
+			return cudaErrorInvalidValue;
 		threads *= block[i];
 	}
 	if (over_limit(threads, attrs, nattrs, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK))
-		return cudaErrorInvalidConfiguration;
+		return cudaErrorInvalidValue;
 	/* cuLaunchKernel takes the size as an unsigned int, whatever the
 	 * device reports. */
 	if (shared_bytes > UINT32_MAX ||
 	    over_limit(shared_bytes, attrs, nattrs, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN))
-		return cudaErrorInvalidConfiguration;
+		return cudaErrorInvalidValue;
 	return cudaSuccess;
 }

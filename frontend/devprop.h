@@ -24,8 +24,10 @@ void xgpu_devprop_fill(struct cudaDeviceProp *p, const struct xgpu_device_blob *
  * An attribute the daemon did not report (>= nattrs) reads as 0. */
 int xgpu_devattr_lookup(int cuda_device_attr, const int32_t *attrs, uint32_t nattrs, int *value);
 
-/* What the runtime decides about a launch configuration before it asks the
- * driver: cudaErrorInvalidConfiguration when a grid or block dimension is 0 or
+/* What NVIDIA's driver decides about a launch configuration, checked before
+ * anything is sent: cudaErrorInvalidValue (CUDA 13's runtime and driver both
+ * answer that, seen on an H100 with driver 580; docs/results/gpu-validation)
+ * when a grid or block dimension is 0 or
  * over the device's maximum, the block has more threads than the device's
  * maxThreadsPerBlock, or the dynamic shared memory exceeds what any kernel
  * may opt in to (sharedMemPerBlockOptin); cudaSuccess otherwise. Limits the

@@ -38,9 +38,12 @@ struct managed {
 	uint64_t len;         /* bytes mapped: whole pages */
 	unsigned char *dirty; /* per page: written by the host since last pushed */
 	/* Under lock. */
-	uint64_t dev;   /* the device's address: base, except for a __managed__
-			 * variable the guest could not map there */
-	uint64_t size;  /* bytes on the device (at most len) */
+	uint64_t dev;   /* the device's address of the mapping's first byte: base,
+			 * except for a __managed__ variable the guest could not
+			 * map there */
+	uint64_t lo;    /* the mapping's bytes [lo, size) are on the device: lo is
+			 * a __managed__ variable's offset in its page */
+	uint64_t size;
 	bool allocated; /* by xgpu_managed_alloc: freed with cudaFree */
 	bool used;
 	bool device_dirty; /* device work ran since the last copy-back */
@@ -110,13 +113,17 @@ static int install_handler_locked(void)
 
 /* ---- copies in both directions (under lock, inside set) -------------------- */
 
-/* Bytes of pages [p, p + run) that exist on the device. */
-static uint64_t run_bytes(const struct managed *m, uint64_t p, uint64_t run)
+/* The part of pages [p, p + run) that exists on the device: its offset in
+ * the mapping (*start) and its length. */
+static uint64_t run_bytes(const struct managed *m, uint64_t p, uint64_t run, uint64_t *start)
 {
-	uint64_t start = p * page;
-	if (start >= m->size)
-		return 0;
-	return run * page < m->size - start ? run * page : m->size - start;
+	uint64_t s = p * page, e = (p + run) * page;
+	if (s < m->lo)
+		s = m->lo;
+	if (e > m->size)
+		e = m->size;
+	*start = s;
+	return e > s ? e - s : 0;
 }
 
 /* Copies the host-dirty pages of every allocation to the device. */
@@ -150,12 +157,13 @@ static int push_locked(struct xgpu_client *c, uint64_t from, uint64_t to)
 			       __atomic_exchange_n(&m->dirty[p + run], 0, __ATOMIC_SEQ_CST))
 				run++;
 			mprotect((void *)(uintptr_t)addr, run * page, PROT_READ);
-			uint64_t bytes = run_bytes(m, p, run);
+			uint64_t start;
+			uint64_t bytes = run_bytes(m, p, run, &start);
 			if (bytes) {
-				struct xgpu_req_MEMCPY_HTOD rq = {.dst = m->dev + p * page, .size = bytes};
+				struct xgpu_req_MEMCPY_HTOD rq = {.dst = m->dev + start, .size = bytes};
 				struct xgpu_rsp_MEMCPY_HTOD rs;
 				struct xgpu_rpc r = xgpu_rpc_MEMCPY_HTOD(&rq, &rs);
-				r.out = (const void *)(uintptr_t)addr;
+				r.out = (const void *)(uintptr_t)(m->base + start);
 				r.out_len = bytes;
 				status = xgpu_rpc(c, &r);
 			}
@@ -192,14 +200,15 @@ static int pull_one_locked(struct xgpu_client *c, struct managed *m)
 		while (p + run < pages && !__atomic_load_n(&m->dirty[p + run], __ATOMIC_SEQ_CST))
 			run++;
 		void *addr = (void *)(uintptr_t)(m->base + p * page);
-		uint64_t bytes = run_bytes(m, p, run);
+		uint64_t start;
+		uint64_t bytes = run_bytes(m, p, run, &start);
 		mprotect(addr, run * page, PROT_READ | PROT_WRITE);
 		int status = 0;
 		if (bytes) {
-			struct xgpu_req_MEMCPY_DTOH rq = {.src = m->dev + p * page, .size = bytes};
+			struct xgpu_req_MEMCPY_DTOH rq = {.src = m->dev + start, .size = bytes};
 			struct xgpu_rsp_MEMCPY_DTOH rs;
 			struct xgpu_rpc r = xgpu_rpc_MEMCPY_DTOH(&rq, &rs);
-			r.in = addr;
+			r.in = (void *)(uintptr_t)(m->base + start);
 			r.in_max = bytes;
 			status = xgpu_rpc(c, &r);
 		}
@@ -426,34 +435,39 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 	int status = cudaErrorMemoryAllocation;
 	unsigned n = atomic_load(&slots_high);
 	for (unsigned i = 0; i < n; i++)
-		if (table[i].used && !table[i].allocated && table[i].dev == dptr) {
-			*host = (void *)(uintptr_t)table[i].base;
+		if (table[i].used && !table[i].allocated && table[i].dev + table[i].lo == dptr) {
+			*host = (void *)(uintptr_t)(table[i].base + table[i].lo);
 			status = cudaSuccess;
 			goto out;
 		}
 	struct managed *m = free_slot_locked();
 	if (!m || install_handler_locked() < 0)
 		goto out;
-	uint64_t len = ((uint64_t)size + page - 1) / page * page;
-	unsigned char *dirty = calloc(len / page, 1);
-	if (!dirty)
-		goto out;
-	/* At the device's address if that is a page of its own here (it is on
-	 * the simulated driver); otherwise anywhere, and the variable's host
-	 * address differs from its device address. */
-	void *want = dptr % page ? NULL : (void *)(uintptr_t)dptr;
-	int fixed = want ? MAP_FIXED_NOREPLACE : 0;
-	void *got = mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | fixed, -1, 0);
-	if (want && got != want) {
+	/* At the device's address: the variable's page mapped where the
+	 * device has it, if that page is free here (NVIDIA's driver puts
+	 * __managed__ variables inside pages, at the daemon's addresses);
+	 * otherwise anywhere, and the variable's host address differs from its
+	 * device address. */
+	uint64_t lo = dptr % page;
+	uint64_t len = (lo + (uint64_t)size + page - 1) / page * page;
+	void *want = (void *)(uintptr_t)(dptr - lo);
+	void *got = mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			 -1, 0);
+	if (got != want) {
 		if (got != MAP_FAILED)
 			munmap(got, len);
+		lo = 0;
+		len = ((uint64_t)size + page - 1) / page * page;
 		got = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	}
-	if (got == MAP_FAILED) {
-		free(dirty);
+	if (got == MAP_FAILED)
+		goto out;
+	unsigned char *dirty = calloc(len / page, 1);
+	if (!dirty) {
+		munmap(got, len);
 		goto out;
 	}
-	if ((uintptr_t)got != dptr)
+	if ((uintptr_t)got + lo != dptr)
 		xgpu_fe_warn_once("managed-var-address",
 				  "a __managed__ variable's host address differs from its device address "
 				  "0x%" PRIx64 "; pass it to kernels by name, not by a host-taken pointer",
@@ -464,7 +478,7 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 		struct xgpu_req_MEMCPY_DTOH rq = {.src = dptr, .size = size};
 		struct xgpu_rsp_MEMCPY_DTOH rs;
 		struct xgpu_rpc r = xgpu_rpc_MEMCPY_DTOH(&rq, &rs);
-		r.in = got;
+		r.in = (unsigned char *)got + lo;
 		r.in_max = size;
 		status = xgpu_rpc(c, &r);
 	}
@@ -475,9 +489,10 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 	}
 	mprotect(got, len, PROT_READ);
 	free(m->dirty);
-	*m = (struct managed){.len = len, .dirty = dirty, .dev = dptr, .size = size, .used = true};
+	*m = (struct managed){
+	    .len = len, .dirty = dirty, .dev = dptr - lo, .lo = lo, .size = lo + size, .used = true};
 	publish_locked(m, (uintptr_t)got);
-	*host = got;
+	*host = (unsigned char *)got + lo;
 out:
 	inside = false;
 	pthread_mutex_unlock(&lock);

@@ -449,10 +449,9 @@ static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args
 	const struct xgpu_kernel_info *k = f->kinfo;
 	if (k->param_bytes > XGPU_MAX_PARAM_BYTES || (k->nparams && !args))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
-	/* A configuration no kernel could run with is
-	 * cudaErrorInvalidConfiguration, as NVIDIA's runtime reports it (its
-	 * driver answers that number; frontend/driver/module.c); refused here,
-	 * before anything is sent. */
+	/* A configuration no kernel could run with is cudaErrorInvalidValue,
+	 * as NVIDIA's CUDA 13 runtime reports it (xgpu_launch_config_check);
+	 * refused here, before anything is sent. */
 	const struct xgpu_device_info *di;
 	cudaError_t e = xgpu_rt_devinfo(&di);
 	if (e)

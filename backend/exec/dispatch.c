@@ -1344,7 +1344,7 @@ static int check_cooperative(struct call *c, CUfunction fn, const struct xgpu_di
 	uint64_t blocks = (uint64_t)grid->x * grid->y * grid->z;
 	int per_sm = 0;
 	if (threads > INT32_MAX)
-		return cudaErrorInvalidConfiguration;
+		return cudaErrorInvalidValue; /* as NVIDIA's driver answers it */
 	int r = drv(
 	    c, c->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, (int)threads, shared_bytes));
 	if (r)
@@ -1376,7 +1376,7 @@ static int launch(struct call *c, const struct xgpu_obj *func, const struct xgpu
 		return cudaErrorInvalidValue;
 	}
 	if (!grid->x || !grid->y || !grid->z || !block->x || !block->y || !block->z)
-		return cudaErrorInvalidConfiguration;
+		return cudaErrorInvalidValue; /* as NVIDIA's driver answers it */
 	int r = bulk_read(c, params, k->param_bytes);
 	if (r)
 		return r;
@@ -1679,7 +1679,7 @@ static int graph_check_node(struct call *c, const struct xgpu_graph_node *n, uin
 			return graph_refuse(
 			    c, "kernel parameters of the wrong size or outside the description", i);
 		if (!n->grid.x || !n->grid.y || !n->grid.z || !n->block.x || !n->block.y || !n->block.z)
-			return cudaErrorInvalidConfiguration;
+			return cudaErrorInvalidValue; /* as NVIDIA's driver answers it */
 		return cudaSuccess;
 	}
 	case XGPU_GN_HTOD:

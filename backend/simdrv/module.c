@@ -731,7 +731,9 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 		goto out;
 	}
 	if (threads > fn->max_threads) {
-		r = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES; /* registers or __launch_bounds__ */
+		/* Over the kernel's maxThreadsPerBlock (__launch_bounds__):
+		 * driver 580 answers INVALID_VALUE (seen on an H100). */
+		r = CUDA_ERROR_INVALID_VALUE;
 		goto out;
 	}
 	if (sharedMemBytes > (unsigned)atomic_load(&fn->max_dynamic_shared) ||

@@ -1234,8 +1234,7 @@ static int capture_rpc(struct xgpu_rpc *r)
 		if (cs) {
 			cs->cap->invalidated = true;
 			res = cudaErrorStreamCaptureUnsupported;
-		} else if (unsafe_call_refused())
-			res = cudaErrorStreamCaptureUnsupported;
+		}
 		break;
 	}
 	case XGPU_CALL_MEMCPY_2D_HTOD:
@@ -1345,13 +1344,13 @@ static int capture_stream_work(struct xgpu_rpc *r, xgpu_handle_t stream)
 			drop_event(ce);
 		return -1;
 	}
-	if (!cs) {
-		/* A synchronous copy (on the legacy stream) while a capture
-		 * forbids it. */
-		if (!async && unsafe_call_refused())
-			return cudaErrorStreamCaptureUnsupported;
+	/* A synchronous copy on a stream that does not capture runs: NVIDIA's
+	 * driver 580 runs one on the legacy stream beside a global capture on
+	 * a non-blocking stream (docs/results/gpu-validation). Beside a
+	 * capture on a blocking stream it would join the capture implicitly;
+	 * xgpu does not track which streams block, and runs it too. */
+	if (!cs)
 		return -1;
-	}
 	if (cs->cap->invalidated)
 		return cudaErrorStreamCaptureInvalidated;
 	if (!async) {

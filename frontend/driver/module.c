@@ -755,18 +755,15 @@ CUresult xgpu_drv_kernel_wire(CUfunction func, const unsigned grid[3], const uns
 	if (r)
 		return r;
 	const struct xgpu_kernel_info *k = f->kinfo;
-	/* A configuration no kernel can run with on this device answers 9, the
-	 * number of cudaErrorInvalidConfiguration, which no CUresult names:
-	 * NVIDIA's runtime (static and shared) does not check the configuration
-	 * itself, hands cuLaunchKernel's result to the program unchanged, and its
-	 * programs see cudaErrorInvalidConfiguration for these launches, so that
-	 * is what the driver answers it. */
+	/* A configuration no kernel can run with on this device is
+	 * CUDA_ERROR_INVALID_VALUE, as NVIDIA's driver answers it (and its
+	 * runtime hands on as cudaErrorInvalidValue). */
 	const struct xgpu_device_info *di;
 	r = xgpu_drv_devinfo(&di);
 	if (r)
 		return r;
 	if (xgpu_launch_config_check(di->attrs, di->nattrs, grid, block, shared))
-		return (CUresult)cudaErrorInvalidConfiguration;
+		return CUDA_ERROR_INVALID_VALUE;
 	if (k->param_bytes > XGPU_MAX_PARAM_BYTES || (kernelParams && extra))
 		return CUDA_ERROR_INVALID_VALUE;
 	memset(params, 0, k->param_bytes);
@@ -824,7 +821,7 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 	rpc.out = params;
 	rpc.out_len = len;
 	int e = xgpu_rpc(c, &rpc);
-	return e == cudaErrorInvalidConfiguration ? (CUresult)e : xgpu_drv_result(e);
+	return xgpu_drv_result(e);
 }
 CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
 			unsigned int blockX, unsigned int blockY, unsigned int blockZ,

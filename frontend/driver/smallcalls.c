@@ -57,8 +57,10 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (!xgpu_drv_ctx_valid(peerContext))
 		return CUDA_ERROR_INVALID_CONTEXT;
-	/* Every context is on the one device: it cannot be a peer. */
-	return CUDA_ERROR_INVALID_DEVICE;
+	/* Every context is on the one device, which is not its own peer:
+	 * PEER_ACCESS_UNSUPPORTED, which NVIDIA's runtime hands on unchanged
+	 * for cudaDeviceEnablePeerAccess(own device) on an H100. */
+	return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
 }
 
 CUresult cuCtxDisablePeerAccess(CUcontext peerContext)

@@ -270,10 +270,11 @@ CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, v
 /* ---- profiler markers ------------------------------------------------------ */
 
 /* Profiling is the host's business (Nsight on Dom0 sees xgpud): a guest's
- * markers are accepted and change nothing. */
+ * markers are accepted and change nothing. cuProfilerInitialize, deprecated,
+ * is CUDA_ERROR_NOT_SUPPORTED as on NVIDIA's driver 580 (seen on an H100). */
 CUresult cuProfilerInitialize(const char *configFile, const char *outputFile, CUoutput_mode outputMode)
 {
-	return CUDA_SUCCESS;
+	return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 CUresult cuProfilerStart(void)

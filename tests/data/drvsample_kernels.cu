@@ -2,13 +2,16 @@
 // fatbin through the driver API (host implementations: drvsample_simk.c).
 #include <cooperative_groups.h>
 
-// Writes v + i after about spin cycles (on the simulated driver: spin ns).
+// Writes v + i after about spin cycles (on the simulated driver: spin ns),
+// i the thread's index over the whole grid, whatever its shape.
 extern "C" __global__ void ds_work(int *p, int n, int v, long long spin)
 {
 	long long start = clock64();
 	while (clock64() - start < spin) {
 	}
-	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	int block = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+	int i = block * blockDim.x * blockDim.y * blockDim.z + threadIdx.x +
+		blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 	if (i < n)
 		p[i] = v + i;
 }

@@ -36,7 +36,7 @@ int main()
 	EXPECT(cudaDeviceCanAccessPeer(&can, 0, 0), cudaSuccess);
 	TRUE(can == 0);
 	EXPECT(cudaDeviceCanAccessPeer(&can, 0, 1), cudaErrorInvalidDevice);
-	EXPECT(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);
+	EXPECT(cudaDeviceEnablePeerAccess(0, 0), cudaErrorPeerAccessUnsupported);
 	EXPECT(cudaDeviceEnablePeerAccess(1, 0), cudaErrorInvalidDevice);
 	EXPECT(cudaDeviceDisablePeerAccess(0), cudaErrorPeerAccessNotEnabled);
 	int value = 0;
@@ -147,7 +147,7 @@ int main()
 			EXPECT(ctxSetCurrent(ctx), CUDA_SUCCESS);
 		EXPECT(canAccessPeer(&can, 0, 0), CUDA_SUCCESS);
 		TRUE(can == 0);
-		EXPECT(enablePeer(ctx, 0), CUDA_ERROR_INVALID_DEVICE);
+		EXPECT(enablePeer(ctx, 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
 		EXPECT(disablePeer(ctx), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
 		char drv_busid[64];
 		EXPECT(getBusId(drv_busid, sizeof drv_busid, 0), CUDA_SUCCESS);

@@ -917,8 +917,7 @@ static void test_launch_checks(void **state)
 	CUfunction bounded = get_func(m, "bounded");
 	void *bargs[] = {&x};
 	CU(cuLaunchKernel(bounded, 1, 1, 1, 256, 1, 1, 0, NULL, bargs, NULL));
-	CUERR(cuLaunchKernel(bounded, 1, 1, 1, 512, 1, 1, 0, NULL, bargs, NULL),
-	      CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+	CUERR(cuLaunchKernel(bounded, 1, 1, 1, 512, 1, 1, 0, NULL, bargs, NULL), CUDA_ERROR_INVALID_VALUE);
 	CUERR(cuLaunchKernel((CUfunction)&pb, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL),
 	      CUDA_ERROR_INVALID_HANDLE);
 	/* A kernel with no host implementation runs (and computes nothing). */

@@ -19,7 +19,9 @@
 #   (f) the workloads built with nvcc's default static runtime (through xgpu's
 #       libcuda.so.1) and the samples of tests/samples, natively and through xgpu;
 #   (g) cuBLAS Sgemm and cuFFT with their results judged (GPU only: the
-#       simulated driver has no host implementation of NVIDIA's kernels).
+#       simulated driver has no host implementation of NVIDIA's kernels);
+#   (h) fault isolation: a faulting kernel and a never-ending one in one
+#       domain beside a bystander domain, then new processes.
 # Writes summary.md and logs/ into the output folder; exits 1 when an output
 # check failed (after writing the summary), 0 otherwise.
 #
@@ -31,7 +33,7 @@
 #   GPU_VALIDATE_BW_MAX         largest copy (default 1G; sim: 256M unless 8 GiB are free)
 #   GPU_VALIDATE_SHARE_ARGS     the sharing runs' BlackScholes arguments, -t excepted
 #   GPU_VALIDATE_NVCCFLAGS      the flags the programs were built with (for the summary)
-#   GPU_VALIDATE_SECTIONS       the sections to run (default "a c d e f g"; b comes with a)
+#   GPU_VALIDATE_SECTIONS       the sections to run (default "a c d e f g h"; b comes with a)
 #   GPU_VALIDATE_LIMIT          the longest any one program may run, in seconds (default: each
 #                               run's own limit, 120 to 300 s); a first run on a new
 #                               machine wants a short one
@@ -74,8 +76,8 @@ samples=()
 for f in "$src"/tests/samples/*.cu; do
 	samples+=("$(basename "$f" .cu)")
 done
-sections=${GPU_VALIDATE_SECTIONS:-a c d e f g}
-[[ $sections =~ ^[ac-g\ ]+$ ]] || die "GPU_VALIDATE_SECTIONS=$sections: need letters among a, c, d, e, f and g (b comes with a)"
+sections=${GPU_VALIDATE_SECTIONS:-a c d e f g h}
+[[ $sections =~ ^[ac-h\ ]+$ ]] || die "GPU_VALIDATE_SECTIONS=$sections: need letters among a, c, d, e, f, g and h (b comes with a)"
 for f in bin/xgpud bin/xl-gpu bin/gpuval-bandwidth bin/gpuval-libs lib/libcudart.so.13 lib/libcuda.so.1 "${workloads[@]/#/bin/}" \
 	"${test_progs[@]/#/tests/cuda/}" "${workloads[@]/#/bin/static/}" "${samples[@]/#/tests/samples/}" \
 	"${samples[@]/#/tests/samples/static/}" tests/samples/drvsample tests/samples/graphs_drv; do
@@ -287,8 +289,10 @@ run_one() {
 	local extra=()
 	if [ "$side" = native ]; then
 		ldp=$native_ldp
-		# selftest: a domain of its own, so it never shares one with the xgpu side
-		[ "$native" = selftest ] && extra=(XGPU_DOMAIN=selftest-native)
+		# selftest: a domain of its own, so it never shares one with the xgpu side;
+		# XGPU_VALIDATE_NATIVE: tests/cuda/errors.cu leaves out what crashes CUDA
+		extra=(XGPU_VALIDATE_NATIVE=1)
+		[ "$native" = selftest ] && extra+=(XGPU_DOMAIN=selftest-native)
 	fi
 	[ -n "${GPU_VALIDATE_LIMIT:-}" ] && [ "$GPU_VALIDATE_LIMIT" -lt "$limit" ] && limit=$GPU_VALIDATE_LIMIT
 	local t0=$EPOCHREALTIME
@@ -851,6 +855,8 @@ f_row() {
 		cmp="— (none printed)"
 	elif [ "$native" = none ]; then
 		cmp="$NA"
+	elif [ "$res" != pass ] || [ "$nres" != pass ]; then
+		cmp="— (a side did not verify)"
 	elif [ "$nsum" = "$xsum" ]; then
 		cmp=equal
 	else
@@ -987,6 +993,71 @@ section_g() {
 	md ""
 }
 
+# ---- (h) fault isolation ---------------------------------------------------------------------
+# h_step WHAT EXPECTED LABEL: a row from the last run_one (rc, and LABEL's
+# RESULT line); a step that did not go as expected is a failure.
+h_step() {
+	local what=$1 want=$2 label=$3 ok=$4
+	if [ "$ok" = yes ]; then
+		md "| $what | $want | pass | \`$(grep -h '^RESULT' "$logs/$label.out" 2>/dev/null | tail -n 1)\` |"
+	else
+		md "| $what | $want | **FAIL** (exit $rc) | \`$(awk NF "$logs/$label.err" "$logs/$label.out" 2>/dev/null | tail -n 1 | cut -c1-160)\` |"
+		check_failed "(h) $what: not as expected ($want; logs/$label.out, .err)"
+	fi
+}
+
+# h_case NAME DAEMON-OPTIONS BAD-ARGS...: a bystander domain runs vectorAdd
+# while domain h-NAME runs guestload BAD-ARGS (a fault, or a kernel that
+# never ends); then a new process in h-NAME and one in a new domain.
+h_case() {
+	local name=$1 opts=$2
+	shift 2
+	local -a dopts
+	read -r -a dopts <<<"$opts"
+	md "### guestload $* beside a bystander${opts:+ (xgpud $opts)}" ""
+	md "| step | expected | result | last line |"
+	md "|---|---|---|---|"
+	need_daemon "iso-$name" "${dopts[@]}" || {
+		md "| (daemon) | starts | **not run** | |"
+		md ""
+		return 0
+	}
+	local by_label=h-$name-bystander
+	run_one "$by_label" xgpu 120 XGPU_DOMAIN="h-$name-bystander" "$B/bin/vectorAdd" -n 1M -t 8 &
+	local by=$!
+	sleep 2
+	run_one "h-$name-bad" xgpu 120 XGPU_DOMAIN="h-$name" "$B/tests/cuda/guestload" "$@"
+	local ok=no
+	[ "$rc" -eq 0 ] && ok=yes # guestload exits 0 when it saw CUDA's sticky error where it should
+	h_step "guestload $* in h-$name" "its own sticky error" "h-$name-bad" $ok
+	wait "$by" || true
+	ok=no
+	grep -q "verified=yes" "$logs/$by_label.out" 2>/dev/null && ok=yes
+	rc=0
+	h_step "bystander (vectorAdd -t 8, another domain, running through it)" "finishes verified" "$by_label" $ok
+	run_one "h-$name-again" xgpu 60 XGPU_DOMAIN="h-$name" "$B/tests/cuda/guestload" spin 1 0.5
+	ok=no
+	[ "$rc" -eq 0 ] && ok=yes
+	h_step "a new process in h-$name (guestload spin 1 0.5)" "a fresh context, runs" "h-$name-again" $ok
+	run_one "h-$name-new" xgpu 60 XGPU_DOMAIN="h-$name-new" "$B/bin/vectorAdd" -n 1M
+	ok=no
+	[ "$rc" -eq 0 ] && verified_in "$logs/h-$name-new.out" && ok=yes
+	h_step "a process in a new domain (vectorAdd)" "runs, verified" "h-$name-new" $ok
+	stop_daemon
+	md ""
+}
+
+section_h() {
+	say "(h) fault isolation"
+	sec h
+	md "## (h) Fault isolation between domains$SIMTAG" ""
+	md "What tests/e2e/fault_isolation.sh and kernel_timeout.sh check on the simulated driver: a" \
+		"domain's faulting kernel, or one that never ends (ended by xgpud's --kernel-timeout), breaks" \
+		"that domain's context only. A daemon of its own per case." ""
+	h_case fault "" fault illegal
+	h_case runaway "--kernel-timeout 3" runaway
+}
+
 # ---- summary ----------------------------------------------------------------------------
 write_summary() {
 	local aborted=${1:-}
@@ -1047,7 +1118,7 @@ write_summary() {
 			done
 			echo
 		fi
-		for s in a b c d e f g; do
+		for s in a b c d e f g h; do
 			if [ -f "$work/sec-$s.md" ]; then
 				cat "$work/sec-$s.md"
 			else
