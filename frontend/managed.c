@@ -453,6 +453,7 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 	void *want = (void *)(uintptr_t)(dptr - lo);
 	void *got = mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 			 -1, 0);
+	int why = got == MAP_FAILED ? errno : 0;
 	if (got != want) {
 		if (got != MAP_FAILED)
 			munmap(got, len);
@@ -470,8 +471,9 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 	if ((uintptr_t)got + lo != dptr)
 		xgpu_fe_warn_once("managed-var-address",
 				  "a __managed__ variable's host address differs from its device address "
-				  "0x%" PRIx64 "; pass it to kernels by name, not by a host-taken pointer",
-				  dptr);
+				  "0x%" PRIx64 " (its page here: %s); pass it to kernels by name, not by a "
+				  "host-taken pointer",
+				  dptr, why ? strerror(why) : "the kernel placed it elsewhere");
 	/* The variable's current value: its initializer, or what kernels left. */
 	status = device_sync(c);
 	if (!status) {
