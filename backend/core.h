@@ -58,6 +58,7 @@ struct xgpud_opts {
 	unsigned max_domains;
 	uint64_t pinned_limit;     /* host segments per domain, bytes */
 	unsigned kernel_timeout_s; /* per domain: longest one device operation may run; 0 = none */
+	const char *fault_scope;   /* "process", "context", or NULL: process on cuda, context on sim */
 };
 
 /* ---- GPUs ------------------------------------------------------------- */
@@ -205,6 +206,11 @@ struct xgpud {
 	uint32_t next_domid;
 	_Atomic uint32_t next_channel_id;
 	_Atomic bool stopping;
+	/* A kernel's fault breaks every context of the process (NVIDIA's
+	 * driver), not only its own: the daemon stops at the first, so that
+	 * its service manager starts it afresh (exec.c). */
+	bool fault_stops_daemon;
+	_Atomic bool stopped_by_fault;
 	uint64_t start_ns;
 	pthread_t watchdog; /* the kernel timeout's thread (watchdog.c) */
 	bool watchdog_started;

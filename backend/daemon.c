@@ -173,6 +173,8 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 		d->o.sim_driver = strdup(d->o.sim_driver);
 	}
 	d->drv.cuDriverGetVersion(&d->driver_version);
+	d->fault_stops_daemon =
+	    d->o.fault_scope ? !strcmp(d->o.fault_scope, "process") : !strcmp(d->executor_name, "cuda");
 	if (!strcmp(d->executor_name, "sim"))
 		xlog_info("executor sim: simulated CUDA driver %s (%s)", d->drv.path,
 			  d->o.executor ? "as asked"

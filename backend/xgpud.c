@@ -61,6 +61,10 @@ static void usage(FILE *f)
 		"  --pinned-limit SIZE     pinned host memory (cudaMallocHost) per domain (default 16G)\n"
 		"  --kernel-timeout S      destroy a domain's context when one of its kernels or copies\n"
 		"                          runs longer than S seconds; 0 for none (default 30)\n"
+		"  --fault-scope process|context  what a kernel's fault breaks: every context of\n"
+		"                          the process, as on NVIDIA's driver (xgpud then exits with\n"
+		"                          status 3 for its service manager to restart it), or only\n"
+		"                          the domain's (default: process on cuda, context on sim)\n"
 		"  --log-level LEVEL       error, warn, info or debug (default info)\n"
 		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
 		"  --foreground            stay in the foreground\n"
@@ -84,6 +88,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_SPIN,
 		O_STALL,
 		O_KTIMEOUT,
+		O_FAULTSCOPE,
 		O_MAXCH,
 		O_MAXDOM,
 		O_MAXDOMUID,
@@ -108,6 +113,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"spin-us", required_argument, 0, O_SPIN},
 	    {"stall-timeout", required_argument, 0, O_STALL},
 	    {"kernel-timeout", required_argument, 0, O_KTIMEOUT},
+	    {"fault-scope", required_argument, 0, O_FAULTSCOPE},
 	    {"max-channels", required_argument, 0, O_MAXCH},
 	    {"max-domains", required_argument, 0, O_MAXDOM},
 	    {"max-domains-per-user", required_argument, 0, O_MAXDOMUID},
@@ -177,6 +183,13 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 				return -1;
 			}
 			o->kernel_timeout_s = (unsigned)v;
+			break;
+		case O_FAULTSCOPE:
+			if (strcmp(optarg, "process") && strcmp(optarg, "context")) {
+				fprintf(stderr, "xgpud: --fault-scope %s: need process or context\n", optarg);
+				return -1;
+			}
+			o->fault_scope = optarg;
 			break;
 		case O_STALL:
 			if (xgpu_parse_long(optarg, 1, 86400, &v) < 0) {
@@ -422,7 +435,10 @@ int main(int argc, char **argv)
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.ptr == &sfd) {
 				struct signalfd_siginfo si;
-				if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+				ssize_t got = read(sfd, &si, sizeof si);
+				if (atomic_load(&d.stopped_by_fault))
+					xlog_info("stopping after the fault above");
+				else if (got == (ssize_t)sizeof si)
 					xlog_info("signal %u: stopping", si.ssi_signo);
 				stop = true;
 			} else if (ev[i].data.ptr == &xb) {
@@ -444,6 +460,11 @@ int main(int argc, char **argv)
 	close(ep);
 	close(sfd);
 	xgpud_config_free(&conf);
+	if (atomic_load(&d.stopped_by_fault)) {
+		xlog_err("stopped: a kernel's fault broke every context of this process (see above); "
+			 "start xgpud again (its systemd unit does)");
+		return 3;
+	}
 	xlog_info("stopped");
 	return 0;
 }

@@ -38,11 +38,11 @@ struct managed {
 	uint64_t len;         /* bytes mapped: whole pages */
 	unsigned char *dirty; /* per page: written by the host since last pushed */
 	/* Under lock. */
-	uint64_t dev;   /* the device's address of the mapping's first byte: base,
-			 * except for a __managed__ variable the guest could not
-			 * map there */
-	uint64_t lo;    /* the mapping's bytes [lo, size) are on the device: lo is
-			 * a __managed__ variable's offset in its page */
+	uint64_t dev; /* the device's address of the mapping's first byte: base,
+		       * except for a __managed__ variable the guest could not
+		       * map there */
+	uint64_t lo;  /* the mapping's bytes [lo, size) are on the device: lo is
+		       * a __managed__ variable's offset in its page */
 	uint64_t size;
 	bool allocated; /* by xgpu_managed_alloc: freed with cudaFree */
 	bool used;
@@ -451,8 +451,8 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 	uint64_t lo = dptr % page;
 	uint64_t len = (lo + (uint64_t)size + page - 1) / page * page;
 	void *want = (void *)(uintptr_t)(dptr - lo);
-	void *got = mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-			 -1, 0);
+	void *got =
+	    mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 	int why = got == MAP_FAILED ? errno : 0;
 	if (got != want) {
 		if (got != MAP_FAILED)

@@ -12,7 +12,9 @@
 #include "exec/exec.h"
 
 #include <cuda_runtime_api.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define STAGING_BYTES (1u << 20)
 #define BUSY_MARKS 256u
@@ -44,6 +46,18 @@ int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what)
 			  "domain %s: device context is broken by %s in %s; its calls fail until all its "
 			  "processes exit",
 			  dom->name, xgpu_driver_error_name(&dom->d->drv, r), what);
+		/* On NVIDIA's driver such an error is the whole process's: every
+		 * domain's context is gone with it and no new one can be made
+		 * (seen on an H100, docs/results/gpu-validation-2026-11-26-h100).
+		 * Only a new process can use the GPU again. */
+		if (r != CUDA_ERROR_CONTEXT_IS_DESTROYED && dom->d->fault_stops_daemon &&
+		    !atomic_exchange(&dom->d->stopped_by_fault, true)) {
+			xlog_err("domain %s: %s breaks every context of this process (--fault-scope "
+				 "process): xgpud stops, every guest's running CUDA processes lose the GPU, "
+				 "and a restarted xgpud serves new ones",
+				 dom->name, xgpu_driver_error_name(&dom->d->drv, r));
+			kill(getpid(), SIGTERM);
+		}
 	}
 	return err;
 }

@@ -295,48 +295,41 @@ CUresult xgpu_drv_array_copy3d(const CUDA_MEMCPY3D *p, CUstream stream, bool asy
 	return r ? r : f;
 }
 
-/* A byte range of an array taken as its rows laid end to end (cuMemcpyHtoA,
- * cudaMemcpyToArray): one row piece at a time. mem is host or device memory
- * as type says. */
+/* A byte range of an array's first row (cuMemcpyHtoA, cuMemcpyAtoH and the
+ * like): NVIDIA's driver 580 refuses one reaching past it with
+ * CUDA_ERROR_INVALID_VALUE (seen on an H100; the copy functions with a
+ * linear offset are for 1D arrays). mem is host or device memory as type
+ * says. */
 CUresult xgpu_drv_array_linear(CUarray a, size_t offset, CUmemorytype type, uint64_t mem, size_t count,
 			       bool to_array, CUstream stream, bool async)
 {
 	CUDA_ARRAY3D_DESCRIPTOR d;
 	if (!array_lookup(a, &d))
 		return CUDA_ERROR_INVALID_HANDLE;
-	uint64_t row = d.Width * element_bytes(&d), rows = d.Height ? d.Height : 1;
-	if (!row)
+	uint64_t row = d.Width * element_bytes(&d);
+	if (!row || offset > row || count > row - offset)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = CUDA_SUCCESS;
-	for (size_t done = 0; done < count && !r;) {
-		uint64_t at = (uint64_t)offset + done, y = at / row, x = at % row;
-		uint64_t len = row - x < count - done ? row - x : count - done;
-		CUDA_MEMCPY3D p = {.WidthInBytes = len, .Height = 1, .Depth = 1};
-		if (to_array) {
-			p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
-			p.dstArray = a;
-			p.dstXInBytes = x;
-			p.dstY = y % rows;
-			p.dstZ = y / rows;
-			p.srcMemoryType = type;
-			p.srcHost = (const void *)(uintptr_t)(mem + done);
-			p.srcDevice = mem + done;
-			p.srcPitch = len;
-		} else {
-			p.srcMemoryType = CU_MEMORYTYPE_ARRAY;
-			p.srcArray = a;
-			p.srcXInBytes = x;
-			p.srcY = y % rows;
-			p.srcZ = y / rows;
-			p.dstMemoryType = type;
-			p.dstHost = (void *)(uintptr_t)(mem + done);
-			p.dstDevice = mem + done;
-			p.dstPitch = len;
-		}
-		r = xgpu_drv_array_copy3d(&p, stream, async);
-		done += len;
+	if (!count)
+		return CUDA_SUCCESS;
+	CUDA_MEMCPY3D p = {.WidthInBytes = count, .Height = 1, .Depth = 1};
+	if (to_array) {
+		p.dstMemoryType = CU_MEMORYTYPE_ARRAY;
+		p.dstArray = a;
+		p.dstXInBytes = offset;
+		p.srcMemoryType = type;
+		p.srcHost = (const void *)(uintptr_t)mem;
+		p.srcDevice = mem;
+		p.srcPitch = count;
+	} else {
+		p.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+		p.srcArray = a;
+		p.srcXInBytes = offset;
+		p.dstMemoryType = type;
+		p.dstHost = (void *)(uintptr_t)mem;
+		p.dstDevice = mem;
+		p.dstPitch = count;
 	}
-	return r;
+	return xgpu_drv_array_copy3d(&p, stream, async);
 }
 
 CUresult cuMemcpyHtoA(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)

@@ -110,7 +110,8 @@ int main()
 	EXPECT_REFUSED(launch_fill(dim3(1), dim3(1, 1, prop.maxThreadsDim[2] + 1), 0, d, 64, 1), config, d);
 	// Every dimension within its maximum, too many threads in all.
 	EXPECT_REFUSED(launch_fill(dim3(1), dim3(max_threads / 16, 16, 2), 0, d, 64, 1), config, d);
-	EXPECT_REFUSED(launch_fill(dim3((unsigned)prop.maxGridSize[0] + 1), dim3(64), 0, d, 64, 1), config, d);
+	EXPECT_REFUSED(launch_fill(dim3((unsigned)prop.maxGridSize[0] + 1), dim3(64), 0, d, 64, 1), config,
+		       d);
 	EXPECT_REFUSED(launch_fill(dim3(1, prop.maxGridSize[1] + 1), dim3(64), 0, d, 64, 1), config, d);
 	EXPECT_REFUSED(launch_fill(dim3(1, 1, prop.maxGridSize[2] + 1), dim3(64), 0, d, 64, 1), config, d);
 	// More shared memory than any block may have, opted in or not.

@@ -98,10 +98,12 @@ static void arrays(CUfunction tex_kernel)
 			    .WidthInBytes = sizeof host[0],
 			    .Height = H};
 	CHECK(cuMemcpy2D(&up));
-	/* Row 3 through cuMemcpyAtoH (the array's rows taken end to end). */
+	/* cuMemcpyAtoH reaches the first row only: past it, NVIDIA's driver
+	 * 580 answers INVALID_VALUE (seen on an H100). */
 	float row[W];
-	CHECK(cuMemcpyAtoH(row, arr, 3 * sizeof row, sizeof row));
-	EXPECT(!memcmp(row, host[3], sizeof row));
+	EXPECT(cuMemcpyAtoH(row, arr, 3 * sizeof row, sizeof row) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuMemcpyAtoH(row, arr, 0, sizeof row));
+	EXPECT(!memcmp(row, host[0], sizeof row));
 	CUdeviceptr pitched;
 	size_t pitch;
 	CHECK(cuMemAllocPitch(&pitched, &pitch, sizeof host[0], H, 4));

@@ -48,7 +48,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-n") && i + 1 < argc && parse_count(argv[i + 1], 8192, &n) == 0)
 			i++;
-		else if (!strcmp(argv[i], "-i") && i + 1 < argc && parse_count(argv[i + 1], 100000, &iters) == 0)
+		else if (!strcmp(argv[i], "-i") && i + 1 < argc &&
+			 parse_count(argv[i + 1], 100000, &iters) == 0)
 			i++;
 		else {
 			fprintf(stderr, "usage: gpuval-libs [-n N (at most 8192)] [-i ITERS]\n");
@@ -156,7 +157,8 @@ int main(int argc, char **argv)
 
 	// Float FFTs of this length are good to about 1e-6 of the peak.
 	bool ok = mismatches == 0 && peak_err < 1e-4 && round_err < 1e-4;
-	printf("RESULT workload=libs verified=%s checksum=%016llx sgemm_n=%ld sgemm_gflops=%.1f sgemm_mismatches=%ld "
+	printf("RESULT workload=libs verified=%s checksum=%016llx sgemm_n=%ld sgemm_gflops=%.1f "
+	       "sgemm_mismatches=%ld "
 	       "fft_peak_err=%.3g fft_roundtrip_err=%.3g elapsed_s=%.3f\n",
 	       ok ? "yes" : "no", (unsigned long long)sum, n, gflops, mismatches, peak_err, round_err,
 	       now_s() - t0);
