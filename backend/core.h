@@ -211,6 +211,9 @@ struct xgpud {
 	 * its service manager starts it afresh (exec.c). */
 	bool fault_stops_daemon;
 	_Atomic bool stopped_by_fault;
+	/* The domain whose poller stops the daemon once the faulting call's
+	 * answer is out (poller.c). */
+	_Atomic(struct xgpu_domain *) fault_domain;
 	uint64_t start_ns;
 	pthread_t watchdog; /* the kernel timeout's thread (watchdog.c) */
 	bool watchdog_started;

@@ -17,6 +17,7 @@
 #include "exec/exec.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -184,6 +185,11 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		dom->serving = ch->task_entry;
 		xgpu_dispatch(ch, ch->pending);
 		did = true;
+		/* A fault that breaks every context (exec.c): the daemon stops
+		 * once the faulting call has its answer. */
+		struct xgpu_domain *faulted = dom;
+		if (atomic_compare_exchange_strong(&dom->d->fault_domain, &faulted, NULL))
+			kill(getpid(), SIGTERM);
 	}
 	return did;
 }

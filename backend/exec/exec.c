@@ -12,9 +12,7 @@
 #include "exec/exec.h"
 
 #include <cuda_runtime_api.h>
-#include <signal.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #define STAGING_BYTES (1u << 20)
 #define BUSY_MARKS 256u
@@ -56,7 +54,7 @@ int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what)
 				 "process): xgpud stops, every guest's running CUDA processes lose the GPU, "
 				 "and a restarted xgpud serves new ones",
 				 dom->name, xgpu_driver_error_name(&dom->d->drv, r));
-			kill(getpid(), SIGTERM);
+			atomic_store(&dom->d->fault_domain, dom);
 		}
 	}
 	return err;
