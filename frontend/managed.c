@@ -83,19 +83,23 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	uint64_t addr = (uintptr_t)si->si_addr;
 	unsigned n = atomic_load_explicit(&slots_high, memory_order_acquire);
+	bool ours = false;
+	/* Every entry over the page: __managed__ variables may share one. */
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t base = atomic_load_explicit(&table[i].base, memory_order_acquire);
 		if (!base || addr < base || addr - base >= table[i].len)
 			continue;
-		uint64_t index = (addr - base) / page;
-		__atomic_store_n(&table[i].dirty[index], 1, __ATOMIC_SEQ_CST);
-		atomic_store(&any_host_dirty, true);
-		int saved = errno;
-		mprotect((void *)(uintptr_t)(base + index * page), page, PROT_READ | PROT_WRITE);
-		errno = saved;
+		__atomic_store_n(&table[i].dirty[(addr - base) / page], 1, __ATOMIC_SEQ_CST);
+		ours = true;
+	}
+	if (!ours) {
+		chain(sig, si, uc);
 		return;
 	}
-	chain(sig, si, uc);
+	atomic_store(&any_host_dirty, true);
+	int saved = errno;
+	mprotect((void *)(uintptr_t)(addr - addr % page), page, PROT_READ | PROT_WRITE);
+	errno = saved;
 }
 
 static int install_handler_locked(void)
@@ -257,12 +261,19 @@ static void mark_device_dirty_locked(void)
 static struct managed *find_locked(uint64_t addr, uint64_t len)
 {
 	unsigned n = atomic_load(&slots_high);
+	struct managed *page_only = NULL;
 	for (unsigned i = 0; i < n; i++) {
 		struct managed *m = &table[i];
-		if (m->used && addr >= m->base && addr - m->base < m->len && len <= m->len - (addr - m->base))
+		if (!m->used || addr < m->base || addr - m->base >= m->len || len > m->len - (addr - m->base))
+			continue;
+		/* Of the entries over a page __managed__ variables share, the
+		 * one whose bytes these are. */
+		if (addr - m->base >= m->lo && addr - m->base < m->size)
 			return m;
+		if (!page_only)
+			page_only = m;
 	}
-	return NULL;
+	return page_only;
 }
 
 static void drop_locked(struct managed *m)
@@ -426,6 +437,40 @@ static void publish_locked(struct managed *m, uint64_t base)
 		atomic_store_explicit(&slots_high, slot, memory_order_release);
 }
 
+/* An entry over device page addr mapped at that same address here, if any. */
+static struct managed *at_device_page_locked(uint64_t addr)
+{
+	unsigned n = atomic_load(&slots_high);
+	for (unsigned i = 0; i < n; i++) {
+		struct managed *m = &table[i];
+		if (m->used && !m->allocated && m->base == m->dev && addr >= m->dev && addr - m->dev < m->len)
+			return m;
+	}
+	return NULL;
+}
+
+/* Whether an entry over host page addr has it written since its last push. */
+static bool page_dirty_locked(uint64_t addr)
+{
+	unsigned n = atomic_load(&slots_high);
+	for (unsigned i = 0; i < n; i++) {
+		struct managed *m = &table[i];
+		if (m->used && addr >= m->base && addr - m->base < m->len &&
+		    __atomic_load_n(&m->dirty[(addr - m->base) / page], __ATOMIC_SEQ_CST))
+			return true;
+	}
+	return false;
+}
+
+/* Sets the protection of pages [from, to), ours; a page the host has
+ * written since the last push stays writable. */
+static void set_protection_locked(uint64_t from, uint64_t to, int prot)
+{
+	for (uint64_t p = from; p < to; p += page)
+		if (prot != PROT_READ || !page_dirty_locked(p))
+			mprotect((void *)(uintptr_t)p, page, prot);
+}
+
 int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void **host)
 {
 	if (!size)
@@ -440,61 +485,79 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 			status = cudaSuccess;
 			goto out;
 		}
+	if (install_handler_locked() < 0)
+		goto out;
+	/* At the device's address: the variable's pages mapped where the
+	 * device has them, if they are free here or already mapped so for a
+	 * variable before it (NVIDIA's driver puts __managed__ variables at
+	 * the daemon's addresses, several to a page; each keeps an entry of
+	 * its own over the pages it touches); otherwise anywhere, and the
+	 * variable's host address differs from its device address. */
 	struct managed *m = free_slot_locked();
-	if (!m || install_handler_locked() < 0)
+	if (!m)
 		goto out;
-	/* At the device's address: the variable's page mapped where the
-	 * device has it, if that page is free here (NVIDIA's driver puts
-	 * __managed__ variables inside pages, at the daemon's addresses);
-	 * otherwise anywhere, and the variable's host address differs from its
-	 * device address. */
-	uint64_t lo = dptr % page;
-	uint64_t len = (lo + (uint64_t)size + page - 1) / page * page;
-	void *want = (void *)(uintptr_t)(dptr - lo);
-	void *got =
-	    mmap(want, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	int why = got == MAP_FAILED ? errno : 0;
-	if (got != want) {
-		if (got != MAP_FAILED)
-			munmap(got, len);
-		lo = 0;
-		len = ((uint64_t)size + page - 1) / page * page;
-		got = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t end = dptr + size, start = dptr - dptr % page;
+	uint64_t first = start; /* the first page not mapped here yet */
+	struct managed *e;
+	while (first < end && (e = at_device_page_locked(first)))
+		first = e->dev + e->len;
+	uint64_t last = (end + page - 1) / page * page;
+	uint64_t base = start, lo = dptr - start, len = last - start;
+	void *got = NULL;
+	if (first < end) {
+		void *want = (void *)(uintptr_t)first;
+		got = mmap(want, last - first, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		int why = got == MAP_FAILED ? errno : 0;
+		if (got != want) {
+			if (got != MAP_FAILED)
+				munmap(got, last - first);
+			lo = 0;
+			len = ((uint64_t)size + page - 1) / page * page;
+			got = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (got == MAP_FAILED)
+				goto out;
+			base = (uintptr_t)got;
+			first = start = last = base; /* nothing shared */
+			xgpu_fe_warn_once("managed-var-address",
+					  "a __managed__ variable's host address differs from its device "
+					  "address 0x%" PRIx64 " (its page here: %s); pass it to kernels by "
+					  "name, not by a host-taken pointer",
+					  dptr, why ? strerror(why) : "the kernel placed it elsewhere");
+		}
 	}
-	if (got == MAP_FAILED)
-		goto out;
 	unsigned char *dirty = calloc(len / page, 1);
 	if (!dirty) {
-		munmap(got, len);
+		if (got)
+			munmap(got, base == (uintptr_t)got ? len : last - first);
 		goto out;
 	}
-	if ((uintptr_t)got + lo != dptr)
-		xgpu_fe_warn_once("managed-var-address",
-				  "a __managed__ variable's host address differs from its device address "
-				  "0x%" PRIx64 " (its page here: %s); pass it to kernels by name, not by a "
-				  "host-taken pointer",
-				  dptr, why ? strerror(why) : "the kernel placed it elsewhere");
-	/* The variable's current value: its initializer, or what kernels left. */
+	/* The variable's current value (its initializer, or what kernels
+	 * left), with the pages it shares with variables before it open. */
+	set_protection_locked(start, first, PROT_READ | PROT_WRITE);
 	status = device_sync(c);
 	if (!status) {
 		struct xgpu_req_MEMCPY_DTOH rq = {.src = dptr, .size = size};
 		struct xgpu_rsp_MEMCPY_DTOH rs;
 		struct xgpu_rpc r = xgpu_rpc_MEMCPY_DTOH(&rq, &rs);
-		r.in = (unsigned char *)got + lo;
+		r.in = (void *)(uintptr_t)(base + lo);
 		r.in_max = size;
 		status = xgpu_rpc(c, &r);
 	}
+	set_protection_locked(start, first, PROT_READ);
 	if (status) {
-		munmap(got, len);
+		if (got)
+			munmap(got, base == (uintptr_t)got ? len : last - first);
 		free(dirty);
 		goto out;
 	}
-	mprotect(got, len, PROT_READ);
+	if (got)
+		mprotect(got, base == (uintptr_t)got ? len : last - first, PROT_READ);
 	free(m->dirty);
 	*m = (struct managed){
 	    .len = len, .dirty = dirty, .dev = dptr - lo, .lo = lo, .size = lo + size, .used = true};
-	publish_locked(m, (uintptr_t)got);
-	*host = (unsigned char *)got + lo;
+	publish_locked(m, base);
+	*host = (void *)(uintptr_t)(base + lo);
 out:
 	inside = false;
 	pthread_mutex_unlock(&lock);

@@ -346,6 +346,10 @@ static void run_turn(struct sim_device *dev, struct CUctx_st *ctx)
 		if (!occupy(dev, op, turn_end))
 			break; /* the turn is over; op goes on in a later one */
 		bool timed_out = op->too_long && !op_cut_short(dev, op);
+		/* Failed before anyone waiting sees the operation done, so that
+		 * their synchronize answers the timeout (dev->lock held: the
+		 * notice, which takes it, comes after). */
+		bool failed_now = timed_out && sim_ctx_mark_failed(ctx, CUDA_ERROR_LAUNCH_TIMEOUT);
 		ctx->q_head = op->next;
 		if (!ctx->q_head) {
 			ctx->q_tail = NULL;
@@ -362,7 +366,8 @@ static void run_turn(struct sim_device *dev, struct CUctx_st *ctx)
 			sim_log("an operation of context %llu ran into the %.3f s watchdog "
 				"(XGPU_SIM_WATCHDOG_MS)",
 				(unsigned long long)ctx->obj.id, (double)sim.watchdog_ns / 1e9);
-			sim_ctx_fail(ctx, CUDA_ERROR_LAUNCH_TIMEOUT);
+			if (failed_now)
+				sim_ctx_failed_notify(ctx, CUDA_ERROR_LAUNCH_TIMEOUT);
 		}
 		/* Outside the lock: this may drop the last reference to ctx. */
 		sim_op_free(op);

@@ -201,7 +201,7 @@ static size_t remove_globals_locked(struct CUctx_st *ctx, struct CUmod_st *m, ui
 {
 	size_t k = 0;
 	for (uint32_t i = 0; i < n; i++)
-		if (m->globals[i].addr &&
+		if (m->globals[i].addr && m->globals[i].owns &&
 		    sim_mem_remove_locked(ctx, m->globals[i].addr, SIM_ALLOC_GLOBAL, &out[k]))
 			k++;
 	return k;
@@ -296,13 +296,38 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 		m->globals[i].size = (size_t)cb.vars[i].size;
 		m->nglobals = i + 1;
 	}
+	/* The __managed__ variables share one allocation, each at a multiple
+	 * of 256 bytes, as NVIDIA's driver lays them out (on an H100 a second
+	 * variable sat 0x200 bytes into the first one's page): the frontend
+	 * must map variables that share a page. The first owns it. */
+	uint64_t managed_bytes = 0;
+	for (uint32_t i = 0; i < m->nglobals; i++)
+		if (cb.vars[i].managed)
+			managed_bytes += ((m->globals[i].size ? m->globals[i].size : 1) + 255) / 256 * 256;
 	pthread_mutex_lock(&c->lock);
+	unsigned char *managed_host = NULL;
+	CUdeviceptr managed_base = 0;
+	if (managed_bytes) {
+		void *h;
+		r = sim_mem_alloc_managed_locked(c, managed_bytes, SIM_ALLOC_GLOBAL, &managed_base, &h);
+		managed_host = h;
+		uint64_t at = 0;
+		for (uint32_t i = 0; !r && i < m->nglobals; i++)
+			if (cb.vars[i].managed) {
+				m->globals[i].addr = managed_base + at;
+				m->globals[i].owns = at == 0;
+				at += ((m->globals[i].size ? m->globals[i].size : 1) + 255) / 256 * 256;
+			}
+	}
 	for (uint32_t i = 0; !r && i < m->nglobals; i++) {
 		void *host;
 		size_t sz = m->globals[i].size ? m->globals[i].size : 1;
-		r = cb.vars[i].managed
-			? sim_mem_alloc_managed_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host)
-			: sim_mem_alloc_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host);
+		if (cb.vars[i].managed) {
+			host = managed_host + (m->globals[i].addr - managed_base);
+		} else {
+			r = sim_mem_alloc_locked(c, sz, SIM_ALLOC_GLOBAL, &m->globals[i].addr, &host);
+			m->globals[i].owns = true;
+		}
 		/* New device memory reads as zeroes past what the image gives. */
 		if (!r && cb.vars[i].init)
 			memcpy(host, cb.vars[i].init,

@@ -525,15 +525,24 @@ uint64_t sim_ctx_fence(struct CUctx_st *ctx)
 	return s;
 }
 
-void sim_ctx_fail(struct CUctx_st *ctx, CUresult r)
+bool sim_ctx_mark_failed(struct CUctx_st *ctx, CUresult r)
 {
 	int expected = 0;
-	if (atomic_compare_exchange_strong(&ctx->sticky, &expected, (int)r)) {
-		sim_log("context %llu on device %d failed: error %d; it returns this error from now on",
-			(unsigned long long)ctx->obj.id, ctx->dev->ordinal, (int)r);
-		/* Its running operation, if any, stops occupying the device. */
-		sim_dev_kick(ctx->dev);
-	}
+	return atomic_compare_exchange_strong(&ctx->sticky, &expected, (int)r);
+}
+
+void sim_ctx_failed_notify(struct CUctx_st *ctx, CUresult r)
+{
+	sim_log("context %llu on device %d failed: error %d; it returns this error from now on",
+		(unsigned long long)ctx->obj.id, ctx->dev->ordinal, (int)r);
+	/* Its running operation, if any, stops occupying the device. */
+	sim_dev_kick(ctx->dev);
+}
+
+void sim_ctx_fail(struct CUctx_st *ctx, CUresult r)
+{
+	if (sim_ctx_mark_failed(ctx, r))
+		sim_ctx_failed_notify(ctx, r);
 }
 
 static void ctx_release(struct sim_obj *o)

@@ -232,6 +232,10 @@ static inline void sim_ctx_put(struct CUctx_st *ctx)
 uint64_t sim_ctx_fence(struct CUctx_st *ctx) SIM_HIDDEN;
 /* Marks ctx failed with r unless it already failed. */
 void sim_ctx_fail(struct CUctx_st *ctx, CUresult r) SIM_HIDDEN;
+/* sim_ctx_fail in two steps, for a caller holding dev->lock: the mark
+ * (true if this made it fail), then, without the lock, the notice. */
+bool sim_ctx_mark_failed(struct CUctx_st *ctx, CUresult r) SIM_HIDDEN;
+void sim_ctx_failed_notify(struct CUctx_st *ctx, CUresult r) SIM_HIDDEN;
 /* Wakes dev's worker from a modeled sleep so that it sees a change to the
  * sleeping operation's context (failed, dying) or to dev->stop. */
 void sim_dev_kick(struct sim_device *dev) SIM_HIDDEN;
@@ -364,6 +368,8 @@ struct sim_global_var {
 	char *name;
 	CUdeviceptr addr;
 	size_t size;
+	bool owns; /* addr starts an allocation of its own (the module's
+		    * __managed__ variables share one, the first owning it) */
 };
 
 struct CUmod_st {
