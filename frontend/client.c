@@ -353,8 +353,10 @@ static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
 		if (ready(c, w, need))
 			return 0;
 		/* The timeout only bounds how long a lost kick could hurt. */
+		/* What xgpud published before it went (a faulting call's answer,
+		 * when the fault stopped it) still counts. */
 		if (c->ch.ops->wait(&c->ch, 1000) == XGPU_WAIT_PEER_GONE)
-			return cudaErrorDevicesUnavailable;
+			return ready(c, w, need) ? 0 : cudaErrorDevicesUnavailable;
 	}
 }
 
