@@ -503,17 +503,19 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 		first = e->dev + e->len;
 	uint64_t last = (end + page - 1) / page * page;
 	uint64_t base = start, lo = dptr - start, len = last - start;
-	void *got = NULL;
+	void *got = NULL; /* the pages mapped for it, got_len bytes */
+	uint64_t got_len = 0;
 	if (first < end) {
 		void *want = (void *)(uintptr_t)first;
-		got = mmap(want, last - first, PROT_READ | PROT_WRITE,
+		got_len = last - first;
+		got = mmap(want, got_len, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		int why = got == MAP_FAILED ? errno : 0;
 		if (got != want) {
 			if (got != MAP_FAILED)
-				munmap(got, last - first);
+				munmap(got, got_len);
 			lo = 0;
-			len = ((uint64_t)size + page - 1) / page * page;
+			got_len = len = ((uint64_t)size + page - 1) / page * page;
 			got = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 			if (got == MAP_FAILED)
 				goto out;
@@ -529,7 +531,7 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 	unsigned char *dirty = calloc(len / page, 1);
 	if (!dirty) {
 		if (got)
-			munmap(got, base == (uintptr_t)got ? len : last - first);
+			munmap(got, got_len);
 		goto out;
 	}
 	/* The variable's current value (its initializer, or what kernels
@@ -547,12 +549,12 @@ int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void
 	set_protection_locked(start, first, PROT_READ);
 	if (status) {
 		if (got)
-			munmap(got, base == (uintptr_t)got ? len : last - first);
+			munmap(got, got_len);
 		free(dirty);
 		goto out;
 	}
 	if (got)
-		mprotect(got, base == (uintptr_t)got ? len : last - first, PROT_READ);
+		mprotect(got, got_len, PROT_READ);
 	free(m->dirty);
 	*m = (struct managed){
 	    .len = len, .dirty = dirty, .dev = dptr - lo, .lo = lo, .size = lo + size, .used = true};

@@ -42,8 +42,8 @@ struct xgpu_oncpu_ring {
 };
 
 /* Reads the records between tail and head (wrapping at data_size), sets
- * *current to the next_pid of the last sched_switch sample (raw data of
- * raw_min bytes or more, next_pid at next_pid_off) and *known accordingly
+ * *current to the next_pid of the last sched_switch sample (next_pid at
+ * next_pid_off in its raw data) and *known accordingly
  * (false after lost records), then moves tail to head. Records that are
  * malformed end the read. Returns how many switches were read. */
 unsigned xgpu_oncpu_drain(struct xgpu_oncpu_ring *r, uint32_t next_pid_off, pid_t *current, bool *known);

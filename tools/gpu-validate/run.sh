@@ -264,7 +264,8 @@ stop_daemon() {
 	fi
 }
 
-# restart_if_broken PROGRAM: after a program through xgpu. On NVIDIA's driver
+# restart_if_broken PROGRAM: after a program through xgpu (rc stays the
+# program's). On NVIDIA's driver
 # a sticky error (an illegal address, say) is the whole process's: a daemon
 # whose domain context one broke cannot create another for any domain. A
 # fresh daemon then takes over, so that the programs after it are judged on
@@ -272,11 +273,12 @@ stop_daemon() {
 restart_if_broken() {
 	[ -n "$daemon" ] || return 0
 	grep -q "device context is broken" "$logs/xgpud-$daemon_name.log" 2>/dev/null || return 0
-	local base=${daemon_name%-r[0-9]*}
+	local base=${daemon_name%-r[0-9]*} program_rc=$rc
 	restarts=$((restarts + 1))
 	note "$1 broke its domain's device context; xgpud ($daemon_name) was replaced by a fresh one ($base-r$restarts) for the programs after it"
 	stop_daemon
 	need_daemon "$base-r$restarts" "${daemon_opts[@]}" || true
+	rc=$program_rc
 }
 
 # Starts a daemon a section needs, or records why the section cannot run.
@@ -737,9 +739,7 @@ test_row() {
 	read -r -a args <<<"$(test_args "$p")"
 	local label=e-$p-xgpu
 	run_one "$label" xgpu 180 XGPU_DOMAIN="t-$p" "$B/tests/cuda/$p" "${args[@]}"
-	local xrc=$rc
 	restart_if_broken "(e) $p"
-	rc=$xrc
 	local v res
 	v=$(rkey "$logs/$label.out" verified)
 	if [ "$rc" -eq 0 ] && [ "$v" = yes ]; then
@@ -844,9 +844,7 @@ f_row() {
 	local label=f-$name-${build// /-} res nres nsum= xsum= nw= xw= cmp
 	run_one "$label-xgpu" xgpu 300 XGPU_DOMAIN="f-$name" "$prog" "$@"
 	xw=$wall
-	local xrc=$rc
 	restart_if_broken "(f) $name ($build)"
-	rc=$xrc
 	if [ "$rc" -eq 0 ] && verified_in "$logs/$label-xgpu.out"; then
 		res=pass
 		xsum=$(rkey "$logs/$label-xgpu.out" checksum)
