@@ -239,7 +239,7 @@ static void consistent_under_concurrent_writer(void **state)
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, churn_main, &c), 0);
 	uint64_t reads = 0, torn = 0, fresh = 0;
-	bool wrapped = false;
+	bool wrapped = false, ever_valid[8] = {false};
 	double t0 = mono_s();
 	while (mono_s() - t0 < 10 && (reads < 20000 || !torn || !wrapped)) {
 		xgpu_schedexp_read(r, s);
@@ -247,7 +247,15 @@ static void consistent_under_concurrent_writer(void **state)
 		torn += s->torn;
 		assert_int_equal(s->invalid, 0);
 		for (unsigned i = 0; i < 8; i++) {
-			assert_true(s->pcpu_valid[i]);
+			/* A reader preempted mid-copy while this writer never
+			 * pauses can give up on a record in its first reads
+			 * (a loaded 2-CPU host did); once a copy came through,
+			 * a give-up keeps it, stale. */
+			if (!s->pcpu_valid[i]) {
+				assert_false(ever_valid[i]);
+				continue;
+			}
+			ever_valid[i] = true;
 			if (!derived_ok(&s->pcpu[i], i))
 				fail_msg("read %llu: PCPU %u's copy mixes two writes (seq %u)",
 					 (unsigned long long)reads, i, s->pcpu[i].seq);
@@ -263,6 +271,8 @@ static void consistent_under_concurrent_writer(void **state)
 	print_message("%llu reads, %llu writer passes, %llu torn attempts, %llu fresh copies\n",
 		      (unsigned long long)reads, (unsigned long long)c.writes, (unsigned long long)torn,
 		      (unsigned long long)fresh);
+	for (unsigned i = 0; i < 8; i++)
+		assert_true(ever_valid[i]);
 	assert_true(torn > 0);
 	assert_true(wrapped);
 	assert_int_equal(total_torn, torn);
