@@ -42,10 +42,13 @@
 /* Whether a gated request must wait for the domain's work on the device. */
 static bool queue_full(struct xgpu_domain *dom)
 {
-	if (dom->marks_count < GATED_INFLIGHT_MAX || !xgpu_sched_policy(dom->gpu->sched)->gates)
+	if (!dom->marks_count || !xgpu_sched_policy(dom->gpu->sched)->gates)
+		return false;
+	unsigned cap = xgpu_sched_inflight_cap(dom->gpu->sched, &dom->sd, GATED_INFLIGHT_MAX, xgpu_now_ns());
+	if (dom->marks_count < cap)
 		return false;
 	xgpu_exec_busy_harvest(dom, false);
-	return dom->marks_count >= GATED_INFLIGHT_MAX;
+	return dom->marks_count >= cap;
 }
 
 /* The task entry for a channel, with its configured weight. */

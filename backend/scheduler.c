@@ -175,10 +175,39 @@ uint32_t xgpu_sched_cpu_weight(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
 
 /* ---- slots ---------------------------------------------------------------- */
 
+/* Two ticks cover a heavy domain's return from a CPU phase of up to a tick
+ * after its slot (Pegasus's coupled loop comes back within one). */
+#define HEAVY_WINDOW_TICKS 2
+
+/* sd wants or had the slot at now: the heaviest such domain lately (under the
+ * lock; xgpu_sched_inflight_cap reads it without). */
+static void note_active(struct xgpu_sched *s, const struct xgpu_sched_dom *sd, uint64_t now)
+{
+	uint32_t heavy = atomic_load_explicit(&s->heavy_credit, memory_order_relaxed);
+	uint64_t seen = atomic_load_explicit(&s->heavy_seen_ns, memory_order_relaxed);
+	if (sd->credit >= heavy || now - seen > HEAVY_WINDOW_TICKS * s->tick_ns) {
+		atomic_store_explicit(&s->heavy_credit, sd->credit, memory_order_relaxed);
+		atomic_store_explicit(&s->heavy_seen_ns, now, memory_order_relaxed);
+	}
+}
+
+unsigned xgpu_sched_inflight_cap(struct xgpu_sched *s, const struct xgpu_sched_dom *sd, unsigned max,
+				 uint64_t now)
+{
+	if (max <= 1 || !xgpu_sched_policy(s)->preempt_at)
+		return max;
+	uint32_t heavy = atomic_load_explicit(&s->heavy_credit, memory_order_relaxed);
+	uint64_t seen = atomic_load_explicit(&s->heavy_seen_ns, memory_order_relaxed);
+	if (heavy > sd->credit && now - seen <= HEAVY_WINDOW_TICKS * s->tick_ns)
+		return 1;
+	return max;
+}
+
 static void mark_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
 {
 	if (sd->ready || s->holder == sd)
 		return;
+	note_active(s, sd, now);
 	sd->ready = true;
 	s->nready++;
 	sd->ready_since_ns = now;
@@ -210,6 +239,7 @@ static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 		owe(sd, held - sd->slot_len_ns);
 	sd->tail_pending = atomic_load(&sd->inflight);
 	sd->slot_end_ns = now;
+	note_active(s, sd, now);
 	sd->slot_expired = s->draining || !s->holder_idle;
 	if (!sd->slot_expired && now < s->holder_until_ns)
 		atomic_fetch_add(&sd->yields, 1);
@@ -222,6 +252,31 @@ static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 		atomic_store(&sd->wants_slot, true);
 	if (atomic_load(&sd->wants_slot))
 		mark_ready(s, sd, now);
+}
+
+/* A busy holder whose tick ran out keeps the slot for another tick when the
+ * policy would pick it again anyway (would_repick): ending the slot would
+ * drain its work only to grant it the slot again (make experiment's credit
+ * case under wfq: the 1024-credit domain's batch spanned a tick boundary in
+ * a fifth of its loops, each then losing a drain and a hand-over). The tick is accounted as a slot that ended
+ * (slot_end, so wfq's floor on held time applies tick by tick). Returns whether the slot was renewed; if not,
+ * the slot goes on to end from now. */
+static bool renew_slot(struct xgpu_sched *s, uint64_t now)
+{
+	struct xgpu_sched_dom *sd = s->holder;
+	uint64_t held = now > sd->slot_start_ns ? now - sd->slot_start_ns : 0;
+	atomic_fetch_add(&sd->held_ns, held);
+	if (s->ops->slot_end)
+		s->ops->slot_end(s, sd, held);
+	sd->slot_start_ns = now;
+	sd->slot_busy_ns = 0;
+	sd->slot_len_ns = s->tick_ns;
+	if (!s->ops->would_repick(s, sd))
+		return false;
+	s->holder_until_ns = now + s->tick_ns;
+	atomic_fetch_add(&sd->ticks, 1);
+	note_active(s, sd, now);
+	return true;
 }
 
 /* A slot covers the device running the holder's work, not just its issue:
@@ -245,6 +300,8 @@ static void check_slot(struct xgpu_sched *s, uint64_t now)
 		return;
 	}
 	if (!s->holder_idle && now < s->holder_until_ns)
+		return;
+	if (!s->holder_idle && s->ops->would_repick && renew_slot(s, now))
 		return;
 	if (!s->holder_idle && atomic_load(&sd->inflight)) {
 		atomic_store_explicit(&sd->may_issue, false, memory_order_release);

@@ -112,8 +112,13 @@ struct xgpu_sched {
 
 	struct xgpu_sched_dom *all; /* attached domains, a list for rare O(n) walks */
 	uint32_t ndoms;
-	uint32_t nready;              /* domains waiting for the slot */
-	uint32_t min_credit;          /* over attached domains, for credit/min_credit */
+	uint32_t nready;     /* domains waiting for the slot */
+	uint32_t min_credit; /* over attached domains, for credit/min_credit */
+	/* The heaviest domain that wanted the slot lately, and when: a lighter
+	 * holder keeps less on the device while it may come back and preempt
+	 * (xgpu_sched_inflight_cap). Read without the lock. */
+	_Atomic uint32_t heavy_credit;
+	_Atomic uint64_t heavy_seen_ns;
 	struct xgpu_sched_dom **htab; /* domid -> domain, for hypervisor snapshots */
 	uint32_t hmask;
 	uint64_t seq;
@@ -176,6 +181,13 @@ bool xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now);
 /* Measured device busy time of sd's work (wfq's charge). */
 void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns);
+
+/* How many operations sd may have on the device at once while it holds the
+ * slot: max, or 1 under a preempting policy while a heavier domain wanted
+ * the slot within the last two ticks, so that its preemption waits for at
+ * most one operation to drain. */
+unsigned xgpu_sched_inflight_cap(struct xgpu_sched *s, const struct xgpu_sched_dom *sd, unsigned max,
+				 uint64_t now);
 
 static inline bool xgpu_sched_may_issue(const struct xgpu_sched_dom *sd)
 {

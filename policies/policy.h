@@ -42,7 +42,8 @@ struct xgpu_policy_ops {
 	 * domain returned is no longer ready as far as the policy goes. */
 	struct xgpu_sched_dom *(*pick_next)(struct xgpu_sched *s, unsigned *ticks);
 	/* Optional: sd's slot ended after held_ns (before domain_ready, if it
-	 * still has work). */
+	 * still has work); under a policy with would_repick, also at each tick
+	 * after which the holder keeps the slot. */
 	void (*slot_end)(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t held_ns);
 	/* Optional: measured device busy time of sd's work. */
 	void (*charge)(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns);
@@ -55,8 +56,15 @@ struct xgpu_policy_ops {
 	 * a time <= s->now_ns for now, UINT64_MAX for not unless something
 	 * changes, else when to ask again. The core then ends the slot as if
 	 * it had run out: the holder's work on the device drains, and the
-	 * next pick decides. */
+	 * next pick decides. While a heavier domain wants the slot, lighter
+	 * holders keep one operation on the device, not two, so the drain it
+	 * waits for is short (xgpu_sched_inflight_cap). */
 	uint64_t (*preempt_at)(struct xgpu_sched *s, struct xgpu_sched_dom *holder);
+	/* Optional: at the end of a busy holder's tick (after slot_end),
+	 * whether pick_next would choose it again before every ready domain.
+	 * The core then renews its slot for a tick instead of draining its
+	 * work on the device only to grant it the slot again. */
+	bool (*would_repick)(struct xgpu_sched *s, struct xgpu_sched_dom *holder);
 };
 
 /* The policy named name, or NULL. */

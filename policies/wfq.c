@@ -155,6 +155,23 @@ static uint64_t wfq_preempt_at(struct xgpu_sched *s, struct xgpu_sched_dom *hold
 	return s->now_ns + (wall > 100000 ? wall : 100000);
 }
 
+/* At a tick's end, the holder goes on if its finish tag comes before every
+ * ready domain's (at a tie it hands over, so domains of equal weight still
+ * take turns of a tick, as without renewal). Going on is a pick: the system
+ * virtual time moves up to the holder's, or a domain that arrives while one
+ * holder keeps the slot would start far behind it and have the GPU to itself
+ * until it caught up. */
+static bool wfq_would_repick(struct xgpu_sched *s, struct xgpu_sched_dom *holder)
+{
+	struct wfq *w = s->priv;
+	struct xgpu_sched_dom *top = xgpu_heap_top(&w->h);
+	if (top && finish_tag(s, holder) >= finish_tag(s, top))
+		return false;
+	if (holder->vtime > w->vnow)
+		w->vnow = holder->vtime;
+	return true;
+}
+
 const struct xgpu_policy_ops xgpu_policy_wfq = {
     .name = "wfq",
     .description = "weighted fair queueing on measured GPU busy time, weights split domain -> task",
@@ -169,4 +186,5 @@ const struct xgpu_policy_ops xgpu_policy_wfq = {
     .charge = wfq_charge,
     .slot_end = wfq_slot_end,
     .preempt_at = wfq_preempt_at,
+    .would_repick = wfq_would_repick,
 };

@@ -784,6 +784,60 @@ static void wfq_credits_buy_coupled_work(void **state)
 		fail_msg("wfq: loops do not follow credits");
 }
 
+/* Under wfq a busy holder whose tick runs out keeps the slot when it would be
+ * picked again anyway: alone, one grant for a whole second of ticks (each
+ * would otherwise drain its work and grant it the slot again); beside a
+ * domain of equal weight, turns still alternate about every tick and the
+ * shares stay equal. */
+static void wfq_renews_busy_holder(void **state)
+{
+	(void)state;
+	struct sim *sim = sim_new("wfq", NULL);
+	struct simdom *a = sim_dom(sim, SATURATING, 256);
+	sim_run(sim, SEC);
+	assert_int_equal(atomic_load(&a->sd.grants), 1);
+	assert_true(atomic_load(&a->sd.ticks) >= 95);
+	/* The newcomer starts at the holder's virtual time, not behind it by
+	 * the holder's second alone: it does not get the GPU for a second. */
+	struct simdom *b = sim_dom(sim, SATURATING, 256);
+	sim_run(sim, SEC + 100 * STEP_NS);
+	sim_window(sim);
+	sim_run(sim, 2 * SEC);
+	assert_share(busy_share(sim, 1), 0.5, 0.05, "wfq newcomer beside a renewed holder");
+	sim_window(sim);
+	sim_run(sim, 8 * SEC);
+	assert_share(busy_share(sim, 0), 0.5, 0.02, "wfq renewed holder beside an equal one");
+	/* Equal weights still take turns of about a tick (and a drain). */
+	unsigned long ga = (unsigned long)atomic_load(&a->sd.grants),
+		      gb = (unsigned long)atomic_load(&b->sd.grants);
+	print_message("beside an equal one, 7 s: %lu and %lu grants\n", ga - 1, gb);
+	if (gb < 300 || ga - 1 < 300)
+		fail_msg("equal domains took %lu and %lu turns in 7 s, not about one a tick", ga - 1, gb);
+	sim_free(sim);
+}
+
+/* A lighter holder keeps one operation on the device while a heavier domain
+ * wanted the slot within two ticks, so the heavier one's preemption waits for
+ * at most one to drain; otherwise, and under policies without preemption,
+ * the full number. */
+static void inflight_cap_while_heavier_active(void **state)
+{
+	(void)state;
+	struct sim *sim = sim_new("wfq", NULL);
+	struct simdom *light = sim_dom(sim, SATURATING, 256);
+	struct simdom *heavy = sim_dom(sim, IDLE, 1024);
+	sim_run(sim, SEC / 10);
+	assert_int_equal(xgpu_sched_inflight_cap(&sim->s, &light->sd, 2, sim->now), 2);
+	xgpu_sched_request(&sim->s, &heavy->sd, sim->now);
+	assert_int_equal(xgpu_sched_inflight_cap(&sim->s, &light->sd, 2, sim->now), 1);
+	assert_int_equal(xgpu_sched_inflight_cap(&sim->s, &heavy->sd, 2, sim->now), 2);
+	assert_int_equal(xgpu_sched_inflight_cap(&sim->s, &light->sd, 2, sim->now + 2 * TICK_NS), 1);
+	assert_int_equal(xgpu_sched_inflight_cap(&sim->s, &light->sd, 2, sim->now + 3 * TICK_NS), 2);
+	xgpu_sched_set_policy(&sim->s, xgpu_policy_find("accc"), sim->now);
+	assert_int_equal(xgpu_sched_inflight_cap(&sim->s, &light->sd, 2, sim->now), 2);
+	sim_free(sim);
+}
+
 static void work_conserving_with_bursty_domain(void **state)
 {
 	(void)state;
@@ -893,6 +947,8 @@ int main(void)
 	    cmocka_unit_test(augc_bounded_wait_saturating),
 	    cmocka_unit_test(coupled_loops_follow_coordination),
 	    cmocka_unit_test(wfq_credits_buy_coupled_work),
+	    cmocka_unit_test(wfq_renews_busy_holder),
+	    cmocka_unit_test(inflight_cap_while_heavier_active),
 	    cmocka_unit_test(work_conserving_with_bursty_domain),
 	    cmocka_unit_test(policy_switch_keeps_everyone_running),
 	    cmocka_unit_test(credit_change_applies_live),
