@@ -198,8 +198,12 @@ int main(int argc, char **argv)
 		if (batch < 1 || cpu_s < 0 || secs <= 0)
 			return usage();
 		unsigned long long launched = 0, counted = 0, loops = 0, x = 0;
+		double cpu_wall = 0, gpu_wall = 0; // where a loop's time goes
 		while (now_s() - t0 < secs) {
+			double c0 = now_s();
 			x = cpu_work(cpu_s, x ^ counted);
+			double g0 = now_s();
+			cpu_wall += g0 - c0;
 			// The kernels' length depends on the CPU result (by at
 			// most one nanosecond): the launch needs the CPU work.
 			for (int i = 0; i < batch; i++)
@@ -208,14 +212,17 @@ int main(int argc, char **argv)
 			if ((err = cudaMemcpy(&counted, count, sizeof counted, cudaMemcpyDeviceToHost)) !=
 			    cudaSuccess)
 				break;
+			gpu_wall += now_s() - g0;
 			loops++;
 		}
 		double elapsed = now_s() - t0;
 		bool ok = err == cudaSuccess && counted == launched;
 		printf("RESULT workload=guestload mode=coupled loops=%llu loops_per_s=%.3f kernels=%llu "
-		       "counted=%llu elapsed_s=%.3f verified=%s error=%s\n",
-		       loops, loops / elapsed, launched, counted, elapsed, ok ? "yes" : "no",
-		       cudaGetErrorName(err));
+		       "counted=%llu elapsed_s=%.3f cpu_phase_ms=%.3f gpu_phase_ms=%.3f verified=%s "
+		       "error=%s\n",
+		       loops, loops / elapsed, launched, counted, elapsed,
+		       loops ? 1e3 * cpu_wall / loops : 0.0, loops ? 1e3 * gpu_wall / loops : 0.0,
+		       ok ? "yes" : "no", cudaGetErrorName(err));
 		return ok ? 0 : 1;
 	}
 	if (!strcmp(argv[1], "latency") && argc == 5) {
