@@ -8,7 +8,9 @@
 #            figure is the loops per second of all four (Pegasus's throughput)
 #   credits  the same loops with credits 256/512/1024/256; the figure is the
 #            work (loops) each domain does, and dom-3's against its own under
-#            none (Pegasus: 2.4x)
+#            none (Pegasus: 2.4x) and alone (the GPU to itself, the CPUs shared
+#            with burners at the others' nice levels: the most a policy can
+#            give it on this machine)
 #   fwt      dom-1 makes one small call every EXP_FWT_PERIOD_MS, timed in the
 #            client (Pegasus's FWT), while dom-2..4 run the coupled loop; the
 #            figures are dom-1's latency p50 and p99
@@ -48,6 +50,8 @@
 # says which view the daemons used.
 # Last lines: coupled-bs-block: ... then coupled-bs: none X rr X ... wfq X
 # (median loops/s, the second with spinning clients, Pegasus's condition).
+# With EXP_REPS above 1, a line per run (coupled-bs run N: ...) comes before
+# each median line.
 set -euo pipefail
 quick=0 report=
 while [ $# -gt 0 ]; do
@@ -153,6 +157,28 @@ run_set() {
 	stop_daemon || { echo "run.sh: xgpud failed in $name under $p" >&2; exit 1; }
 }
 
+# run_alone NAME RUN CONF CMD NICE1..4: dom-3 runs guestload CMD alone on
+# the GPU while dom-1, dom-2 and dom-4 are CPU burners at their nice levels;
+# leaves $work/NAME-alone-RUN-dom-3.out.
+run_alone() {
+	local name=$1 run=$2 conf=$3 cmd=$4 i burners=() spin rc=0
+	shift 4
+	local nices=("$@")
+	spin=$(spin_us "$wait_mode")
+	start_daemon "$work/xgpud-$name-alone-$run.log" --policy none --hyp-source "$hyp_source" --config "$work/$conf.conf"
+	for i in 0 1 3; do
+		nice -n "${nices[$i]}" "${cpu_sched[@]}" bash -c 'while :; do :; done' &
+		burners+=($!)
+	done
+	# shellcheck disable=SC2086 # the command is a guestload argument list
+	XGPU_SPIN_US=$spin XGPU_DOMAIN=dom-3 nice -n "${nices[2]}" "${cpu_sched[@]}" "$B/tests/cuda/guestload" $cmd \
+		>"$work/$name-alone-$run-dom-3.out" 2>&1 || rc=$?
+	kill "${burners[@]}"
+	wait "${burners[@]}" 2>/dev/null || true
+	[ "$rc" = 0 ] || { tail -n 3 "$work/$name-alone-$run-dom-3.out" >&2; echo "run.sh: dom-3 alone failed" >&2; exit 1; }
+	stop_daemon || { echo "run.sh: xgpud failed in $name alone" >&2; exit 1; }
+}
+
 # field NAME P RUN DOM KEY: KEY=value from that domain's RESULT line.
 field() {
 	local v
@@ -190,6 +216,7 @@ if [[ $only == *" coupled "* ]]; then
 		[ -n "$report" ] && echo "# policy min median max xgpud_cpu_pct" >"$tsv"
 		summary="coupled-bs:"
 		[ "$mode" = spin ] || summary="coupled-bs-$mode:"
+		per_run=()
 		for p in "${policies[@]}"; do
 			vals=()
 			for run in $(seq "$reps"); do
@@ -199,6 +226,7 @@ if [[ $only == *" coupled "* ]]; then
 					total=$(awk -v a="$total" -v b="$(field "coupled-$mode" "$p" "$run" "$d" loops_per_s)" 'BEGIN { printf "%.2f", a + b }')
 				done
 				vals+=("$total")
+				per_run[run]+=" $p $total"
 			done
 			read -r min med max < <(stats "${vals[@]}")
 			cpu=$(cpu_median "coupled-$mode" "$p")
@@ -206,6 +234,9 @@ if [[ $only == *" coupled "* ]]; then
 			[ -n "$report" ] && echo "$p $min $med $max $cpu" >>"$tsv"
 			summary+=" $p $med"
 		done
+		if [ "$reps" -gt 1 ]; then
+			for run in $(seq "$reps"); do summaries+=("${summary%%:*} run $run:${per_run[run]}"); done
+		fi
 		summaries+=("$summary")
 		echo
 	done
@@ -217,9 +248,18 @@ if [[ $only == *" credits "* ]]; then
 	write_conf credits "${credits[@]}"
 	nices=()
 	for c in "${credits[@]}"; do nices+=("$(nice_for "$c" 1024)"); done
-	echo "== credits ${credits[*]} (nice ${nices[*]}): median loops each domain did; dom-3 against none"
-	printf '%-8s %8s %8s %8s %8s %10s %6s\n' policy dom-1 dom-2 dom-3 dom-4 "dom-3/none" "xgpud%"
-	[ -n "$report" ] && echo "# policy dom-1 dom-2 dom-3 dom-4 dom3_vs_none xgpud_cpu_pct" >"$report/credits.tsv"
+	echo "== credits ${credits[*]} (nice ${nices[*]}): median loops each domain did; dom-3 against none and alone"
+	# The most any GPU policy can give dom-3: the GPU to itself, the CPUs
+	# shared with the others' CPU use (they spin while they wait, so
+	# burners at their nice levels stand in for them).
+	vals=()
+	for run in $(seq "$reps"); do
+		run_alone credits "$run" credits "$coupled_cmd" "${nices[@]}"
+		vals+=("$(field credits alone "$run" dom-3 loops)")
+	done
+	read -r _ alone3 _ < <(stats "${vals[@]}")
+	printf '%-8s %8s %8s %8s %8s %10s %10s %6s\n' policy dom-1 dom-2 dom-3 dom-4 "dom-3/none" "dom-3/alone" "xgpud%"
+	[ -n "$report" ] && echo "# policy dom-1 dom-2 dom-3 dom-4 dom3_vs_none dom3_vs_alone xgpud_cpu_pct" >"$report/credits.tsv"
 	none3=
 	for p in "${policies[@]}"; do
 		meds=()
@@ -234,10 +274,15 @@ if [[ $only == *" credits "* ]]; then
 		done
 		[ "$p" = none ] && none3=${meds[2]}
 		ratio=$(awk -v a="${meds[2]}" -v b="$none3" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+		of_alone=$(awk -v a="${meds[2]}" -v b="$alone3" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 		cpu=$(cpu_median credits "$p")
-		printf '%-8s %8s %8s %8s %8s %10s %6s\n' "$p" "${meds[@]}" "$ratio" "$cpu"
-		[ -n "$report" ] && echo "$p ${meds[*]} $ratio $cpu" >>"$report/credits.tsv"
+		printf '%-8s %8s %8s %8s %8s %10s %10s %6s\n' "$p" "${meds[@]}" "$ratio" "$of_alone" "$cpu"
+		[ -n "$report" ] && echo "$p ${meds[*]} $ratio $of_alone $cpu" >>"$report/credits.tsv"
 	done
+	printf '%-8s %8s %8s %8s %8s %10s %10s %6s\n' alone - - "$alone3" - \
+		"$(awk -v a="$alone3" -v b="$none3" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')" 1.00 -
+	echo "(alone: dom-3 by itself on the GPU beside CPU burners at the others' nice levels; its"
+	echo " dom-3/none is the most any policy could reach here)"
 	echo
 fi
 
