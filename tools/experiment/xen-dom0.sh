@@ -5,8 +5,8 @@
 # xgpud --transport xen --executor sim --hyp-source xenpatch, four PV domUs
 # g1..g4 (tools/experiment/xen-domu.sh) with equal GPU credits and equal CPU
 # weights, then one round of the coupled loop in all four at once per policy
-# of EXP_POLICIES, set live with xl-gpu policy. With EXP_SOLO=1, first g1
-# alone, with the loop as given and with no CPU work (the GPU phase's cost).
+# of EXP_POLICIES, set live with xl-gpu policy. First g1 alone with each
+# loop of EXP_SOLO_LOOPS ("CPU_MS MS BATCH;...", none by default).
 # Lines for xen.sh: "EXP-RESULT NAME POLICY DOMU RESULT..." per domU and round,
 # "EXP-POLICY NAME POLICY hyp_source=S xgpud_cpu=PCT wall_s=T"
 # per round; "EXP-FAIL why" on
@@ -16,7 +16,7 @@
 export PATH="/xgpu/bin:$PATH"
 export XGPU_SOCKET=/run/xgpud.sock
 secs=${EXP_SECONDS:-20}
-loop=${EXP_LOOP:-8 1 8}
+loop=${EXP_LOOP:-40 20 2}
 policies=${EXP_POLICIES:-none xc augc cosched}
 domus='g1 g2 g3 g4'
 XLOG=/tmp/xgpud.log
@@ -107,13 +107,16 @@ set_policy() {
 	done
 }
 
-if [ "${EXP_SOLO:-1}" = 1 ]; then
+# Alone first: g1 with each loop of EXP_SOLO_LOOPS ("CPU_MS MS BATCH;...").
+IFS=';'
+for l in ${EXP_SOLO_LOOPS:-}; do
+	unset IFS
 	set_policy none || bad "policy none not applied"
-	round solo none "coupled $loop $secs" g1
 	# shellcheck disable=SC2086 # the loop's three numbers
-	set -- $loop
-	round gpu-only none "coupled 0 $2 $3 $secs" g1
-fi
+	set -- $l
+	round "solo-$1/$2x$3" none "coupled $l $secs" g1
+done
+unset IFS
 for p in $policies; do
 	if set_policy "$p"; then
 		echo "== policy $p at $(up)s: $(xl-gpu stats --json | jq -c '{policy, hyp_source, executor}')"

@@ -13,14 +13,20 @@
 #
 #   tools/experiment/xen.sh [BUILD_DIR] (default build; make experiment-xen)
 #
-# EXP_XEN_CPU_MS / EXP_XEN_KERNEL_MS / EXP_XEN_BATCH (default 8 / 1 / 8, the
-# local experiment's): the loop. The CPU phase is the thread's own CPU time
-# and the kernels are modelled at their length, so neither stretches under
-# QEMU; what does is every call's trip through the frontend, the grant ring,
-# dom0 and the simulated driver. First, g1 runs alone twice (EXP_SOLO=0
-# leaves it out): the loop as given, and with no CPU work (the GPU phase and
-# its calls). Measured on the 2 shared cores (chrt -i 0, under load): see
-# docs/operations.md and the numbers below.
+# EXP_XEN_CPU_MS / EXP_XEN_KERNEL_MS / EXP_XEN_BATCH (default 40 / 20 / 2):
+# the loop. Its CPU phase is the thread's own CPU time and its kernels are
+# modelled at their length, so neither stretches under QEMU; what does is
+# each call's trip through the frontend, the grant ring, dom0 and the
+# simulated driver. Measured with one domU alone (2 shared cores, chrt -i 0,
+# 10 s each): the local experiment's 8 ms + 8 x 1 ms loop took 165 ms (6.1
+# loops/s: some 150 ms of it in the 9 calls), 0 ms + 1 x 20 ms 84 ms (two
+# calls, about 32 ms each beyond the kernel), 40 ms + 2 x 20 ms 179 ms,
+# 80 ms + 4 x 20 ms 292 ms. So the default keeps the local loop's 1:1 of
+# CPU and GPU time with fewer, longer kernels, the calls' cost below the
+# work's. With the four domUs the GPU is still only about 45 % busy (11.3
+# loops/s x 40 ms): the calls' latency, not the GPU, bounds the loop.
+# First g1 runs alone with each loop of EXP_SOLO_LOOPS ("CPU MS BATCH;...";
+# default: the loop, and the loop without CPU work; EXP_SOLO=0: none).
 #
 # EXP_SECONDS (default 20) per round; EXP_XEN_DOMU_MB (128) per domU;
 # EXP_XEN_MEM (2048) QEMU's memory (dom0 takes 1024); EXP_XEN_TIMEOUT (s,
@@ -30,13 +36,14 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(cd "${1:-$repo/build}" && pwd)
 secs=${EXP_SECONDS:-20}
-cpu_ms=${EXP_XEN_CPU_MS:-8}
-kernel_ms=${EXP_XEN_KERNEL_MS:-1}
-batch=${EXP_XEN_BATCH:-8}
+cpu_ms=${EXP_XEN_CPU_MS:-40}
+kernel_ms=${EXP_XEN_KERNEL_MS:-20}
+batch=${EXP_XEN_BATCH:-2}
 policies=${EXP_POLICIES:-none xc augc cosched}
-solo=${EXP_SOLO:-1}
+solo_loops=
+[ "${EXP_SOLO:-1}" = 0 ] || solo_loops=${EXP_SOLO_LOOPS:-$cpu_ms $kernel_ms $batch;0 $kernel_ms $batch}
 read -r -a pols <<<"$policies"
-rounds=$((${#pols[@]} + 2 * solo))
+rounds=$((${#pols[@]} + $(tr ';' '\n' <<<"$solo_loops" | grep -c . || true)))
 tmo=${EXP_XEN_TIMEOUT:-$((600 + 12 * secs * rounds))}
 XTB=$repo/tools/xen-testbed
 
@@ -65,7 +72,7 @@ rc=0
 	--file "$B/tests/simkernels/guestload.so:/xgpu/lib/simkernels/guestload.so" \
 	--file "$(command -v jq):/usr/bin/jq" --file "$work/domu-exp.cpio:/xtb/domu-exp.cpio" \
 	--env XGPU_SIM_KERNELS=/xgpu/lib/simkernels --env "EXP_SECONDS=$secs" \
-	--env "EXP_LOOP=$cpu_ms $kernel_ms $batch" --env "EXP_POLICIES=$policies" --env "EXP_SOLO=$solo" \
+	--env "EXP_LOOP=$cpu_ms $kernel_ms $batch" --env "EXP_POLICIES=$policies" --env "EXP_SOLO_LOOPS=$solo_loops" \
 	--env "EXP_DOMU_MB=${EXP_XEN_DOMU_MB:-128}" \
 	"$repo/tools/experiment/xen-dom0.sh" | tee "$work/dom0.out" || rc=$?
 if [ "$rc" != 0 ]; then
@@ -77,7 +84,7 @@ fi
 # field LINE KEY: KEY=value from a line.
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<"$1"; }
 echo
-printf '%-9s %-8s %9s %9s %9s %9s %9s %7s %7s  %s\n' round policy g1 g2 g3 g4 "sum" "ms/loop" "xgpud%" "schedule source"
+printf '%-14s %-8s %9s %9s %9s %9s %9s %7s %7s  %s\n' round policy g1 g2 g3 g4 "sum" "ms/loop" "xgpud%" "schedule source"
 summary=xen-coupled-bs:
 while read -r _ name pol _; do
 	vals=() sum=0 ms=0 k=0
@@ -90,7 +97,7 @@ while read -r _ name pol _; do
 	done < <(grep "^EXP-RESULT $name $pol " "$work/dom0.out")
 	while [ "${#vals[@]}" -lt 4 ]; do vals+=(-); done
 	pl=$(grep "^EXP-POLICY $name $pol " "$work/dom0.out" | tail -n 1)
-	printf '%-9s %-8s %9s %9s %9s %9s %9s %7s %7s  %s\n' "$name" "$pol" "${vals[@]}" "$sum" \
+	printf '%-14s %-8s %9s %9s %9s %9s %9s %7s %7s  %s\n' "$name" "$pol" "${vals[@]}" "$sum" \
 		"$(awk -v a="$ms" -v k="$k" 'BEGIN { printf "%.1f", a / k }')" "$(field "$pl" xgpud_cpu)" "$(field "$pl" hyp_source)"
 	[ "$name" = coupled ] && summary+=" $pol $sum"
 done < <(grep '^EXP-RESULT ' "$work/dom0.out" | awk '{ print $1, $2, $3 }' | uniq)
