@@ -91,6 +91,10 @@ round() {
 		[ -n "$r" ] || bad "$d: no RESULT in round $n: $(tr -d '\r' <"$(xtb_domu_log "$d")" | grep "EXP-$n" | tail -n 3)"
 		echo "EXP-RESULT $name $pol $d $r"
 	done
+	# What the policy did (totals since xgpud started): slot grants,
+	# yields, time waiting for the slot, turns skipped, preemptions.
+	echo "EXP-SCHED $name $pol $(xl-gpu stats --json | jq -c '[.domains[] | {domid, calls, grants, yields,
+		wait_ms: (.slot_wait_ns / 1e6 | floor), skipped: .turns_skipped, preempted}] | sort_by(.domid)')"
 	echo "EXP-POLICY $name $pol hyp_source=$(xl-gpu stats --json | jq -r .hyp_source)" \
 		"xgpud_cpu=$(awk -v c=$((c1 - c0)) -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", c / (b - a) }')" \
 		"wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
