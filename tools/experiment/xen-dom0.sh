@@ -78,6 +78,7 @@ round() {
 	n=$((n + 1))
 	t0=$(up)
 	c0=$(cpu_ticks)
+	xl-gpu stats --json >/tmp/stats0.json
 	for d in "$@"; do
 		xenstore-write "/local/domain/$(xl domid "$d")/data/xgpu-exp-go" "$n $args"
 	done
@@ -91,10 +92,15 @@ round() {
 		[ -n "$r" ] || bad "$d: no RESULT in round $n: $(tr -d '\r' <"$(xtb_domu_log "$d")" | grep "EXP-$n" | tail -n 3)"
 		echo "EXP-RESULT $name $pol $d $r"
 	done
-	# What the policy did (totals since xgpud started): slot grants,
+	# What the policy did in the round, per domain: calls, slot grants,
 	# yields, time waiting for the slot, turns skipped, preemptions.
-	echo "EXP-SCHED $name $pol $(xl-gpu stats --json | jq -c '[.domains[] | {domid, calls, grants, yields,
-		wait_ms: (.slot_wait_ns / 1e6 | floor), skipped: .turns_skipped, preempted}] | sort_by(.domid)')"
+	xl-gpu stats --json >/tmp/stats1.json
+	echo "EXP-SCHED $name $pol $(jq -c --slurpfile a /tmp/stats0.json '[.domains[] | . as $d |
+		($a[0].domains[] | select(.domid == $d.domid)) as $o | {domid, calls: (.calls - $o.calls),
+		grants: (.grants - $o.grants), yields: (.yields - $o.yields),
+		wait_ms: ((.slot_wait_ns - $o.slot_wait_ns) / 1e6 | floor),
+		skipped: (.turns_skipped - $o.turns_skipped), preempted: (.preempted - $o.preempted)}] |
+		sort_by(.domid)' /tmp/stats1.json)"
 	echo "EXP-POLICY $name $pol hyp_source=$(xl-gpu stats --json | jq -r .hyp_source)" \
 		"xgpud_cpu=$(awk -v c=$((c1 - c0)) -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", c / (b - a) }')" \
 		"wall_s=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')"
