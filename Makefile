@@ -6,6 +6,7 @@
 #   make demo     run xgpud in local mode with three domains of bundled workloads
 #   make bench    run the benchmarks and write tables into docs/results/
 #   make experiment  Pegasus's coupled-workload evaluation in local mode (EXP_ARGS=--quick)
+#   make experiment-xen  its coupled loop on real Xen (patched credit scheduler under QEMU, 4 PV domUs)
 #   make gpu-validate  xgpu against NVIDIA's runtime on a GPU machine (see docs/operations.md)
 #   make xen-test  only the real-Xen test (Xen 4.17 under QEMU; see docs/xen.md)
 #
@@ -261,7 +262,7 @@ XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
 XENFMEM_LIBS := $(shell pkg-config --libs xenforeignmemory 2>/dev/null || echo -lxenforeignmemory)
 LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_COMMON) -lm
 
-.PHONY: all deps test unit demo bench experiment clean format tests-build gpu-validate gpu-validate-build
+.PHONY: all deps test unit demo bench experiment experiment-xen clean format tests-build gpu-validate gpu-validate-build
 
 all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
@@ -573,6 +574,11 @@ bench: all
 # for one short run per policy.
 experiment: all $(TST)/cuda/guestload $(TST)/simkernels/guestload.so
 	@tools/experiment/run.sh $(EXP_ARGS) $(BUILD)
+
+# The coupled loop on the patched Xen credit scheduler under QEMU, four PV
+# domUs, xgpud --hyp-source xenpatch (tools/experiment/xen.sh); not in make test.
+experiment-xen: all $(TST)/cuda/guestload $(TST)/simkernels/guestload.so
+	@tools/experiment/xen.sh $(BUILD)
 
 # GPU validation: the workloads, call latency, copy bandwidth, sharing and the
 # CUDA-semantics tests natively and through xgpu, on a GPU machine (simulated
