@@ -123,9 +123,9 @@ CONF
 	done
 	echo "Slot share under none is each domain's issuing time (nothing is gated); rr gives equal turns."
 	echo "Coordination (make experiment's coupled loop, 4 domains on 2 CPUs): with clients that spin while they"
-	echo "wait, as CUDA programs and Pegasus's guests do, every gating policy does about 1.3-1.5x none's loops,"
-	echo "augc and cosched no more than rr; with clients that sleep, all are within 2 % of none (the GPU is the"
-	echo "bottleneck). docs/results/pegasus-local.md has the figures and why."
+	echo "wait, as CUDA programs and Pegasus's guests do, every gating policy does about 1.2-1.5x none's loops,"
+	echo "augc and cosched no more than rr; with clients that sleep, none is level or up to 6 % ahead (the GPU is"
+	echo "the bottleneck). docs/results/pegasus-local.md has the figures and why."
 fi
 [ "$status" -eq 0 ] && echo "demo: all domains verified their results" || echo "demo: FAILED"
 exit "$status"
