@@ -58,16 +58,6 @@ create() {
 # go NAME: lets the domU's script go on past its next wait.
 go() { xenstore-write "/local/domain/$(xl domid "$1")/data/xgpu-test-go" "$2"; }
 
-# wait_log NAME PATTERN SECONDS: until guest NAME's console shows PATTERN.
-wait_log() {
-	local i=0
-	while ! grep -q "$2" "$(xtb_domu_log "$1")" 2>/dev/null; do
-		i=$((i + 1))
-		[ "$i" -gt "$(($3 * 5))" ] && return 1
-		sleep 0.2
-	done
-}
-
 xgpud_alive() { kill -0 "$XPID" 2>/dev/null; }
 
 # calls DOMID: the domain's call count from xl-gpu stats --json (empty if absent).
@@ -114,11 +104,11 @@ if xgpud_alive; then
 fi
 
 if [ -n "$ID_honest" ]; then
-	wait_log honest 'HONEST: waiting' 120 || bad honest-boot "the honest domU did not come up in 120 s"
-	[ -z "$ID_liar" ] || wait_log liar 'LIAR: waiting' 120 || bad liar-boot "the lying domU did not come up in 120 s"
+	xtb_domu_wait_log honest 'HONEST: waiting' 120 || bad honest-boot "the honest domU did not come up in 120 s"
+	[ -z "$ID_liar" ] || xtb_domu_wait_log liar 'LIAR: waiting' 120 || bad liar-boot "the lying domU did not come up in 120 s"
 	echo "domUs up at $(up)s"
 	go honest 1
-	if wait_log honest 'HONEST: round 1 done' 150; then
+	if xtb_domu_wait_log honest 'HONEST: round 1 done' 150; then
 		echo "honest round 1 done at $(up)s"
 		if grep -q 'HONEST-1: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
 			ok honest-vectoradd
@@ -192,7 +182,7 @@ fi
 
 if [ -n "$ID_liar" ]; then
 	go liar 1
-	if wait_log liar 'LIAR: pass 1 done' 150; then
+	if xtb_domu_wait_log liar 'LIAR: pass 1 done' 150; then
 		echo "liar pass 1 done at $(up)s"
 		if grep -q 'LIAR1-FAIL' "$(xtb_domu_log liar)"; then
 			bad liar-refused "xgpud did not refuse: $(grep 'LIAR1-FAIL' "$(xtb_domu_log liar)" | tr '\n' ' ')"
@@ -211,7 +201,7 @@ fi
 
 if [ -n "$ID_honest" ] && xgpud_alive; then
 	go honest 2
-	if wait_log honest 'HONEST: round 2 done' 120; then
+	if xtb_domu_wait_log honest 'HONEST: round 2 done' 120; then
 		echo "honest round 2 done at $(up)s"
 		if grep -q 'HONEST-2: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
 			ok honest-after-liar
@@ -242,7 +232,7 @@ fi
 if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	go liar 2
 	go honest 3
-	wait_log honest 'HONEST: round 3 done' 150 || bad honest-during-liar "the honest domU did not finish round 3 in 150 s"
+	xtb_domu_wait_log honest 'HONEST: round 3 done' 150 || bad honest-during-liar "the honest domU did not finish round 3 in 150 s"
 	echo "honest round 3 done at $(up)s"
 	n=$(grep -c 'HONEST-3[abc]: RESULT .*verified=yes' "$(xtb_domu_log honest)")
 	if [ "$n" = 3 ]; then
@@ -255,7 +245,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	else
 		bad honest-during-liar "$((3 - n)) of 3 vectorAdd runs did not verify while the liar lied: $(grep -e 'HONEST-3.: RESULT' -e 'HONEST-3.: Result' "$(xtb_domu_log honest)" | tr '\n' ' ')"
 	fi
-	wait_log liar 'LIAR: pass 2 done' 150 || bad liar-pass2 "the lying domU did not finish its second pass in 150 s"
+	xtb_domu_wait_log liar 'LIAR: pass 2 done' 150 || bad liar-pass2 "the lying domU did not finish its second pass in 150 s"
 	echo "liar pass 2 done at $(up)s"
 	if xgpud_alive; then
 		ok xgpud-survives-concurrent-liar
@@ -281,7 +271,7 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 	echo "xgpud killed at $(up)s"
 	if start_xgpud "$XLOG"; then
 		go honest 4
-		if wait_log honest 'HONEST: round 4 done' 120 &&
+		if xtb_domu_wait_log honest 'HONEST: round 4 done' 120 &&
 			grep -q 'HONEST-4: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
 			ok xgpud-restart
 			echo "honest round 4 (after the restart) done at $(up)s"

@@ -49,17 +49,8 @@ for d in $domus; do
 done
 echo "== domUs created at $(up)s"
 
-# wait_log DOMU PATTERN SECONDS: until the domU's console shows PATTERN.
-wait_log() {
-	local i=0
-	while ! grep -q "$2" "$(xtb_domu_log "$1")" 2>/dev/null; do
-		i=$((i + 1))
-		[ "$i" -gt "$(($3 * 5))" ] && return 1
-		sleep 0.2
-	done
-}
 for d in $domus; do
-	wait_log "$d" 'EXP-DOMU: ready' 300 || bad "$d did not come up in 300 s: $(tail -n 5 "$(xtb_domu_log "$d")")"
+	xtb_domu_wait_log "$d" 'EXP-DOMU: ready' 300 || bad "$d did not come up in 300 s: $(tail -n 5 "$(xtb_domu_log "$d")")"
 done
 [ "$fails" = 0 ] || exit "$fails"
 echo "== domUs up at $(up)s: $(grep -h 'EXP-DOMU: ready' /var/log/xen/console/guest-g1.log | tr -d '\r')"
@@ -83,7 +74,7 @@ round() {
 		xenstore-write "/local/domain/$(xl domid "$d")/data/xgpu-exp-go" "$n $args"
 	done
 	for d in "$@"; do
-		wait_log "$d" "EXP-DONE $n " $((secs * 6 + 300)) || bad "$d did not finish round $n ($name $pol) in time"
+		xtb_domu_wait_log "$d" "EXP-DONE $n " $((secs * 6 + 300)) || bad "$d did not finish round $n ($name $pol) in time"
 	done
 	t1=$(up)
 	c1=$(cpu_ticks)

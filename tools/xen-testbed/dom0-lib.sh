@@ -26,6 +26,17 @@ xtb_domu_cfg() {
 # xtb_domu_log NAME: the console log of guest NAME.
 xtb_domu_log() { echo "/var/log/xen/console/guest-$1.log"; }
 
+# xtb_domu_wait_log NAME PATTERN SECONDS: waits until guest NAME's console
+# shows PATTERN; fails after SECONDS.
+xtb_domu_wait_log() {
+	local i=0
+	while ! grep -q "$2" "$(xtb_domu_log "$1")" 2>/dev/null; do
+		i=$((i + 1))
+		[ "$i" -gt "$(($3 * 5))" ] && return 1
+		sleep 0.2
+	done
+}
+
 # xtb_domu_wait NAME SECONDS: waits until guest NAME is gone (it powered off);
 # fails if it is still there after SECONDS. `xl domid` now and then fails for
 # a live guest while other programs write to xenstore, so a guest counts as
