@@ -220,6 +220,13 @@ static void release_allocs(struct CUctx_st *ctx, uint64_t fence, struct sim_allo
 		sim_mem_release(ctx->dev, &a[i]);
 }
 
+/* The room a __managed__ variable of size bytes takes in its module's shared
+ * allocation (cuModuleLoadData). */
+static uint64_t managed_step(size_t size)
+{
+	return ((uint64_t)(size ? size : 1) + 255) / 256 * 256;
+}
+
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
 	struct CUctx_st *c;
@@ -303,7 +310,7 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 	uint64_t managed_bytes = 0;
 	for (uint32_t i = 0; i < m->nglobals; i++)
 		if (cb.vars[i].managed)
-			managed_bytes += ((m->globals[i].size ? m->globals[i].size : 1) + 255) / 256 * 256;
+			managed_bytes += managed_step(m->globals[i].size);
 	pthread_mutex_lock(&c->lock);
 	unsigned char *managed_host = NULL;
 	CUdeviceptr managed_base = 0;
@@ -316,7 +323,7 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 			if (cb.vars[i].managed) {
 				m->globals[i].addr = managed_base + at;
 				m->globals[i].owns = at == 0;
-				at += ((m->globals[i].size ? m->globals[i].size : 1) + 255) / 256 * 256;
+				at += managed_step(m->globals[i].size);
 			}
 	}
 	for (uint32_t i = 0; !r && i < m->nglobals; i++) {
