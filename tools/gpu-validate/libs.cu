@@ -29,18 +29,16 @@ static void lib_fail(const char *what, int status)
 	printf("RESULT workload=libs verified=no error=%s:%d\n", what, status);
 	exit(EXIT_FAILURE);
 }
-#define CUBLAS(call)                                                                                         \
+
+// A library call that must return ok; anything else ends the program.
+#define LIB_CALL(call, ok)                                                                                   \
 	do {                                                                                                 \
-		cublasStatus_t s_ = (call);                                                                  \
-		if (s_ != CUBLAS_STATUS_SUCCESS)                                                             \
+		auto s_ = (call);                                                                            \
+		if (s_ != (ok))                                                                              \
 			lib_fail(#call, (int)s_);                                                            \
 	} while (0)
-#define CUFFT(call)                                                                                          \
-	do {                                                                                                 \
-		cufftResult s_ = (call);                                                                     \
-		if (s_ != CUFFT_SUCCESS)                                                                     \
-			lib_fail(#call, (int)s_);                                                            \
-	} while (0)
+#define CUBLAS(call) LIB_CALL(call, CUBLAS_STATUS_SUCCESS)
+#define CUFFT(call) LIB_CALL(call, CUFFT_SUCCESS)
 
 int main(int argc, char **argv)
 {
