@@ -42,12 +42,7 @@ if [ "${XSP_MODE:-patched}" = stock ]; then
 	xgpud --transport xen --executor sim --hyp-source xenpatch --policy augc --foreground \
 		--log-level info >"$log" 2>&1 &
 	xpid=$!
-	i=0
-	while ! xl-gpu list >/dev/null 2>&1; do
-		i=$((i + 1))
-		{ [ "$i" -gt 150 ] || ! kill -0 "$xpid" 2>/dev/null; } && break
-		sleep 0.2
-	done
+	xtb_until_answers "$xpid" 30 xl-gpu list || true
 	grep -i xenpatch "$log" | head -n 3
 	if kill -0 "$xpid" 2>/dev/null && grep -q 'xenpatch: .*falling back' "$log"; then
 		ok stock-fallback
@@ -133,12 +128,7 @@ for pol in augc cosched; do
 	xgpud --transport xen --executor sim --hyp-source xenpatch --policy "$pol" --foreground \
 		--log-level info >"$log" 2>&1 &
 	xpid=$!
-	i=0
-	while ! xl-gpu list >/dev/null 2>&1; do
-		i=$((i + 1))
-		{ [ "$i" -gt 150 ] || ! kill -0 "$xpid" 2>/dev/null; } && break
-		sleep 0.2
-	done
+	xtb_until_answers "$xpid" 30 xl-gpu list || true
 	sleep 1 # a few scheduler ticks over the export
 	st=$(xl-gpu stats --json 2>&1)
 	echo "xgpud $pol stats: $(echo "$st" | head -c 600)"

@@ -75,15 +75,7 @@ fi
 start_xgpud() {
 	xgpud --transport xen --executor sim --foreground --log-level info >"$1" 2>&1 &
 	XPID=$!
-	local i=0
-	while ! xl-gpu list >/dev/null 2>&1; do
-		i=$((i + 1))
-		if [ "$i" -gt 150 ] || ! xgpud_alive; then
-			break
-		fi
-		sleep 0.2
-	done
-	xl-gpu list >/dev/null 2>&1
+	xtb_until_answers "$XPID" 30 xl-gpu list
 }
 if start_xgpud "$XLOG"; then
 	ok xgpud-up

@@ -29,13 +29,7 @@ bad() {
 xgpud --transport xen --executor sim --hyp-source xenpatch --policy none --foreground \
 	--log-level info >"$XLOG" 2>&1 &
 XPID=$!
-i=0
-while ! xl-gpu list >/dev/null 2>&1; do
-	i=$((i + 1))
-	{ [ "$i" -gt 150 ] || ! kill -0 "$XPID" 2>/dev/null; } && break
-	sleep 0.2
-done
-xl-gpu list >/dev/null 2>&1 || {
+xtb_until_answers "$XPID" 30 xl-gpu list || {
 	bad "xgpud is not up: $(tail -n 5 "$XLOG")"
 	exit "$fails"
 }

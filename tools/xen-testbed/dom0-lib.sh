@@ -26,6 +26,20 @@ xtb_domu_cfg() {
 # xtb_domu_log NAME: the console log of guest NAME.
 xtb_domu_log() { echo "/var/log/xen/console/guest-$1.log"; }
 
+# xtb_until_answers PID SECONDS CMD...: waits (every 0.2 s) until CMD succeeds,
+# as long as process PID lives and at most SECONDS; then true if CMD succeeds
+# (a daemon started as PID that CMD asks whether it is up).
+xtb_until_answers() {
+	local pid="$1" i=0 n=$(($2 * 5))
+	shift 2
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		{ [ "$i" -gt "$n" ] || ! kill -0 "$pid" 2>/dev/null; } && break
+		sleep 0.2
+	done
+	"$@" >/dev/null 2>&1
+}
+
 # xtb_domu_wait_log NAME PATTERN SECONDS: waits until guest NAME's console
 # shows PATTERN; fails after SECONDS.
 xtb_domu_wait_log() {
