@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # xgpu - share NVIDIA GPUs between Xen guests (or local processes) fairly and fast.
 #
 #   make          build everything into build/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* channel.c - the end of a channel: when a guest process exits, crashes or
  * is closed for misbehaving, everything it held on the device is released
  * (after its queued work drains), and its domain's accounting shows it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* channel.h - ending a channel: releasing what its process holds. */
 #ifndef XGPU_CHANNEL_H
 #define XGPU_CHANNEL_H

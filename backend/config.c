@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.c - reads xgpud's --config file: the bytes from disk, the syntax
  * through libxlutil (so the file means what it would mean to xl), and the
  * checks libxlutil cannot make: which settings exist, that none is set

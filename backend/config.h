@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* config.h - the `xgpud --config FILE` reader.
  *
  * The file is in xl's syntax and is read with libxlutil, the parser xl

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control.c - xgpud's control requests from xl-gpu: a JSON request on a
  * control connection, answered with JSON (BRIEF section 4's stats object)
  * streamed in packets until the daemon closes the connection.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* control.h - the control socket's requests (stats, policy, credit). */
 #ifndef XGPU_CONTROL_H
 #define XGPU_CONTROL_H

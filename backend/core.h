@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* core.h - the daemon's model: GPUs, domains, channels, the daemon and its
  * options, and who owns what. Types only: each module's functions are
  * declared in its own header (domain.h, channel.h, exec/exec.h, ...), so

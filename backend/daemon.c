@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon.c - bringing xgpud up and down: choosing the executor's driver
  * (NVIDIA's when a GPU is usable, the simulated one otherwise, and saying
  * which), describing each GPU, and starting a scheduler per GPU. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* daemon.h - bringing the daemon up (driver, GPUs, schedulers) and down. */
 #ifndef XGPU_DAEMON_H
 #define XGPU_DAEMON_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* domain.c - the domain registry: a domain is a guest VM (or, in local mode,
  * a group of processes named by XGPU_DOMAIN, by default one per user). Each
  * is bound to one GPU when it is created and gets its own aVCPU poller. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* domain.h - domains: finding or creating them, handing them channels,
  * stopping and freeing them (main thread). */
 #ifndef XGPU_DOMAIN_H

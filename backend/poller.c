@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* poller.c - a domain's accelerator VCPU: one thread that serves all of the
  * domain's channels, executing their calls in order while the domain's GPU
  * scheduler lets it, spinning briefly when work just stopped and otherwise

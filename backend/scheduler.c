@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.c - the per-GPU scheduler core (see scheduler.h): slots, ticks,
  * gating, accounting, the hypervisor snapshot, live policy and credit
  * changes, and the thread that drives it all in real time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* scheduler.h - the per-GPU scheduler core: ticks, the GPU slot, gating of
  * aVCPU pollers, accounting, live policy and credit changes. Policies
  * (policies/) decide only who is next and for how many ticks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sdnotify.c - systemd's notification protocol: one datagram of
  * "KEY=VALUE" lines to the AF_UNIX socket named by $NOTIFY_SOCKET (a path, or
  * an abstract name written with a leading '@').

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sdnotify.h - tells a service manager (systemd's Type=notify) how xgpud is
  * doing, through $NOTIFY_SOCKET. */
 #ifndef XGPU_SDNOTIFY_H

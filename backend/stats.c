@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.c - per-domain service-latency and queue-wait histograms:
  * log-linear buckets, four per power of two of microseconds, so p50/p99 cost no allocation and no
  * lock. */

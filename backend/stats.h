@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stats.h - per-domain counters and the service-time histogram. */
 #ifndef XGPU_STATS_H
 #define XGPU_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* watchdog.c - the per-domain kernel timeout (xgpud --kernel-timeout, the
  * kernel-timeout key of --config and xenstore).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* watchdog.h - the kernel timeout. One thread looks at every domain's
  * oldest unfinished device operation a few times a second; one that has run
  * longer than its domain's timeout gets the domain's context destroyed,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xgpud.c - the xgpu backend daemon: options, start-up, the main loop that
  * accepts channels and control requests, and an orderly stop on SIGINT or
  * SIGTERM. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuerr.c - CUresult -> cudaError_t, one entry per CUresult enumerator of
  * CUDA 13's cuda.h.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuerr.h - translation of CUDA driver results (CUresult) into the runtime
  * errors (cudaError_t) that the real libcudart reports for them. The backend
  * executes calls with the driver API and answers with runtime errors, so this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuimage.c - device-code images to whole fatbin containers (see cuimage.h).
  * A bare cubin or PTX text is wrapped in a one-entry container laid out as
  * nvcc writes them (the layout common/fatbin.c documents). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuimage.h - the device-code images cuModuleLoadData and cuLibraryLoadData
  * accept (a fatbin container, nvcc's __fatBinC_Wrapper_t around one, a bare
  * ELF cubin, or PTX text), turned into the one form the wire carries: a whole

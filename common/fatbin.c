@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fatbin.c - the fatbin parser (see fatbin.h): walks the container, inflates
  * compressed entries (zstd or LZ4), reads kernel parameter layouts from the
  * cubins' .nv.info sections and, for kernels no cubin describes, from PTX,

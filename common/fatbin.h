@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fatbin.h - reading the device code nvcc embeds in a program: fatbin
  * containers, the ELF cubins inside them (kernel parameter layout from
  * .nv.info EIATTR_KPARAM_INFO records), and PTX as a fall-back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fdpass.c - SCM_RIGHTS helpers (see fdpass.h). */
 #include "fdpass.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fdpass.h - sending and receiving file descriptors with a message over an
  * AF_UNIX socket (SCM_RIGHTS), as the local transport does for channel
  * regions, eventfds and host segments. */

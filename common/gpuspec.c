@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpuspec.c - the GPU spec parser and canonical formatter: the one place that
  * decides what a `gpu = [ "..." ]` entry (and an xgpud.conf domain entry) may
  * say and how each mistake is reported. */

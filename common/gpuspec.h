@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gpuspec.h - one GPU spec: the value of an entry of xl's `gpu = [ "..." ]`
  * (and of xgpud.conf's `domain = [ "..." ]`), e.g. "gpus=0, credit=512, sla=0.5, mem=4G".
  *

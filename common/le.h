@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* le.h - little-endian loads and stores at any alignment, for the binary
  * formats xgpu reads and writes (fatbins, ELF cubins): one copy for the
  * fatbin parser, the image wrapper and the simulated driver. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.h - leveled logging shared by xgpud, xl-gpu and the frontend.
  *
  * Lines go to stderr (with a timestamp when running in the foreground) or to

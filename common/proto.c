@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto.c - the call table and request formatting derived from calls.def. */
 #include "proto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proto.h - the xgpu wire protocol: versions, packet headers, limits, and the
  * per-call request/response structures generated from calls.def.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* queue.c - shared-memory queues with event thresholds (see queue.h). */
 #include "queue.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* queue.h - one-way queues in memory shared between a guest and Dom0.
  *
  * A queue is a power-of-two array of units (fixed-size packet slots, or single

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm.c - channel region layout and the backend's validation of it. */
 #include "shm.h"
 

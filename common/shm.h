@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shm.h - layout of one channel's shared region, and both sides' views of it.
  *
  * One region per channel (per guest process): a header page with the four

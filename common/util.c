@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util.c - clocks, size parsing and formatting, socket path resolution. */
 #include "util.h"
 

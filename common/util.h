@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util.h - small helpers shared by every xgpu binary: clocks, sizes, strings. */
 #ifndef XGPU_UTIL_H
 #define XGPU_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenif.c - which Xen the xgpu_*_open() calls reach (xgpu-xenstub when
  * XGPU_XEN_STUB names its socket, else real Xen), and the xenstore helpers
  * every caller shares: a strict unsigned-decimal reader and a formatted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenif.h - the three Xen services xgpu uses (xenstore, grant tables, event
  * channels) behind small ops tables, so that everything above them runs the
  * same against real Xen (xenif_real.c: libxenstore, libxengnttab,

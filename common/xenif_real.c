@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenif_real.c - the xenif.h ops tables over real Xen: Debian 12's
  * libxenstore, libxenevtchn and libxengnttab (xengntshr_* shares pages,
  * xengnttab_* maps them). Each op is the libxen call it is named after; the

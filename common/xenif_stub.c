@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenif_stub.c - the client side of every xenif.h ops table, talking to
  * xgpu-xenstub (tools/xenstub/) over its AF_UNIX socket. Each handle is its
  * own connection claiming a domid; closing it (or dying) is what closing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenrole.c - tells dom0 from a domU from no Xen at all.
  *
  * The sources, in the order they are trusted:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenrole.h - which kind of Xen domain this process runs in (dom0, a domU,
  * or no Xen at all), told from what every Xen kernel provides, with or
  * without xenfs mounted on /proc/xen. The frontend, xgpud and xl-gpu pick

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenvgpu.h - the vgpu split device's ABI between a guest's frontend library
  * and xgpud in dom0: the xenstore layout (BRIEF section 4), the xenbus states
  * each side walks, and the layout of the grant-shared root page that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* allocs.h - the process's one registry of memory both API layers handed
  * out: device allocations (cudaMalloc, cuMemAlloc, pitched ones, module
  * globals whose address was asked for, memory-pool blocks), managed memory

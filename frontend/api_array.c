@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_array.c - CUDA arrays of the runtime API: cudaMallocArray,
  * cudaMalloc3DArray, cudaFreeArray, cudaArrayGetInfo, cudaGetChannelDesc
  * and the copies into, out of and between arrays. A cudaArray_t is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_device.c - devices, versions and whole-device calls. A guest sees one
  * device, the GPU its domain is bound to; its properties come from the
  * daemon once, field by field, and are answered locally afterwards. */

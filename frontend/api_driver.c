@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_driver.c - the runtime's door to the driver API:
  * cudaGetDriverEntryPoint(ByVersion) answer with xgpu's own libcuda.so.1
  * entry points (cuGetProcAddress there), which share this runtime's channel,

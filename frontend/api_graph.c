@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_graph.c - the runtime's graphs and stream capture: the driver
  * frontend's implementation (frontend/driver/graph.c, in our libcuda.so.1,
  * which this library links), so both APIs share one graph, node and capture

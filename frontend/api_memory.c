@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_memory.c - device memory and copies: cudaMalloc/Free, cudaMemcpy of
  * every kind (sync and async), cudaMemset, cudaMemGetInfo.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_mempool.c - the runtime's stream-ordered allocation: cudaMallocAsync,
  * cudaFreeAsync, cudaMallocFromPoolAsync and the cudaMemPool family, over the
  * one implementation in our libcuda.so.1 (frontend/driver/mempool.c), so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_pitch.c - pitched memory of the runtime API: cudaMallocPitch and
  * cudaMalloc3D, the 2D and 3D copies of linear memory (every kind, sync and
  * async) and the 2D/3D memsets, marshalled by the code the driver layer

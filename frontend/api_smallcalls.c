@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_smallcalls.c - the small runtime calls programs make in passing,
  * answered for the one device a guest sees, as the driver frontend answers
  * its forms (frontend/driver/smallcalls.c): peer access (no peer exists),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_stream.c - streams and events. Their handles are the backend's, which
  * it checks against this process's own table on every use; the flags and
  * priorities the program asked for are remembered here so the Get calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.c - the frontend's channel to xgpud (see client.h).
  *
  * Connection is lazy, like the CUDA runtime's own initialisation: the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* client.h - the frontend's one channel to xgpud: lazy connection, the
  * request/response exchange with bulk data in both directions, and the
  * process-wide state that must be reset in a forked child. */

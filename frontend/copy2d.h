@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* copy2d.h - pitched (2D) and 3D copies and the pitched memset, marshalled
  * the same way for both API layers (implemented in our libcuda.so.1, which
  * exports them to our libcudart.so.13). Host rows travel packed through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* devprop.c - struct cudaDeviceProp from the daemon's device description, and
  * cudaDeviceGetAttribute lookups in its attribute table.
  *

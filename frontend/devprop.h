@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* devprop.h - cudaGetDeviceProperties and cudaDeviceGetAttribute answers
  * built from what the daemon's DEVICE_INFO reply carries: the device blob
  * (name, uuid, total memory) and the driver's attribute values indexed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c - cudaGetErrorName, cudaGetErrorString and the sticky-error set
  * for every enumerator of CUDA 13's enum cudaError (driver_types.h).
  *

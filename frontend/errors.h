@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.h - the frontend's cudaError_t knowledge: the exported
  * cudaGetErrorName/cudaGetErrorString (declared by cuda_runtime_api.h, defined
  * in errors.c) and which errors leave a context unusable ("sticky").

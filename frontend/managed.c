@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* managed.c - managed memory (cudaMallocManaged, cuMemAllocManaged) for both
  * frontends.
  *

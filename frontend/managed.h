@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* managed.h - managed memory for both frontends: one address valid in the
  * guest process and on the device, kept coherent at launches and
  * synchronisation points (docs/design.md, "Managed memory"). Linked into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mempool.h - stream-ordered allocation (memory pools), one implementation
  * for both API frontends: frontend/driver/mempool.c, linked into
  * libcuda.so.1 and exported to our libcudart.so.13 like the channel client.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c - what nvcc's host code registers (fatbins, kernels, device
  * variables) and everything that names a kernel or a symbol: launches,
  * cudaMemcpyTo/FromSymbol, function attributes, occupancy.

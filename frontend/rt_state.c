@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rt_state.c - the frontend's shared runtime state (see runtime.h): last
  * errors, the remote-handle epoch, the device description cache, the
  * shadow tables of device allocations and pinned segments, and reporting of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* runtime.h - state the frontend's runtime API files share: CUDA's
  * per-thread error semantics, the device description cache, host-side
  * shadows of the process's device allocations and pinned segments (so

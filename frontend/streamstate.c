@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* streamstate.c - per-stream state both API frontends share (linked into
  * libcuda.so.1 with the client, so a stream has one state whichever API
  * names it): host callbacks and stream attributes.

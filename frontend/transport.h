@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport.h - how the frontend reaches the backend: the operations a
  * transport (local: memfd + eventfd over a UNIX socket; Xen: grant pages +
  * event channel via xenstore) provides to the channel client. The ring code

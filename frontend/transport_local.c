@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_local.c - the frontend's local transport: the channel region and
  * host segments are sealed memfds sent to xgpud over its AF_UNIX
  * SOCK_SEQPACKET socket with SCM_RIGHTS. The socket stays open for the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_xen.c - the frontend's Xen transport (the guest side of the vgpu
  * split device, see xenvgpu.h): one channel per process under
  * device/vgpu/0/channel/<n>, the region and host segments shared as grant

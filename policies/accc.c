@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* accc.c - accelerator credits (Pegasus AccC, Algorithm 1): ready domains are
  * served in rounds ordered by credit, each getting credit / min_credit ticks
  * once it has context on the GPU (1 tick before), so held time is

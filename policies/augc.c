@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* augc.c - augmented credits (Pegasus AugC, Algorithm 2): accc's rounds, but
  * within a round the next domain is the one with the highest credit plus
  * augmented credit, the CPU credit its VCPUs have left if the hypervisor runs

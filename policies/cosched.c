@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cosched.c - strict co-scheduling (Pegasus CoSched, Algorithm 2): the
  * hypervisor leads. Among ready domains with a VCPU running now, the highest
  * credit gets the GPU for one tick (re-decided every tick, as the CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* heap.c - the policies' binary min-heap of domains (see heap.h). */
 #include "heap.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* heap.h - a binary min-heap of scheduled domains ordered by their `key`,
  * the O(log n) ready queue that the credit, co-scheduling and fair-queueing
  * policies share. A domain is in at most one heap at a time; its heap_idx

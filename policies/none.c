@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* none.c - no gating: every domain's poller issues work as it arrives and the
  * driver interleaves it (Pegasus's baseline, first come first served). */
 #include "policy.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* policy.h - the scheduling policy interface and registry.
  *
  * One scheduler per GPU asks its policy which ready domain holds the GPU slot

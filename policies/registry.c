@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c - the table of scheduling policies, selected by name. */
 #include "policy.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rounds.c - credit-ordered scheduling rounds (see rounds.h). */
 #include "rounds.h"
 

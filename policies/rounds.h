@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rounds.h - scheduling rounds ordered by credit, the ready queue of Pegasus
  * Algorithm 1 (accc, xc, slaf, augc): within a round, domains are served in
  * order of decreasing credit (FIFO among equals), each once; a domain that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rr.c - round robin: ready domains take equal one-tick slots in turn.
  * O(1) per decision (a FIFO of ready domains). */
 #include "policy.h"

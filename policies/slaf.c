@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* slaf.c - SLA feedback (Pegasus SLAF): accc plus a feedback loop on each
  * domain's SLO, its expected share of the GPU (`sla`, e.g. 0.5 s per s).
  *

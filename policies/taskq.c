@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* taskq.c - weighted fair sharing among a domain's tasks (see taskq.h). The
  * table is small and fixed: a domain has few tasks, and a linear scan of 16
  * entries costs less than any structure. */

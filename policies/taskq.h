@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* taskq.h - fair sharing of one domain's GPU slot among its tasks (the
  * channel's `task` hint), by weight, in virtual time: the inner level of wfq.
  * Owned by one thread (the domain's poller, or a simulation), so no locks. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wfq.c - weighted fair queueing in virtual time, charged with measured GPU
  * busy time (xgpu's own policy; after NEON/LoGA's fair queueing and Fleig's
  * weights for tasks inside VMs).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xc.c - Xen credits (Pegasus XC): accc with each domain's CPU weight from the
  * hypervisor schedule source in place of its accelerator credit, so a VM's
  * GPU share follows its CPU share. The weights are read when a domain joins

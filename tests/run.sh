@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - run every xgpu test against one build tree and print one summary.
 #
 #   tests/run.sh BUILD_DIR [PATTERN]

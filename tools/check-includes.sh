@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check-includes.sh - fails if backend/'s modules include each other in a
 # circle, or if a transport includes more of the daemon than it may.
 #

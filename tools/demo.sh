@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # demo.sh - xgpu's main job in one command (`make demo`): start xgpud in local
 # mode, run three domains of bundled CUDA workloads at the same time, stop
 # everything cleanly and print what each domain got.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gen-cuda-stubs.sh - the generated half of xgpu's libcuda.so.1: a stub for
 # every driver entry point the frontend does not implement (it returns
 # CUDA_ERROR_NOT_SUPPORTED and is reported by name, once on stderr and to the

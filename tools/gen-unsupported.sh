@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gen-unsupported.sh - C stubs for the libcudart.so.13 functions xgpu does not
 # implement, so every program linked against NVIDIA's library loads against
 # ours and an unsupported call fails cleanly (cudaErrorNotSupported, logged by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install-deps.sh - install the Debian 12 packages xgpu needs to build and test,
 # only those missing. Called by `make` (once; the stamp build/.deps-ok records
 # success) and safe to run by hand.

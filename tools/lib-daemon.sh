@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-daemon.sh - sourced by tools/demo.sh and tools/experiment/run.sh: one
 # xgpud in local mode in a temporary folder, started and stopped around each
 # measured run. Needs $B (the build folder); sets $work, $daemon and the

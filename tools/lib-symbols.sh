@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib-symbols.sh - shell functions list-cuda-symbols.sh and
 # list-cudart-symbols.sh share; sourced, not run.
 

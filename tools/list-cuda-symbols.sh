@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # list-cuda-symbols.sh - what NVIDIA's libcuda.so.1 exports, and which
 # function each cuGetProcAddress request resolves to, for our drop-in driver
 # frontend (frontend/driver/) to do the same.

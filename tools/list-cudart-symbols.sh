@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # list-cudart-symbols.sh - what NVIDIA's libcudart.so.13 exports, for our
 # drop-in replacement to export the same.
 #

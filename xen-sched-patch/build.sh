@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # build.sh - builds Xen 4.17's hypervisor (Debian's source package, Debian's
 # config) with xgpu-sched-export.patch applied, and caches the result keyed by
 # the patch's hash. Prints the path of the uncompressed multiboot ELF on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reader.c - dom0's reader of the patched credit scheduler's exported
  * schedule (reader.h, xgpu_sched_export.h).
  *

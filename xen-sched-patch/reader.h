@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* reader.h - dom0's reader of the schedule the patched Xen credit scheduler
  * exports (xgpu_sched_export.h): maps the pages read-only, validates the
  * header once, and takes snapshots of every PCPU record and domain slot with

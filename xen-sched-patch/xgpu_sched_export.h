@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xgpu_sched_export.h - the ABI of the pages in which the patched Xen credit
  * scheduler publishes its schedule to dom0 (read-only there), shared by the
  * hypervisor patch and xgpu's dom0 reader.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dispatch.c - decodes, validates and executes one request from a guest.
  *
  * The request has already been copied out of shared memory (poller.c); here

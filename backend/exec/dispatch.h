@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* dispatch.h - running one guest request. */
 #ifndef XGPU_EXEC_DISPATCH_H
 #define XGPU_EXEC_DISPATCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* driver.c - loads a CUDA driver library (real or simulated) with dlopen and
  * resolves the entry points the executor uses (driver.h). */
 #include "driver.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* driver.h - the subset of the CUDA driver API that xgpud's executor uses,
  * loaded with dlopen from either NVIDIA's libcuda.so.1 (--executor cuda) or
  * xgpu's simulated driver libxgpu-simdrv.so (--executor sim).

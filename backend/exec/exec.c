@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec.c - the executor's per-domain device state: one CUDA context per
  * domain (isolation by the GPU's MMU), pinned staging buffers for copies
  * through the data areas, and measured device busy time.

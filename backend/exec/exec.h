@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec.h - the executor: a domain's CUDA context, staging buffers and busy
  * time. */
 #ifndef XGPU_EXEC_EXEC_H

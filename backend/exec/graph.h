@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* graph.h - a guest's instantiated graph in the daemon: the driver graph
  * built from its validated description (dispatch.c builds and launches it)
  * and what its launches need. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memmap.c - a domain's device allocations, sorted by address, so every
  * device pointer a guest names is checked to lie inside one of its own
  * channel's allocations before the driver sees it. */

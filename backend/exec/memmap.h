@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memmap.h - a domain's device allocations, for checking every device
  * address a guest passes. */
 #ifndef XGPU_EXEC_MEMMAP_H

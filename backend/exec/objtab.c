@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* objtab.c - per-domain handle tables. A handle is (generation << 32 | index);
  * freeing an entry bumps its generation, so a stale or guessed handle never
  * names a live object, and lookups also check kind and owning channel. */

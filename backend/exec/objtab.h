@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* objtab.h - per-domain handle tables: the objects a guest names by handle. */
 #ifndef XGPU_EXEC_OBJTAB_H
 #define XGPU_EXEC_OBJTAB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc.c - the registry of hypervisor schedule sources: maps the NAME of
  * --hyp-source NAME[:ARGS] to its ops, and says which names exist. */
 #include "hypsrc.h"

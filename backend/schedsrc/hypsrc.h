@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc.h - hypervisor schedule sources: what the CPU scheduler runs now and
  * next, and each domain's CPU weight, for the coordinated GPU policies (xc,
  * augc, cosched; BRIEF section 6, Pegasus Algorithm 2).

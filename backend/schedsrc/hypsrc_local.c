@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_local.c - the `local` hypervisor schedule source: in local mode a
  * domain is a group of client processes and its VCPUs are their threads.
  * Entries are its threads in state R in /proc; which of them is on a CPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_sim.c - the `sim` hypervisor schedule source: a deterministic,
  * simplified model of Xen's credit scheduler (xen/common/sched/credit.c)
  * stepped in 1 ms of virtual time by refresh(), so the coordinated GPU

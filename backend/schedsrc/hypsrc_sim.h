@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_sim.h - hooks into the simulated credit scheduler (`sim` source) for
  * tests and experiments: change a domain's load or weight while it runs, and
  * ask whether it is on a PCPU. Only valid on a handle opened by xgpu_hyp_sim. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_xen.c - the `xen` hypervisor schedule source for stock Xen, polled
  * through libxenctrl on every refresh (every scheduler tick): each tracked
  * domain's weight and cap from its credit scheduler (credit2 when the host

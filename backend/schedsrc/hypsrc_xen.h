@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_xen.h - the libxenctrl calls the `xen` hypervisor schedule source
  * makes, behind a tiny ops table so that tests can drive the source with a
  * fake hypervisor (xgpu_xenctl_real is the one over libxenctrl). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_xenpatch.c - the `xenpatch` hypervisor schedule source: the
  * schedule the patched Xen credit scheduler exports (xen-sched-patch/),
  * read from pages mapped once, so a refresh costs no hypercall.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_xenpatch.h - ways into the `xenpatch` hypervisor schedule source
  * other than --hyp-source: over another mapping of the export (a test
  * writer's memory) and with another stock-Xen fallback behind it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_xentrace.c - the `xentrace` hypervisor schedule source, for stock
  * (unpatched) Xen hosts that want more than polling: it consumes the
  * scheduler's TRC_SCHED_SWITCH* records from Xen's trace buffers, as

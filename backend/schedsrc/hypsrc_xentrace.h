@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hypsrc_xentrace.h - the `xentrace` hypervisor schedule source: what it
  * needs from the hypervisor (the trace buffers and their notification),
  * behind a small ops table so tests can run it over rings in memory, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncpu.c - which thread is on each CPU, from sched_switch (see oncpu.h).
  *
  * One perf event per online CPU on the sched:sched_switch tracepoint,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oncpu.h - which thread is on each CPU right now, from the kernel's
  * sched_switch tracepoint (one perf ring per CPU), for the local schedule
  * source. /proc's state R cannot tell a thread on a CPU from one waiting on

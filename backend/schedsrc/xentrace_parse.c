@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xentrace_parse.c - decoding Xen trace records, draining a per-CPU trace
  * ring, and the per-PCPU schedule state machine (see xentrace_parse.h).
  *

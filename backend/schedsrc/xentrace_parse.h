@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xentrace_parse.h - Xen trace buffer records (struct t_rec of xen/trace.h,
  * as Xen 4.17 writes them) decoded without trusting a byte, the per-CPU
  * ring (struct t_buf) drained the way tools/xentrace does, and the per-PCPU

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arrays.c - CUDA arrays of the simulated driver: an array is an ordinary
  * allocation of its context holding the elements packed (rows of width x
  * element bytes, slices of height rows), described in a registry here. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* attrs.c - what cuDeviceGetAttribute answers for a simulated device.
  *
  * Every CUdevice_attribute in cuda.h has a value: the device's configured

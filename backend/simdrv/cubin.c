@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cubin.c - what the simulated driver reads from a module's cubin (ELF)
  * beyond kernel parameter layouts (which common/fatbin.c provides):
  *

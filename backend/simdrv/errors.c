@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors.c - cuGetErrorName / cuGetErrorString for every CUresult in cuda.h.
  *
  * The descriptions follow the wording the real driver uses, so log lines and

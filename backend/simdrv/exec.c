@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exec.c - the simulated devices' execution engine: one worker thread per
  * device time-slicing between the contexts that have work, plus the stream,
  * event, host-function and synchronisation entry points built on it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* graph.c - the simulated driver's graphs: the cuGraph* subset xgpud uses
  * to run a guest's graph as one driver graph (backend/exec/driver.h).
  *

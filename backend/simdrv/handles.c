@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* handles.c - the registry of live handles of the simulated driver.
  *
  * Every CUcontext, CUstream, CUevent, CUmodule and CUfunction the driver

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memory.c - device memory, pinned host memory and the async copy / memset
  * entry points of the simulated driver.
  *

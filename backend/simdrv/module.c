@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* module.c - modules, functions and kernel launches of the simulated driver.
  *
  * cuModuleLoadData takes what nvcc embeds (a fatbin container, possibly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plugins.c - host implementations of kernels (simkernel.h plugins).
  *
  * cuInit loads every plugin from the colon-separated files and directories

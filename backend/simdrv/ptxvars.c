@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ptxvars.c - device variables of modules that carry only PTX (no cubin for
  * the device), read from the PTX text's module-scope declarations:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simdrv.c - xgpu's simulated CUDA driver: initialisation, the simulated
  * devices' configuration, device queries, and contexts.
  *

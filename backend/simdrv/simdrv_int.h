@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simdrv_int.h - internal interfaces of xgpu's simulated CUDA driver
  * (libxgpu-simdrv.so). Nothing here is exported; the library's only public
  * face is the cu* entry points of backend/driver.h, under cuda.h's names.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simkernel.h - host implementations of CUDA kernels for xgpu's simulated
  * driver (libxgpu-simdrv.so).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* host.h - the daemon core as the transports see it: the up-calls a
  * transport makes (find or adopt a domain, admit and hand over a channel,
  * pass on a control request, apply a guest's live settings) as one table the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_local.c - xgpud's local transport: the listening AF_UNIX
  * SOCK_SEQPACKET socket, the handshake, and the per-channel operations over
  * a memfd region and the channel's socket.

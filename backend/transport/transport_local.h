@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_local.h - xgpud's local transport (UNIX socket, memfd). */
 #ifndef XGPU_TRANSPORT_LOCAL_H
 #define XGPU_TRANSPORT_LOCAL_H

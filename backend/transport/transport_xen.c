@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_xen.c - the dom0 end of a vgpu channel (xenvgpu.h): binding the
  * guest's event channel, mapping the root page it granted (with an unmap
  * notification that clears be_alive), the directory pages and the region,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* transport_xen.h - xgpud's Xen transport: one channel's grant-mapped region
  * and event channel (the be transport ops), opened by the xenbus logic
  * (xenbus.c) from the values a guest published, and the queue through which

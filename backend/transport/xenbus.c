@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenbus.c - the vgpu split device's backend state machines over xenstore
  * (xenvgpu.h), run by xgpud's main thread:
  *

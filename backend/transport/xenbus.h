@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenbus.h - xgpud's side of the vgpu split device over xenstore (main
  * thread): adopting devices that `xl-gpu attach` wrote, walking each
  * channel's handshake (xenvgpu.h), applying credit/sla/mem-limit and policy

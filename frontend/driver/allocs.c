@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* allocs.c - the registry of allocations shared by both API layers
  * (allocs.h): a sorted array of non-overlapping ranges, searched by
  * bisection, since copies consult it on every cudaMemcpyDefault and cuMemcpy. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* array.c - CUDA arrays of the driver API (cuArrayCreate, cuArray3DCreate,
  * cuArrayDestroy, the descriptors, cuMemcpyHtoA/AtoH and the array sides of
  * cuMemcpy2D/3D), which our libcudart.so.13 uses as well.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* copy2d.c - pitched and 3D copies and the pitched memset for both API
  * layers (copy2d.h). Host rows are packed into a bounded buffer (or sent
  * straight from the program's memory when they are already contiguous), so

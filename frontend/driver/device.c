@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* device.c - cuInit, the driver version, device queries, primary and
  * ordinary contexts.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* driver.h - state the driver-API frontend's files share: initialisation,
  * contexts, the device description, and the translation between the wire's
  * results (cudaError_t numbers, see common/cuerr.c) and CUresult.

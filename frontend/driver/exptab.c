@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* exptab.c - cuGetExportTable: the driver's private tables that NVIDIA's own
  * runtime (libcudart_static.a, linked into every program nvcc builds by
  * default, and libcudart.so.13) requires before it makes its first call.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* graph.c - CUDA graphs and stream capture for both API layers.
  *
  * A graph lives here, in the process, as CUDA's does: nodes with their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* md2.c - MD2 as RFC 1319 specifies it (with the published erratum to the
  * checksum step), and HMAC-MD2 for exptab.c's integrity check. */
 #include "md2.h"

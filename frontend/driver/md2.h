@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* md2.h - MD2 (RFC 1319) and HMAC over it (RFC 2104, 16-byte blocks): the
  * digest NVIDIA's runtime expects from the driver's integrity-check table
  * (exptab.c). Not for anything that needs a secure hash. */

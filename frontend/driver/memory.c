@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* memory.c - device memory of the driver API: allocation, the copy and
  * memset families (synchronous, async, and their per-thread-stream forms)
  * and cuMemGetInfo, over the same wire calls as the runtime frontend.

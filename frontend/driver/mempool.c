@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mempool.c - stream-ordered allocation: the memory pools behind
  * cuMemAllocAsync/cudaMallocAsync and their family, one implementation both
  * frontends use (mempool.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* module.c - modules, libraries, kernels and launches of the driver API.
  *
  * An image is turned into a whole fatbin (common/cuimage.c) and parsed here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pitch.c - pitched memory and the copies of the driver API that name
  * their memory types: cuMemAllocPitch, cuMemcpy2D (and Unaligned, Async),
  * cuMemcpy3D(Async) and cuMemsetD2D8/16/32 (and Async), over the 2D

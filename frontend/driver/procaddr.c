@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* procaddr.c - how programs find the driver's entry points without naming
  * them at link time: cuGetProcAddress (by name, CUDA version and stream
  * flavour, from the table tools/gen-cuda-stubs.sh generates out of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* smallcalls.c - the small driver calls programs make in passing, answered
  * for the one device a guest sees: peer access (no peer exists), PCI bus
  * ids, peer copies (within the device), stream ids and devices, copying

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* stream.c - streams and events of the driver API. A CUstream or CUevent is
  * the daemon's handle on this process's channel (as the runtime frontend's
  * cudaStream_t and cudaEvent_t are, so the two APIs' objects mix). */

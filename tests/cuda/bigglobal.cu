@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bigglobal.cu - a module whose variables are bigger than the domain may
 // hold: under xgpud --mem-limit 64M its first launch fails with
 // cudaErrorMemoryAllocation instead of taking 128 MiB of the GPU, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drvapi.c - a program that uses only the CUDA driver API, as NVIDIA's
  * samples do: it links against the toolkit's stub libcuda.so and runs
  * against whichever libcuda.so.1 the loader finds (xgpu's in the tests).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drvapi_simk.c - host implementations of tests/data/drvapi_kernels.cu's
  * kernels, which tests/cuda/drvapi.c launches through the driver API. */
 #include "simdrv/simkernel.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drvcheck.h - what the driver-API-only test programs (tests/cuda/drvapi.c,
  * tests/samples/drvsample.c and graphs_drv.c) share. CHECK ends the program
  * at a call that must succeed, since nothing after it would mean anything;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // errors.cu - CUDA's error semantics as a program sees them through xgpu:
 // per-thread last error (cudaGetLastError resets, cudaPeekAtLastError does
 // not), launch configuration errors reported by the launch (over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* errors_simk.c - host implementations of tests/cuda/errors.cu's kernels. */
 #include "simdrv/simkernel.h"
 

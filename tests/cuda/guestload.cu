@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // guestload.cu - what one guest does to the GPU in the robustness tests: long
 // or endless kernels, faulting kernels, and a process that keeps calling
 // while its daemon goes away. One mode per run; prints one RESULT line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* guestload_simk.c - host implementations of tests/cuda/guestload.cu's kernels.
  *
  *   spin(unsigned long long *count, unsigned long long ns): count @0 (8), ns @8 (8);

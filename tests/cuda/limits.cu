@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // limits.cu - what a domain may hold besides cudaMalloc memory, as a program
 // sees it under xgpud --mem-limit 64M --pinned-limit 8M: pinned allocations
 // past the budget fail with cudaErrorMemoryAllocation, again and again, and

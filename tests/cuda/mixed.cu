@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mixed.cu - a -cudart shared program that also calls the driver API, the
 // way PyTorch does (cudaGetDriverEntryPointByVersion): both APIs must share
 // one channel and one handle space, so memory and streams from either work

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // threads.cu - one process, many host threads, each with its own stream,
 // memory and kernels, all through the process's single channel; then a
 // fork: the child gets a channel of its own and computes on its own, while

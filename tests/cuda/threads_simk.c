@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* threads_simk.c - host implementation of tests/cuda/threads.cu's kernel. */
 #include "simdrv/simkernel.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // unsupported.cu - a program calling runtime functions xgpu does not
 // implement: each must fail with cudaErrorNotSupported (never crash, never
 // succeed silently), and the program must go on working afterwards.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* userapp.cu - a CUDA program written the way users write them, to run
  * unchanged through xgpu: two streams ordered with an event, pinned host
  * buffers with async copies both ways, three kernels (scale-and-offset, a

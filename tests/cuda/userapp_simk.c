@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* userapp_simk.c - host implementations of userapp.cu's kernels for the
  * simulated driver, bit for bit what the device code computes (fused
  * multiply-adds where nvcc contracts, the same reduction tree), and their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // drvapi_kernels.cu - the device code tests/cuda/drvapi.c loads through the
 // driver API, built into a fatbin and a bare cubin (Makefile). The host
 // implementations the simulated driver runs are tests/cuda/drvapi_simk.c.

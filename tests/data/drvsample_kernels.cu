@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // drvsample_kernels.cu - kernels for tests/samples/drvsample.c, loaded as a
 // fatbin through the driver API (host implementations: drvsample_simk.c).
 #include <cooperative_groups.h>

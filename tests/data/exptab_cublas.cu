@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // exptab_cublas.cu - cuBLAS's start-up and first calls through xgpu's
 // libcuda.so.1 (create a handle, set a stream, set and get matrices, Sgemm,
 // Snrm2, destroy), built with nvcc's default static runtime: what NVIDIA's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fatbin_globals.cu - device variables whose sizes test_fatbin.c checks
  * against xgpu_fatbin_info.global_bytes: __device__, __constant__ and
  * __managed__ ones, initialised and not, scalars, arrays, structs, vectors,

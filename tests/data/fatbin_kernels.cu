@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fatbin_kernels.cu - kernels whose parameter layouts test_fatbin.c checks:
  * nvcc builds this into fatbins with every compression mode, PTX only, and
  * two architectures, and the parser must report the same layout for each. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // libs_cufft.cu - cuFFT's plan and execution through xgpu's libcuda.so.1:
 // a 1-D complex-to-complex plan, a stream, one forward transform, destroy;
 // built with nvcc's default static runtime and linked to NVIDIA's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // simdrv_kernels.cu - device code for test_simdrv (the simulated driver's
 // unit test). Built into a fatbin, a cubin and PTX; the host implementations
 // the simulated driver runs are in simdrv_kernels_simk.c.

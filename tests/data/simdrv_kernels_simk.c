@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simdrv_kernels_simk.c - host implementations of simdrv_kernels.cu for the
  * simulated driver, loaded by test_simdrv through XGPU_SIM_KERNELS.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench_api.sh - xgpu-bench-api, the program behind `make bench`'s table of
 # the null call and launch through each frontend, measures what it says: run
 # briefly through libcudart.so.13 and through libcuda.so.1 (each in a domain

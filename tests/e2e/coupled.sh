@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The coupled workload of tools/experiment (guestload coupled): two domains
 # under cosched with the local schedule source, each looping 5 ms of its own
 # CPU time and a dependent batch of 4 x 2 ms kernels for 4 s. Every kernel

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # xgpud dies (kill -9) under running guests and comes back:
 # - local mode: a guest making calls and a guest waiting in a synchronize
 #   for a 5 s kernel each fail within a second with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The driver-API frontend end to end: a program that uses only the driver API
 # (tests/cuda/drvapi.c, linked against the toolkit's stub libcuda.so) runs
 # unchanged against xgpu's libcuda.so.1 and a real daemon (sim executor):

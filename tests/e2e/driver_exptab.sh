@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The private export tables the installed toolkit's runtime asks xgpu's
 # libcuda.so.1 for, and the slots it calls, traced (XGPU_TRACE_EXPORT_TABLES)
 # and compared with what CUDA 13.0's runtime asks for

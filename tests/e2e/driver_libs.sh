@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # NVIDIA's libraries through xgpu's libcuda.so.1 on the sim driver: a cuBLAS
 # program (handle, stream, SetMatrix/GetMatrix, Sgemm, Snrm2, destroy) and a
 # cuFFT one (a 1-D C2C plan, a stream, a forward transform, destroy), each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Programs built as most CUDA software is, with nvcc's default static
 # runtime (bin/static/, tests/cuda/static/) and with relocatable device code
 # (bin/rdc/, tests/cuda/rdc/: -rdc=true, what CMake's

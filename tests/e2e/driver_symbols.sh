@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # driver_symbols.sh - the exported-symbol contract of our libcuda.so.1:
 #  1. the committed lists (frontend/driver/cuda13.symbols, cuda13.procs,
 #     libcuda.map) are what tools/list-cuda-symbols.sh derives from the

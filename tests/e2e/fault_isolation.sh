@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A GPU fault in one domain breaks only that domain's context: while a
 # bystander domain runs vectorAdd, dom-bad's kernels write to an illegal
 # address (one process) and trap (another); each faulting process sees

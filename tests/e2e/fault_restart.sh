@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # --fault-scope process, the default on NVIDIA's driver, where a kernel's
 # fault breaks every context of the process and no new one can be made (seen
 # on an H100, docs/results/gpu-validation-2026-11-26-h100): at dom-bad's

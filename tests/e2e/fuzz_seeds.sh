@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fuzz_seeds.sh - every libFuzzer harness (tests/fuzz/) over its seeds and
 # kept regression inputs (build/fuzz/seeds/<harness>/: the bundled test data,
 # mkseeds' request sequences and regions, tests/fuzz/corpus/<harness>/), each

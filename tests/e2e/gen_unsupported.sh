@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gen_unsupported.sh - the exported-symbol contract of our libcudart.so.13:
 #  1. frontend/cudart13.symbols, libcudart.map and cudart13.nonerror match what
 #     tools/list-cudart-symbols.sh derives from the installed CUDA toolkit;

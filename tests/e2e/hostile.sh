@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Clients that misbehave: a wrong protocol version on either side, malformed
 # packets, corrupt ring indexes, another domain's handles and pointers,
 # malformed and foreign graph descriptions, a

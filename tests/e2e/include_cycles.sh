@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # include_cycles.sh - backend/'s modules include each other in no circle and
 # the transports include no core module but core.h (tools/check-includes.sh
 # on the tree), and the check does fail on copies of backend/ where a

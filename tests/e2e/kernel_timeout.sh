@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The kernel timeout: on a simulated GPU without a watchdog
 # (XGPU_SIM_WATCHDOG_MS=0, as a data-center GPU), dom-run launches a kernel
 # that never ends (spin<<<dim3(2^31-1, 65535), 1024>>>). Its domain's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A client killed with SIGKILL in the middle of a 64 MiB transfer: its
 # channel is torn down and everything it held released (the stats show it),
 # while a program in another domain runs on unaffected.

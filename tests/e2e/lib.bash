@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # lib.bash - shared by the end-to-end tests: a private xgpud per test on its own
 # socket (sim executor), CUDA programs run through the built frontend, and
 # checks that neither the daemon nor a program tripped a sanitizer.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Shares against long kernels, on a simulated GPU that time-slices between
 # contexts and has no watchdog (XGPU_SIM_WATCHDOG_MS=0), as a data-center GPU:
 # dom-long launches 500 ms kernels, dom-a and dom-b 1 ms kernels, credits

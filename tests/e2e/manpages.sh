@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The manual pages (docs/man/*.scd, built into $B/man/ by make man) render
 # with man, and cannot drift from the binaries: every option xgpud --help
 # lists is in xgpud(8), every command of xl-gpu help and every option of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The per-domain device memory limit: refused past the limit, reported as
 # the device's size to the guest, and usable again after frees.
 . "$(dirname "$0")/lib.bash"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Three domains (XGPU_DOMAIN) run workloads at the same time; each verifies
 # its results and the daemon accounts each domain separately.
 . "$(dirname "$0")/lib.bash"

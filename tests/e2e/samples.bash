@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # samples.bash - shared by the tests/e2e/samples*.sh tests: each sample in
 # tests/samples/ is built twice (-cudart shared, through xgpu's runtime, and
 # nvcc's default static runtime over xgpu's libcuda.so.1) and checks its own

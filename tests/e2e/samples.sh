@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/samples/: one small sample-style program per feature (host callbacks,
 # the small calls, cooperative launches, large kernel parameters), each built
 # with -cudart shared (through xgpu's libcudart.so.13) and with nvcc's

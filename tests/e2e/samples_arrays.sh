@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CUDA arrays end to end (tests/samples/arrays.cu):
 # built with -cudart shared it runs on xgpu's libcudart.so.13, built with
 # nvcc's default static runtime on NVIDIA's runtime over xgpu's libcuda.so.1

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CUDA graphs and stream capture end to end (issue 17), through a real
 # daemon (sim executor): tests/samples/graphs.cu (explicit graph API with a
 # child graph) and graphs_capture.cu (a two-stream pipeline captured, and the

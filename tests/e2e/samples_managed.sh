@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Managed memory (tests/samples/managed.cu): host and kernels take turns on
 # cudaMallocManaged memory, __managed__ variables and cuMemAllocManaged
 # memory, each round ending at another synchronisation point; built with

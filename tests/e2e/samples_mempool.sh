@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Stream-ordered memory (tests/samples/mempool.cu): cudaMallocAsync and the
 # memory pool family over both APIs, built with -cudart shared and with
 # nvcc's default static runtime (NVIDIA's runtime over xgpu's libcuda.so.1);

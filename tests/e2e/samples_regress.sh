@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Patterns from NVIDIA's cuda-samples that once went wrong under xgpu,
 # reproduced by our own programs (tests/samples/), each built with
 # -cudart shared and with nvcc's default static runtime.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/samples/smallcalls.cu: the small calls for one device (peers, PCI
 # bus ids, peer copies, stream ids and attribute copies, no-op
 # configuration), built with -cudart shared and with nvcc's default static

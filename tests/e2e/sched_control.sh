@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Live scheduling control: xl-gpu policy switches every GPU through every
 # policy while three domains run, and no call is lost (every program
 # verifies and the daemon counts every call each one made); xl-gpu credit

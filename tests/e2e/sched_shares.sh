@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # accc in real time: three domains with credits 1024/512/256 from --config,
 # each saturating the GPU, hold it in the ratio 4:2:1 (each share within 5
 # points) over 20 s, read back from xl-gpu stats --json.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # systemd's Type=notify, without systemd: xgpud started with NOTIFY_SOCKET
 # naming a datagram socket this test listens on sends READY=1 only once its
 # control socket answers (the listener asks xl-gpu at the moment READY=1

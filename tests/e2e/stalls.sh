@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Clients that try to hold the daemon up: connections that never say hello,
 # a flood of signals on a channel, an outdated handshake. Everyone else is
 # served meanwhile, and the daemon still stops promptly.

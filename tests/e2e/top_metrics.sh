@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Operating xgpu: with three domains running, `xl-gpu top -b -n 2 -d 1` prints
 # two frames listing every domain with plausible rates (slot shares that add
 # up to at most the whole GPU, calls/s, memory, p99 wait); interactive top

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Users and domains: uid-N is N's own default domain and nobody else may take
 # it; a named domain belongs to its creator; each user sees only its own
 # domains in the statistics; domains that empty out give back their poller

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The bundled workloads and CUDA test programs, built with plain
 # `nvcc -cudart shared`, run unchanged through the frontend against a real
 # daemon (sim executor) and verify their results; afterwards the daemon's

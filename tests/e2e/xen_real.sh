@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # xgpu-test-timeout: 720
 # xen_real.sh - xgpu on real Xen: boots Debian's Xen 4.17 with a PV dom0 under
 # QEMU's software CPU (tools/xen-testbed) and runs tests/xen/dom0.sh there with

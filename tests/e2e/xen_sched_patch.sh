@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # xgpu-test-timeout: 900
 # xen_sched_patch.sh - the schedule-export patch on real Xen: builds (or takes
 # from the cache) Xen 4.17's hypervisor with xen-sched-patch/ applied, boots it

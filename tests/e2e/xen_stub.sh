@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Two domains end to end over the in-memory Xen (xgpu-xenstub: xenstore,
 # grant pages backed by shared memory, event channels): xgpud runs as dom0
 # with --transport xen, xl-gpu attaches the vgpu device to domains 1, 2 and

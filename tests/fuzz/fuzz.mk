@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # fuzz.mk - libFuzzer harnesses (tests/fuzz/fuzz_*.c), included by the Makefile.
 #
 #   make fuzz-build              every harness into build/fuzz/bin/, seeds into build/fuzz/seeds/

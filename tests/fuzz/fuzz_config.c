@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_config.c - libFuzzer harness for `xgpud --config FILE`
  * (backend/config.c over libxlutil, and the GPU spec parser for each domain
  * entry). The input is the file's text, read from a memfd by its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_dispatch.c - libFuzzer harness for the request decoder and dispatcher
  * (backend/exec/dispatch.c) over the simulated driver: a real struct xgpud
  * (sim executor, scheduler thread and all), one domain, and one channel whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_drvimage.c - libFuzzer harness for what the driver frontend
  * (libcuda.so.1) does with an image a program hands to cuModuleLoadData or
  * cuLibraryLoadData, and for what the daemon then does with it, as one path:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_fatbin.c - libFuzzer harness for the fatbin parser (common/fatbin.c):
  * the container, its compressed (LZ4, zstd) entries, the ELF cubins and their
  * .nv.info KPARAM records, and the PTX fall-back, as a guest's MODULE_LOAD

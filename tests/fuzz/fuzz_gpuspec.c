@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_gpuspec.c - libFuzzer harness for the GPU spec parser
  * (common/gpuspec.c): the text of an xl `gpu = [ "..." ]` entry, which a
  * guest's toolstack writes into xenstore, and of xgpud.conf's domain entries.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_schedexp.c - libFuzzer harness for the reader of the patched Xen's
  * schedule export (xen-sched-patch/reader.c): the input is the exported
  * pages, which the hypervisor writes and dom0 maps read-only. The header is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_shm.c - libFuzzer harness for the channel region a guest lays out
  * (common/shm.c: the region header's validation at attach) and for the queue
  * indexes it keeps writing afterwards (common/queue.c), used as the poller

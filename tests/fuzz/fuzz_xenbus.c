@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_xenbus.c - libFuzzer harness for xgpud's xenbus side
  * (backend/transport/xenbus.c) over the in-memory Xen (tools/xenstub,
  * in-process): a real struct xgpud (sim executor) adopts a vgpu device of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_xentrace.c - libFuzzer harness for the xentrace record parser
  * (backend/schedsrc/xentrace_parse.c): records decoded one by one and as a
  * run, a run fed to the per-PCPU state machine both as one PCPU's ring and

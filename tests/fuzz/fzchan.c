@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fzchan.c - the in-process daemon, domain and channel of the dispatcher
  * harnesses (fzchan.h), with a transport that never blocks. */
 #include "fzchan.h"

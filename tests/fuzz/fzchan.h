@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fzchan.h - what the harnesses that drive the dispatcher share: a real
  * struct xgpud in this process (sim executor, scheduler thread and all), one
  * domain, and one channel whose region lives in this process, attached

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make-seeds.sh - fills FUZZ_BUILD/seeds/<harness>/ with each harness's seed
 # inputs: the bundled test data (fatbins the build makes from tests/data/,
 # recorded xentrace buffers, configs), what mkseeds writes from the real wire

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mkseeds.c - writes the fuzzers' seed inputs that need the real wire and
  * memory layouts: request sequences for fuzz_dispatch (as the frontend sends
  * them for the bundled test kernels), a channel region for fuzz_shm, and a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - `make fuzz`: runs every harness in FUZZ_BUILD/bin for FUZZ_SECONDS
 # (default 60) each, one after the other, on its corpus FUZZ_BUILD/corpus/<harness>/
 # (kept between runs, started from FUZZ_BUILD/seeds/<harness>/) with its

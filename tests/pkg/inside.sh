@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/inside.sh - run by tests/pkg/run.sh inside the throwaway root
 # (chroot, own mount and pid namespaces): install the packages, start xgpud
 # from the installed paths, run the bundled workload through xgpu-guest's

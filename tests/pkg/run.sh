@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tests/pkg/run.sh - the Debian packages installed and run in a throwaway root
 # (`make deb-test`; slow, needs root, not part of `make test`).
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // arrays.cu - CUDA arrays as CUDA's samples use them: 1D, 2D and 3D arrays
 // filled and read back with cudaMemcpy2DToArray / FromArray (host and
 // device sides, sync and async), cudaMemcpy2DArrayToArray, cudaMemcpy3D

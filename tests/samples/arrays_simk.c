@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* arrays_simk.c - host implementations of tests/samples/arrays.cu's
  * kernels, reading textures and writing surfaces through simkernel.h's
  * sampling helpers as the GPU's texture unit would. */

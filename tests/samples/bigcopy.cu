@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // bigcopy.cu - copies of pageable memory far larger than the channel's data
 // areas, one after another as cuda-samples' dmmaTensorCoreGemm does its
 // matrices: each goes through the daemon in chunks and outlasts the domain's

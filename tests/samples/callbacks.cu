@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // callbacks.cu - host callbacks in stream order (cudaLaunchHostFunc,
 // cudaStreamAddCallback): a callback sees the stream's earlier work done,
 // later work on the stream sees what the callback wrote, callbacks run in

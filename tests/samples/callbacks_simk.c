@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* callbacks_simk.c - host implementations of tests/samples/callbacks.cu's
  * kernels; cb_work's modeled time is its spin parameter in nanoseconds. */
 #include "simdrv/simkernel.h"

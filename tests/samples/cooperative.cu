@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // cooperative.cu - cooperative launches (cudaLaunchCooperativeKernel and
 // cudaLaunchKernelEx with the cooperative attribute): a grid as large as
 // fits on the device at once runs, with a grid-wide barrier between its two

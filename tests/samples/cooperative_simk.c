@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cooperative_simk.c - host implementation of tests/samples/cooperative.cu's
  * kernel: both phases over the whole grid, as its grid barrier orders them. */
 #include "sample_simk.h"

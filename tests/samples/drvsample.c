@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drvsample.c - the driver API's forms of issue 17's calls, in a program that
  * uses only the driver API (linked against the toolkit's stub libcuda.so):
  * cuLaunchHostFunc and cuStreamAddCallback in stream order,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* drvsample_simk.c - host implementations of tests/data/drvsample_kernels.cu,
  * for tests/samples/drvsample.c. */
 #include "sample_simk.h"

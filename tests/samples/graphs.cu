@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // graphs.cu - the explicit graph API, as NVIDIA's simpleCudaGraphs sample
 // uses it: memset, host-to-device, kernel, child graph, device-to-device,
 // device-to-host, event and empty nodes, instantiated once and launched

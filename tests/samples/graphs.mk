@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # graphs.mk - the graph samples (issue 17), included by the Makefile:
 # graphs.cu and graphs_capture.cu built with -cudart shared and with nvcc's
 # default static runtime (which reaches the daemon through our libcuda.so.1),

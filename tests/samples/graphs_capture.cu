@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // graphs_capture.cu - stream capture, as NVIDIA's simpleCudaGraphs sample
 // uses it: a pipeline over two streams (fork and join through events) with
 // copies in from pinned and out to pageable memory, captured once and

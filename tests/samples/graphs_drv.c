@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* graphs_drv.c - graphs through the driver API only (linked against the
  * toolkit's stub libcuda.so, run against xgpu's): an explicit graph of
  * host-to-device copy, kernels (kernelParams and extra), memset, a child

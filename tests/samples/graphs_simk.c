@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* graphs_simk.c - host implementations of the kernels of the graph samples
  * (graphs.cu, graphs_capture.cu, graphs_drv.c load them from graphs.cu's
  * fatbin), so the simulated driver computes what a GPU would.

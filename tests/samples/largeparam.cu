@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // largeparam.cu - kernel parameters beyond the old 4 KiB limit (CUDA 12.1
 // allows 32764 bytes on Volta and later): an 8 KiB struct passed by value,
 // and one filling the whole parameter space. Each kernel copies its struct

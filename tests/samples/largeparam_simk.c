@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* largeparam_simk.c - host implementations of tests/samples/largeparam.cu's
  * kernels. Each checks that its whole struct arrived with the pattern the
  * program wrote (a launch whose bytes were cut or shifted fails with

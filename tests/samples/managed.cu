@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // managed.cu - managed memory touched alternately by the host and by kernels:
 // cudaMallocManaged memory over several rounds (host writes some or all
 // pages, a kernel increments, the host checks after each kind of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* managed_simk.c - host implementations of tests/samples/managed.cu's
  * kernels. */
 #include "simdrv/simkernel.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // mempool.cu - stream-ordered allocation: cudaMallocAsync/cudaFreeAsync on
 // several streams in a loop with kernels using the memory (results
 // verified), pool attributes read back, reuse on the same stream, across

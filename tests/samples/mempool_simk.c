@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mempool_simk.c - host implementations of tests/samples/mempool.cu's
  * kernels. mp_slow takes the time its last parameter says, so the reuse
  * checks have work in flight on the stream that freed a block. */

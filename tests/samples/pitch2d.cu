@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // pitch2d.cu - pitched memory and 2D/3D copies, as CUDA's samples use them:
 // cudaMallocPitch and cudaMalloc3D, cudaMemcpy2D of every kind (and
 // cudaMemcpyDefault), cudaMemcpy2DAsync on a stream, cudaMemset2D(Async),

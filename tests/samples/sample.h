@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // sample.h - the checks the tests/samples/ programs share. CHECK ends the
 // program at a call that must succeed, since nothing after it would mean
 // anything. EXPECT and TRUE count a check in the including file's `checks`

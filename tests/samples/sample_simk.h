@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sample_simk.h - host implementations of kernels that more than one sample
  * launches, for their tests/samples/ *_simk.c. Static inline: each simkernel
  * library takes only the ones it names. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // smallcalls.cu - more of the small calls programs make in passing, for the
 // one device a guest sees: peer access queries (no peer), the device by PCI
 // bus id, peer copies within the device, stream ids, devices and attribute

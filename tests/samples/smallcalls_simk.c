@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* smallcalls_simk.c - host implementation of tests/samples/smallcalls.cu's
  * kernel. */
 #include "sample_simk.h"

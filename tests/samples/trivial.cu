@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // trivial.cu - the small calls programs make in passing: profiler markers,
 // stream priorities (the device's range, clamped requests), stream
 // attributes (remembered; bad values refused), and

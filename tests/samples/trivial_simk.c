@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* trivial_simk.c - host implementation of tests/samples/trivial.cu's kernel. */
 #include "sample_simk.h"
 

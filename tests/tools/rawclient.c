@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rawclient.c - a guest that speaks xgpu's protocol directly, to test how the
  * daemon treats clients that misbehave: wrong protocol versions, malformed
  * packets, corrupt ring indexes, handles from another domain, malformed

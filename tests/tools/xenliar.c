@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenliar.c - a lying guest for the vgpu split device: runs as a domU (on
  * xgpu-xenstub with XGPU_XEN_STUB and XGPU_XEN_DOMID, or on real Xen), walks
  * the channel handshake of xenvgpu.h through xenif.h directly and lies in

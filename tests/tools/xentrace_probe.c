@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xentrace_probe.c - runs the real `xentrace` schedule source in a Xen dom0
  * (the testbed, tests/xen/): tracks the domids given, refreshes every 10 ms
  * for the given seconds, and prints what it saw: per PCPU who ran last,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* cuda_enums.h - test helper: reads an enum's enumerators out of the installed
  * CUDA headers, so tests can check our hand-written tables against every
  * enumerator the toolkit has (and fail when a new CUDA adds one).

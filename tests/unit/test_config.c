@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_config.c - xgpud's --config reader on real files: the documented
  * example, comments and strings that look like settings, every optional
  * setting at its limits, each way a file can be wrong (missing, a directory,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_devprop.c - cudaDeviceProp filling, cudaDeviceGetAttribute lookups
  * and launch configuration checks from a synthetic DEVICE_INFO attribute
  * table, and the cudaDeviceAttr ==

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_errors.c - the frontend's cudaError_t names and strings, the sticky
  * set, and the CUresult -> cudaError_t mapping, checked against the enums in
  * the installed CUDA headers so a new CUDA enumerator we do not handle fails.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_fatbin.c - the fatbin parser (common/fatbin.c): exact parameter
  * layouts from the fatbins nvcc builds out of tests/data/fatbin_kernels.cu
  * (into $XGPU_BUILD/tests/data/), and hostile input of every kind. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_gpuspec.c - the GPU spec parser and formatter: every key at both ends
  * of its range and one past them, the syntax of items and GPU lists, the
  * exact wording of errors (they are what an administrator sees), and that

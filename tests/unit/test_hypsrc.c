@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_hypsrc.c - hypervisor schedule sources: the registry's lookups and
  * messages; the simulated credit scheduler's determinism, weight-
  * proportional shares, caps, duty cycles, snapshot bounds, credit burn,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_hypsrc_xen.c - the `xen` hypervisor schedule source driven by a fake
  * hypervisor behind its xenctl ops: weights and caps (credit, credit2, a
  * scheduler with neither), which VCPUs run where, untracked and offline

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_md2.c - the MD2 and HMAC-MD2 behind the driver frontend's integrity
  * check (frontend/driver/md2.c): RFC 1319's test suite, input split at every
  * block boundary, and HMAC built from the hash as RFC 2104 defines it. A wrong

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_queue.c - the shared-memory queues and channel region layout: slot
  * and byte queues across index wrap-around, full and empty queues, corrupt
  * peer indexes, notify thresholds, a 1 GiB transfer through a 64 KiB data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_sched.c - the scheduler core and every policy in virtual time.
  *
  * A small discrete-time simulation (50 us steps) drives the daemon's own

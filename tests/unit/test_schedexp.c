@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_schedexp.c - the reader of the patched credit scheduler's export and
  * the `xenpatch` source, without a hypervisor: a test writer lays out pages
  * exactly as the patch does (header, PCPU records, domain slots) and updates

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_simdrv.c - unit tests of xgpu's simulated CUDA driver.
  *
  * Linked statically against libxgpu-simdrv.a, so the cu* entry points are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_simkernels.c - tests of the host implementations the bundled workloads
  * and tests/cuda/userapp ship for the simulated driver: each plugin is
  * dlopen'ed from $XGPU_BUILD, each kernel is run on host buffers behind a fake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_stats.c - the per-domain histograms of backend/stats.c: bucket edges
  * (exact at powers of two, as xl-gpu's Prometheus histogram sums them), the
  * percentiles of known samples within a bucket's 25 %, the queue-wait and

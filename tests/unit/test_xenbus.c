@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_xenbus.c - xgpud's Xen transport against the in-memory Xen
  * (xgpu-xenstub, in-process): a real struct xgpud with the simulated driver
  * adopts devices written as `xl-gpu attach` writes them; an honest guest

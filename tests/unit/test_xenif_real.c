@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_xenif_real.c - the real-Xen side of xenif.h where there is no Xen:
  * every real open fails with a message naming its device node and what to
  * do, without libxen printing anything of its own; without XGPU_XEN_STUB the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_xenrole.c - xgpu_xen_role over fake /proc, /sys and /dev trees: dom0
  * and domU with and without xenfs, kernels without sys-hypervisor, another
  * hypervisor, no Xen at all, and the undecidable cases, whose message must

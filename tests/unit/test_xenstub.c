@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_xenstub.c - xgpu-xenstub through the real client (xenif_stub.c):
  * store operations and relative paths, permissions, watches, transactions,
  * event channels, grants with their death notifications (a forked child

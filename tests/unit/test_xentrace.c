@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_xentrace.c - the `xentrace` schedule source and its parser: records
  * decoded from hand-built bytes (with and without TSC, every extra count,
  * every short prefix, garbage event ids); recorded buffers from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_xlgpu_xen.c - the real xl-gpu binary in Xen mode against an in-memory
  * Xen (xgpu-xenstub, in-process): attach writes exactly the xenstore tree of
  * BRIEF section 4 (tests/data/xen/sample.tree), with defaults when the

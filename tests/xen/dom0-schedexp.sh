@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=sh disable=SC3043  # busybox ash
 # dom0-schedexp.sh - dom0 payload of tests/e2e/xen_sched_patch.sh, run by
 # tools/xen-testbed/boot.sh on the patched hypervisor booted with

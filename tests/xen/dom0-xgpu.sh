@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=sh disable=SC3043,SC2154  # busybox ash; sourced by dom0.sh
 # dom0-xgpu.sh - xgpu stage of tests/e2e/xen_real.sh, sourced by dom0.sh in
 # dom0 (ok/bad/fails/up and /xtb/lib.sh come from there).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # dom0.sh - dom0 payload of tests/e2e/xen_real.sh (run by
 # tools/xen-testbed/boot.sh). Each check prints "CHECK ok NAME" or
 # "CHECK FAIL NAME: why"; the exit status is the number of failures.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck disable=SC3043  # busybox ash has local
 # domu-honest.sh - the honest guest of tests/e2e/xen_real.sh: runs vectorAdd
 # through our frontend over the Xen transport when dom0 writes the round to

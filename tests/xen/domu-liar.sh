@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck disable=SC3043  # busybox ash has local
 # domu-liar.sh - the lying guest of tests/e2e/xen_real.sh: xenliar lies to
 # xgpud in each mode (xenliar exits 0 only when xgpud refused or closed the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # domu-smoke.sh - domU payload of tests/e2e/xen_real.sh's smoke stage: proves
 # the guest booted with its drivers and that files + libraries travelled.
 echo "SMOKE-DOMU: kernel $(uname -r), /dev/xen: $(ls /dev/xen 2>&1 | tr '\n' ' ')"

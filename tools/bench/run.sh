@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - `make bench`: runs xgpu-bench against a private xgpud (release
 # build, sim executor unless a GPU is usable) and writes the tables to
 # docs/results/bench-local.md (with the null call and a launch through each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xgpu-bench-api.c - null-call and launch round trips as a CUDA program sees
  * them, through one of xgpu's two frontends, so that `make bench` can put the
  * driver frontend (libcuda.so.1) beside the runtime frontend

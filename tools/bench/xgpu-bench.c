@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xgpu-bench.c - the measurements behind `make bench`, each reported next to
  * a floor measured in the same run on the same machine, since absolute
  * figures from a shared VM mean little:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xgpu-sched-bench.c - the cost of one scheduling decision for every policy
  * at 4, 64 and 1024 domains (BRIEF's target: <= 1 us at 64 domains, growing
  * no faster than log n to 1024), to set beside Pegasus Table 2.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - Pegasus's evaluation (ATC'11, section 5) in local mode: four
 # domains on this machine's CPUs under every scheduling policy, in three
 # experiments:

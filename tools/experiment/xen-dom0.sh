@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=sh disable=SC3043  # busybox ash has local
 # xen-dom0.sh - dom0 payload of tools/experiment/xen.sh, run by
 # tools/xen-testbed/boot.sh on the patched hypervisor (sched=credit):

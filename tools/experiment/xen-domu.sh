@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=sh disable=SC3043  # busybox ash has local
 # xen-domu.sh - a PV domU of tools/experiment/xen.sh (busybox ash): runs
 # guestload through xgpu's frontend over the Xen transport each time dom0

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # xen.sh - make experiment's coupled loop on real Xen: Xen 4.17's credit
 # scheduler with xgpu's schedule export (xen-sched-patch/build.sh), booted
 # with sched=credit under QEMU's software CPU on 2 CPUs (tools/xen-testbed),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* bandwidth.cu - bulk copy bandwidth for `make gpu-validate`: cudaMemcpy host
  * to device and device to host, from pageable (malloc) and pinned
  * (cudaMallocHost) memory, at a list of sizes. Each point is one untimed copy

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bundle.sh - packs what `make gpu-validate` runs into one folder for a GPU
 # machine that has NVIDIA's driver and toolkit but none of this project's
 # Debian packages (libxen, jansson, jq ...) and cannot fetch them: the built

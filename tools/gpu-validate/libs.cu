@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // libs.cu - gpu-validate's check of NVIDIA's libraries through xgpu: a cuBLAS
 // Sgemm and a cuFFT transform pair whose results are judged on the host,
 // built with nvcc's default static runtime as most CUDA software is (so that

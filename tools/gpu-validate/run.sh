@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - `make gpu-validate`: xgpu against NVIDIA's own runtime on a GPU
 # machine, in one folder of tables and raw logs.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xgpu-schedexp.c - dumps the schedule the patched Xen credit scheduler
  * exports (xen-sched-patch/) as JSON, one snapshot per line: the header,
  * every PCPU record and every used domain slot. Run in dom0 as root; the

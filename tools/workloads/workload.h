@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* workload.h - what the bundled CUDA programs (tools/workloads/<name>/ and
  * tools/gpu-validate/bandwidth.cu) share: failing a CUDA call with a RESULT
  * line, the clock, the output checksum and the option parsers. Header-only,

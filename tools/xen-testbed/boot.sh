@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # boot.sh - boots Debian's Xen 4.17 with a PV dom0 under QEMU's software CPU
 # (no KVM, no Xen on the host) and runs a script as root in dom0.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=sh disable=SC3043  # busybox ash: local is fine
 # dom0-lib.sh - helpers for dom0 scripts (installed as /xtb/lib.sh in dom0;
 # source it). Guests are PV domUs built by mkinitrd.sh domu; their consoles

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fetch.sh - downloads and extracts the guest packages into the cache (what
 # boot.sh and mkinitrd.sh do on first use) and builds both cached base
 # initramfs parts; prints where they are. For warming a CI cache.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # init-dom0.sh - /init of the dom0 initramfs: brings up the Xen control plane
 # (drivers, xenfs, xenstored, dom0's xenstore entries, xenconsoled logging
 # every guest console to /var/log/xen/console/guest-<name>.log), then runs the

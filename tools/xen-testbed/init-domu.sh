@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # init-domu.sh - /init of a PV domU initramfs: loads the drivers a guest needs
 # for userspace grants and event channels, runs /xtb/run, and prints
 # XTB-DOMU-RC=<n> on its console (which dom0's xenconsoled logs) before

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash
 # lib.sh - shared by the xen-testbed scripts (sourced, not run): the package
 # cache (Debian's Xen 4.17, kernel and busybox, downloaded and extracted, never

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mkinitrd.sh - builds the initramfs of a testbed dom0 or PV domU.
 #
 #   mkinitrd.sh dom0|domu -o OUT [options] SCRIPT

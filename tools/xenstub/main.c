@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* main.c - the xgpu-xenstub command: serves an in-memory Xen on a socket in
  * the foreground, or (ctl ...) sends one control request to a running one. */
 #include "xenstub.h"

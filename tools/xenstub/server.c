@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* server.c - xgpu-xenstub's socket server and in-process API: one thread
  * polls the listening socket and every connection, decodes requests (every
  * length and count bounded; a malformed request drops that connection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* wire.h - the protocol between xenif_stub.c (the client side of every
  * xenif.h ops table) and xgpu-xenstub (the in-memory hypervisor and store).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenmem.c - xgpu-xenstub's model: a xenstore tree with C xenstored's
  * permission, watch and transaction rules, domains, per-domain event channel
  * ports, and grant tables whose pages are memfd pages. The server (server.c)

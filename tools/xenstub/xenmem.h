@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenmem.h - xgpu-xenstub's model (internal): the store, domains, event
  * channels and grant tables, and the per-connection state they hang on.
  * Every function here runs under the server's one mutex. */

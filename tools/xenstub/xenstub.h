@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xenstub.h - xgpu-xenstub in-process: an in-memory Xen (xenstore, event
  * channels, grant tables for several domains) served on an AF_UNIX socket
  * from a thread, for unit tests of modules that talk to Xen through

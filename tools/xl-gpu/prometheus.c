@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* prometheus.c - `xl-gpu stats --prometheus`: the daemon's stats object in
  * Prometheus's text exposition format (version 0.0.4), for a textfile
  * collector or a scrape wrapper, so operators can graph shares over time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* top.c - `xl-gpu top`, in the manner of xentop: one row per domain with
  * its credit, GPU slot and busy share, memory, call rate and p99 queue wait,
  * refreshed every few seconds, sortable from the keyboard; -b prints frames

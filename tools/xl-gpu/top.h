@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* top.h - `xl-gpu top` (top.c) and `xl-gpu stats --prometheus`
  * (prometheus.c). */
 #ifndef XLGPU_TOP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xen.c - xl-gpu's Xen mode: reads a domain's `gpu = [ "..." ]` line with
  * libxlutil, writes the vgpu device's xenstore directories (BRIEF section 4,
  * common/xenvgpu.h) in one transaction, tears them down with xgpud's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xen.h - xl-gpu's Xen mode: the commands that work on xenstore (attach,
  * detach, create) and the xenstore side of credit and policy, which xgpud
  * watches and applies live. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* xl-gpu.c - the xgpu command-line tool, in the style of xl: asks the local
  * xgpud (over its socket, found as the daemon and the frontend find it) for
  * its domains and statistics; the Xen-mode commands live in xen.c. */

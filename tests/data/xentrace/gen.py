@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 # gen.py - writes the recorded trace buffers test_xentrace parses, in the exact
 # binary layout Xen 4.17 writes (xen/include/public/trace.h, struct t_rec):
 # a little-endian u32 header (event id in bits 0-27, extra-word count in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # record-real.sh - records real_credit_2cpu.bin: boots Debian's Xen 4.17
 # (sched=credit, 2 CPUs) under QEMU with tools/xen-testbed, starts a PV domU
 # that spins, records 2 s of scheduler events with Debian's xentrace

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* BlackScholes.cu - European call and put prices for N options with the
  * Black-Scholes formula, in the style of the CUDA sample: a batch of kernel
  * launches timed with events, a double-precision CPU reference, and an error

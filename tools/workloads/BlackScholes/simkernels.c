@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simkernels.c - host implementation of BlackScholes.cu's kernel for the
  * simulated driver (the same float formulas and CND polynomial as the device
  * code), and its modeled H100 device time.

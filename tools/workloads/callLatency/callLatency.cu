@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* callLatency.cu - how long single CUDA runtime calls take: (a) an empty
  * kernel launch followed by cudaStreamSynchronize, (b) cudaStreamQuery on an
  * idle stream, (c) a 4-byte cudaMemcpy host-to-device and device-to-host,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simkernels.c - host implementations of callLatency.cu's kernels for the
  * simulated driver, and their modeled H100 device time.
  *

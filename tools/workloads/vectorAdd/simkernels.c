@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* simkernels.c - host implementation of vectorAdd.cu's kernel for the
  * simulated driver, and its modeled H100 device time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vectorAdd.cu - the classic CUDA vector addition C = A + B, as a bundled
  * workload: repeats the launch (-i) and whole passes (-t, for demos), checks
  * every element against the CPU and ends with one RESULT line (with a checksum
