@@ -1,6 +1,6 @@
 /* graph.c - freeing a guest's instantiated graph, shared by its destroy
  * (dispatch.c) and the cleanup of its process (channel.c). */
-#include "exec/graph.h"
+#include "graph.h"
 
 #include <stdlib.h>
 
