@@ -36,7 +36,7 @@ NVCCFLAGS_STATIC ?= -O2 $(CUDA_ARCH)
 NVCCFLAGS_RDC ?= -O2 -rdc=true $(CUDA_ARCH)
 
 WARN := -Wall -Wextra -Werror -Wno-unused-parameter
-CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -Ipolicies -Ixen-sched-patch -I$(CUDA_HOME)/include
+CFLAGS_COMMON := -std=c11 -D_GNU_SOURCE -g -pthread -fPIC $(WARN) -Icommon -Ibackend -Ibackend/xgpud -Ibackend/executor -Ipolicies -Ixen-sched-patch -I$(CUDA_HOME)/include
 ifeq ($(SAN),1)
 OPT := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDSAN := -fsanitize=address,undefined
@@ -73,8 +73,8 @@ CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xe
 	frontend/managed.c
 RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
 DRIVER_SRC := $(wildcard frontend/driver/*.c)
-BACKEND_SRC := $(filter-out backend/xgpud.c,$(wildcard backend/*.c)) \
-	$(wildcard backend/transport/*.c backend/schedsrc/*.c backend/exec/*.c) $(wildcard policies/*.c) \
+BACKEND_SRC := $(filter-out backend/xgpud/xgpud.c,$(wildcard backend/xgpud/*.c)) \
+	$(wildcard backend/transport/*.c backend/schedsrc/*.c backend/executor/*.c) $(wildcard policies/*.c) \
 	xen-sched-patch/reader.c
 SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
 XLGPU_SRC := $(wildcard tools/xl-gpu/*.c)
@@ -353,7 +353,7 @@ $(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
 		-Wl,--whole-archive $(SIMDRV_A) -Wl,--no-whole-archive $(COMMON_A) \
 		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
-$(XGPUD): $(call obj,backend/xgpud.c) $(BACKEND_A) $(COMMON_A)
+$(XGPUD): $(call obj,backend/xgpud/xgpud.c) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
@@ -425,11 +425,11 @@ TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
 TEST_LIBS_test_md2 := $(OBJ)/frontend/driver/md2.o
 TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
 # The scheduler core and every policy, driven in virtual time.
-TEST_LIBS_test_sched := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
+TEST_LIBS_test_sched := $(OBJ)/backend/xgpud/scheduler.o $(call obj,$(wildcard policies/*.c)) \
 	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
-TEST_LIBS_test_config := $(OBJ)/backend/config.o
+TEST_LIBS_test_config := $(OBJ)/backend/xgpud/config.o
 TEST_LIBS_test_hypsrc := $(BACKEND_A)
 TEST_LIBS_test_xenstub := $(XENSTUB_A)
 # The real xl-gpu binary in Xen mode against the in-process stub.
@@ -441,7 +441,7 @@ TEST_LIBS_test_hypsrc_xen := $(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend
 	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
 # The export reader and the `xenpatch` source over a test writer's pages, and
 # augc/cosched driven over them in virtual time.
-TEST_LIBS_test_schedexp := $(OBJ)/backend/scheduler.o $(call obj,$(wildcard policies/*.c)) \
+TEST_LIBS_test_schedexp := $(OBJ)/backend/xgpud/scheduler.o $(call obj,$(wildcard policies/*.c)) \
 	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xentrace.o $(OBJ)/backend/schedsrc/xentrace_parse.o
@@ -451,7 +451,7 @@ TEST_LIBS_test_xentrace := $(OBJ)/backend/schedsrc/xentrace_parse.o $(OBJ)/backe
 	$(OBJ)/backend/schedsrc/hypsrc_xen.o $(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o \
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
 # The per-domain histograms (service time, queue wait).
-TEST_LIBS_test_stats := $(OBJ)/backend/stats.o
+TEST_LIBS_test_stats :=
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule

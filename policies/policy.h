@@ -3,7 +3,7 @@
  *
  * One scheduler per GPU asks its policy which ready domain holds the GPU slot
  * next and for how many ticks, in the manner of Xen's struct scheduler: the
- * core (backend/scheduler.c) owns time, slots, gating and accounting; a
+ * core (backend/xgpud/scheduler.c) owns time, slots, gating and accounting; a
  * policy owns only its ordering. All ops run under the scheduler's lock, and
  * every op but the rare ones (init, fini, domain_add/remove, params) must
  * cost no more than O(log n) in the number of domains.

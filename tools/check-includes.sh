@@ -3,7 +3,7 @@
 # check-includes.sh - fails if backend/'s modules include each other in a
 # circle, or if a transport includes more of the daemon than it may.
 #
-# A module is a .c file and its .h (backend/domain.c + domain.h), so
+# A module is a .c file and its .h (backend/xgpud/domain.c + domain.h), so
 # "domain.c includes poller.h, poller.c includes domain.h" counts as a circle
 # even though no header includes itself. tsort finds the loops.
 #
@@ -17,11 +17,11 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
 
 # Resolves an #include "NAME" of FILE the way the compiler does for backend/
-# (the file's folder first, then -Ibackend); prints the module or nothing.
+# (the file's folder first, then -Ibackend, -Ibackend/xgpud, -Ibackend/executor); prints the module or nothing.
 resolve() {
 	local file=$1 name=$2 dir
 	dir=$(dirname "$file")
-	for cand in "$dir/$name" "backend/$name"; do
+	for cand in "$dir/$name" "backend/$name" "backend/xgpud/$name" "backend/executor/$name"; do
 		if [ -f "$cand" ]; then
 			cand=$(realpath --relative-to=. "$cand")
 			echo "${cand%.*}"
@@ -52,10 +52,10 @@ if ! loops=$(tsort <<<"$edges" 2>&1 >/dev/null) || [ -n "$loops" ]; then
 fi
 
 # Where the compiler finds #include "NAME" of FILE: the file's folder, then
-# -Icommon -Ibackend -Ipolicies in the Makefile's order; prints the path.
+# -Icommon -Ibackend -Ibackend/xgpud -Ibackend/executor -Ipolicies in the Makefile's order; prints the path.
 locate() {
 	local file=$1 name=$2
-	for cand in "$(dirname "$file")/$name" "common/$name" "backend/$name" "policies/$name"; do
+	for cand in "$(dirname "$file")/$name" "common/$name" "backend/$name" "backend/xgpud/$name" "backend/executor/$name" "policies/$name"; do
 		if [ -f "$cand" ]; then
 			realpath --relative-to=. "$cand"
 			return
@@ -69,7 +69,7 @@ forbidden=$(
 			while read -r name; do
 				to=$(locate "$file" "$name")
 				case $to in
-				backend/core.h | backend/transport/*) ;;
+				backend/xgpud/core.h | backend/transport/*) ;;
 				backend/* | policies/*) echo "  $file includes $to" ;;
 				esac
 			done

@@ -21,9 +21,9 @@ fail() {
 # The circle this layout removed: the model header including a transport
 # that includes the model.
 cp -r "$src/backend" "$tmp/backend"
-sed -i '0,/^#include "exec\/driver.h"$/s//#include "exec\/driver.h"\n#include "transport\/xenbus.h"/' \
-	"$tmp/backend/core.h"
-grep -q 'transport/xenbus.h' "$tmp/backend/core.h" || fail "could not plant the circle in core.h"
+sed -i '0,/^#include "driver.h"$/s//#include "driver.h"\n#include "transport\/xenbus.h"/' \
+	"$tmp/backend/xgpud/core.h"
+grep -q 'transport/xenbus.h' "$tmp/backend/xgpud/core.h" || fail "could not plant the circle in core.h"
 if "$check" "$tmp" 2>"$tmp/planted.err"; then
 	fail "check-includes.sh accepted core.h -> xenbus.h -> core.h"
 fi

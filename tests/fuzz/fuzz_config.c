@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_config.c - libFuzzer harness for `xgpud --config FILE`
- * (backend/config.c over libxlutil, and the GPU spec parser for each domain
+ * (backend/xgpud/config.c over libxlutil, and the GPU spec parser for each domain
  * entry). The input is the file's text, read from a memfd by its
  * /proc/self/fd path exactly as the daemon reads a path. */
 #include "config.h"

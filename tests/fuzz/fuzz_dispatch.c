@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_dispatch.c - libFuzzer harness for the request decoder and dispatcher
- * (backend/exec/dispatch.c) over the simulated driver: a real struct xgpud
+ * (backend/executor/dispatch.c) over the simulated driver: a real struct xgpud
  * (sim executor, scheduler thread and all), one domain, and one channel whose
  * region lives in this process. Each input is a sequence of requests with
  * their bulk data, run in order on the same channel, so handles made by one
@@ -27,7 +27,7 @@
 #include "proto.h"
 #include "queue.h"
 #include "util.h"
-#include "exec/dispatch.h"
+#include "dispatch.h"
 
 #include <stdint.h>
 #include <stdlib.h>

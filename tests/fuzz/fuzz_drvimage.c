@@ -26,7 +26,7 @@
 #include "proto.h"
 #include "queue.h"
 #include "util.h"
-#include "exec/dispatch.h"
+#include "dispatch.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include "daemon.h"
 #include "domain.h"
 #include "log.h"
-#include "exec/exec.h"
+#include "exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

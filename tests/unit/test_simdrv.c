@@ -28,7 +28,7 @@
 
 #include <cuda.h>
 
-#include "exec/driver.h"
+#include "driver.h"
 #include "fatbin.h"
 #include "simdrv/simdrv_int.h" /* internals tested directly: sim_ptx_vars */
 

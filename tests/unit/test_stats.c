@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_stats.c - the per-domain histograms of backend/stats.c: bucket edges
+/* test_stats.c - the per-domain histograms of common/stats.c: bucket edges
  * (exact at powers of two, as xl-gpu's Prometheus histogram sums them), the
  * percentiles of known samples within a bucket's 25 %, the queue-wait and
  * service-time histograms kept apart, the overflow bucket. */

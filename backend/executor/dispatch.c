@@ -14,10 +14,10 @@
 #include "log.h"
 #include "scheduler.h"
 #include "util.h"
-#include "exec/dispatch.h"
+#include "dispatch.h"
 #include "channel.h"
-#include "exec/exec.h"
-#include "exec/graph.h"
+#include "exec.h"
+#include "graph.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>

@@ -14,8 +14,8 @@
 #include "util.h"
 #include "poller.h"
 #include "channel.h"
-#include "exec/dispatch.h"
-#include "exec/exec.h"
+#include "dispatch.h"
+#include "exec.h"
 
 #include <errno.h>
 #include <signal.h>

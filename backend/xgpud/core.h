@@ -14,9 +14,9 @@
 #ifndef XGPU_CORE_H
 #define XGPU_CORE_H
 
-#include "exec/driver.h"
-#include "exec/memmap.h"
-#include "exec/objtab.h"
+#include "driver.h"
+#include "memmap.h"
+#include "objtab.h"
 #include "fatbin.h"
 #include "gpuspec.h"
 #include "log.h"

@@ -3,7 +3,7 @@
  * device pointer a guest names is checked to lie inside one of its own
  * channel's allocations before the driver sees it. */
 #include "util.h"
-#include "exec/memmap.h"
+#include "memmap.h"
 
 #include <stddef.h>
 

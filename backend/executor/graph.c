@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* graph.c - freeing a guest's instantiated graph, shared by its destroy
  * (dispatch.c) and the cleanup of its process (channel.c). */
-#include "exec/graph.h"
+#include "graph.h"
 
 #include <stdlib.h>
 

@@ -10,7 +10,7 @@
 #include "cuerr.h"
 #include "log.h"
 #include "util.h"
-#include "exec/exec.h"
+#include "exec.h"
 
 #include <cuda_runtime_api.h>
 #include <stdlib.h>

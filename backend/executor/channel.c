@@ -4,8 +4,8 @@
  * (after its queued work drains), and its domain's accounting shows it. */
 #include "log.h"
 #include "channel.h"
-#include "exec/exec.h"
-#include "exec/graph.h"
+#include "exec.h"
+#include "graph.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

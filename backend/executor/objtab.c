@@ -2,7 +2,7 @@
 /* objtab.c - per-domain handle tables. A handle is (generation << 32 | index);
  * freeing an entry bumps its generation, so a stale or guessed handle never
  * names a live object, and lookups also check kind and owning channel. */
-#include "exec/objtab.h"
+#include "objtab.h"
 
 #include <stdlib.h>
 #include <string.h>

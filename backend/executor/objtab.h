@@ -5,7 +5,7 @@
 
 #include "fatbin.h"
 #include "proto.h"
-#include "exec/driver.h"
+#include "driver.h"
 
 #include <stdbool.h>
 #include <stdint.h>
