@@ -235,7 +235,7 @@ case ${1:---symbols} in
 	} >"$src/frontend/driver/cuda13.procs"
 	;;
 *)
-	sed -n '2,/^set -e/p' "$0" | sed '$d; /SPDX-License-Identifier/d; s/^# \{0,1\}//' >&2
+	sed -n '2,/^set -e/p' "$0" | sed '$d; /^# SPDX-License-Identifier:/d; s/^# \{0,1\}//' >&2
 	exit 2
 	;;
 esac

@@ -127,7 +127,7 @@ case ${1:---symbols} in
 	nonerror >"$src/frontend/cudart13.nonerror"
 	;;
 *)
-	sed -n '2,/^set -e/p' "$0" | sed '$d; /SPDX-License-Identifier/d; s/^# \{0,1\}//' >&2
+	sed -n '2,/^set -e/p' "$0" | sed '$d; /^# SPDX-License-Identifier:/d; s/^# \{0,1\}//' >&2
 	exit 2
 	;;
 esac

@@ -27,7 +27,7 @@ root=${2:-$here}
 case $mode in
 --check | --fix | --list) ;;
 *)
-	sed -n '2,/^set -e/p' "$0" | sed '$d; /SPDX-License-Identifier/d; s/^# \{0,1\}//'
+	sed -n '2,/^set -e/p' "$0" | sed '$d; /^# SPDX-License-Identifier:/d; s/^# \{0,1\}//'
 	[ "$mode" = --help ] || [ "$mode" = -h ]
 	exit
 	;;

@@ -59,7 +59,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
 	--report) report=${2:?--report needs a folder}; shift ;;
-	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; /SPDX-License-Identifier/d; s/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,/^set -e/p' "$0" | sed '$d; /^# SPDX-License-Identifier:/d; s/^# \{0,1\}//'; exit 0 ;;
 	-*) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
 	*) break ;;
 	esac
