@@ -66,13 +66,16 @@ DEPS_STAMP := build/.deps-ok
 
 # ---- sources -------------------------------------------------------------
 COMMON_SRC := $(wildcard common/*.c)
-FRONTEND_SRC := $(wildcard frontend/*.c)
-# The channel client: linked into libcuda.so.1 only, which exports it to
-# libcudart.so.13 so that a process has one channel (docs/design.md, "Driver API").
-CLIENT_SRC := frontend/client.c frontend/transport_local.c frontend/transport_xen.c frontend/streamstate.c \
-	frontend/managed.c
-RUNTIME_SRC := $(filter-out $(CLIENT_SRC),$(FRONTEND_SRC))
+# frontend/: the two frontends and the channel client they share.
+# frontend/channel/: the channel client and the per-process state kept with
+# it (stream state, managed memory); linked into libcuda.so.1 only, which
+# exports it to libcudart.so.13 so that a process has one channel
+# (docs/design.md, "Driver API").
+CLIENT_SRC := $(wildcard frontend/channel/*.c)
+# frontend/runtime/: libcudart.so.13; frontend/driver/: libcuda.so.1.
+RUNTIME_SRC := $(wildcard frontend/runtime/*.c)
 DRIVER_SRC := $(wildcard frontend/driver/*.c)
+FRONTEND_SRC := $(RUNTIME_SRC) $(CLIENT_SRC)
 BACKEND_SRC := $(filter-out backend/xgpud/xgpud.c,$(wildcard backend/xgpud/*.c)) \
 	$(wildcard backend/transport/*.c backend/schedsrc/*.c backend/executor/*.c) $(wildcard policies/*.c) \
 	xen-sched-patch/reader.c
@@ -284,8 +287,12 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 $(OBJ)/backend/schedsrc/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/xen-sched-patch/reader.o: ALL_CFLAGS += -std=gnu11
 $(OBJ)/backend/schedsrc/hypsrc_xentrace.o: ALL_CFLAGS += -std=gnu11
-# The driver frontend shares the runtime frontend's client headers.
-$(call obj,$(DRIVER_SRC)): ALL_CFLAGS += -Ifrontend
+# Both frontends include the channel client's headers. The runtime calls
+# what libcuda.so.1 exports beside the client (allocs.h, mempool.h,
+# copy2d.h in frontend/driver/); the driver links the runtime's error
+# descriptions and launch-configuration check (errors.c, devprop.c).
+$(call obj,$(RUNTIME_SRC)): ALL_CFLAGS += -Ifrontend/channel -Ifrontend/driver
+$(call obj,$(DRIVER_SRC)): ALL_CFLAGS += -Ifrontend/channel -Ifrontend/runtime
 
 $(COMMON_A): $(call obj,$(COMMON_SRC))
 $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
@@ -304,21 +311,21 @@ $(COMMON_A) $(FRONTEND_A) $(RUNTIME_A) $(DRIVER_A) $(BACKEND_A) $(SIMDRV_A) $(XE
 # implement becomes a stub returning cudaErrorNotSupported (and telling the
 # daemon), so any program linked against the real library loads against ours.
 UNSUPPORTED_C := $(OBJ)/gen/unsupported.c
-$(UNSUPPORTED_C): frontend/cudart13.symbols frontend/cudart13.nonerror tools/gen-unsupported.sh $(FRONTEND_A)
+$(UNSUPPORTED_C): frontend/runtime/cudart13.symbols frontend/runtime/cudart13.nonerror tools/gen-unsupported.sh $(FRONTEND_A)
 	@mkdir -p $(dir $@)
 	$(call say,GEN,$@)
-	$(Q)tools/gen-unsupported.sh $@ frontend/cudart13.symbols $(FRONTEND_A)
+	$(Q)tools/gen-unsupported.sh $@ frontend/runtime/cudart13.symbols $(FRONTEND_A)
 
 $(OBJ)/gen/unsupported.o: $(UNSUPPORTED_C)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend -c $< -o $@
+	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend/runtime -c $< -o $@
 
 # libcudart.so.13 takes the channel client from our libcuda.so.1 (found
 # beside it: RUNPATH $ORIGIN), so both APIs in one process share it.
-$(CUDART): $(RUNTIME_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/libcudart.map $(CUDADRV)
+$(CUDART): $(RUNTIME_A) $(COMMON_A) $(OBJ)/gen/unsupported.o frontend/runtime/libcudart.map $(CUDADRV)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/libcudart.map \
+	$(Q)$(CC) -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script=frontend/runtime/libcudart.map \
 		-Wl,--whole-archive $(RUNTIME_A) -Wl,--no-whole-archive $(OBJ)/gen/unsupported.o $(COMMON_A) \
 		$(CUDADRV) -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 	ln -sf libcudart.so.13 $(LIB)/libcudart.so
@@ -338,13 +345,13 @@ $(OBJ)/gen/cuda_stubs.o: $(CUDA_STUBS_C)
 
 # errors.o: the error descriptions cuGetErrorString shares with the runtime;
 # devprop.o: the launch-configuration check both frontends make.
-$(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/errors.o $(OBJ)/frontend/devprop.o $(COMMON_A) $(OBJ)/gen/cuda_stubs.o \
+$(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/runtime/errors.o $(OBJ)/frontend/runtime/devprop.o $(COMMON_A) $(OBJ)/gen/cuda_stubs.o \
 		frontend/driver/libcuda.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=frontend/driver/libcuda.map \
-		-Wl,--whole-archive $(DRIVER_A) -Wl,--no-whole-archive $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/errors.o \
-		$(OBJ)/frontend/devprop.o $(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+		-Wl,--whole-archive $(DRIVER_A) -Wl,--no-whole-archive $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/runtime/errors.o \
+		$(OBJ)/frontend/runtime/devprop.o $(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
 $(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
 	@mkdir -p $(dir $@)
@@ -406,7 +413,7 @@ define bench_rule
 $(BIN)/$(1): tools/bench/$(1).c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $$(dir $$@)
 	$$(call say,LD,$$@)
-	$$(Q)$$(CC) $$(ALL_CFLAGS) -Ifrontend $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
+	$$(Q)$$(CC) $$(ALL_CFLAGS) -Ifrontend/channel $$< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $$@ $$(LDFLAGS_ALL) $$(LIBS_DAEMON)
 endef
 $(foreach b,$(patsubst tools/bench/%.c,%,$(BENCH_SRC)),$(eval $(call bench_rule,$(b))))
 
@@ -421,9 +428,9 @@ $(BENCH_FATBIN): tools/bench/null_kernel.cu | $(DEPS_STAMP)
 TEST_LIBS_test_simdrv := $(SIMDRV_A)
 TEST_LIBS_test_simkernels :=
 # Frontend pieces tested on their own, without the whole (changing) frontend archive.
-TEST_LIBS_test_errors := $(OBJ)/frontend/errors.o
+TEST_LIBS_test_errors := $(OBJ)/frontend/runtime/errors.o
 TEST_LIBS_test_md2 := $(OBJ)/frontend/driver/md2.o
-TEST_LIBS_test_devprop := $(OBJ)/frontend/devprop.o
+TEST_LIBS_test_devprop := $(OBJ)/frontend/runtime/devprop.o
 # The scheduler core and every policy, driven in virtual time.
 TEST_LIBS_test_sched := $(OBJ)/backend/xgpud/scheduler.o $(call obj,$(wildcard policies/*.c)) \
 	$(OBJ)/backend/schedsrc/hypsrc.o $(OBJ)/backend/schedsrc/hypsrc_sim.o $(OBJ)/backend/schedsrc/hypsrc_local.o $(OBJ)/backend/schedsrc/oncpu.o $(OBJ)/backend/schedsrc/hypsrc_xen.o \
@@ -517,7 +524,7 @@ $(TST)/data/drvsample_kernels.fatbin: tests/data/drvsample_kernels.cu | $(DEPS_S
 $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+	$(Q)$(CC) $(ALL_CFLAGS) -Ifrontend/channel $< $(FRONTEND_A) $(BACKEND_A) $(COMMON_A) -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 include tests/fuzz/fuzz.mk
 include tests/samples/graphs.mk

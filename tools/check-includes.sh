@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # check-includes.sh - fails if backend/'s modules include each other in a
-# circle, or if a transport includes more of the daemon than it may.
+# circle, if a transport includes more of the daemon than it may, or if the
+# frontend's channel client includes either frontend.
 #
 # A module is a .c file and its .h (backend/xgpud/domain.c + domain.h), so
 # "domain.c includes poller.h, poller.c includes domain.h" counts as a circle
@@ -81,6 +82,45 @@ if [ -n "$forbidden" ]; then
 	echo "$forbidden" >&2
 	status=1
 fi
+
+# frontend/channel/ is the client both frontends link (in libcuda.so.1,
+# exported to libcudart.so.13): it includes common/ and itself, nothing of
+# either frontend. The runtime reaches into frontend/driver/ only for what
+# libcuda.so.1 exports beside the client (the headers listed here). Where the
+# compiler finds #include "NAME" of a frontend file: its folder, common/, then
+# the -I folders the Makefile gives that part (channel/, driver/, runtime/).
+DRIVER_EXPORTS="allocs.h copy2d.h mempool.h"
+flocate() {
+	local file=$1 name=$2 cand
+	for cand in "$(dirname "$file")/$name" "common/$name" "frontend/channel/$name" \
+		"frontend/driver/$name" "frontend/runtime/$name"; do
+		if [ -f "$cand" ]; then
+			realpath --relative-to=. "$cand"
+			return
+		fi
+	done
+}
+frontend_forbidden=$(
+	for file in $(find frontend -name '*.[ch]' | sort); do
+		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file" |
+			while read -r name; do
+				to=$(flocate "$file" "$name")
+				case $file:$to in
+				frontend/channel/*:frontend/channel/* | *:common/* | *:) ;;
+				frontend/channel/*:*) echo "  $file includes $to" ;;
+				frontend/runtime/*:frontend/driver/*)
+					[[ " $DRIVER_EXPORTS " == *" $(basename "$to") "* ]] ||
+						echo "  $file includes $to" ;;
+				esac
+			done
+	done
+)
+if [ -n "$frontend_forbidden" ]; then
+	echo "check-includes: frontend/channel/ may include only itself and common/, and" \
+		"frontend/runtime/ only what libcuda.so.1 exports of frontend/driver/ ($DRIVER_EXPORTS):" >&2
+	echo "$frontend_forbidden" >&2
+	status=1
+fi
 [ $status -eq 0 ] || exit $status
 echo "check-includes: $(wc -l <<<"$edges") module includes under backend/, no circle;" \
-	"transport/ includes only core.h of the daemon"
+	"transport/ includes only core.h of the daemon; frontend/channel/ includes neither frontend"

@@ -8,7 +8,7 @@
 #   tools/list-cudart-symbols.sh --nonerror    "NAME<TAB>RETURN TYPE" for every
 #                                              exported function that does not
 #                                              return cudaError_t
-#   tools/list-cudart-symbols.sh --write       all three into frontend/:
+#   tools/list-cudart-symbols.sh --write       all three into frontend/runtime/:
 #                                              cudart13.symbols, libcudart.map,
 #                                              cudart13.nonerror
 #
@@ -122,9 +122,9 @@ case ${1:---symbols} in
 --map) map ;;
 --nonerror) nonerror ;;
 --write)
-	symbols >"$src/frontend/cudart13.symbols"
-	map >"$src/frontend/libcudart.map"
-	nonerror >"$src/frontend/cudart13.nonerror"
+	symbols >"$src/frontend/runtime/cudart13.symbols"
+	map >"$src/frontend/runtime/libcudart.map"
+	nonerror >"$src/frontend/runtime/cudart13.nonerror"
 	;;
 *)
 	sed -n '2,/^set -e/p' "$0" | sed '$d; /^# SPDX-License-Identifier:/d; s/^# \{0,1\}//' >&2

@@ -56,7 +56,7 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 }
 
 /* Managed memory: one address valid in this process and on the device, kept
- * coherent by frontend/managed.c at launches and synchronisation points. */
+ * coherent by frontend/channel/managed.c at launches and synchronisation points. */
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
 	struct xgpu_client *c;

@@ -486,7 +486,7 @@ CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
 }
 
 /* A __managed__ variable, as NVIDIA's runtime asks for it to give host code
- * its address: mapped into this process by frontend/managed.c, at the
+ * its address: mapped into this process by frontend/channel/managed.c, at the
  * device's address where it can be (then the two are one pointer). */
 CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
 {

@@ -90,7 +90,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 
 /* ---- error descriptions ------------------------------------------------- */
 
-/* The runtime's description of the same number (frontend/errors.c, linked
+/* The runtime's description of the same number (frontend/runtime/errors.c, linked
  * into this library too): CUDA 13 numbers both APIs' errors alike. */
 const char *cudaGetErrorString(cudaError_t error);
 

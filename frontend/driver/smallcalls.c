@@ -5,7 +5,7 @@
  * stream attributes, the shared-memory bank configuration (a no-op since
  * Volta) and resetting persisting L2 lines (the access policy window is not
  * applied, so nothing persists). The runtime frontend answers its forms the
- * same way (frontend/api_smallcalls.c). */
+ * same way (frontend/runtime/api_smallcalls.c). */
 #include "driver.h"
 
 #include <stdio.h>

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # gen_unsupported.sh - the exported-symbol contract of our libcudart.so.13:
-#  1. frontend/cudart13.symbols, libcudart.map and cudart13.nonerror match what
+#  1. frontend/runtime/cudart13.symbols, libcudart.map and cudart13.nonerror match what
 #     tools/list-cudart-symbols.sh derives from the installed CUDA toolkit;
 #  2. tools/gen-unsupported.sh stubs exactly the undefined names, its output
 #     compiles warning-free, and it refuses when a function that does not
 #     return cudaError_t is missing;
-#  3. a library linked from those stubs with frontend/libcudart.map exports the
+#  3. a library linked from those stubs with frontend/runtime/libcudart.map exports the
 #     same versioned symbols as NVIDIA's, and a program linked against
 #     NVIDIA's library loads against it (every symbol bound at load time) and
 #     gets cudaErrorNotSupported from a stub;
@@ -19,7 +19,7 @@ tmp=${XGPU_TMP:?}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 real=$cuda_home/lib64/libcudart.so.13
 cc=${CC:-gcc}
-cflags=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -I"$cuda_home/include" -I"$src/common" -I"$src/frontend")
+cflags=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -fPIC -I"$cuda_home/include" -I"$src/common" -I"$src/frontend/runtime")
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -36,16 +36,16 @@ exports() {
 echo "== 1. committed lists match the toolkit"
 for what in symbols map nonerror; do
 	case $what in
-	symbols) file=$src/frontend/cudart13.symbols ;;
-	map) file=$src/frontend/libcudart.map ;;
-	nonerror) file=$src/frontend/cudart13.nonerror ;;
+	symbols) file=$src/frontend/runtime/cudart13.symbols ;;
+	map) file=$src/frontend/runtime/libcudart.map ;;
+	nonerror) file=$src/frontend/runtime/cudart13.nonerror ;;
 	esac
 	"$src/tools/list-cudart-symbols.sh" --$what >"$tmp/$what.now"
 	diff -u "$file" "$tmp/$what.now" ||
 		fail "$file is out of date: run tools/list-cudart-symbols.sh --write"
 done
-nsyms=$(grep -c . "$src/frontend/cudart13.symbols")
-echo "$nsyms exported functions, $(grep -vc '^#' "$src/frontend/cudart13.nonerror") not returning cudaError_t"
+nsyms=$(grep -c . "$src/frontend/runtime/cudart13.symbols")
+echo "$nsyms exported functions, $(grep -vc '^#' "$src/frontend/runtime/cudart13.nonerror") not returning cudaError_t"
 
 echo "== 2. generator"
 # Stand-in for the frontend's own objects: every non-cudaError_t function
@@ -85,11 +85,11 @@ cudaError_t xgpu_unsupported(const char *name)
 }
 EOF
 "$cc" "${cflags[@]}" -Wno-unused-parameter -c "$tmp/impl.c" -o "$tmp/impl.o"
-"$cc" "${cflags[@]}" -c "$src/frontend/errors.c" -o "$tmp/errors.o"
+"$cc" "${cflags[@]}" -c "$src/frontend/runtime/errors.c" -o "$tmp/errors.o"
 "$cc" "${cflags[@]}" -Wno-unused-parameter -DOMIT_CHANNEL_DESC -c "$tmp/impl.c" -o "$tmp/impl-short.o"
 ar rcs "$tmp/libimpl.a" "$tmp/impl.o" # archives work as well as objects
 
-"$src/tools/gen-unsupported.sh" "$tmp/unsupported.c" "$src/frontend/cudart13.symbols" \
+"$src/tools/gen-unsupported.sh" "$tmp/unsupported.c" "$src/frontend/runtime/cudart13.symbols" \
 	"$tmp/libimpl.a" "$tmp/errors.o"
 grep -q 'cudaError_t cudaGraphCreate(void)' "$tmp/unsupported.c" || fail "no stub for cudaGraphCreate"
 grep -q 'return xgpu_unsupported("cudaGraphCreate");' "$tmp/unsupported.c" || fail "stub body"
@@ -97,14 +97,14 @@ for defined in cudaMalloc cudaGetErrorName __cudaRegisterFatBinary cudaCreateCha
 	! grep -q "[ *]$defined(void)" "$tmp/unsupported.c" || fail "stubbed $defined although it is defined"
 done
 nstubs=$(grep -c '^cudaError_t [A-Za-z_0-9]*(void)$' "$tmp/unsupported.c")
-nonerr=$(grep -vc '^#' "$src/frontend/cudart13.nonerror")
+nonerr=$(grep -vc '^#' "$src/frontend/runtime/cudart13.nonerror")
 [ "$nstubs" -eq $((nsyms - nonerr - 1)) ] || fail "$nstubs stubs, expected $((nsyms - nonerr - 1))"
 "$cc" "${cflags[@]}" -c "$tmp/unsupported.c" -o "$tmp/unsupported.o" || fail "generated stubs do not compile"
 echo "$nstubs stubs generated and compiled"
 
 # Refusal: a non-cudaError_t function left undefined.
 rm -f "$tmp/refused.c"
-if "$src/tools/gen-unsupported.sh" "$tmp/refused.c" "$src/frontend/cudart13.symbols" \
+if "$src/tools/gen-unsupported.sh" "$tmp/refused.c" "$src/frontend/runtime/cudart13.symbols" \
 	"$tmp/impl-short.o" "$tmp/errors.o" 2>"$tmp/refused.err"; then
 	fail "generator accepted objects without cudaCreateChannelDesc"
 fi
@@ -114,13 +114,13 @@ grep -q cudaCreateChannelDesc "$tmp/refused.err" || fail "refusal does not name 
 [ ! -e "$tmp/refused.c" ] || fail "refused run left an output file"
 ls "$tmp"/refused.c.* >/dev/null 2>&1 && fail "refused run left a temporary file"
 # Refusal also when no objects define anything.
-if "$src/tools/gen-unsupported.sh" "$tmp/refused.c" "$src/frontend/cudart13.symbols" 2>/dev/null; then
+if "$src/tools/gen-unsupported.sh" "$tmp/refused.c" "$src/frontend/runtime/cudart13.symbols" 2>/dev/null; then
 	fail "generator accepted no objects at all"
 fi
 
 echo "== 3. a library built this way stands in for NVIDIA's"
 mkdir -p "$tmp/lib"
-"$cc" -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script="$src/frontend/libcudart.map" \
+"$cc" -shared -Wl,-soname,libcudart.so.13 -Wl,--version-script="$src/frontend/runtime/libcudart.map" \
 	"$tmp/impl.o" "$tmp/errors.o" "$tmp/unsupported.o" -o "$tmp/lib/libcudart.so.13"
 exports "$real" >"$tmp/real.exports"
 exports "$tmp/lib/libcudart.so.13" >"$tmp/ours.exports"
@@ -133,9 +133,9 @@ readelf -V "$tmp/lib/libcudart.so.13" | grep -q 'Name: libcudart.so.13' || fail 
 # The references live in a file of their own, away from the headers' real
 # prototypes.
 {
-	sed 's/.*/extern void &(void);/' "$src/frontend/cudart13.symbols"
+	sed 's/.*/extern void &(void);/' "$src/frontend/runtime/cudart13.symbols"
 	echo 'void (*const all_exports[])(void) = {'
-	sed 's/.*/\t&,/' "$src/frontend/cudart13.symbols"
+	sed 's/.*/\t&,/' "$src/frontend/runtime/cudart13.symbols"
 	echo '};'
 	echo 'const unsigned long n_exports = sizeof(all_exports) / sizeof(all_exports[0]);'
 } >"$tmp/refs.c"

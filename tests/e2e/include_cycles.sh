@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# include_cycles.sh - backend/'s modules include each other in no circle and
-# the transports include no core module but core.h (tools/check-includes.sh
-# on the tree), and the check does fail on copies of backend/ where a
-# transport and the model include each other, or a transport includes a
-# core module (domain.h) or the policy registry (policy.h) directly.
+# include_cycles.sh - backend/'s modules include each other in no circle,
+# the transports include no core module but core.h, and the frontend's
+# channel client includes neither frontend (tools/check-includes.sh on the
+# tree), and the check does fail on copies of backend/ where a transport and
+# the model include each other, or a transport includes a core module
+# (domain.h) or the policy registry (policy.h) directly, and on copies of
+# frontend/ where the channel includes a frontend's header or the runtime
+# the driver frontend's internals.
 set -euo pipefail
 
 src=${XGPU_SRC:?}
@@ -46,4 +49,21 @@ for planted in domain.h policy.h; do
 	grep -q "backend/transport/transport_local.c includes .*$planted" "$tmp/layer.err" ||
 		fail "the report does not name transport_local.c and $planted: $(cat "$tmp/layer.err")"
 done
-echo "ok: no circle in backend/, transport/ includes only core.h; a planted circle and planted includes are caught"
+
+# The frontend's layering: the channel client including a frontend's header,
+# and the runtime including the driver frontend's internals.
+for planted in "frontend/channel/client.c:../driver/driver.h" "frontend/channel/managed.c:../runtime/runtime.h" \
+	"frontend/runtime/api_stream.c:driver.h"; do
+	file=${planted%%:*} name=${planted#*:}
+	rm -rf "$tmp/frontend"
+	cp -r "$src/frontend" "$tmp/frontend"
+	sed -i "0,/^#include /s%^#include %#include \"$name\"\n&%" "$tmp/$file"
+	grep -q "^#include \"$name\"" "$tmp/$file" || fail "could not plant $name in $file"
+	if "$check" "$tmp" 2>"$tmp/fe.err"; then
+		fail "check-includes.sh accepted $file including $name"
+	fi
+	grep -q "$file includes frontend/" "$tmp/fe.err" ||
+		fail "the report does not name $file: $(cat "$tmp/fe.err")"
+done
+echo "ok: no circle in backend/, transport/ includes only core.h, frontend/channel/ includes neither" \
+	"frontend; a planted circle and planted includes are caught"

@@ -14,7 +14,7 @@
 #include <cuda.h>
 
 #include "cuda_enums.h"
-#include "../../frontend/devprop.h"
+#include "../../frontend/runtime/devprop.h"
 
 #define NATTRS ((uint32_t)CU_DEVICE_ATTRIBUTE_MAX)
 
@@ -330,7 +330,7 @@ static const struct {
 	long cu;
 } pairs[] = {
 #define XGPU_DEVATTR(rt, cu) {#rt, (long)(rt), (long)(cu)},
-#include "../../frontend/devprop.def"
+#include "../../frontend/runtime/devprop.def"
 #undef XGPU_DEVATTR
 };
 
@@ -342,7 +342,7 @@ static void test_attr_numbers_match_headers(void **state)
 	assert_true(nrt > 100);
 	assert_true(ncu > 100);
 
-	/* Every cudaDeviceAttr is in frontend/devprop.def, whose compile-time
+	/* Every cudaDeviceAttr is in frontend/runtime/devprop.def, whose compile-time
 	 * checks hold it equal to its CUdevice_attribute. */
 	for (int i = 0; i < nrt; i++) {
 		if (!strcmp(rt[i].name, "cudaDevAttrMax"))
@@ -352,7 +352,7 @@ static void test_attr_numbers_match_headers(void **state)
 			if (!strcmp(pairs[j].rt_name, rt[i].name))
 				break;
 		if (j == sizeof(pairs) / sizeof(pairs[0]))
-			fail_msg("%s (%ld) is missing from frontend/devprop.def", rt[i].name, rt[i].value);
+			fail_msg("%s (%ld) is missing from frontend/runtime/devprop.def", rt[i].name, rt[i].value);
 		assert_int_equal(pairs[j].rt, rt[i].value);
 		assert_int_equal(pairs[j].cu, pairs[j].rt);
 		int v;

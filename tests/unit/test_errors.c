@@ -15,7 +15,7 @@
 
 #include "cuda_enums.h"
 #include "cuerr.h"
-#include "../../frontend/errors.h"
+#include "../../frontend/runtime/errors.h"
 
 #define MAX_ENUMERATORS 1024
 
@@ -57,7 +57,7 @@ static void test_every_enumerator_named(void **state)
 		const char *name = cudaGetErrorName(e);
 		const char *desc = cudaGetErrorString(e);
 		if (strcmp(name, rt_errors[i].name) != 0)
-			fail_msg("%s (%ld) is named \"%s\": add it to frontend/errors.c", rt_errors[i].name,
+			fail_msg("%s (%ld) is named \"%s\": add it to frontend/runtime/errors.c", rt_errors[i].name,
 				 rt_errors[i].value, name);
 		assert_non_null(desc);
 		assert_true(strlen(desc) > 3);

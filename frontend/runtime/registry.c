@@ -202,7 +202,7 @@ XGPU_EXPORT void *__cudaGetProcAddress(const char *symbol, unsigned long long fl
 }
 
 /* Loads the module and maps each of its __managed__ variables into this
- * process (frontend/managed.c); 0 tells nvcc's code to call again. */
+ * process (frontend/channel/managed.c); 0 tells nvcc's code to call again. */
 XGPU_EXPORT char __cudaInitModule(void **handle)
 {
 	struct fe_module *m = (struct fe_module *)handle;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* api_managed.c - the runtime's managed memory: cudaMallocManaged,
  * cudaMemPrefetchAsync and cudaMemAdvise (CUDA 13's forms, with a
- * cudaMemLocation). The memory and its coherence are frontend/managed.c's,
+ * cudaMemLocation). The memory and its coherence are frontend/channel/managed.c's,
  * shared with the driver API. */
 #include "allocs.h"
 #include "managed.h"

@@ -46,7 +46,7 @@ static inline bool xgpu_alloc_on_device(uint64_t addr)
 	return xgpu_alloc_find(addr, 0, &a) && (a.kind == XGPU_ALLOC_DEVICE || a.kind == XGPU_ALLOC_MANAGED);
 }
 
-/* Enters a __managed__ variable that frontend/managed.c mapped at host as
+/* Enters a __managed__ variable that frontend/channel/managed.c mapped at host as
  * managed memory, where one address serves both sides (elsewhere the host
  * copy is not the device's address), and once however often it is asked. */
 static inline void xgpu_alloc_add_managed_var(uint64_t dev, const void *host, uint64_t size)
