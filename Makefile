@@ -76,9 +76,12 @@ CLIENT_SRC := $(wildcard frontend/channel/*.c)
 RUNTIME_SRC := $(wildcard frontend/runtime/*.c)
 DRIVER_SRC := $(wildcard frontend/driver/*.c)
 FRONTEND_SRC := $(RUNTIME_SRC) $(CLIENT_SRC)
+# xgpud, the control plane: its core, transports, schedule sources and policies.
 BACKEND_SRC := $(filter-out backend/xgpud/xgpud.c,$(wildcard backend/xgpud/*.c)) \
-	$(wildcard backend/transport/*.c backend/schedsrc/*.c backend/executor/*.c) $(wildcard policies/*.c) \
+	$(wildcard backend/transport/*.c backend/schedsrc/*.c) $(wildcard policies/*.c) \
 	xen-sched-patch/reader.c
+# xgpu-executor, a domain's accelerator VCPU in a process of its own.
+EXECUTOR_SRC := $(filter-out backend/executor/main.c,$(wildcard backend/executor/*.c)) policies/taskq.c
 SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
 XLGPU_SRC := $(wildcard tools/xl-gpu/*.c)
 # xgpu-xenstub: the in-memory Xen; its archive serves tests in-process.
@@ -91,6 +94,7 @@ FRONTEND_A := $(BUILD)/libxgpu-frontend.a
 RUNTIME_A := $(BUILD)/libxgpu-runtime.a
 DRIVER_A := $(BUILD)/libxgpu-driver.a
 BACKEND_A := $(BUILD)/libxgpu-backend.a
+EXECUTOR_A := $(BUILD)/libxgpu-executor.a
 SIMDRV_A := $(BUILD)/libxgpu-simdrv.a
 XENSTUB_A := $(BUILD)/libxgpu-xenstub.a
 
@@ -98,6 +102,7 @@ CUDART := $(LIB)/libcudart.so.13
 CUDADRV := $(LIB)/libcuda.so.1
 SIMDRV := $(LIB)/libxgpu-simdrv.so
 XGPUD := $(BIN)/xgpud
+EXECUTOR := $(BIN)/xgpu-executor
 XLGPU := $(BIN)/xl-gpu
 XENSTUB := $(BIN)/xgpu-xenstub
 # Dumps the patched Xen's exported schedule as JSON (xen-sched-patch/).
@@ -268,7 +273,7 @@ LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_C
 
 .PHONY: all deps test unit demo bench experiment experiment-xen clean format tests-build gpu-validate gpu-validate-build
 
-all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
+all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(EXECUTOR) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -299,9 +304,10 @@ $(FRONTEND_A): $(call obj,$(FRONTEND_SRC))
 $(RUNTIME_A): $(call obj,$(RUNTIME_SRC))
 $(DRIVER_A): $(call obj,$(DRIVER_SRC))
 $(BACKEND_A): $(call obj,$(BACKEND_SRC))
+$(EXECUTOR_A): $(call obj,$(EXECUTOR_SRC))
 $(SIMDRV_A): $(call obj,$(SIMDRV_SRC))
 $(XENSTUB_A): $(call obj,$(XENSTUB_SRC))
-$(COMMON_A) $(FRONTEND_A) $(RUNTIME_A) $(DRIVER_A) $(BACKEND_A) $(SIMDRV_A) $(XENSTUB_A):
+$(COMMON_A) $(FRONTEND_A) $(RUNTIME_A) $(DRIVER_A) $(BACKEND_A) $(EXECUTOR_A) $(SIMDRV_A) $(XENSTUB_A):
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -364,6 +370,12 @@ $(XGPUD): $(call obj,backend/xgpud/xgpud.c) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
+
+# LIBS_COMMON for the fatbin parser's decompressors and dlopen.
+$(EXECUTOR): $(call obj,backend/executor/main.c) $(EXECUTOR_A) $(COMMON_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
 # xl-gpu checks policy names against the backend's registry (Xen mode).
 $(XLGPU): $(call obj,$(XLGPU_SRC)) $(BACKEND_A) $(COMMON_A)

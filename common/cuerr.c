@@ -35,6 +35,7 @@
 
 #include <cuda.h>
 #include <driver_types.h>
+#include <stdio.h>
 
 #define XGPU_CU_TO_RT(X)                                                                                     \
 	X(CUDA_SUCCESS, cudaSuccess)                                                                         \
@@ -179,5 +180,31 @@ bool xgpu_cuerr_is_launch_failure(int curesult)
 		return true;
 	default:
 		return false;
+	}
+}
+
+const char *xgpu_rt_error_name(int error)
+{
+	switch (error) {
+#define NAME(e)                                                                                              \
+	case e:                                                                                              \
+		return #e
+		NAME(cudaErrorIllegalAddress);
+		NAME(cudaErrorLaunchTimeout);
+		NAME(cudaErrorHardwareStackError);
+		NAME(cudaErrorIllegalInstruction);
+		NAME(cudaErrorMisalignedAddress);
+		NAME(cudaErrorInvalidAddressSpace);
+		NAME(cudaErrorInvalidPc);
+		NAME(cudaErrorLaunchFailure);
+		NAME(cudaErrorECCUncorrectable);
+		NAME(cudaErrorAssert);
+		NAME(cudaErrorDevicesUnavailable);
+#undef NAME
+	default: {
+		static _Thread_local char buf[32];
+		snprintf(buf, sizeof buf, "cudaError %d", error);
+		return buf;
+	}
 	}
 }

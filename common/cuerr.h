@@ -26,4 +26,8 @@ const char *xgpu_cuerr_name(int curesult);
  * agree on the set. */
 bool xgpu_cuerr_is_launch_failure(int curesult);
 
+/* The runtime's name for the errors a context's end can give its processes
+ * ("cudaErrorIllegalAddress"), or "cudaError N" for others; never NULL. */
+const char *xgpu_rt_error_name(int error);
+
 #endif

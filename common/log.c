@@ -13,6 +13,7 @@
 static const char *log_ident = "xgpu";
 static _Atomic int log_level = XGPU_LOG_INFO;
 static bool log_syslog;
+static bool log_relay;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -24,6 +25,20 @@ void xgpu_log_init(const char *ident, enum xgpu_log_level level, bool use_syslog
 	log_syslog = use_syslog;
 	if (use_syslog)
 		openlog(ident, LOG_PID, LOG_DAEMON);
+}
+
+void xgpu_log_init_relay(enum xgpu_log_level level)
+{
+	log_level = level;
+	log_relay = true;
+}
+
+const char *xgpu_log_clean(char *s)
+{
+	for (char *p = s; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+	return s;
 }
 
 void xgpu_log_set_level(enum xgpu_log_level level)
@@ -114,6 +129,19 @@ static void emit(enum xgpu_log_level level, const char *msg)
 	if (log_syslog) {
 		static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 		syslog(prio[level], "%s", msg);
+		return;
+	}
+	if (log_relay) {
+		/* One line per message for the reader to stamp: its level's
+		 * initial, a space, the text without line breaks. */
+		char line[1100];
+		int n = snprintf(line, sizeof line, "%c %s", "EWID"[level], msg);
+		for (int i = 0; i < n && i < (int)sizeof line - 1; i++)
+			if (line[i] == '\n')
+				line[i] = ' ';
+		pthread_mutex_lock(&log_lock);
+		fprintf(stderr, "%s\n", line);
+		pthread_mutex_unlock(&log_lock);
 		return;
 	}
 	struct timespec ts;

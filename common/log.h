@@ -15,6 +15,12 @@
 enum xgpu_log_level { XGPU_LOG_ERROR = 0, XGPU_LOG_WARN, XGPU_LOG_INFO, XGPU_LOG_DEBUG };
 
 void xgpu_log_init(const char *ident, enum xgpu_log_level level, bool use_syslog);
+/* s cut to what may go into a log line from an untrusted source: every
+ * byte outside printable ASCII becomes '?'. Returns s. */
+const char *xgpu_log_clean(char *s);
+/* Lines for another process to log (an executor's, which xgpud relays):
+ * "<E|W|I|D> <message>" on stderr, without time or name. */
+void xgpu_log_init_relay(enum xgpu_log_level level);
 void xgpu_log_set_level(enum xgpu_log_level level);
 bool xgpu_log_enabled(enum xgpu_log_level level);
 /* Parses "error", "warn", "info", "debug"; returns -1 for anything else. */

@@ -35,6 +35,10 @@ struct xgpu_shm_header {
 	struct xgpu_queue rsp;     /* producer: backend */
 	struct xgpu_queue tx;      /* producer: frontend */
 	struct xgpu_queue rx;      /* producer: backend */
+	/* Why the backend's end went away, set before it does: the
+	 * cudaError_t every later call of the process gets (its domain's
+	 * executor failed, timed out or was stopped), 0 if unknown. */
+	_Alignas(64) _Atomic int32_t backend_end;
 };
 
 struct xgpu_shm_params {

@@ -30,7 +30,7 @@ static struct xgpu_sched_dom *slaf_pick(struct xgpu_sched *s, unsigned *ticks)
 	if (!sd)
 		return NULL;
 	*ticks = xgpu_sched_credit_ticks(s, sd);
-	if (sd->sla > 0 && atomic_load_explicit(&sd->context, memory_order_relaxed)) {
+	if (sd->sla > 0 && xgpu_slot_context(sd->report)) {
 		if (share_now(sd, s->now_ns) < sd->sla + SLAF_HEADROOM) {
 			if (sd->extra < XGPU_MAX_SLOT_TICKS)
 				sd->extra++;

@@ -121,6 +121,33 @@ if [ -n "$frontend_forbidden" ]; then
 	echo "$frontend_forbidden" >&2
 	status=1
 fi
+
+# The two programs share only common/ (and the executor policies/taskq.h,
+# its domain's tasks): the executor includes nothing of the control plane,
+# the control plane nothing of the executor.
+crossed=$(
+	for file in $(find backend/executor backend/xgpud backend/transport backend/schedsrc -name '*.[ch]' | sort); do
+		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$file" |
+			while read -r name; do
+				to=$(locate "$file" "$name")
+				case $file:$to in
+				backend/executor/*:backend/xgpud/* | backend/executor/*:backend/transport/* | \
+					backend/executor/*:backend/schedsrc/*) echo "  $file includes $to" ;;
+				backend/executor/*:policies/taskq.h) ;;
+				backend/executor/*:policies/*) echo "  $file includes $to" ;;
+				backend/executor/*) ;;
+				*:backend/executor/*) echo "  $file includes $to" ;;
+				esac
+			done
+	done
+)
+if [ -n "$crossed" ]; then
+	echo "check-includes: xgpud (backend/xgpud, transport, schedsrc) and the executor (backend/executor)" \
+		"are separate programs and share only common/:" >&2
+	echo "$crossed" >&2
+	status=1
+fi
 [ $status -eq 0 ] || exit $status
 echo "check-includes: $(wc -l <<<"$edges") module includes under backend/, no circle;" \
-	"transport/ includes only core.h of the daemon; frontend/channel/ includes neither frontend"
+	"transport/ includes only core.h of the daemon; xgpud and the executor share only common/;" \
+	"frontend/channel/ includes neither frontend"

@@ -18,7 +18,7 @@ struct released {
 static void release(struct xgpu_channel *ch, struct released *out)
 {
 	struct xgpu_domain *dom = ch->dom;
-	struct xgpu_driver *drv = &dom->d->drv;
+	struct xgpu_driver *drv = &dom->x->drv;
 	if (!dom->ctx)
 		return;
 	/* The process's queued work may still read its memory and segments;
@@ -111,8 +111,8 @@ void xgpu_channel_release_objects(struct xgpu_channel *ch)
 {
 	struct released r = {0};
 	release(ch, &r);
-	uint64_t held = atomic_load(&ch->dom->stats.mem_bytes);
-	atomic_fetch_sub(&ch->dom->stats.mem_bytes, r.bytes < held ? r.bytes : held);
+	uint64_t held = atomic_load(&ch->dom->stats->mem_bytes);
+	atomic_fetch_sub(&ch->dom->stats->mem_bytes, r.bytes < held ? r.bytes : held);
 }
 
 void xgpu_channel_teardown(struct xgpu_channel *ch)
@@ -120,14 +120,14 @@ void xgpu_channel_teardown(struct xgpu_channel *ch)
 	struct xgpu_domain *dom = ch->dom;
 	struct released r = {0};
 	release(ch, &r);
-	uint64_t held = atomic_load(&dom->stats.mem_bytes);
-	atomic_fetch_sub(&dom->stats.mem_bytes, r.bytes < held ? r.bytes : held);
+	uint64_t held = atomic_load(&dom->stats->mem_bytes);
+	atomic_fetch_sub(&dom->stats->mem_bytes, r.bytes < held ? r.bytes : held);
 	dlog_info(dom,
 		  "domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
 		  " bytes), %u modules, %u streams, %u events, %u host segments, %u arrays",
 		  dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs,
 		  r.bytes, r.modules, r.streams, r.events, r.segments, r.arrays);
 	ch->ops->close(ch);
-	atomic_fetch_sub(&dom->stats.channels, 1);
+	atomic_fetch_sub(&dom->stats->channels, 1);
 	free(ch);
 }

@@ -3,7 +3,7 @@
 #ifndef XGPU_CHANNEL_H
 #define XGPU_CHANNEL_H
 
-#include "core.h"
+#include "executor.h"
 
 /* channel.c (poller thread): release_objects frees every device object the
  * channel's process holds; teardown also closes the channel and frees it. */

@@ -12,7 +12,6 @@
  */
 #include "cuerr.h"
 #include "log.h"
-#include "scheduler.h"
 #include "util.h"
 #include "dispatch.h"
 #include "channel.h"
@@ -30,7 +29,7 @@
 struct call {
 	struct xgpu_channel *ch;
 	struct xgpu_domain *dom;
-	struct xgpud *d;
+	struct xgpu_executor *x;
 	struct xgpu_driver *drv;
 	struct xgpu_req_hdr hdr;
 	uint64_t bulk_left; /* request bytes still in the tx area */
@@ -89,8 +88,8 @@ static bool chan_wait(struct call *c, enum chan_wait w, uint32_t need)
 {
 	struct xgpu_channel *ch = c->ch;
 	uint64_t start = xgpu_now_ns();
-	uint64_t stall_ns = (uint64_t)c->d->o.stall_timeout_s * 1000000000ull;
-	while (xgpu_now_ns() - start < c->d->o.spin_ns) {
+	uint64_t stall_ns = (uint64_t)xgpu_stall_timeout_s(c->dom) * 1000000000ull;
+	while (xgpu_now_ns() - start < xgpu_spin_ns(c->dom)) {
 		if (chan_ready(ch, w, need))
 			return true;
 		xgpu_cpu_relax();
@@ -99,7 +98,7 @@ static bool chan_wait(struct call *c, enum chan_wait w, uint32_t need)
 		chan_arm(ch, w, need);
 		if (chan_ready(ch, w, need))
 			return true;
-		if (atomic_load(&c->d->stopping)) {
+		if (atomic_load(&c->x->stopping)) {
 			chan_kill(ch, "daemon stopping");
 			return false;
 		}
@@ -107,7 +106,7 @@ static bool chan_wait(struct call *c, enum chan_wait w, uint32_t need)
 			dlog_warn(
 			    c->dom,
 			    "domain %s: channel %u (pid %d) made no progress for %u s in %s; closing it",
-			    c->dom->name, ch->id, (int)ch->pid, c->d->o.stall_timeout_s, c->what);
+			    c->dom->name, ch->id, (int)ch->pid, xgpu_stall_timeout_s(c->dom), c->what);
 			chan_kill(ch, "stalled");
 			return false;
 		}
@@ -342,7 +341,7 @@ HANDLER(NOP)
 
 HANDLER(DEVICE_INFO)
 {
-	struct xgpu_gpu *g = c->dom->gpu;
+	struct xgpu_gpu_desc *g = c->dom->gpu;
 	if (req->device != 0)
 		return cudaErrorInvalidDevice;
 	struct xgpu_device_blob b;
@@ -351,10 +350,10 @@ HANDLER(DEVICE_INFO)
 	memcpy(b.uuid, g->uuid, sizeof b.uuid);
 	/* A guest sees its memory limit as the device's size, so programs that
 	 * size buffers from it stay within what they may allocate. */
-	b.total_mem = g->total_mem < c->dom->mem_limit ? g->total_mem : c->dom->mem_limit;
+	b.total_mem = g->total_mem < xgpu_mem_limit(c->dom) ? g->total_mem : xgpu_mem_limit(c->dom);
 	rsp->total_mem = b.total_mem;
 	rsp->attr_count = g->nattrs;
-	rsp->driver_version = c->d->driver_version;
+	rsp->driver_version = c->x->driver_version;
 	/* Pinned memory lives in the guest: the device cannot address it, so
 	 * the guest is told the device cannot map host memory (programs that
 	 * check take their copying path; cudaHostGetDevicePointer refuses). */
@@ -382,7 +381,7 @@ HANDLER(MEM_GET_INFO)
 	int r = drv(c, c->drv->cuMemGetInfo(&free_b, &total));
 	if (r)
 		return r;
-	uint64_t limit = c->dom->mem_limit, used = atomic_load(&c->dom->stats.mem_bytes);
+	uint64_t limit = xgpu_mem_limit(c->dom), used = atomic_load(&c->dom->stats->mem_bytes);
 	uint64_t left = limit > used ? limit - used : 0;
 	rsp->total = total < limit ? total : limit;
 	rsp->free = free_b < left ? free_b : left;
@@ -393,11 +392,11 @@ HANDLER(MEM_GET_INFO)
 static bool mem_limit_allows(struct call *c, uint64_t size, const char *what)
 {
 	struct xgpu_domain *dom = c->dom;
-	uint64_t used = atomic_load(&dom->stats.mem_bytes);
-	if (size > dom->mem_limit || used > dom->mem_limit - size) {
+	uint64_t used = atomic_load(&dom->stats->mem_bytes);
+	if (size > xgpu_mem_limit(dom) || used > xgpu_mem_limit(dom) - size) {
 		char want[32], lim[32], held[32];
 		xgpu_format_size(size, want, sizeof want);
-		xgpu_format_size(dom->mem_limit, lim, sizeof lim);
+		xgpu_format_size(xgpu_mem_limit(dom), lim, sizeof lim);
 		xgpu_format_size(used, held, sizeof held);
 		dlog_info(dom, "domain %s: %s of %s refused: the domain holds %s of its %s limit", dom->name,
 			  what, want, held, lim);
@@ -413,7 +412,7 @@ static int mem_track(struct call *c, CUdeviceptr p, uint64_t size)
 		c->drv->cuMemFree(p);
 		return cudaErrorMemoryAllocation;
 	}
-	atomic_fetch_add(&c->dom->stats.mem_bytes, size);
+	atomic_fetch_add(&c->dom->stats->mem_bytes, size);
 	return cudaSuccess;
 }
 
@@ -477,7 +476,7 @@ HANDLER(MEM_FREE)
 			  c->dom->name, req->dptr);
 		return cudaErrorInvalidValue;
 	}
-	atomic_fetch_sub(&c->dom->stats.mem_bytes, size);
+	atomic_fetch_sub(&c->dom->stats->mem_bytes, size);
 	return drv(c, c->drv->cuMemFree(req->dptr));
 }
 
@@ -490,11 +489,11 @@ HANDLER(MEM_FREE)
 static bool keep_slot(struct call *c)
 {
 	struct xgpu_domain *dom = c->dom;
-	while (!xgpu_sched_may_issue(&dom->sd)) {
-		if (atomic_load(&c->d->stopping) || c->ch->dead)
+	while (!xgpu_may_issue(dom)) {
+		if (atomic_load(&c->x->stopping) || c->ch->dead)
 			return false;
 		xgpu_exec_busy_harvest(dom, false);
-		xgpu_sched_request(dom->gpu->sched, &dom->sd, xgpu_now_ns());
+		xgpu_slot_ask(&dom->slot);
 		struct pollfd pfd = {dom->wake_fd, POLLIN, 0};
 		if (poll(&pfd, 1, 100) > 0) {
 			uint64_t v;
@@ -552,7 +551,7 @@ static int staged_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64
 	}
 	xgpu_exec_busy_end(dom, stream, mark);
 	if (!r)
-		xgpu_stat_add(&dom->stats.h2d_bytes, total);
+		xgpu_stat_add(&dom->stats->h2d_bytes, total);
 	return r;
 }
 
@@ -607,7 +606,7 @@ static int staged_to_guest(struct call *c, uint64_t src, uint64_t pitch, uint64_
 		xgpu_exec_staging_put(dom, q[i].buf, NULL, false);
 	xgpu_exec_busy_end(dom, stream, mark);
 	if (!r)
-		xgpu_stat_add(&dom->stats.d2h_bytes, total);
+		xgpu_stat_add(&dom->stats->d2h_bytes, total);
 	return r;
 }
 
@@ -662,7 +661,7 @@ HANDLER(MEMCPY_HTOD_SEG)
 	if (!r && !(req->flags & XGPU_COPY_ASYNC))
 		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
 	if (!r)
-		xgpu_stat_add(&c->dom->stats.h2d_bytes, req->size);
+		xgpu_stat_add(&c->dom->stats->h2d_bytes, req->size);
 	return r;
 }
 
@@ -681,7 +680,7 @@ HANDLER(MEMCPY_DTOH_SEG)
 	if (!r && !(req->flags & XGPU_COPY_ASYNC))
 		r = drv(c, c->drv->cuStreamSynchronize(res->stream));
 	if (!r)
-		xgpu_stat_add(&c->dom->stats.d2h_bytes, req->size);
+		xgpu_stat_add(&c->dom->stats->d2h_bytes, req->size);
 	return r;
 }
 
@@ -841,8 +840,8 @@ HANDLER(ARRAY_CREATE)
 	uint64_t row = req->width * elem * req->channels, bytes;
 	if (__builtin_mul_overflow(row, height, &bytes) || __builtin_mul_overflow(bytes, depth, &bytes))
 		return cudaErrorMemoryAllocation;
-	uint64_t used = atomic_load(&dom->stats.mem_bytes);
-	if (bytes > dom->mem_limit || used > dom->mem_limit - bytes) {
+	uint64_t used = atomic_load(&dom->stats->mem_bytes);
+	if (bytes > xgpu_mem_limit(dom) || used > xgpu_mem_limit(dom) - bytes) {
 		dlog_info(dom, "domain %s: %s of %" PRIu64 " bytes refused: over the domain's memory limit",
 			  dom->name, c->what, bytes);
 		return cudaErrorMemoryAllocation;
@@ -870,7 +869,7 @@ HANDLER(ARRAY_CREATE)
 	o->u.array.height = height;
 	o->u.array.depth = depth;
 	o->u.array.charge = bytes;
-	atomic_fetch_add(&dom->stats.mem_bytes, bytes);
+	atomic_fetch_add(&dom->stats->mem_bytes, bytes);
 	rsp->array = h;
 	return cudaSuccess;
 }
@@ -884,7 +883,7 @@ HANDLER(ARRAY_DESTROY)
 	int r = drv(c, c->drv->cuCtxSynchronize());
 	if (!r)
 		r = drv(c, c->drv->cuArrayDestroy(o->u.array.a));
-	atomic_fetch_sub(&c->dom->stats.mem_bytes, o->u.array.charge);
+	atomic_fetch_sub(&c->dom->stats->mem_bytes, o->u.array.charge);
 	xgpu_obj_del(&c->dom->objs, req->array);
 	return r;
 }
@@ -1102,10 +1101,10 @@ HANDLER(SEG_REGISTER)
 		return r;
 	/* The daemon maps (and the driver pins) these pages: a budget per
 	 * domain keeps a guest from pinning Dom0's memory without bound. */
-	if (req->size > c->d->o.pinned_limit || dom->pinned_bytes > c->d->o.pinned_limit - req->size) {
+	if (req->size > xgpu_pinned_limit(c->dom) || dom->pinned_bytes > xgpu_pinned_limit(c->dom) - req->size) {
 		char want[32], lim[32];
 		xgpu_format_size(req->size, want, sizeof want);
-		xgpu_format_size(c->d->o.pinned_limit, lim, sizeof lim);
+		xgpu_format_size(xgpu_pinned_limit(c->dom), lim, sizeof lim);
 		dlog_info(
 		    dom,
 		    "domain %s: pinned allocation of %s refused: beyond the domain's %s of pinned memory",
@@ -1145,7 +1144,7 @@ static void release_seg(struct xgpu_channel *ch, struct xgpu_obj *o, xgpu_handle
 {
 	struct xgpu_domain *dom = ch->dom;
 	if (o->u.seg.registered)
-		dom->d->drv.cuMemHostUnregister(o->u.seg.ptr);
+		dom->x->drv.cuMemHostUnregister(o->u.seg.ptr);
 	ch->ops->release_segment(ch, o->u.seg.ptr, o->u.seg.size);
 	dom->pinned_bytes -= o->u.seg.size;
 	xgpu_obj_del(&dom->objs, h);
@@ -1187,8 +1186,8 @@ HANDLER(MODULE_LOAD)
 	/* A module's __device__ and __constant__ variables are device memory
 	 * too (a few bytes of image can declare gigabytes): charged like
 	 * cudaMalloc, before the driver allocates them. */
-	uint64_t charge = info.global_bytes, held = atomic_load(&c->dom->stats.mem_bytes);
-	if (!r && (charge > c->dom->mem_limit || held > c->dom->mem_limit - charge)) {
+	uint64_t charge = info.global_bytes, held = atomic_load(&c->dom->stats->mem_bytes);
+	if (!r && (charge > xgpu_mem_limit(c->dom) || held > xgpu_mem_limit(c->dom) - charge)) {
 		dlog_info(c->dom,
 			  "domain %s: module refused: its variables need %" PRIu64
 			  " bytes of device memory beyond the domain's limit",
@@ -1212,7 +1211,7 @@ HANDLER(MODULE_LOAD)
 	o->u.module.mod = mod;
 	o->u.module.info = info;
 	o->u.module.charge = charge;
-	atomic_fetch_add(&c->dom->stats.mem_bytes, charge);
+	atomic_fetch_add(&c->dom->stats->mem_bytes, charge);
 	rsp->module = h;
 	xlog_debug("domain %s: module loaded (%" PRIu64 " bytes, %u kernels)", c->dom->name, len,
 		   info.nkernels);
@@ -1232,8 +1231,8 @@ static void unload_module(struct xgpu_channel *ch, struct xgpu_obj *mod, xgpu_ha
 		i++;
 	}
 	xgpu_memmap_drop_module(&dom->mem, h);
-	atomic_fetch_sub(&dom->stats.mem_bytes, mod->u.module.charge);
-	dom->d->drv.cuModuleUnload(mod->u.module.mod);
+	atomic_fetch_sub(&dom->stats->mem_bytes, mod->u.module.charge);
+	dom->x->drv.cuModuleUnload(mod->u.module.mod);
 	xgpu_fatbin_free(&mod->u.module.info);
 	xgpu_obj_del(&dom->objs, h);
 }
@@ -1338,7 +1337,7 @@ HANDLER(FUNC_SET_ATTRIBUTE)
 static int check_cooperative(struct call *c, CUfunction fn, const struct xgpu_dim3 *grid,
 			     const struct xgpu_dim3 *block, uint32_t shared_bytes)
 {
-	const struct xgpu_gpu *g = c->dom->gpu;
+	const struct xgpu_gpu_desc *g = c->dom->gpu;
 	if (!g->attrs[CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH])
 		return cudaErrorNotSupported;
 	uint64_t threads = (uint64_t)block->x * block->y * block->z;
@@ -1410,7 +1409,7 @@ static int launch(struct call *c, const struct xgpu_obj *func, const struct xgpu
 					       block->z, shared_bytes, stream, NULL, size ? extra : NULL));
 	xgpu_exec_busy_end(c->dom, stream, mark);
 	if (!r)
-		xgpu_stat_add(&c->dom->stats.kernels, 1);
+		xgpu_stat_add(&c->dom->stats->kernels, 1);
 	return r;
 }
 
@@ -1590,7 +1589,7 @@ HANDLER(LIMIT_GET)
 
 /* Limits that make the driver reserve device memory, and how much: it is
  * charged to the domain like its allocations. */
-static bool limit_charge(const struct xgpu_gpu *g, uint32_t limit, uint64_t value, unsigned *slot,
+static bool limit_charge(const struct xgpu_gpu_desc *g, uint32_t limit, uint64_t value, unsigned *slot,
 			 uint64_t *charge)
 {
 	uint64_t threads = (uint64_t)g->attrs[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR] *
@@ -1626,8 +1625,8 @@ HANDLER(LIMIT_SET)
 	uint64_t charge;
 	if (!limit_charge(dom->gpu, req->limit, req->value, &slot, &charge))
 		return drv(c, c->drv->cuCtxSetLimit((CUlimit)req->limit, req->value));
-	uint64_t held = atomic_load(&dom->stats.mem_bytes) - dom->limit_charge[slot];
-	if (charge > dom->mem_limit || held > dom->mem_limit - charge) {
+	uint64_t held = atomic_load(&dom->stats->mem_bytes) - dom->limit_charge[slot];
+	if (charge > xgpu_mem_limit(dom) || held > xgpu_mem_limit(dom) - charge) {
 		dlog_info(dom,
 			  "domain %s: cudaDeviceSetLimit(%u, %" PRIu64 ") refused: it would take %" PRIu64
 			  " bytes of device memory beyond the domain's limit",
@@ -1636,7 +1635,7 @@ HANDLER(LIMIT_SET)
 	}
 	int r = drv(c, c->drv->cuCtxSetLimit((CUlimit)req->limit, req->value));
 	if (!r) {
-		atomic_fetch_add(&dom->stats.mem_bytes, charge - dom->limit_charge[slot]);
+		atomic_fetch_add(&dom->stats->mem_bytes, charge - dom->limit_charge[slot]);
 		dom->limit_charge[slot] = charge;
 	}
 	return r;
@@ -1868,7 +1867,7 @@ static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t 
 	}
 	/* Host copies are staged in pinned memory, paid for like cudaMallocHost. */
 	if (host) {
-		if (host > c->d->o.pinned_limit || c->dom->pinned_bytes > c->d->o.pinned_limit - host) {
+		if (host > xgpu_pinned_limit(c->dom) || c->dom->pinned_bytes > xgpu_pinned_limit(c->dom) - host) {
 			dlog_info(c->dom,
 				  "domain %s: graph refused: its %" PRIu64
 				  " bytes of host copies exceed the pinned-memory limit",
@@ -2008,16 +2007,16 @@ HANDLER(GRAPH_LAUNCH)
 	if (r)
 		return r;
 	x->launched = true;
-	xgpu_stat_add(&c->dom->stats.kernels, x->nkernels);
+	xgpu_stat_add(&c->dom->stats->kernels, x->nkernels);
 	if (x->dtoh_bytes) {
 		r = drv(c, c->drv->cuEventSynchronize(x->done));
 		if (!r)
 			r = bulk_write(c, x->host + x->htod_bytes, x->dtoh_bytes);
 		if (!r)
-			xgpu_stat_add(&c->dom->stats.d2h_bytes, x->dtoh_bytes);
+			xgpu_stat_add(&c->dom->stats->d2h_bytes, x->dtoh_bytes);
 	}
 	if (!r)
-		xgpu_stat_add(&c->dom->stats.h2d_bytes, x->htod_bytes);
+		xgpu_stat_add(&c->dom->stats->h2d_bytes, x->htod_bytes);
 	return r;
 }
 
@@ -2071,7 +2070,7 @@ static void respond(struct call *c, int status, const void *rsp, uint32_t rsp_le
 void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 {
 	struct xgpu_domain *dom = ch->dom;
-	struct call c = {.ch = ch, .dom = dom, .d = dom->d, .drv = &dom->d->drv};
+	struct call c = {.ch = ch, .dom = dom, .x = dom->x, .drv = &dom->x->drv};
 	memcpy(&c.hdr, slot, sizeof c.hdr);
 	const uint8_t *args = slot + sizeof c.hdr;
 	uint8_t rsp[XGPU_SLOT_SIZE];
@@ -2085,7 +2084,7 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 			  "domain %s: malformed request from pid %d: call %u, %u argument bytes, %" PRIu64
 			  " bulk bytes; closing the channel",
 			  dom->name, (int)ch->pid, c.hdr.call, c.hdr.len, c.hdr.bulk_len);
-		xgpu_stat_add(&dom->stats.errors, 1);
+		xgpu_stat_add(&dom->stats->errors, 1);
 		/* Its bulk length cannot be trusted, so the data stream cannot be
 		 * resynchronised: answer, then close. */
 		respond(&c, cudaErrorInvalidValue, NULL, 0);
@@ -2139,14 +2138,14 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 	/* One clock read per call: it closes both the service time (since the
 	 * poller took the request) and, ungated, the time spent issuing. */
 	uint64_t dt = xgpu_now_ns() - ch->pending_since_ns;
-	xgpu_stat_add(&dom->stats.calls, 1);
+	xgpu_stat_add(&dom->stats->calls, 1);
 	xgpu_stat_add(&ch->calls, 1);
 	if (status && status != cudaErrorNotReady)
-		xgpu_stat_add(&dom->stats.errors, 1);
+		xgpu_stat_add(&dom->stats->errors, 1);
 	/* Without gating nobody holds a slot; the time spent issuing work is
 	 * the domain's share of the GPU (requests never wait for a slot then,
 	 * so service time is issuing time). */
-	if (!xgpu_sched_policy(dom->gpu->sched)->gates && !(desc->flags & XF_EXEMPT))
-		atomic_fetch_add(&dom->sd.held_ns, dt);
-	xgpu_stats_record_latency(&dom->stats, dt);
+	if (!(xgpu_slot_flags(dom) & XGPU_SLOT_GATES) && !(desc->flags & XF_EXEMPT))
+		xgpu_slot_count(&dom->slot.report->ungated_ns, dt);
+	xgpu_stats_record_latency(dom->stats, dt);
 }

@@ -3,7 +3,7 @@
 #ifndef XGPU_EXEC_DISPATCH_H
 #define XGPU_EXEC_DISPATCH_H
 
-#include "core.h"
+#include "executor.h"
 
 #include <stdbool.h>
 #include <stdint.h>

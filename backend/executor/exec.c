@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exec.c - the executor's per-domain device state: one CUDA context per
- * domain (isolation by the GPU's MMU), pinned staging buffers for copies
- * through the data areas, and measured device busy time.
+/* exec.c - the domain's device state: its CUDA context (isolation by the
+ * GPU's MMU, and by the process: this executor serves one domain), pinned
+ * staging buffers for copies through the data areas, and measured device
+ * busy time.
  *
  * Busy time comes from timing events recorded around each kernel and copy on
  * its stream, harvested without blocking as they complete: the same code
@@ -13,6 +14,7 @@
 #include "exec.h"
 
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define STAGING_BYTES (1u << 20)
@@ -29,67 +31,50 @@ static bool sticky(CUresult r)
 
 int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what)
 {
-	/* The watchdog destroyed the context under whatever call this was
-	 * (one waiting for the runaway work, typically): that call and every
-	 * later one fail as a timed-out kernel does in CUDA. */
-	if (atomic_load_explicit(&dom->timed_out, memory_order_acquire)) {
-		dom->sticky_error = cudaErrorLaunchTimeout;
-		return cudaErrorLaunchTimeout;
-	}
 	if (r == CUDA_SUCCESS)
 		return cudaSuccess;
 	int err = xgpu_cuerr_to_rt(r);
 	if (sticky(r) && !dom->sticky_error) {
 		dom->sticky_error = err;
-		dlog_warn(dom,
-			  "domain %s: device context is broken by %s in %s; its calls fail until all its "
-			  "processes exit",
-			  dom->name, xgpu_driver_error_name(&dom->d->drv, r), what);
-		/* On NVIDIA's driver such an error is the whole process's: every
-		 * domain's context is gone with it and no new one can be made
-		 * (seen on an H100, docs/results/gpu-validation-2026-11-26-h100).
-		 * Only a new process can use the GPU again. */
-		if (r != CUDA_ERROR_CONTEXT_IS_DESTROYED && dom->d->fault_stops_daemon &&
-		    !atomic_exchange(&dom->d->stopped_by_fault, true)) {
-			xlog_err("domain %s: %s breaks every context of this process (--fault-scope "
-				 "process): xgpud stops, every guest's running CUDA processes lose the GPU, "
-				 "and a restarted xgpud serves new ones",
-				 dom->name, xgpu_driver_error_name(&dom->d->drv, r));
-			atomic_store(&dom->d->fault_domain, dom);
-		}
+		atomic_store(&dom->x->status->sticky_error, err);
+		/* On NVIDIA's driver such an error is the whole process's: no
+		 * context of it works again, and no new one can be made (an
+		 * H100, docs/results/gpu-validation-2026-11-26-h100). This
+		 * process serves only this domain, so the domain alone loses
+		 * it: the poller answers this call, tells xgpud and exits, and
+		 * the domain's next process gets a new executor. */
+		snprintf(dom->fault_what, sizeof dom->fault_what, "%s in %s", xgpu_driver_error_name(&dom->x->drv, r),
+			 what);
+		dlog_warn(dom, "domain %s: its device context failed with %s; this executor ends once it has "
+			       "answered",
+			  dom->name, dom->fault_what);
 	}
 	return err;
 }
 
 int xgpu_exec_context(struct xgpu_domain *dom)
 {
-	struct xgpu_driver *drv = &dom->d->drv;
-	if (dom->ctx) {
-		if (atomic_load_explicit(&dom->timed_out, memory_order_acquire))
-			dom->sticky_error = cudaErrorLaunchTimeout;
+	struct xgpu_driver *drv = &dom->x->drv;
+	if (dom->ctx || dom->sticky_error)
 		return dom->sticky_error;
-	}
 	CUcontext ctx;
 	CUresult r = drv->cuCtxCreate(&ctx, NULL, 0, dom->gpu->dev);
 	if (r != CUDA_SUCCESS) {
 		xlog_err("domain %s: cannot create a context on GPU %d: %s", dom->name, dom->gpu->index,
 			 xgpu_driver_error_name(drv, r));
-		return xgpu_cuerr_to_rt(r);
+		return xgpu_exec_check(dom, r, "cuCtxCreate");
 	}
 	/* The poller is the only thread that uses this context, so it stays
 	 * current for the poller's lifetime. */
 	drv->cuCtxSetCurrent(ctx);
 	struct xgpu_busy_mark *marks = calloc(BUSY_MARKS, sizeof *marks);
-	pthread_mutex_lock(&dom->wd_lock);
+	pthread_mutex_lock(&dom->marks_lock);
 	dom->ctx = ctx;
-	atomic_store(&dom->timed_out, false);
 	dom->marks = marks;
 	dom->marks_cap = marks ? BUSY_MARKS : 0;
 	dom->marks_head = dom->marks_count = 0;
 	dom->marks_done = 0;
-	dom->wd_mark = UINT64_MAX;
-	pthread_mutex_unlock(&dom->wd_lock);
-	dom->sticky_error = 0;
+	pthread_mutex_unlock(&dom->marks_lock);
 	dom->staging_size = STAGING_BYTES;
 	dom->nstaging = dom->staging_next = 0;
 	if (!marks) {
@@ -103,20 +88,17 @@ int xgpu_exec_context(struct xgpu_domain *dom)
 
 void xgpu_exec_release(struct xgpu_domain *dom)
 {
-	struct xgpu_driver *drv = &dom->d->drv;
+	struct xgpu_driver *drv = &dom->x->drv;
 	if (!dom->ctx)
 		return;
-	/* After the watchdog destroyed the context, its events and staging
-	 * buffers went with it: nothing of it may be touched again. */
-	bool gone = atomic_load(&dom->timed_out);
 	xgpu_exec_busy_harvest(dom, true);
-	pthread_mutex_lock(&dom->wd_lock);
+	pthread_mutex_lock(&dom->marks_lock);
 	struct xgpu_busy_mark *marks = dom->marks;
 	uint32_t cap = dom->marks_cap;
 	dom->marks = NULL;
 	dom->marks_cap = dom->marks_count = dom->marks_head = 0;
-	pthread_mutex_unlock(&dom->wd_lock);
-	for (uint32_t i = 0; !gone && marks && i < cap; i++) {
+	pthread_mutex_unlock(&dom->marks_lock);
+	for (uint32_t i = 0; marks && i < cap; i++) {
 		if (marks[i].start)
 			drv->cuEventDestroy(marks[i].start);
 		if (marks[i].end)
@@ -124,26 +106,19 @@ void xgpu_exec_release(struct xgpu_domain *dom)
 	}
 	free(marks);
 	for (unsigned i = 0; i < dom->nstaging; i++) {
-		if (!gone) {
-			drv->cuEventDestroy(dom->staging[i].done);
-			drv->cuMemFreeHost(dom->staging[i].buf);
-		}
+		drv->cuEventDestroy(dom->staging[i].done);
+		drv->cuMemFreeHost(dom->staging[i].buf);
 		dom->staging[i] = (struct xgpu_staging){NULL, NULL, false};
 	}
 	dom->nstaging = 0;
 	/* Limits die with the context, and so does what they were charged. */
 	for (unsigned i = 0; i < XGPU_ARRAY_SIZE(dom->limit_charge); i++) {
-		atomic_fetch_sub(&dom->stats.mem_bytes, dom->limit_charge[i]);
+		atomic_fetch_sub(&dom->stats->mem_bytes, dom->limit_charge[i]);
 		dom->limit_charge[i] = 0;
 	}
-	pthread_mutex_lock(&dom->wd_lock);
-	if (!atomic_load(&dom->timed_out))
-		drv->cuCtxDestroy(dom->ctx);
+	drv->cuCtxDestroy(dom->ctx);
 	dom->ctx = NULL;
-	atomic_store(&dom->timed_out, false);
-	pthread_mutex_unlock(&dom->wd_lock);
 	drv->cuCtxSetCurrent(NULL);
-	dom->sticky_error = 0;
 	dlog_info(dom, "domain %s: context released", dom->name);
 }
 
@@ -152,7 +127,7 @@ static int free_staging(struct xgpu_domain *dom)
 {
 	for (unsigned k = 0; k < dom->nstaging; k++) {
 		unsigned i = (dom->staging_next + k) % dom->nstaging;
-		if (!dom->staging[i].held && dom->d->drv.cuEventQuery(dom->staging[i].done) == CUDA_SUCCESS)
+		if (!dom->staging[i].held && dom->x->drv.cuEventQuery(dom->staging[i].done) == CUDA_SUCCESS)
 			return (int)i;
 	}
 	return -1;
@@ -161,7 +136,7 @@ static int free_staging(struct xgpu_domain *dom)
 /* Adds a buffer to the pool; its index, or -1. */
 static int grow_staging(struct xgpu_domain *dom)
 {
-	struct xgpu_driver *drv = &dom->d->drv;
+	struct xgpu_driver *drv = &dom->x->drv;
 	if (dom->nstaging == XGPU_STAGING_MAX)
 		return -1;
 	struct xgpu_staging *st = &dom->staging[dom->nstaging];
@@ -187,7 +162,7 @@ int xgpu_exec_staging_get(struct xgpu_domain *dom, unsigned *idx)
 		unsigned j = (dom->staging_next + k) % dom->nstaging;
 		if (dom->staging[j].held)
 			continue;
-		CUresult r = dom->d->drv.cuEventSynchronize(dom->staging[j].done);
+		CUresult r = dom->x->drv.cuEventSynchronize(dom->staging[j].done);
 		if (r != CUDA_SUCCESS)
 			return xgpu_exec_check(dom, r, "staging");
 		i = (int)j;
@@ -205,12 +180,12 @@ int xgpu_exec_staging_put(struct xgpu_domain *dom, unsigned idx, CUstream s, boo
 	dom->staging[idx].held = false;
 	if (!queued)
 		return cudaSuccess;
-	return xgpu_exec_check(dom, dom->d->drv.cuEventRecord(dom->staging[idx].done, s), "staging");
+	return xgpu_exec_check(dom, dom->x->drv.cuEventRecord(dom->staging[idx].done, s), "staging");
 }
 
 void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark **mark)
 {
-	struct xgpu_driver *drv = &dom->d->drv;
+	struct xgpu_driver *drv = &dom->x->drv;
 	*mark = NULL;
 	if (!dom->marks)
 		return;
@@ -240,11 +215,11 @@ void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_ma
 {
 	if (!mark)
 		return;
-	if (dom->d->drv.cuEventRecord(mark->end, s) == CUDA_SUCCESS) {
-		pthread_mutex_lock(&dom->wd_lock);
+	if (dom->x->drv.cuEventRecord(mark->end, s) == CUDA_SUCCESS) {
+		pthread_mutex_lock(&dom->marks_lock);
 		dom->marks_count++;
-		pthread_mutex_unlock(&dom->wd_lock);
-		atomic_store_explicit(&dom->sd.inflight, true, memory_order_relaxed);
+		pthread_mutex_unlock(&dom->marks_lock);
+		xgpu_slot_set_inflight(dom->slot.report, true);
 	}
 }
 
@@ -252,16 +227,13 @@ void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_ma
  * pass, and to the task that issued the work (its share inside the domain). */
 void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 {
-	struct xgpu_driver *drv = &dom->d->drv;
+	struct xgpu_driver *drv = &dom->x->drv;
 	uint64_t total = 0;
-	bool gone = atomic_load(&dom->timed_out);
 	while (dom->marks_count) {
 		struct xgpu_busy_mark *m = &dom->marks[dom->marks_head];
 		/* Only this thread takes marks off, so m stays the head while
 		 * it waits without the lock. */
-		CUresult r = gone       ? CUDA_ERROR_CONTEXT_IS_DESTROYED
-			     : wait_all ? drv->cuEventSynchronize(m->end)
-					: drv->cuEventQuery(m->end);
+		CUresult r = wait_all ? drv->cuEventSynchronize(m->end) : drv->cuEventQuery(m->end);
 		if (r == CUDA_ERROR_NOT_READY)
 			break;
 		float ms = 0;
@@ -272,17 +244,17 @@ void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 			if (m->task)
 				xgpu_taskq_charge(m->task, ns);
 		}
-		pthread_mutex_lock(&dom->wd_lock);
+		pthread_mutex_lock(&dom->marks_lock);
 		dom->marks_head = (dom->marks_head + 1) % dom->marks_cap;
 		dom->marks_count--;
 		dom->marks_done++;
-		pthread_mutex_unlock(&dom->wd_lock);
+		pthread_mutex_unlock(&dom->marks_lock);
 	}
 	if (total)
-		xgpu_sched_charge(dom->gpu->sched, &dom->sd, total);
-	if (!dom->marks_count && atomic_load_explicit(&dom->sd.inflight, memory_order_relaxed)) {
-		atomic_store(&dom->sd.inflight, false);
-		if (!xgpu_sched_may_issue(&dom->sd))
-			xgpu_sched_drained(dom->gpu->sched, &dom->sd, xgpu_now_ns());
+		xgpu_slot_charge(&dom->slot, total);
+	if (!dom->marks_count && xgpu_slot_inflight(dom->slot.report)) {
+		xgpu_slot_set_inflight(dom->slot.report, false);
+		if (!xgpu_may_issue(dom))
+			xgpu_slot_drained(&dom->slot);
 	}
 }

@@ -4,7 +4,7 @@
 #ifndef XGPU_EXEC_EXEC_H
 #define XGPU_EXEC_EXEC_H
 
-#include "core.h"
+#include "executor.h"
 
 #include <stdbool.h>
 

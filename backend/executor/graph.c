@@ -7,7 +7,7 @@
 
 void xgpu_graph_exec_free(struct xgpu_domain *dom, struct xgpu_graph_exec *x)
 {
-	struct xgpu_driver *drv = &dom->d->drv;
+	struct xgpu_driver *drv = &dom->x->drv;
 	if (x->ge)
 		drv->cuGraphExecDestroy(x->ge);
 	if (x->g)

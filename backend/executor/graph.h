@@ -5,7 +5,7 @@
 #ifndef XGPU_EXEC_GRAPH_H
 #define XGPU_EXEC_GRAPH_H
 
-#include "core.h"
+#include "executor.h"
 
 #include <stdbool.h>
 #include <stdint.h>

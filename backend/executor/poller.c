@@ -1,24 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* poller.c - a domain's accelerator VCPU: one thread that serves all of the
- * domain's channels, executing their calls in order while the domain's GPU
- * scheduler lets it, spinning briefly when work just stopped and otherwise
- * sleeping in epoll on the channels' wait fds and its own wake fd.
+/* poller.c - the domain's accelerator VCPU, the executor's main thread: it
+ * serves all of the domain's channels, executing their calls in order while
+ * the domain's GPU scheduler (in xgpud) lets it, spinning briefly when work
+ * just stopped and otherwise sleeping in epoll on the channels' wait fds and
+ * its wake fd.
  *
- * The thread exists only while the domain has processes: when the last one
- * is gone it releases the device context and exits, and the next channel
- * starts a new one (domain.c), so idle domains hold no thread and no GPU
- * state, only their statistics.
+ * The slot is asked for, given back and reported through the pages shared
+ * with xgpud (slot.h): a grant xgpud writes, a report this thread writes.
+ * When the last channel closes the device context is released, so an idle
+ * domain holds nothing on the GPU; xgpud ends an executor that stays idle.
+ * A call that breaks the context (a kernel's fault) ends the executor once
+ * its answer is out: on NVIDIA's driver the process can use the GPU no more,
+ * and xgpud tells the domain's other processes why (execlink.h).
  */
 #include "log.h"
-#include "scheduler.h"
 #include "util.h"
 #include "poller.h"
 #include "channel.h"
 #include "dispatch.h"
 #include "exec.h"
+#include "inbox.h"
+#include "link.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,9 +47,9 @@
 /* Whether a gated request must wait for the domain's work on the device. */
 static bool queue_full(struct xgpu_domain *dom)
 {
-	if (!dom->marks_count || !xgpu_sched_policy(dom->gpu->sched)->gates)
+	if (!dom->marks_count || !(xgpu_slot_flags(dom) & XGPU_SLOT_GATES))
 		return false;
-	unsigned cap = xgpu_sched_inflight_cap(dom->gpu->sched, &dom->sd, GATED_INFLIGHT_MAX, xgpu_now_ns());
+	unsigned cap = xgpu_slot_inflight_cap(dom->slot.grant, GATED_INFLIGHT_MAX, xgpu_now_ns());
 	if (dom->marks_count < cap)
 		return false;
 	xgpu_exec_busy_harvest(dom, false);
@@ -56,55 +60,39 @@ static bool queue_full(struct xgpu_domain *dom)
 static struct xgpu_task *task_of(struct xgpu_domain *dom, uint32_t task)
 {
 	struct xgpu_task *t = xgpu_taskq_get(&dom->tasks, task);
-	for (unsigned i = 0; dom->spec && i < dom->spec->ntasks; i++)
-		if (dom->spec->tasks[i].task == task)
-			t->weight = dom->spec->tasks[i].weight;
+	for (unsigned i = 0; i < dom->ntask_weights; i++)
+		if (dom->task_weights[i].task == task)
+			t->weight = dom->task_weights[i].weight;
 	return t;
-}
-
-/* Tells the scheduler which processes make up the domain now (the local
- * hypervisor schedule source watches their threads). */
-static void publish_pids(struct xgpu_domain *dom)
-{
-	pid_t pids[XGPU_SCHED_PIDS_MAX];
-	unsigned n = 0;
-	for (struct xgpu_channel *ch = dom->channels; ch && n < XGPU_SCHED_PIDS_MAX; ch = ch->next) {
-		if (ch->dead)
-			continue;
-		bool seen = false;
-		for (unsigned i = 0; i < n && !seen; i++)
-			seen = pids[i] == ch->pid;
-		if (!seen)
-			pids[n++] = ch->pid;
-	}
-	xgpu_sched_set_pids(dom->gpu->sched, &dom->sd, pids, n);
 }
 
 static void take_incoming(struct xgpu_domain *dom)
 {
-	/* A racy peek keeps the lock off the busy loop; a channel missed now
-	 * is taken on the next pass, and its arrival wakes us anyway. */
-	if (!__atomic_load_n(&dom->incoming, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&dom->incoming_lock);
-	struct xgpu_channel *list = dom->incoming;
-	dom->incoming = NULL;
-	pthread_mutex_unlock(&dom->incoming_lock);
+	struct xgpu_channel *list = xgpu_inbox_take(dom);
 	while (list) {
 		struct xgpu_channel *ch = list;
 		list = ch->next;
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = ch};
 		if (epoll_ctl(dom->epfd, EPOLL_CTL_ADD, ch->ops->wait_fd(ch), &ev) < 0) {
-			xlog_err("domain %s: cannot watch channel %u: %s", dom->name, ch->id,
-				 strerror(errno));
+			xlog_err("domain %s: cannot watch channel %u: %s", dom->name, ch->id, strerror(errno));
 			ch->dead = true;
 			ch->dead_reason = "cannot be watched";
 		}
 		ch->task_entry = task_of(dom, ch->task);
 		ch->next = dom->channels;
 		dom->channels = ch;
+		atomic_fetch_add(&dom->x->status->channels, 1);
 	}
-	publish_pids(dom);
+}
+
+/* Channels xgpud asked to close (xgpu_link_*): the link thread only marks. */
+static void take_closes(struct xgpu_domain *dom)
+{
+	for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
+		if (!ch->dead && __atomic_load_n(&ch->close_asked, __ATOMIC_ACQUIRE)) {
+			ch->dead = true;
+			ch->dead_reason = "closed by xgpud";
+		}
 }
 
 static void reap(struct xgpu_domain *dom)
@@ -119,8 +107,12 @@ static void reap(struct xgpu_domain *dom)
 		}
 		*pp = ch->next;
 		epoll_ctl(dom->epfd, EPOLL_CTL_DEL, ch->ops->wait_fd(ch), NULL);
-		uint32_t task = ch->task;
+		uint32_t task = ch->task, id = ch->id;
+		const char *why = ch->dead_reason ? ch->dead_reason : "exit";
+		xgpu_link_unlist_channel(dom->x, ch);
 		xgpu_channel_teardown(ch);
+		xgpu_link_closed(dom->x, id, why);
+		atomic_fetch_sub(&dom->x->status->channels, 1);
 		bool task_used = false;
 		for (struct xgpu_channel *o = dom->channels; o && !task_used; o = o->next)
 			task_used = o->task == task;
@@ -128,8 +120,6 @@ static void reap(struct xgpu_domain *dom)
 			xgpu_taskq_put(&dom->tasks, task);
 		any = true;
 	}
-	if (any)
-		publish_pids(dom);
 	/* The last process gone: give the device context back, so an idle
 	 * domain holds nothing on the GPU. */
 	if (any && !dom->channels)
@@ -140,7 +130,7 @@ static void reap(struct xgpu_domain *dom)
 static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 {
 	bool did = false;
-	for (int k = 0; k < BATCH && !ch->dead; k++) {
+	for (int k = 0; k < BATCH && !ch->dead && !dom->sticky_error; k++) {
 		if (!ch->have_pending) {
 			int64_t avail = xgpu_q_avail(&ch->v.req);
 			if (avail < 0) {
@@ -170,30 +160,24 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 			ch->have_pending = true;
 			ch->pending_since_ns = xgpu_now_ns();
 		}
-		if (!xgpu_dispatch_exempt(ch->pending) && !xgpu_sched_may_issue(&dom->sd)) {
+		bool exempt = xgpu_dispatch_exempt(ch->pending);
+		if (!exempt && !xgpu_may_issue(dom)) {
 			/* Pegasus's ContextEstablished: state on the GPU earns a
 			 * domain its full credit of ticks. */
-			atomic_store_explicit(&dom->sd.context,
-					      dom->mem.n > 0 || dom->objs.live[OBJ_MODULE] > 0,
-					      memory_order_relaxed);
-			xgpu_sched_request(dom->gpu->sched, &dom->sd, xgpu_now_ns());
+			xgpu_slot_set_context(dom->slot.report, dom->mem.n > 0 || dom->objs.live[OBJ_MODULE] > 0);
+			xgpu_slot_ask(&dom->slot);
 			return did;
 		}
-		if (!xgpu_dispatch_exempt(ch->pending) && queue_full(dom))
+		if (!exempt && queue_full(dom))
 			return did;
 		ch->have_pending = false;
 		uint64_t waited = xgpu_now_ns() - ch->pending_since_ns;
-		xgpu_stat_add(&dom->stats.queue_wait_ns, waited);
-		xgpu_stat_add(&dom->stats.queue_waits, 1);
-		xgpu_stats_record_wait(&dom->stats, waited);
+		xgpu_stat_add(&dom->stats->queue_wait_ns, waited);
+		xgpu_stat_add(&dom->stats->queue_waits, 1);
+		xgpu_stats_record_wait(dom->stats, waited);
 		dom->serving = ch->task_entry;
 		xgpu_dispatch(ch, ch->pending);
 		did = true;
-		/* A fault that breaks every context (exec.c): the daemon stops
-		 * once the faulting call has its answer. */
-		struct xgpu_domain *faulted = dom;
-		if (atomic_compare_exchange_strong(&dom->d->fault_domain, &faulted, NULL))
-			kill(getpid(), SIGTERM);
 	}
 	return did;
 }
@@ -231,8 +215,7 @@ static bool runnable(struct xgpu_domain *dom, bool *waiting_for_slot)
 		if (ch->dead)
 			return true; /* to be reaped */
 		if (ch->have_pending) {
-			if (xgpu_dispatch_exempt(ch->pending) ||
-			    (xgpu_sched_may_issue(&dom->sd) && !queue_full(dom)))
+			if (xgpu_dispatch_exempt(ch->pending) || (xgpu_may_issue(dom) && !queue_full(dom)))
 				any = true;
 			else
 				*waiting_for_slot = true;
@@ -251,6 +234,8 @@ static void handle_events(struct xgpu_domain *dom, struct epoll_event *evs, int 
 			uint64_t v;
 			if (read(dom->wake_fd, &v, sizeof v) < 0 && errno != EAGAIN)
 				xlog_err("domain %s: reading wake fd: %s", dom->name, strerror(errno));
+			/* A wake-up may be a grant that dropped our place in
+			 * line (a policy switch): ask again if still waiting. */
 		} else if (!ch->dead && !ch->ops->service(ch)) {
 			ch->dead = true;
 			ch->dead_reason = "process exited";
@@ -258,54 +243,55 @@ static void handle_events(struct xgpu_domain *dom, struct epoll_event *evs, int 
 	}
 }
 
-/* With no channel left and none arriving, the thread ends; domain.c starts
- * another for the next channel. Returns true when this thread must exit. */
-static bool park(struct xgpu_domain *dom)
+/* A restarted xgpud's control page (link.c leaves it in next_ctl). */
+static void switch_ctl(struct xgpu_domain *dom)
 {
-	if (dom->channels)
-		return false;
-	pthread_mutex_lock(&dom->incoming_lock);
-	bool idle = !dom->incoming;
-	if (idle)
-		dom->thread_running = false;
-	pthread_mutex_unlock(&dom->incoming_lock);
-	if (idle)
-		xgpu_sched_idle(dom->gpu->sched, &dom->sd);
-	return idle;
+	struct xgpu_executor *x = dom->x;
+	const struct xgpu_exec_ctl *next = atomic_load_explicit(&x->next_ctl, memory_order_acquire);
+	if (!next)
+		return;
+	atomic_store(&x->next_ctl, NULL);
+	atomic_store_explicit(&x->ctl, next, memory_order_release);
+	dom->slot.grant = &next->slot;
+	dom->slot.idle_told = 0;
 }
 
-void *xgpu_poller_main(void *arg)
+int xgpu_poller_run(struct xgpu_domain *dom)
 {
-	struct xgpu_domain *dom = arg;
-	struct xgpud *d = dom->d;
-	/* Thread names hold 15 characters: "avcpu:" and the name's start. */
-	char tname[16] = "avcpu:";
-	memcpy(tname + 6, dom->name, sizeof tname - 7);
-	tname[15] = '\0';
-	pthread_setname_np(pthread_self(), tname);
+	struct xgpu_executor *x = dom->x;
 	uint64_t last_work = xgpu_now_ns(), last_look = last_work;
 
-	while (!atomic_load(&d->stopping)) {
+	while (!atomic_load(&x->stopping)) {
+		switch_ctl(dom);
 		take_incoming(dom);
+		take_closes(dom);
 		bool progress = false;
-		if (xgpu_sched_policy(dom->gpu->sched)->task_fair && dom->channels && dom->channels->next) {
+		if ((xgpu_slot_flags(dom) & XGPU_SLOT_TASK_FAIR) && dom->channels && dom->channels->next) {
 			progress = serve_fair(dom);
 		} else {
-			for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
+			for (struct xgpu_channel *ch = dom->channels; ch && !dom->sticky_error; ch = ch->next)
 				if (!ch->dead)
 					progress |= serve_channel(dom, ch);
 		}
+		if (dom->sticky_error) {
+			/* The faulting call has its answer; the process is
+			 * done with the GPU (NVIDIA's driver makes it so).
+			 * xgpud hears of the fault before any channel's end,
+			 * so that it gives every process of the domain the
+			 * fault's code. */
+			xgpu_link_fault(x, dom->sticky_error, dom->fault_what);
+			x->stop_reason = "device context failed";
+			break;
+		}
 		reap(dom);
-		if (park(dom))
-			return NULL;
 		if (dom->marks_count)
 			xgpu_exec_busy_harvest(dom, false);
 		uint64_t now = xgpu_now_ns();
 		if (progress) {
 			last_work = now;
 			/* A channel that never lets its poller sleep still gets
-			 * its wait fd looked at (a close the main thread asked
-			 * for, the guest's end going away). */
+			 * its wait fd looked at (a close xgpud asked for, the
+			 * guest's end going away). */
 			if (now - last_look >= 1000000u) {
 				struct epoll_event evs[32];
 				int n = epoll_wait(dom->epfd, evs, 32, 0);
@@ -316,7 +302,7 @@ void *xgpu_poller_main(void *arg)
 			continue;
 		}
 		bool waiting_for_slot;
-		if (now - last_work < d->o.spin_ns) {
+		if (now - last_work < xgpu_spin_ns(dom)) {
 			if (!runnable(dom, &waiting_for_slot))
 				xgpu_cpu_relax();
 			continue;
@@ -332,6 +318,7 @@ void *xgpu_poller_main(void *arg)
 		 * the moment it was issued: the holder is idle once nothing is
 		 * queued and nothing it issued is still on the device. */
 		bool in_flight = dom->marks_count > 0;
+		bool gates = xgpu_slot_flags(dom) & XGPU_SLOT_GATES;
 		/* With work on the device, look again soon: under a gating
 		 * policy its completion lets the next gated call issue, and ends
 		 * a slot that is draining or idle, so each late look leaves the
@@ -339,19 +326,21 @@ void *xgpu_poller_main(void *arg)
 		 * 8 % of the coupled loop's throughput, docs/results/
 		 * pegasus-local.md). Otherwise the look only harvests
 		 * measurements. */
-		int64_t timeout_ns = !in_flight                                  ? 1000000000
-				     : xgpu_sched_policy(dom->gpu->sched)->gates ? INFLIGHT_LOOK_NS
-										 : 1000000;
-		if (!waiting_for_slot && !in_flight) {
+		int64_t timeout_ns = !in_flight ? 1000000000 : gates ? INFLIGHT_LOOK_NS : 1000000;
+		if (waiting_for_slot) {
+			/* Still in line? A wake-up that was not our grant may
+			 * have dropped us (a policy switch). */
+			xgpu_slot_ask(&dom->slot);
+		} else if (!in_flight) {
 			/* A holder gives the slot back only after a short grace:
 			 * its process is often just about to send the next call,
 			 * and yielding then would cost it the rest of its turn.
 			 * A shorter one while another domain waits. */
-			uint64_t grace = __atomic_load_n(&dom->gpu->sched->nready, __ATOMIC_RELAXED) > 0
+			uint64_t grace = atomic_load_explicit(&dom->slot.grant->others_waiting, memory_order_relaxed)
 					     ? YIELD_GRACE_CONTENDED_NS
 					     : YIELD_GRACE_NS;
-			if (!xgpu_sched_may_issue(&dom->sd) || now - last_work >= grace)
-				xgpu_sched_idle(dom->gpu->sched, &dom->sd);
+			if (!xgpu_slot_may_issue(dom->slot.grant) || now - last_work >= grace)
+				xgpu_slot_idle(&dom->slot);
 			else
 				timeout_ns = (int64_t)(grace - (now - last_work));
 		}
@@ -367,15 +356,13 @@ void *xgpu_poller_main(void *arg)
 	}
 
 	take_incoming(dom);
+	const char *why = x->stop_reason ? x->stop_reason : "executor stopping";
 	for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
 		if (!ch->dead) {
 			ch->dead = true;
-			ch->dead_reason = "daemon stopping";
+			ch->dead_reason = why;
 		}
 	reap(dom);
 	xgpu_exec_release(dom);
-	pthread_mutex_lock(&dom->incoming_lock);
-	dom->thread_running = false;
-	pthread_mutex_unlock(&dom->incoming_lock);
-	return NULL;
+	return dom->sticky_error ? 3 : 0;
 }

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* poller.h - a domain's aVCPU poller thread. */
+/* poller.h - the domain's accelerator VCPU: the executor's main loop. */
 #ifndef XGPU_POLLER_H
 #define XGPU_POLLER_H
 
-void *xgpu_poller_main(void *arg);
+#include "executor.h"
+
+/* Serves the domain's channels until xgpud stops the executor, or a fault
+ * ends its device context; returns the process's exit status. */
+int xgpu_poller_run(struct xgpu_domain *dom);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* graph.c - the simulated driver's graphs: the cuGraph* subset xgpud uses
- * to run a guest's graph as one driver graph (backend/executor/driver.h).
+ * to run a guest's graph as one driver graph (common/driver.h).
  *
  * A graph keeps its nodes in the order they were added. The API adds a node
  * only after the nodes it depends on, so that order is a topological order,

@@ -9,8 +9,8 @@
  * (core.h) and this table, and tools/check-includes.sh holds it to that.
  *
  * Every call is made from the main thread, as the transports' setup is;
- * the channels' I/O runs in the pollers through struct
- * xgpu_be_transport_ops, the other direction.
+ * a channel's I/O is its domain's executor's once it is handed over
+ * (backend/executor/).
  */
 #ifndef XGPU_TRANSPORT_HOST_H
 #define XGPU_TRANSPORT_HOST_H
@@ -31,37 +31,39 @@ struct xgpu_transport_host {
 
 	/* The domain named name for a local client of uid, created if needed;
 	 * NULL with the reason in err if uid may not join or create it. */
-	struct xgpu_domain *(*join_domain)(void *core, const char *name, uid_t uid, char *err, size_t errlen);
+	struct xgpud_domain *(*join_domain)(void *core, const char *name, uid_t uid, char *err, size_t errlen);
 	/* The domain of Xen guest domid, created with name and spec (which
 	 * must outlive it) if needed; NULL with the reason in err. */
-	struct xgpu_domain *(*adopt_xen_domain)(void *core, uint32_t domid, const char *name,
+	struct xgpud_domain *(*adopt_xen_domain)(void *core, uint32_t domid, const char *name,
 						const struct xgpu_gpuspec *spec, char *err, size_t errlen);
 	/* Drops a domain that has no channels left. */
-	void (*drop_domain)(void *core, struct xgpu_domain *dom);
+	void (*drop_domain)(void *core, struct xgpud_domain *dom);
 	/* Local domains get ids from first on, clear of a hypervisor's. */
 	void (*reserve_domids_below)(void *core, uint32_t first);
 
 	/* Whether dom may take one more channel: if so, gives ch its id and
 	 * fills ack (the accepted answer to the guest's hello) and returns 0;
 	 * otherwise -1 with the CUDA status and reason for the refusal. */
-	int (*admit_channel)(void *core, struct xgpu_domain *dom, struct xgpu_channel *ch,
+	int (*admit_channel)(void *core, struct xgpud_domain *dom, struct xgpud_channel *ch,
 			     struct xgpu_hello_ack *ack, int *status, char *err, size_t errlen);
-	/* Hands an admitted channel to its domain's poller, which owns it
-	 * from then on; -1 if no poller could be started. */
-	int (*add_channel)(void *core, struct xgpu_domain *dom, struct xgpu_channel *ch);
+	/* Hands an admitted channel to its domain's executor, starting one if
+	 * needed; takes h's descriptors, and h->ch is the domain's on success.
+	 * -1 with the reason in err. */
+	int (*add_channel)(void *core, struct xgpud_domain *dom, struct xgpud_handover *h, char *err,
+			   size_t errlen);
 
 	/* Answers a control request on conn (which it takes). */
 	void (*control_request)(void *core, int conn, uid_t uid);
 
 	/* Live settings a guest's toolstack changed; origin says where they
 	 * came from in the core's log line. NULL credit or sla: unchanged. */
-	void (*set_share)(void *core, struct xgpu_domain *dom, const uint32_t *credit, const double *sla,
+	void (*set_share)(void *core, struct xgpud_domain *dom, const uint32_t *credit, const double *sla,
 			  const char *origin);
 	/* to_default: the daemon's own limit, bytes ignored. */
-	void (*set_mem_limit)(void *core, struct xgpu_domain *dom, bool to_default, uint64_t bytes,
+	void (*set_mem_limit)(void *core, struct xgpud_domain *dom, bool to_default, uint64_t bytes,
 			      const char *origin);
 	/* The kernel timeout in seconds, 0 for none. */
-	void (*set_kernel_timeout)(void *core, struct xgpu_domain *dom, uint32_t seconds, const char *origin);
+	void (*set_kernel_timeout)(void *core, struct xgpud_domain *dom, uint32_t seconds, const char *origin);
 
 	/* Scheduling policies by name: the transport never sees one. */
 	int (*gpu_count)(void *core);

@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* transport_local.c - xgpud's local transport: the listening AF_UNIX
- * SOCK_SEQPACKET socket, the handshake, and the per-channel operations over
- * a memfd region and the channel's socket.
+ * SOCK_SEQPACKET socket and the handshake, after which a channel's socket
+ * and region go to its domain's executor (backend/executor/chan_local.c
+ * serves them there).
  *
  * Everything a client sends is checked before use: the region must be a
- * sealed memfd (so it cannot shrink under our mapping and fault the daemon),
- * sizes must match, and the client's identity comes from SO_PEERCRED, not
- * from anything it says. Signals in both directions are one-byte messages on
- * the channel's socket, sent and received with MSG_DONTWAIT: no file flag a
- * client can change on a shared descriptor can make the daemon block. New
- * connections wait in a bounded table, read only when epoll says they are
- * readable and dropped after a second of silence, so a client that connects
- * and says nothing holds up nobody.
+ * sealed memfd (so it cannot shrink under a mapping and fault the process
+ * that maps it), sizes and layout must match, and the client's identity
+ * comes from SO_PEERCRED, not from anything it says. New connections wait
+ * in a bounded table, read only when epoll says they are readable and
+ * dropped after a second of silence, so a client that connects and says
+ * nothing holds up nobody.
  */
 #include "transport_local.h"
 
 #include "fdpass.h"
 #include "log.h"
+#include "shm.h"
 #include "util.h"
 
 #include <cuda_runtime_api.h>
@@ -33,40 +33,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define MAX_UNCLAIMED_SEGMENTS 16
 #define MAX_PENDING_CONNECTIONS 256
 #define HELLO_TIMEOUT_NS 1000000000ull
-/* Messages handled per wake-up: a guest that floods its socket costs only
- * its own poller's time, in bounded slices. */
-#define SERVICE_BUDGET 256
-
-struct seg_pending {
-	uint64_t token, size;
-	int fd;
-};
-
-struct local_be {
-	int sock;
-	struct seg_pending pending[MAX_UNCLAIMED_SEGMENTS];
-	int npending;
-};
-
-static struct local_be *lb(struct xgpu_channel *ch)
-{
-	return ch->tpriv;
-}
-
-static void be_kick(struct xgpu_channel *ch)
-{
-	static const char kick = 'k';
-	/* A full socket buffer means kicks are already pending. */
-	send(lb(ch)->sock, &kick, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-static int be_wait_fd(struct xgpu_channel *ch)
-{
-	return lb(ch)->sock;
-}
 
 static const unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW;
 
@@ -87,109 +55,6 @@ static int check_memfd(int fd, uint64_t size, char *err, size_t errlen)
 	return 0;
 }
 
-static bool be_service(struct xgpu_channel *ch)
-{
-	struct local_be *b = lb(ch);
-	for (int budget = SERVICE_BUDGET; budget > 0; budget--) {
-		struct xgpu_seg_msg msg;
-		int fds[1], nfds = 0;
-		ssize_t n = xgpu_recv_fds(b->sock, &msg, sizeof msg, fds, &nfds, 1, MSG_DONTWAIT);
-		if (n < 0)
-			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-		if (n == 0)
-			return false; /* the process is gone */
-		if (n == 1 && nfds == 0)
-			continue; /* a kick: the caller looks at the rings next */
-		if (n != (ssize_t)sizeof msg || nfds != 1 || msg.magic != XGPU_PROTO_MAGIC ||
-		    b->npending == MAX_UNCLAIMED_SEGMENTS) {
-			xgpu_close_fds(fds, nfds);
-			dlog_warn(ch->dom,
-				  "domain %s: channel %u sent an invalid out-of-band message; closing it",
-				  ch->dom->name, ch->id);
-			return false;
-		}
-		b->pending[b->npending++] = (struct seg_pending){msg.token, msg.size, fds[0]};
-	}
-	return true;
-}
-
-/* Takes the pending segment named token out of the table; -1 if none. */
-static int claim(struct local_be *b, uint64_t token, struct seg_pending *out)
-{
-	for (int i = 0; i < b->npending; i++)
-		if (b->pending[i].token == token) {
-			*out = b->pending[i];
-			b->pending[i] = b->pending[--b->npending];
-			return 0;
-		}
-	return -1;
-}
-
-static int be_import_segment(struct xgpu_channel *ch, uint64_t token, uint64_t size, void **ptr, char *err,
-			     size_t errlen)
-{
-	struct local_be *b = lb(ch);
-	struct seg_pending p;
-	/* The frontend sends the fd before the request that names it, so it
-	 * is in the socket already if we have not read it yet. */
-	if (claim(b, token, &p) < 0 && (!be_service(ch) || claim(b, token, &p) < 0)) {
-		snprintf(err, errlen, "no segment with that token was shared");
-		return -1;
-	}
-	int r = -1;
-	if (p.size != size) {
-		snprintf(err, errlen, "segment announced %llu bytes, request says %llu",
-			 (unsigned long long)p.size, (unsigned long long)size);
-	} else if (check_memfd(p.fd, size, err, errlen) == 0) {
-		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p.fd, 0);
-		if (m == MAP_FAILED) {
-			snprintf(err, errlen, "cannot map it: %s", strerror(errno));
-		} else {
-			*ptr = m;
-			r = 0;
-		}
-	}
-	close(p.fd);
-	return r;
-}
-
-static void be_drop_segment(struct xgpu_channel *ch, uint64_t token)
-{
-	struct local_be *b = lb(ch);
-	struct seg_pending p;
-	be_service(ch);
-	if (claim(b, token, &p) == 0)
-		close(p.fd);
-}
-
-static void be_release_segment(struct xgpu_channel *ch, void *ptr, uint64_t size)
-{
-	munmap(ptr, size);
-}
-
-static void be_close(struct xgpu_channel *ch)
-{
-	struct local_be *b = lb(ch);
-	for (int i = 0; i < b->npending; i++)
-		close(b->pending[i].fd);
-	close(b->sock);
-	if (ch->region)
-		munmap(ch->region, ch->region_size);
-	free(b);
-	ch->tpriv = NULL;
-}
-
-static const struct xgpu_be_transport_ops local_ops = {
-    .name = "local",
-    .kick = be_kick,
-    .wait_fd = be_wait_fd,
-    .service = be_service,
-    .import_segment = be_import_segment,
-    .drop_segment = be_drop_segment,
-    .release_segment = be_release_segment,
-    .close = be_close,
-};
-
 /* ---- the handshake --------------------------------------------------------- */
 
 static void refuse(int conn, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -208,8 +73,8 @@ static void refuse(int conn, int status, const char *fmt, ...)
 	xgpu_log_limited(&rl, XGPU_LOG_WARN, "refused a client: %s", ack.message);
 }
 
-/* Returns true when the channel took conn and the region fd, false when the
- * caller must close them. */
+/* Returns true when the channel took conn and the region fd (handed to the
+ * domain's executor), false when the caller must close them. */
 static bool accept_channel(const struct xgpu_transport_host *host, int conn, const struct xgpu_hello *h,
 			   int memfd, const struct ucred *cred)
 {
@@ -225,25 +90,31 @@ static bool accept_channel(const struct xgpu_transport_host *host, int conn, con
 		return false;
 	}
 	size_t size = (size_t)st.st_size;
+	/* Mapped here too: to check its layout before any executor sees it,
+	 * and to tell the guest why, should its executor end. */
 	void *region = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	if (region == MAP_FAILED) {
 		refuse(conn, cudaErrorMemoryAllocation, "cannot map the channel region: %s", strerror(errno));
 		return false;
 	}
-	struct xgpu_channel *ch = calloc(1, sizeof *ch);
-	struct local_be *b = calloc(1, sizeof *b);
-	if (!ch || !b) {
+	struct xgpud_channel *ch = calloc(1, sizeof *ch);
+	struct xgpu_shm_view v;
+	if (!ch) {
 		refuse(conn, cudaErrorMemoryAllocation, "out of memory");
-		goto fail;
+		munmap(region, size);
+		return false;
 	}
-	if (xgpu_shm_attach(region, size, &ch->v, err, sizeof err) < 0) {
+	ch->sock = -1;
+	ch->region = region;
+	ch->region_size = size;
+	if (xgpu_shm_attach(region, size, &v, err, sizeof err) < 0) {
 		refuse(conn, cudaErrorInvalidValue, "channel region refused: %s", err);
 		goto fail;
 	}
 	char name[XGPU_DOMAIN_NAME_MAX];
 	memcpy(name, h->domain, sizeof name);
 	name[sizeof name - 1] = '\0';
-	struct xgpu_domain *dom = host->join_domain(host->core, name, cred->uid, err, sizeof err);
+	struct xgpud_domain *dom = host->join_domain(host->core, name, cred->uid, err, sizeof err);
 	if (!dom) {
 		refuse(conn, cudaErrorDevicesUnavailable, "%s", err);
 		goto fail;
@@ -254,25 +125,30 @@ static bool accept_channel(const struct xgpu_transport_host *host, int conn, con
 		refuse(conn, status, "%s", err);
 		goto fail;
 	}
-	b->sock = conn;
-	ch->dom = dom;
 	ch->task = h->task;
 	ch->pid = cred->pid;
 	ch->uid = cred->uid;
-	ch->ops = &local_ops;
-	ch->tpriv = b;
-	ch->region = region;
-	ch->region_size = size;
-	if (send(conn, &ack, sizeof ack, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof ack) {
-		dlog_warn(dom, "domain %s: pid %d left during the handshake", dom->name, (int)cred->pid);
+	/* The executor gets copies; our conn stays in ch, so that the guest
+	 * sees its hang-up only after we wrote why its executor ended
+	 * (executors.c). */
+	struct xgpud_handover ho = {.kind = XGPU_CHAN_LOCAL, .ch = ch, .nfds = 2};
+	ho.fds[0] = fcntl(conn, F_DUPFD_CLOEXEC, 0);
+	ho.fds[1] = fcntl(memfd, F_DUPFD_CLOEXEC, 0);
+	if (ho.fds[0] < 0 || ho.fds[1] < 0) {
+		xgpu_close_fds(ho.fds, 2);
+		refuse(conn, cudaErrorMemoryAllocation, "out of descriptors: %s", strerror(errno));
 		goto fail;
 	}
-	/* Once handed over, ch is the poller's (it may close and free it at once). */
 	uint32_t id = ch->id;
-	if (host->add_channel(host->core, dom, ch) < 0) {
-		dlog_warn(dom, "domain %s: no poller thread for pid %d's channel", dom->name, (int)cred->pid);
+	ch->sock = conn;
+	if (host->add_channel(host->core, dom, &ho, err, sizeof err) < 0) {
+		ch->sock = -1;
+		refuse(conn, cudaErrorDevicesUnavailable, "%s", err);
 		goto fail;
 	}
+	/* The domain holds ch now; its executor serves the guest. */
+	if (send(conn, &ack, sizeof ack, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof ack)
+		dlog_warn(dom, "domain %s: pid %d left during the handshake", dom->name, (int)cred->pid);
 	close(memfd);
 	dlog_info(dom, "domain %s: channel %u opened by pid %d (uid %u, task %u, runtime %d)", dom->name, id,
 		  (int)cred->pid, (unsigned)cred->uid, h->task, h->runtime_version);
@@ -280,7 +156,6 @@ static bool accept_channel(const struct xgpu_transport_host *host, int conn, con
 fail:
 	munmap(region, size);
 	free(ch);
-	free(b);
 	return false;
 }
 

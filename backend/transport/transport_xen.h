@@ -46,7 +46,7 @@ void xgpu_xen_transport_free(struct xgpu_xen_transport *t);
 /* Binds, maps and validates channel p of dom, answers the guest in the root
  * page and hands the channel to dom's poller. cookie comes back with the
  * channel's notice. NULL with the reason in err (everything released). */
-struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct xgpu_domain *dom,
+struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
 					    const struct xgpu_xen_chan_params *p, void *cookie, char *err,
 					    size_t errlen);
 /* Asks the poller to close the channel (main thread; never blocks). Its

@@ -65,7 +65,7 @@ struct xb_dev {
 	struct xb_dev *next;
 	uint32_t domid;
 	bool adopted, detaching, dying;
-	struct xgpu_domain *dom;
+	struct xgpud_domain *dom;
 	struct xgpu_gpuspec spec; /* the domain's settings; dom->spec points here */
 	char *raw[4];             /* credit, sla, mem-limit, kernel-timeout as last seen */
 	char refused[192];        /* why adoption failed, as last logged */
@@ -250,7 +250,7 @@ static const char *spec_item(const char *key)
 static void read_live_keys(struct xb_dev *dev)
 {
 	struct xgpu_xenbus *x = dev->x;
-	struct xgpu_domain *dom = dev->dom;
+	struct xgpud_domain *dom = dev->dom;
 	for (int i = 0; i < 4; i++) {
 		char path[PATH_MAX_LEN + 16];
 		snprintf(path, sizeof path, "%s/%s", dev->be, live_keys[i]);

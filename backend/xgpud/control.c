@@ -13,6 +13,7 @@
 #include "util.h"
 #include "control.h"
 #include "core.h"
+#include "executors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,9 +26,11 @@
 
 #define CHUNK 32768
 
-static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
+static json_t *domain_json(const struct xgpud_domain *dom, uint32_t cpu_weight)
 {
-	const struct xgpu_dom_stats *s = &dom->stats;
+	static _Thread_local struct xgpu_dom_stats stats;
+	xgpu_executor_stats(dom, &stats);
+	const struct xgpu_dom_stats *s = &stats;
 	json_t *o = json_object();
 	json_object_set_new(o, "name", json_string(dom->name));
 	json_object_set_new(o, "domid", json_integer(dom->domid));
@@ -38,7 +41,10 @@ static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
 	json_object_set_new(o, "sla", json_real(sd->sla));
 	json_object_set_new(o, "channels", json_integer(atomic_load(&s->channels)));
 	json_object_set_new(o, "calls", json_integer((json_int_t)atomic_load(&s->calls)));
-	json_object_set_new(o, "gpu_time_ns", json_integer((json_int_t)atomic_load(&sd->held_ns)));
+	/* Slot time, and under a policy that does not gate, the time the
+	 * executor's calls ran (what its status page says). */
+	uint64_t ungated = dom->ex ? atomic_load(&dom->ex->st->slot.ungated_ns) : 0;
+	json_object_set_new(o, "gpu_time_ns", json_integer((json_int_t)(atomic_load(&sd->held_ns) + ungated)));
 	json_object_set_new(o, "busy_ns", json_integer((json_int_t)atomic_load(&sd->busy_ns)));
 	json_object_set_new(o, "h2d_bytes", json_integer((json_int_t)atomic_load(&s->h2d_bytes)));
 	json_object_set_new(o, "d2h_bytes", json_integer((json_int_t)atomic_load(&s->d2h_bytes)));
@@ -47,7 +53,11 @@ static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
 	json_object_set_new(o, "lat_p50_us", json_real(xgpu_stats_latency_us(s, 50)));
 	json_object_set_new(o, "lat_p99_us", json_real(xgpu_stats_latency_us(s, 99)));
 	json_object_set_new(o, "uid", json_integer(dom->owner_uid));
-	json_object_set_new(o, "mem_limit", json_integer((json_int_t)dom->mem_limit));
+	json_object_set_new(o, "mem_limit", json_integer((json_int_t)atomic_load(&dom->mem_limit)));
+	json_object_set_new(o, "executor_pid", json_integer(xgpu_executor_pid(dom)));
+	json_object_set_new(o, "executor", json_string(xgpu_executor_state(dom)));
+	json_object_set_new(o, "executors", json_integer((json_int_t)atomic_load(&dom->c.executors)));
+	json_object_set_new(o, "faults", json_integer((json_int_t)atomic_load(&dom->c.faults)));
 	json_object_set_new(o, "kernels", json_integer((json_int_t)atomic_load(&s->kernels)));
 	json_object_set_new(o, "kernel_timeout_s", json_integer(atomic_load(&dom->kernel_timeout_s)));
 	json_object_set_new(o, "timeouts", json_integer((json_int_t)atomic_load(&s->timeouts)));
@@ -80,7 +90,7 @@ static json_t *domain_json(const struct xgpu_domain *dom, uint32_t cpu_weight)
 
 /* The CPU weight the hypervisor schedule source reports for the domain, 0
  * when it does not know it. */
-static uint32_t domain_cpu_weight(struct xgpu_domain *dom)
+static uint32_t domain_cpu_weight(struct xgpud_domain *dom)
 {
 	struct xgpu_sched *s = dom->gpu->sched;
 	uint32_t w = 0, cap;
@@ -117,7 +127,7 @@ char *xgpu_control_stats_json(struct xgpud *d, uid_t viewer)
 	json_object_set_new(root, "gpus", gpus);
 	json_t *doms = json_array();
 	pthread_mutex_lock(&d->domains_lock);
-	for (struct xgpu_domain *dom = d->domains; dom; dom = dom->next)
+	for (struct xgpud_domain *dom = d->domains; dom; dom = dom->next)
 		if (all || dom->owner_uid == viewer)
 			json_array_append_new(doms, domain_json(dom, domain_cpu_weight(dom)));
 	pthread_mutex_unlock(&d->domains_lock);
@@ -221,9 +231,9 @@ static void control_policy(struct xgpud *d, int conn, uid_t uid, json_t *req)
 	reply_ok(conn, out);
 }
 
-static struct xgpu_domain *find_domain(struct xgpud *d, const char *name, json_int_t domid)
+static struct xgpud_domain *find_domain(struct xgpud *d, const char *name, json_int_t domid)
 {
-	for (struct xgpu_domain *dom = d->domains; dom; dom = dom->next)
+	for (struct xgpud_domain *dom = d->domains; dom; dom = dom->next)
 		if (name ? !strcmp(dom->name, name) : dom->domid == domid)
 			return dom;
 	return NULL;
@@ -256,7 +266,7 @@ static void control_credit(struct xgpud *d, int conn, uid_t uid, json_t *req)
 	if ((jcredit || jsla) && !may_administer(conn, uid, "credits"))
 		return;
 	pthread_mutex_lock(&d->domains_lock);
-	struct xgpu_domain *dom =
+	struct xgpud_domain *dom =
 	    find_domain(d, json_string_value(jdom), json_is_integer(jdom) ? json_integer_value(jdom) : -1);
 	if (!dom || (uid != 0 && uid != geteuid() && uid != dom->owner_uid)) {
 		pthread_mutex_unlock(&d->domains_lock);

@@ -1,30 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* core.h - the daemon's model: GPUs, domains, channels, the daemon and its
- * options, and who owns what. Types only: each module's functions are
- * declared in its own header (domain.h, channel.h, exec/exec.h, ...), so
- * that including the model never pulls in the modules that use it.
+/* core.h - the control plane's model: GPUs, domains, their executors and
+ * channels, the daemon and its options, and who owns what. Types only: each
+ * module's functions are declared in its own header (domain.h,
+ * executors.h, ...), so that including the model never pulls in the modules
+ * that use it.
  *
- * Threads: the main thread accepts channels (transport) and answers control
- * requests; each domain has one aVCPU poller thread that owns the domain's
- * channels, handle tables and device context and executes every call; each
- * gating GPU has a scheduler thread that grants the GPU slot. Counters read
- * by the control path are atomics; everything else is touched by the owning
- * poller only.
+ * xgpud does not run guests' calls: each domain with processes has an
+ * executor, a process of its own (backend/executor/), which maps the
+ * domain's channels and runs their calls on the GPU. xgpud accepts and
+ * checks channels and hands them over, schedules the GPU slot, watches the
+ * executors (kernel timeout, faults, deaths) and answers xl-gpu.
+ *
+ * Threads: the main thread owns the domain list's changes, the executors'
+ * links and every channel record; control requests run on short-lived
+ * threads that read under domains_lock; each gating GPU has a scheduler
+ * thread that grants the slot and reads the executors' reports.
  */
 #ifndef XGPU_CORE_H
 #define XGPU_CORE_H
 
 #include "driver.h"
-#include "memmap.h"
-#include "objtab.h"
-#include "fatbin.h"
+#include "execlink.h"
 #include "gpuspec.h"
 #include "log.h"
 #include "proto.h"
 #include "scheduler.h"
-#include "shm.h"
 #include "stats.h"
-#include "taskq.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,8 +35,8 @@
 
 struct xgpud;
 struct xgpud_config;
-struct xgpu_domain;
-struct xgpu_channel;
+struct xgpud_domain;
+struct xgpud_executors;
 
 /* ---- options ------------------------------------------------------------ */
 struct xgpud_opts {
@@ -47,8 +48,9 @@ struct xgpud_opts {
 	const char *socket_path; /* local transport */
 	const char *config_path;
 	const char *log_file;
-	const char *sim_driver;  /* path of libxgpu-simdrv.so; default beside the binary */
-	const char *cuda_driver; /* default libcuda.so.1 */
+	const char *sim_driver;    /* path of libxgpu-simdrv.so; default beside the binary */
+	const char *cuda_driver;   /* default libcuda.so.1 */
+	const char *executor_path; /* xgpu-executor; default beside the binary */
 	bool foreground;
 	int log_level;
 	uint64_t mem_limit; /* per domain, bytes; 0 = the GPU's memory */
@@ -59,7 +61,8 @@ struct xgpud_opts {
 	unsigned max_domains;
 	uint64_t pinned_limit;     /* host segments per domain, bytes */
 	unsigned kernel_timeout_s; /* per domain: longest one device operation may run; 0 = none */
-	const char *fault_scope;   /* "process", "context", or NULL: process on cuda, context on sim */
+	unsigned executor_linger_ms; /* an idle executor's life before xgpud stops it */
+	uint32_t executor_uid_base;  /* executors run as base + domain slot; 0: as xgpud */
 };
 
 /* ---- GPUs ------------------------------------------------------------- */
@@ -77,111 +80,100 @@ struct xgpu_gpu {
 };
 
 /* ---- channels ---------------------------------------------------------- */
-struct xgpu_channel;
-struct xgpu_be_transport_ops {
-	const char *name;
-	void (*kick)(struct xgpu_channel *ch); /* signal the frontend; never blocks */
-	/* The one fd that becomes readable when the guest kicks, sends an
-	 * out-of-band message or goes away. */
-	int (*wait_fd)(struct xgpu_channel *ch);
-	/* wait_fd fired: consume kicks and out-of-band messages without ever
-	 * blocking (whatever the guest did to shared descriptors); false once
-	 * the guest's end is gone or it broke the transport's rules. */
-	bool (*service)(struct xgpu_channel *ch);
-	/* Maps the host segment the guest shared as token, exactly size bytes. */
-	int (*import_segment)(struct xgpu_channel *ch, uint64_t token, uint64_t size, void **ptr, char *err,
-			      size_t errlen);
-	/* Forgets a shared segment that will not be imported (its request was
-	 * refused), so its resources do not linger. */
-	void (*drop_segment)(struct xgpu_channel *ch, uint64_t token);
-	void (*release_segment)(struct xgpu_channel *ch, void *ptr, uint64_t size);
-	void (*close)(struct xgpu_channel *ch);
-};
-
-struct xgpu_channel {
-	struct xgpu_domain *dom;
+/* A guest process's channel as xgpud keeps it once its executor serves it:
+ * who it is, and what xgpud needs to tell the guest why its executor ended
+ * (the end code in its region's header, then the socket's hang-up). */
+struct xgpud_channel {
 	uint32_t id;
 	uint32_t task;
-	pid_t pid;
+	pid_t pid; /* a local guest's, 0 under Xen */
 	uid_t uid;
-	const struct xgpu_be_transport_ops *ops;
-	void *tpriv;
-	void *region;
+	void *region; /* xgpud's mapping of the region */
 	size_t region_size;
-	struct xgpu_shm_view v;
-	bool dead;
-	const char *dead_reason;
-	/* A request taken off the ring but not yet run (waiting for the slot). */
-	bool have_pending;
-	uint8_t pending[XGPU_SLOT_SIZE];
-	uint64_t pending_since_ns;
-	struct xgpu_task *task_entry; /* its task's share of the domain's slot (poller) */
-	bool had_work;                /* as of the poller's last look (wfq) */
-	_Atomic uint64_t calls;
-	struct xgpu_channel *next;
+	int sock; /* a local guest's socket, kept until the executor is done with it; -1 if none */
+	struct xgpud_channel *next;
+};
+
+/* What a transport hands to a domain's executor (domain.h). */
+struct xgpud_handover {
+	uint32_t kind; /* enum xgpu_link_chan_kind */
+	struct xgpud_channel *ch;
+	int fds[2]; /* by kind; the executor gets copies, xgpud keeps none of them */
+	int nfds;
+};
+
+/* ---- executors ----------------------------------------------------------- */
+/* Why an executor ended, as its domain's processes learn it. */
+enum xgpu_exec_end {
+	XGPU_END_NONE = 0,
+	XGPU_END_STOPPED,  /* xgpud stopped it (idle, or stopping itself) */
+	XGPU_END_FAULT,    /* its context failed (it said so) */
+	XGPU_END_TIMEOUT,  /* killed by the kernel timeout */
+	XGPU_END_DIED,     /* exited or was killed otherwise */
+};
+
+struct xgpud_executor {
+	struct xgpud_domain *dom;
+	pid_t pid;
+	int pidfd;   /* readable once it has exited */
+	int link_fd; /* SOCK_SEQPACKET; -1 once closed */
+	int log_fd;  /* the read end of its stderr */
+	int wake_fd, notify_fd;
+	int ctl_fd, status_fd;
+	struct xgpu_exec_ctl *ctl;          /* ours to write */
+	const struct xgpu_exec_status *st;  /* its to write: hostile */
+	bool child;         /* ours to reap (not adopted) */
+	bool ready;         /* it said READY */
+	bool stopping;      /* asked to stop; takes no new channel */
+	uint64_t stop_at_ns; /* when to kill it if it has not exited */
+	uint64_t idle_since_ns; /* no channels since then (0: it has some) */
+	enum xgpu_exec_end end;
+	int end_code; /* the cudaError_t its processes get */
+	char end_why[192];
+	char logbuf[1024]; /* a partial line of its log */
+	size_t loglen;
+	/* Its lines, under a budget of their own: the executor keeps the
+	 * domain's budget for what a guest provokes; this one bounds what a
+	 * broken executor could write into xgpud's log. */
+	struct xgpu_ratelimit log_rl;
+	/* The kernel timeout: the status page's busy_since_ns as last seen. */
+	uint64_t wd_since_ns;
+	struct xgpud_executor *next_dead; /* executors.c's list of those to reap */
 };
 
 /* ---- domains ------------------------------------------------------------ */
-#define XGPU_STAGING_MAX 8
-
-struct xgpu_busy_mark {
-	CUevent start, end;
-	struct xgpu_task *task; /* the task whose work it measures */
+/* Counters that outlive an executor: the domain's own, and the totals of
+ * its earlier executors' counters (struct xgpu_exec_record). */
+struct xgpud_counters {
+	_Atomic uint64_t channels_total, timeouts, faults, executors;
+	_Atomic uint64_t calls, errors, h2d_bytes, d2h_bytes, kernels, queue_wait_ns, queue_waits;
+	_Atomic uint64_t lat[XGPU_LAT_BUCKETS], wait[XGPU_LAT_BUCKETS];
 };
 
-struct xgpu_domain {
+struct xgpud_domain {
 	struct xgpud *d;
 	char name[XGPU_DOMAIN_NAME_MAX];
 	uint32_t domid;
 	bool xen; /* a Xen guest: domid is its Xen domid */
 	uid_t owner_uid;
 	struct xgpu_gpu *gpu;
-	uint64_t mem_limit;
+	_Atomic uint64_t mem_limit;
+	bool mem_default; /* mem_limit is the daemon's default */
 	uint64_t allowed_gpus; /* bit i: may be bound to GPU i */
-
-	pthread_t thread;
-	bool thread_started; /* joinable: started and not joined yet */
-	bool thread_running; /* serving channels (incoming_lock) */
-	int epfd;
-	int wake_fd; /* eventfd: new channel, slot granted, shutdown */
-	pthread_mutex_t incoming_lock;
-	struct xgpu_channel *incoming;
-	struct xgpu_channel *channels; /* poller only */
-
-	/* Device state: poller only. */
-	CUcontext ctx;
-	int sticky_error; /* cudaError_t that broke the context, 0 if fine */
-	struct xgpu_objtab objs;
-	struct xgpu_memmap mem;
-	struct xgpu_staging {
-		void *buf;
-		CUevent done; /* recorded after the last copy that used buf */
-		bool held;    /* handed out and not yet put back */
-	} staging[XGPU_STAGING_MAX];
-	unsigned nstaging, staging_next;
-	size_t staging_size;
-	uint64_t pinned_bytes;        /* host segments mapped for the domain */
-	uint64_t limit_charge[4];     /* device memory charged for the heap, printf FIFO, stacks, launches */
-	struct xgpu_busy_mark *marks; /* ring of in-flight busy measurements */
-	uint32_t marks_cap, marks_head, marks_count;
-	uint64_t marks_done; /* marks taken off the ring so far: names the head */
-
-	/* The kernel timeout (watchdog.c). wd_lock guards ctx and the marks
-	 * ring's extent against the watchdog thread, which reads the ring and
-	 * may destroy the context; the poller holds it only to change them. */
-	pthread_mutex_t wd_lock;
+	const struct xgpu_gpuspec *spec; /* its --config entry, or NULL */
 	_Atomic uint32_t kernel_timeout_s; /* 0: none */
-	_Atomic bool timed_out;            /* the watchdog destroyed ctx */
-	uint64_t wd_mark;                  /* watchdog: the unfinished operation it watches */
-	uint64_t wd_since_ns;              /* and since when */
-	struct xgpu_taskq tasks;           /* wfq: the slot shared among tasks (poller only) */
-	const struct xgpu_gpuspec *spec;   /* its --config entry, or NULL */
-	struct xgpu_task *serving;         /* the task whose request is being run */
 
-	struct xgpu_sched_dom sd; /* credit, SLO, slot accounting */
-	struct xgpu_dom_stats stats;
+	/* The executor serving it, if any (main thread; domains_lock to
+	 * change, so that control threads may read it). */
+	struct xgpud_executor *ex;
+	struct xgpud_channel *channels; /* served by ex (main thread) */
+	pid_t adopt_pid; /* restored: the executor it had, to be adopted (0: none) */
+	_Atomic uint32_t nchannels;
+
+	struct xgpu_sched_dom sd; /* credit, SLO, slot accounting; attached while ex runs */
+	struct xgpud_counters c;
 	struct xgpu_ratelimit log_rl; /* lines this domain's guest can provoke */
-	struct xgpu_domain *next;
+	struct xgpud_domain *next;
 };
 
 /* Log lines a guest can provoke, against its domain's budget. */
@@ -192,8 +184,11 @@ struct xgpu_domain {
 /* ---- the daemon -------------------------------------------------------- */
 struct xgpud {
 	struct xgpud_opts o;
-	struct xgpu_driver drv;
+	struct xgpu_driver drv; /* to describe the GPUs only: xgpud makes no context */
 	const char *executor_name; /* "cuda" or "sim" */
+	const char *driver_path;   /* what executors load */
+	char executor_path[512];
+	char socket_path[256];
 	int driver_version;
 	struct xgpu_gpu *gpus;
 	int ngpus;
@@ -202,22 +197,13 @@ struct xgpud {
 	const char *hyp_args;
 	struct xgpud_config *conf; /* --config, or NULL */
 	pthread_mutex_t domains_lock;
-	struct xgpu_domain *domains;
+	struct xgpud_domain *domains;
 	uint32_t ndomains;
 	uint32_t next_domid;
 	_Atomic uint32_t next_channel_id;
 	_Atomic bool stopping;
-	/* A kernel's fault breaks every context of the process (NVIDIA's
-	 * driver), not only its own: the daemon stops at the first, so that
-	 * its service manager starts it afresh (exec.c). */
-	bool fault_stops_daemon;
-	_Atomic bool stopped_by_fault;
-	/* The domain whose poller stops the daemon once the faulting call's
-	 * answer is out (poller.c). */
-	_Atomic(struct xgpu_domain *) fault_domain;
+	struct xgpud_executors *executors; /* executors.c's */
 	uint64_t start_ns;
-	pthread_t watchdog; /* the kernel timeout's thread (watchdog.c) */
-	bool watchdog_started;
 };
 
 #endif

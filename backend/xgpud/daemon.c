@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* daemon.c - bringing xgpud up and down: choosing the executor's driver
+/* daemon.c - bringing xgpud up and down: choosing the executors' driver
  * (NVIDIA's when a GPU is usable, the simulated one otherwise, and saying
- * which), describing each GPU, and starting a scheduler per GPU. */
+ * which), describing each GPU (xgpud loads the driver for that alone: it
+ * makes no context, so no guest's kernel ever runs in this process),
+ * starting a scheduler per GPU, and the up-calls the transports make. */
 #include "log.h"
 #include "policy.h"
 #include "scheduler.h"
@@ -9,8 +11,9 @@
 #include "daemon.h"
 #include "control.h"
 #include "domain.h"
+#include "executors.h"
+#include "state.h"
 #include "transport/host.h"
-#include "watchdog.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -21,26 +24,25 @@
 #include <string.h>
 #include <unistd.h>
 
-/* libxgpu-simdrv.so in ../lib beside the running binary (build/bin/xgpud ->
- * build/lib/), as `make` lays them out, else in ../lib/xgpu/ (the Debian
+/* A file of xgpu's found from the running binary as `make` lays them out
+ * (build/bin/xgpud -> build/<as_built>), else in ../lib/xgpu/ (the Debian
  * package's private directory: /usr/sbin/xgpud -> /usr/lib/xgpu/), kept off
- * the library path so that its simkernels/ directory sits beside it. */
-static void default_sim_path(char *buf, size_t len)
+ * the library path and out of PATH. */
+static void beside_binary(const char *as_built, const char *name, char *buf, size_t len)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
 	if (n <= 0) {
-		snprintf(buf, len, "libxgpu-simdrv.so");
+		snprintf(buf, len, "%s", name);
 		return;
 	}
 	exe[n] = '\0';
 	const char *dir = dirname(exe);
-	snprintf(buf, len, "%s/../lib/libxgpu-simdrv.so", dir);
+	snprintf(buf, len, "%s/%s", dir, as_built);
 	if (access(buf, F_OK) == 0)
 		return;
 	char packaged[PATH_MAX];
-	if ((size_t)snprintf(packaged, sizeof packaged, "%s/../lib/xgpu/libxgpu-simdrv.so", dir) <
-		sizeof packaged &&
+	if ((size_t)snprintf(packaged, sizeof packaged, "%s/../lib/xgpu/%s", dir, name) < sizeof packaged &&
 	    access(packaged, F_OK) == 0)
 		snprintf(buf, len, "%s", packaged);
 }
@@ -65,27 +67,16 @@ static int try_driver(struct xgpud *d, const char *path, char *why, size_t whyle
 
 static int describe_gpu(struct xgpud *d, struct xgpu_gpu *g, int index)
 {
-	struct xgpu_driver *drv = &d->drv;
-	g->index = index;
-	if (drv->cuDeviceGet(&g->dev, index) != CUDA_SUCCESS)
+	static struct xgpu_gpu_desc desc;
+	if (xgpu_driver_describe(&d->drv, index, &desc) < 0)
 		return -1;
-	drv->cuDeviceGetName(g->name, sizeof g->name, g->dev);
-	CUuuid uuid;
-	if (drv->cuDeviceGetUuid(&uuid, g->dev) == CUDA_SUCCESS)
-		memcpy(g->uuid, uuid.bytes, sizeof g->uuid);
-	size_t total = 0;
-	drv->cuDeviceTotalMem(&total, g->dev);
-	g->total_mem = total;
-	/* Every attribute the driver knows, so the frontend answers device
-	 * queries from its cache, field by field. */
-	g->nattrs =
-	    CU_DEVICE_ATTRIBUTE_MAX < XGPU_MAX_DEVICE_ATTRS ? CU_DEVICE_ATTRIBUTE_MAX : XGPU_MAX_DEVICE_ATTRS;
-	for (uint32_t a = 1; a < g->nattrs; a++) {
-		int v = 0;
-		if (drv->cuDeviceGetAttribute(&v, (CUdevice_attribute)a, g->dev) != CUDA_SUCCESS)
-			v = 0;
-		g->attrs[a] = v;
-	}
+	g->index = index;
+	g->dev = desc.dev;
+	memcpy(g->name, desc.name, sizeof g->name);
+	memcpy(g->uuid, desc.uuid, sizeof g->uuid);
+	g->total_mem = desc.total_mem;
+	memcpy(g->attrs, desc.attrs, sizeof g->attrs);
+	g->nattrs = desc.nattrs;
 	return 0;
 }
 
@@ -147,8 +138,17 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 	}
 	const char *cuda = d->o.cuda_driver ? d->o.cuda_driver : "libcuda.so.1";
 	if (!d->o.sim_driver) {
-		default_sim_path(simpath, sizeof simpath);
+		beside_binary("../lib/libxgpu-simdrv.so", "libxgpu-simdrv.so", simpath, sizeof simpath);
 		d->o.sim_driver = simpath;
+	}
+	if (d->o.executor_path)
+		snprintf(d->executor_path, sizeof d->executor_path, "%s", d->o.executor_path);
+	else
+		beside_binary("xgpu-executor", "xgpu-executor", d->executor_path, sizeof d->executor_path);
+	if (access(d->executor_path, X_OK) < 0) {
+		snprintf(err, errlen, "cannot run the executor %s: %s (--executor-path)", d->executor_path,
+			 strerror(errno));
+		return -1;
 	}
 	if (!d->o.executor || !strcmp(d->o.executor, "cuda")) {
 		count = try_driver(d, cuda, why, sizeof why);
@@ -173,9 +173,9 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 		d->executor_name = "sim";
 		d->o.sim_driver = strdup(d->o.sim_driver);
 	}
+	/* Executors load it by the same name, so that they find what we did. */
+	d->driver_path = !strcmp(d->executor_name, "sim") ? d->o.sim_driver : cuda;
 	d->drv.cuDriverGetVersion(&d->driver_version);
-	d->fault_stops_daemon =
-	    d->o.fault_scope ? !strcmp(d->o.fault_scope, "process") : !strcmp(d->executor_name, "cuda");
 	if (!strcmp(d->executor_name, "sim"))
 		xlog_info("executor sim: simulated CUDA driver %s (%s)", d->drv.path,
 			  d->o.executor ? "as asked"
@@ -204,28 +204,22 @@ int xgpud_init(struct xgpud *d, char *err, size_t errlen)
 			  d->gpus[i].name, mem, d->policy->name, d->o.tick_ms,
 			  d->hyp_ops ? d->hyp_ops->name : "nowhere");
 	}
-	if (xgpu_watchdog_start(d) < 0) {
-		snprintf(err, errlen, "cannot start the kernel-timeout watchdog: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
+	return xgpu_executors_init(d, err, errlen);
 }
 
-void xgpud_shutdown(struct xgpud *d)
+void xgpud_shutdown(struct xgpud *d, bool keep_executors)
 {
 	atomic_store(&d->stopping, true);
-	xgpu_watchdog_stop(d);
-	pthread_mutex_lock(&d->domains_lock);
-	struct xgpu_domain *list = d->domains;
-	d->domains = NULL;
-	pthread_mutex_unlock(&d->domains_lock);
-	for (struct xgpu_domain *dom = list; dom; dom = dom->next)
-		xgpu_domain_stop(dom);
-	while (list) {
-		struct xgpu_domain *next = list->next;
-		xgpu_domain_free(list);
-		list = next;
+	if (d->executors) {
+		if (keep_executors) {
+			xgpu_state_save(d, xgpu_executor_pid);
+			xgpu_executors_release_all(d);
+		} else {
+			xgpu_state_remove(d);
+			xgpu_executors_stop_all(d, "xgpud stopped");
+		}
 	}
+	xgpu_domain_free_all(d);
 	for (int i = 0; i < d->ngpus; i++)
 		stop_scheduler(&d->gpus[i]);
 	free(d->gpus);
@@ -236,20 +230,28 @@ void xgpud_shutdown(struct xgpud *d)
 	pthread_mutex_destroy(&d->domains_lock);
 }
 
+int xgpud_adopt(struct xgpud *d)
+{
+	int domains = xgpu_state_load(d, xgpu_domain_restore);
+	if (domains > 0)
+		xlog_info("restored %d domain%s of the previous xgpud", domains, domains == 1 ? "" : "s");
+	return xgpu_executors_adopt(d);
+}
+
 /* ---- the up-calls the transports make (transport/host.h) -------------------- */
 
-static struct xgpu_domain *host_join_domain(void *core, const char *name, uid_t uid, char *err, size_t errlen)
+static struct xgpud_domain *host_join_domain(void *core, const char *name, uid_t uid, char *err, size_t errlen)
 {
 	return xgpu_domain_get(core, name, uid, err, errlen);
 }
 
-static struct xgpu_domain *host_adopt_xen_domain(void *core, uint32_t domid, const char *name,
+static struct xgpud_domain *host_adopt_xen_domain(void *core, uint32_t domid, const char *name,
 						 const struct xgpu_gpuspec *spec, char *err, size_t errlen)
 {
 	return xgpu_domain_get_xen(core, domid, name, spec, err, errlen);
 }
 
-static void host_drop_domain(void *core, struct xgpu_domain *dom)
+static void host_drop_domain(void *core, struct xgpud_domain *dom)
 {
 	xgpu_domain_remove(core, dom);
 }
@@ -263,11 +265,11 @@ static void host_reserve_domids_below(void *core, uint32_t first)
 	pthread_mutex_unlock(&d->domains_lock);
 }
 
-static int host_admit_channel(void *core, struct xgpu_domain *dom, struct xgpu_channel *ch,
+static int host_admit_channel(void *core, struct xgpud_domain *dom, struct xgpud_channel *ch,
 			      struct xgpu_hello_ack *ack, int *status, char *err, size_t errlen)
 {
 	struct xgpud *d = core;
-	if (atomic_load(&dom->stats.channels) >= d->o.max_channels_per_domain) {
+	if (atomic_load(&dom->nchannels) >= d->o.max_channels_per_domain) {
 		snprintf(err, errlen, "domain %s already has %u channels", dom->name,
 			 d->o.max_channels_per_domain);
 		*status = cudaErrorDevicesUnavailable;
@@ -283,10 +285,11 @@ static int host_admit_channel(void *core, struct xgpu_domain *dom, struct xgpu_c
 	return 0;
 }
 
-static int host_add_channel(void *core, struct xgpu_domain *dom, struct xgpu_channel *ch)
+static int host_add_channel(void *core, struct xgpud_domain *dom, struct xgpud_handover *h, char *err,
+			    size_t errlen)
 {
 	(void)core;
-	return xgpu_domain_add_channel(dom, ch);
+	return xgpu_domain_add_channel(dom, h, err, errlen);
 }
 
 static void host_control_request(void *core, int conn, uid_t uid)
@@ -294,7 +297,7 @@ static void host_control_request(void *core, int conn, uid_t uid)
 	xgpu_control_spawn(core, conn, uid);
 }
 
-static void host_set_share(void *core, struct xgpu_domain *dom, const uint32_t *credit, const double *sla,
+static void host_set_share(void *core, struct xgpud_domain *dom, const uint32_t *credit, const double *sla,
 			   const char *origin)
 {
 	(void)core;
@@ -306,26 +309,28 @@ static void host_set_share(void *core, struct xgpu_domain *dom, const uint32_t *
 		  old_sla, new_sla, origin);
 }
 
-static void host_set_mem_limit(void *core, struct xgpu_domain *dom, bool to_default, uint64_t bytes,
+static void host_set_mem_limit(void *core, struct xgpud_domain *dom, bool to_default, uint64_t bytes,
 			       const char *origin)
 {
 	struct xgpud *d = core;
 	uint64_t total = dom->gpu->total_mem;
 	if (to_default) {
 		uint64_t lim = d->o.mem_limit && d->o.mem_limit < total ? d->o.mem_limit : total;
-		__atomic_store_n(&dom->mem_limit, lim, __ATOMIC_RELAXED);
+		dom->mem_default = true;
+		xgpu_executors_set_mem_limit(dom, lim);
 		xlog_info("domain %s: memory limit back to the default (%s)", dom->name, origin);
 		return;
 	}
 	uint64_t lim = bytes < total ? bytes : total;
 	char a[32], b[32];
-	xgpu_format_size(dom->mem_limit, a, sizeof a);
+	xgpu_format_size(atomic_load(&dom->mem_limit), a, sizeof a);
 	xgpu_format_size(lim, b, sizeof b);
-	__atomic_store_n(&dom->mem_limit, lim, __ATOMIC_RELAXED);
+	dom->mem_default = false;
+	xgpu_executors_set_mem_limit(dom, lim);
 	xlog_info("domain %s: memory limit %s -> %s (%s)", dom->name, a, b, origin);
 }
 
-static void host_set_kernel_timeout(void *core, struct xgpu_domain *dom, uint32_t seconds, const char *origin)
+static void host_set_kernel_timeout(void *core, struct xgpud_domain *dom, uint32_t seconds, const char *origin)
 {
 	(void)core;
 	uint32_t old = atomic_exchange(&dom->kernel_timeout_s, seconds);

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* domain.c - the domain registry: a domain is a guest VM (or, in local mode,
  * a group of processes named by XGPU_DOMAIN, by default one per user). Each
- * is bound to one GPU when it is created and gets its own aVCPU poller. */
+ * is bound to one GPU when it is created; while it has processes, an
+ * executor of its own serves them (executors.c). */
 #include "config.h"
+#include "executors.h"
+#include "state.h"
+#include "xenif.h"
 #include "log.h"
 #include "scheduler.h"
 #include "util.h"
+#include "fdpass.h"
 #include "domain.h"
-#include "poller.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 static bool valid_name(const char *s)
@@ -60,17 +62,13 @@ static struct xgpu_gpu *pick_gpu(struct xgpud *d, uint64_t allowed)
 	return best;
 }
 
-static void wake_poller(struct xgpu_sched_dom *sd)
-{
-	xgpu_domain_wake(sd->owner);
-}
-
-/* domid 0: the next local one. spec: the domain's settings (a Xen domain's
- * from xenstore), or NULL for its --config entry. */
-static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, uint32_t domid,
+/* domid 0: the next local one. xen: domid is a Xen guest's. spec: the
+ * domain's settings (a Xen domain's from xenstore), or NULL for its --config
+ * entry. */
+static struct xgpud_domain *domain_create(struct xgpud *d, const char *name, uid_t uid, uint32_t domid, bool xen,
 					 const struct xgpu_gpuspec *spec, char *err, size_t errlen)
 {
-	struct xgpu_domain *dom = calloc(1, sizeof *dom);
+	struct xgpud_domain *dom = calloc(1, sizeof *dom);
 	if (!dom) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -92,41 +90,24 @@ static struct xgpu_domain *domain_create(struct xgpud *d, const char *name, uid_
 		return NULL;
 	}
 	dom->domid = domid ? domid : ++d->next_domid;
-	dom->xen = domid != 0;
-	dom->mem_limit = spec && spec->has_mem ? spec->mem : d->o.mem_limit;
-	if (!dom->mem_limit || dom->mem_limit > dom->gpu->total_mem)
-		dom->mem_limit = dom->gpu->total_mem;
+	dom->xen = xen;
+	uint64_t mem = spec && spec->has_mem ? spec->mem : d->o.mem_limit;
+	dom->mem_default = !(spec && spec->has_mem);
+	if (!mem || mem > dom->gpu->total_mem)
+		mem = dom->gpu->total_mem;
+	atomic_init(&dom->mem_limit, mem);
 	dom->sd.owner = dom;
 	dom->sd.domid = dom->domid;
 	dom->sd.name = dom->name;
-	dom->sd.wake = wake_poller;
 	dom->sd.credit = spec && spec->has_credit ? spec->credit : XGPU_CREDIT_DEFAULT;
 	dom->sd.sla = spec && spec->has_sla ? spec->sla : 0;
 	dom->spec = spec;
 	atomic_init(&dom->kernel_timeout_s,
 		    spec && spec->has_ktimeout ? spec->ktimeout : d->o.kernel_timeout_s);
 	xgpu_ratelimit_init(&dom->log_rl, 50, 10000);
-	pthread_mutex_init(&dom->incoming_lock, NULL);
-	pthread_mutex_init(&dom->wd_lock, NULL);
-	dom->epfd = epoll_create1(EPOLL_CLOEXEC);
-	dom->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
-	if (dom->epfd < 0 || dom->wake_fd < 0 || epoll_ctl(dom->epfd, EPOLL_CTL_ADD, dom->wake_fd, &ev) < 0) {
-		snprintf(err, errlen, "cannot create the domain's poller: %s", strerror(errno));
-		if (dom->epfd >= 0)
-			close(dom->epfd);
-		if (dom->wake_fd >= 0)
-			close(dom->wake_fd);
-		pthread_mutex_destroy(&dom->incoming_lock);
-		pthread_mutex_destroy(&dom->wd_lock);
-		pthread_mutex_destroy(&dom->log_rl.lock);
-		free(dom);
-		return NULL;
-	}
-	xgpu_sched_add(dom->gpu->sched, &dom->sd, xgpu_now_ns());
 	atomic_fetch_add(&dom->gpu->ndomains, 1);
 	char lim[32];
-	xgpu_format_size(dom->mem_limit, lim, sizeof lim);
+	xgpu_format_size(mem, lim, sizeof lim);
 	xlog_info(
 	    "domain %s (domid %u, uid %u) created on GPU %d (%s): credit %u, SLO %.2f, memory limit %s%s",
 	    dom->name, dom->domid, (unsigned)uid, dom->gpu->index, dom->gpu->name, dom->sd.credit,
@@ -149,12 +130,12 @@ static long reserved_uid(const char *name)
 static uint32_t domains_of(struct xgpud *d, uid_t uid)
 {
 	uint32_t n = 0;
-	for (struct xgpu_domain *dom = d->domains; dom; dom = dom->next)
+	for (struct xgpud_domain *dom = d->domains; dom; dom = dom->next)
 		n += dom->owner_uid == uid;
 	return n;
 }
 
-struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen)
+struct xgpud_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid, char *err, size_t errlen)
 {
 	char dflt[32];
 	if (!name || !*name) {
@@ -175,11 +156,11 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 		return NULL;
 	}
 	pthread_mutex_lock(&d->domains_lock);
-	struct xgpu_domain *dom = d->domains;
+	struct xgpud_domain *dom = d->domains;
 	while (dom && strcmp(dom->name, name))
 		dom = dom->next;
 	if (dom && dom->xen) {
-		/* Its poller's life follows the guest's channels (xenbus.c). */
+		/* Its channels come through xenbus (xenbus.c). */
 		snprintf(err, errlen, "domain %s is a Xen guest; local processes may not join it", name);
 		dom = NULL;
 	} else if (dom && uid != dom->owner_uid && uid != 0) {
@@ -193,7 +174,7 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 		snprintf(err, errlen, "uid %u already owns %u domains", (unsigned)uid,
 			 d->o.max_domains_per_uid);
 	} else if (!dom) {
-		dom = domain_create(d, name, owner >= 0 ? (uid_t)owner : uid, 0, NULL, err, errlen);
+		dom = domain_create(d, name, owner >= 0 ? (uid_t)owner : uid, 0, false, NULL, err, errlen);
 		if (dom) {
 			dom->next = d->domains;
 			d->domains = dom;
@@ -204,13 +185,13 @@ struct xgpu_domain *xgpu_domain_get(struct xgpud *d, const char *name, uid_t uid
 	return dom;
 }
 
-struct xgpu_domain *xgpu_domain_get_xen(struct xgpud *d, uint32_t domid, const char *name,
+struct xgpud_domain *xgpu_domain_get_xen(struct xgpud *d, uint32_t domid, const char *name,
 					const struct xgpu_gpuspec *spec, char *err, size_t errlen)
 {
 	char dflt[32];
 	snprintf(dflt, sizeof dflt, "dom%u", (unsigned)domid);
 	pthread_mutex_lock(&d->domains_lock);
-	struct xgpu_domain *dom = d->domains;
+	struct xgpud_domain *dom = d->domains;
 	while (dom && !(dom->xen && dom->domid == domid))
 		dom = dom->next;
 	if (!dom) {
@@ -218,11 +199,11 @@ struct xgpu_domain *xgpu_domain_get_xen(struct xgpud *d, uint32_t domid, const c
 		 * it (a local one, or a Xen domain that died and came back):
 		 * then the domid names it. */
 		bool taken = !name || !valid_name(name);
-		for (struct xgpu_domain *o = d->domains; o && !taken; o = o->next)
+		for (struct xgpud_domain *o = d->domains; o && !taken; o = o->next)
 			taken = !strcmp(o->name, name);
 		if (taken)
 			name = dflt;
-		for (struct xgpu_domain *o = d->domains; o && name == dflt; o = o->next)
+		for (struct xgpud_domain *o = d->domains; o && name == dflt; o = o->next)
 			if (!strcmp(o->name, name)) {
 				snprintf(err, errlen, "a domain named %s exists already", name);
 				pthread_mutex_unlock(&d->domains_lock);
@@ -233,7 +214,7 @@ struct xgpu_domain *xgpu_domain_get_xen(struct xgpud *d, uint32_t domid, const c
 		} else if (d->ndomains >= d->o.max_domains) {
 			snprintf(err, errlen, "xgpud already serves %u domains", d->o.max_domains);
 		} else {
-			dom = domain_create(d, name, 0, domid, spec, err, errlen);
+			dom = domain_create(d, name, 0, domid, true, spec, err, errlen);
 			if (dom) {
 				dom->next = d->domains;
 				d->domains = dom;
@@ -245,10 +226,56 @@ struct xgpu_domain *xgpu_domain_get_xen(struct xgpud *d, uint32_t domid, const c
 	return dom;
 }
 
-void xgpu_domain_remove(struct xgpud *d, struct xgpu_domain *dom)
+int xgpu_domain_restore(struct xgpud *d, const struct xgpu_state_record *r)
+{
+	char err[256];
+	int r_ok = -1;
+	pthread_mutex_lock(&d->domains_lock);
+	bool taken = false;
+	for (struct xgpud_domain *o = d->domains; o && !taken; o = o->next)
+		taken = o->domid == r->domid || !strcmp(o->name, r->name);
+	struct xgpud_domain *dom = NULL;
+	if (taken)
+		snprintf(err, sizeof err, "a domain with its name or domid exists already");
+	else if (!valid_name(r->name) || !r->domid)
+		snprintf(err, sizeof err, "its name or domid is not valid");
+	else
+		dom = domain_create(d, r->name, r->owner_uid, r->domid, r->xen, NULL, err, sizeof err);
+	if (dom) {
+		/* The settings as the operator left them, not as the
+		 * defaults would make them. */
+		if (r->gpu < d->ngpus && r->gpu != dom->gpu->index) {
+			atomic_fetch_sub(&dom->gpu->ndomains, 1);
+			dom->gpu = &d->gpus[r->gpu];
+			atomic_fetch_add(&dom->gpu->ndomains, 1);
+		}
+		if (r->credit >= XGPU_CREDIT_MIN && r->credit <= XGPU_CREDIT_MAX)
+			dom->sd.credit = r->credit;
+		if (r->sla >= 0 && r->sla <= 1)
+			dom->sd.sla = r->sla;
+		if (r->mem_limit && r->mem_limit <= dom->gpu->total_mem)
+			atomic_store(&dom->mem_limit, r->mem_limit);
+		dom->mem_default = r->mem_default;
+		atomic_store(&dom->kernel_timeout_s, r->kernel_timeout_s);
+		dom->adopt_pid = r->executor_pid;
+		xgpu_state_apply(r, dom);
+		dom->next = d->domains;
+		d->domains = dom;
+		d->ndomains++;
+		if (!r->xen && r->domid > d->next_domid && r->domid < XGPU_XEN_DOMID_MAX)
+			d->next_domid = r->domid;
+		r_ok = 0;
+	}
+	pthread_mutex_unlock(&d->domains_lock);
+	if (r_ok < 0)
+		xlog_warn("domain %s (domid %u) of the previous xgpud not restored: %s", r->name, r->domid, err);
+	return r_ok;
+}
+
+void xgpu_domain_remove(struct xgpud *d, struct xgpud_domain *dom)
 {
 	pthread_mutex_lock(&d->domains_lock);
-	struct xgpu_domain **pp = &d->domains;
+	struct xgpud_domain **pp = &d->domains;
 	while (*pp && *pp != dom)
 		pp = &(*pp)->next;
 	bool found = *pp != NULL;
@@ -260,68 +287,34 @@ void xgpu_domain_remove(struct xgpud *d, struct xgpu_domain *dom)
 	if (!found)
 		return;
 	xlog_info("domain %s (domid %u) removed", dom->name, dom->domid);
-	xgpu_domain_stop(dom);
-	xgpu_domain_free(dom);
-}
-
-void xgpu_domain_wake(struct xgpu_domain *dom)
-{
-	uint64_t one = 1;
-	if (write(dom->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-		xlog_err("domain %s: cannot wake its poller: %s", dom->name, strerror(errno));
-}
-
-int xgpu_domain_add_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
-{
-	int r = 0;
-	pthread_mutex_lock(&dom->incoming_lock);
-	if (!dom->thread_running) {
-		/* The previous poller found the domain empty and ended; it took
-		 * no lock after saying so, so joining it here is quick. */
-		if (dom->thread_started)
-			pthread_join(dom->thread, NULL);
-		dom->thread_started = false;
-		if (atomic_load(&dom->d->stopping) ||
-		    pthread_create(&dom->thread, NULL, xgpu_poller_main, dom)) {
-			r = -1;
-		} else {
-			dom->thread_started = true;
-			dom->thread_running = true;
-		}
-	}
-	if (!r) {
-		ch->next = dom->incoming;
-		dom->incoming = ch;
-		atomic_fetch_add(&dom->stats.channels, 1);
-		atomic_fetch_add(&dom->stats.channels_total, 1);
-	}
-	pthread_mutex_unlock(&dom->incoming_lock);
-	if (!r)
-		xgpu_domain_wake(dom);
-	return r;
-}
-
-void xgpu_domain_stop(struct xgpu_domain *dom)
-{
-	xgpu_domain_wake(dom);
-	pthread_mutex_lock(&dom->incoming_lock);
-	bool joinable = dom->thread_started;
-	dom->thread_started = false;
-	pthread_mutex_unlock(&dom->incoming_lock);
-	if (joinable)
-		pthread_join(dom->thread, NULL);
-	xgpu_sched_remove(dom->gpu->sched, &dom->sd, xgpu_now_ns());
+	xgpu_executors_forget(dom);
 	atomic_fetch_sub(&dom->gpu->ndomains, 1);
-}
-
-void xgpu_domain_free(struct xgpu_domain *dom)
-{
-	xgpu_objtab_free(&dom->objs);
-	xgpu_memmap_free(&dom->mem);
-	close(dom->epfd);
-	close(dom->wake_fd);
-	pthread_mutex_destroy(&dom->incoming_lock);
-	pthread_mutex_destroy(&dom->wd_lock);
 	pthread_mutex_destroy(&dom->log_rl.lock);
 	free(dom);
+}
+
+int xgpu_domain_add_channel(struct xgpud_domain *dom, struct xgpud_handover *h, char *err, size_t errlen)
+{
+	if (atomic_load(&dom->d->stopping)) {
+		xgpu_close_fds(h->fds, h->nfds);
+		snprintf(err, errlen, "xgpud is stopping");
+		return -1;
+	}
+	return xgpu_executors_add_channel(dom, h, err, errlen);
+}
+
+void xgpu_domain_free_all(struct xgpud *d)
+{
+	pthread_mutex_lock(&d->domains_lock);
+	struct xgpud_domain *list = d->domains;
+	d->domains = NULL;
+	d->ndomains = 0;
+	pthread_mutex_unlock(&d->domains_lock);
+	while (list) {
+		struct xgpud_domain *next = list->next;
+		atomic_fetch_sub(&list->gpu->ndomains, 1);
+		pthread_mutex_destroy(&list->log_rl.lock);
+		free(list);
+		list = next;
+	}
 }

@@ -4,7 +4,10 @@
  * changes, and the thread that drives it all in real time.
  *
  * Gating is cooperative but real: a poller runs no gated call while its
- * may_issue flag is clear, and sleeps until wake() tells it the slot is its.
+ * grant's may_issue flag is clear, and sleeps until wake() tells it the slot
+ * is its. A poller in another process (the domain's executor) reaches the
+ * core only through its report and an eventfd (xgpu_sched_relay,
+ * xgpu_sched_watch); one in this process calls the poller-side functions.
  */
 #include "scheduler.h"
 
@@ -13,10 +16,26 @@
 #include "util.h"
 
 #include <errno.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* The real-time driver's epoll events name a domain by domid, not by
+ * pointer (it collects them without the lock, and the domain may leave
+ * before it looks); this one is its own eventfd. */
+#define WAKE_EVENT UINT64_MAX
+
+/* Wakes the real-time driver's thread, if one runs (xgpu_sched_start). */
+static void signal_thread(struct xgpu_sched *s)
+{
+	uint64_t one = 1;
+	if (s->wake_fd >= 0 && write(s->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		xlog_err("%s: cannot wake the scheduler thread: %s", s->label, strerror(errno));
+}
 
 /* ---- the FIFO helper (rr) --------------------------------------------- */
 
@@ -132,7 +151,7 @@ unsigned xgpu_sched_credit_ticks(struct xgpu_sched *s, struct xgpu_sched_dom *sd
 
 unsigned xgpu_sched_ratio_ticks(struct xgpu_sched_dom *sd, uint32_t x, uint32_t xmin)
 {
-	if (!atomic_load_explicit(&sd->context, memory_order_relaxed)) {
+	if (!xgpu_slot_context(sd->report)) {
 		sd->carry = 0;
 		return 1;
 	}
@@ -180,8 +199,31 @@ uint32_t xgpu_sched_cpu_weight(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
  * after its slot (Pegasus's coupled loop comes back within one). */
 #define HEAVY_WINDOW_TICKS 2
 
-/* sd wants or had the slot at now: the heaviest such domain lately (under the
- * lock; xgpu_sched_inflight_cap reads it without). */
+/* The policy's flags as a poller acts on them, into sd's grant. */
+static void publish_policy(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	uint32_t f = (s->ops->gates ? XGPU_SLOT_GATES : 0) | (s->ops->task_fair ? XGPU_SLOT_TASK_FAIR : 0) |
+		     (s->ops->preempt_at ? XGPU_SLOT_PREEMPTS : 0);
+	atomic_store_explicit(&sd->grant->heavy_window_ns, HEAVY_WINDOW_TICKS * s->tick_ns,
+			      memory_order_relaxed);
+	atomic_store_explicit(&sd->grant->policy, f, memory_order_relaxed);
+}
+
+/* What the holder's poller reads to pace itself: whether anyone waits (its
+ * grace before yielding) and when a heavier domain last wanted the slot
+ * (its operations in flight). */
+static void publish_holder_hints(struct xgpu_sched *s)
+{
+	struct xgpu_sched_dom *h = s->holder;
+	if (!h)
+		return;
+	atomic_store_explicit(&h->grant->others_waiting, s->nready > 0, memory_order_relaxed);
+	uint32_t heavy = atomic_load_explicit(&s->heavy_credit, memory_order_relaxed);
+	uint64_t seen = atomic_load_explicit(&s->heavy_seen_ns, memory_order_relaxed);
+	atomic_store_explicit(&h->grant->heavier_seen_ns, heavy > h->credit ? seen : 0, memory_order_relaxed);
+}
+
+/* sd wants or had the slot at now: the heaviest such domain lately. */
 static void note_active(struct xgpu_sched *s, const struct xgpu_sched_dom *sd, uint64_t now)
 {
 	uint32_t heavy = atomic_load_explicit(&s->heavy_credit, memory_order_relaxed);
@@ -190,18 +232,14 @@ static void note_active(struct xgpu_sched *s, const struct xgpu_sched_dom *sd, u
 		atomic_store_explicit(&s->heavy_credit, sd->credit, memory_order_relaxed);
 		atomic_store_explicit(&s->heavy_seen_ns, now, memory_order_relaxed);
 	}
+	publish_holder_hints(s);
 }
 
 unsigned xgpu_sched_inflight_cap(struct xgpu_sched *s, const struct xgpu_sched_dom *sd, unsigned max,
 				 uint64_t now)
 {
-	if (max <= 1 || !xgpu_sched_policy(s)->preempt_at)
-		return max;
-	uint32_t heavy = atomic_load_explicit(&s->heavy_credit, memory_order_relaxed);
-	uint64_t seen = atomic_load_explicit(&s->heavy_seen_ns, memory_order_relaxed);
-	if (heavy > sd->credit && now - seen <= HEAVY_WINDOW_TICKS * s->tick_ns)
-		return 1;
-	return max;
+	(void)s;
+	return xgpu_slot_inflight_cap(sd->grant, max, now);
 }
 
 static void mark_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
@@ -214,6 +252,7 @@ static void mark_ready(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t
 	sd->ready_since_ns = now;
 	sd->seq = ++s->seq;
 	s->ops->domain_ready(s, sd);
+	publish_holder_hints(s);
 }
 
 /* Device time sd's work took past the end of its slot. */
@@ -230,7 +269,7 @@ static void owe(struct xgpu_sched_dom *sd, uint64_t ns)
 static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 {
 	struct xgpu_sched_dom *sd = s->holder;
-	atomic_store_explicit(&sd->may_issue, false, memory_order_release);
+	atomic_store_explicit(&sd->grant->may_issue, 0, memory_order_release);
 	uint64_t held = now > sd->slot_start_ns ? now - sd->slot_start_ns : 0;
 	atomic_fetch_add(&sd->held_ns, held);
 	/* A drain past the slot's length is device time the slot did not
@@ -238,7 +277,7 @@ static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 	 * switch) is charged when it completes (xgpu_sched_drained). */
 	if (held > sd->slot_len_ns)
 		owe(sd, held - sd->slot_len_ns);
-	sd->tail_pending = atomic_load(&sd->inflight);
+	sd->tail_pending = xgpu_slot_inflight(sd->report);
 	sd->slot_end_ns = now;
 	note_active(s, sd, now);
 	sd->slot_expired = s->draining || !s->holder_idle;
@@ -250,8 +289,8 @@ static void end_slot(struct xgpu_sched *s, uint64_t now, bool requeue)
 	if (s->ops->slot_end)
 		s->ops->slot_end(s, sd, held);
 	if (requeue && sd->slot_expired)
-		atomic_store(&sd->wants_slot, true);
-	if (atomic_load(&sd->wants_slot))
+		atomic_store(&sd->grant->wants_slot, 1);
+	if (atomic_load(&sd->grant->wants_slot))
 		mark_ready(s, sd, now);
 }
 
@@ -295,8 +334,8 @@ static void check_slot(struct xgpu_sched *s, uint64_t now)
 		 * goes back in line only when its poller asks again; requeued
 		 * now, it would be granted while still unable to issue and drain
 		 * for another second in every turn, keeping everyone else out. */
-		bool capped = atomic_load(&sd->inflight) && !s->holder_idle && now >= s->holder_until_ns;
-		if (!atomic_load(&sd->inflight) || s->holder_idle || capped)
+		bool capped = xgpu_slot_inflight(sd->report) && !s->holder_idle && now >= s->holder_until_ns;
+		if (!xgpu_slot_inflight(sd->report) || s->holder_idle || capped)
 			end_slot(s, now, !capped);
 		return;
 	}
@@ -304,8 +343,8 @@ static void check_slot(struct xgpu_sched *s, uint64_t now)
 		return;
 	if (!s->holder_idle && s->ops->would_repick && renew_slot(s, now))
 		return;
-	if (!s->holder_idle && atomic_load(&sd->inflight)) {
-		atomic_store_explicit(&sd->may_issue, false, memory_order_release);
+	if (!s->holder_idle && xgpu_slot_inflight(sd->report)) {
+		atomic_store_explicit(&sd->grant->may_issue, 0, memory_order_release);
 		s->draining = true;
 		s->holder_until_ns = now + XGPU_DRAIN_MAX_NS;
 		return;
@@ -333,9 +372,10 @@ static void grant(struct xgpu_sched *s, struct xgpu_sched_dom *sd, unsigned tick
 	if (wait > atomic_load(&sd->max_wait_ns))
 		atomic_store(&sd->max_wait_ns, wait);
 	atomic_fetch_add(&sd->ticks, ticks);
-	atomic_fetch_add(&sd->grants, 1);
-	atomic_store(&sd->wants_slot, false);
-	atomic_store_explicit(&sd->may_issue, true, memory_order_release);
+	atomic_store(&sd->grant->grants, atomic_fetch_add(&sd->grants, 1) + 1);
+	atomic_store(&sd->grant->wants_slot, 0);
+	publish_holder_hints(s);
+	atomic_store_explicit(&sd->grant->may_issue, 1, memory_order_release);
 	sd->wake(sd);
 }
 
@@ -440,6 +480,7 @@ int xgpu_sched_init(struct xgpu_sched *s, const struct xgpu_policy_ops *ops, uin
 		    const struct xgpu_hyp_ops *hyp_ops, struct xgpu_hyp *hyp, const char *label)
 {
 	memset(s, 0, sizeof *s);
+	s->epfd = s->wake_fd = -1;
 	s->ops = ops;
 	s->tick_ns = tick_ns ? tick_ns : 10000000u;
 	s->label = label ? label : "GPU";
@@ -452,19 +493,22 @@ int xgpu_sched_init(struct xgpu_sched *s, const struct xgpu_policy_ops *ops, uin
 	s->snap_spare = calloc(1, sizeof *s->snap_spare);
 	if (!s->htab || !s->snap || !s->snap_spare)
 		goto fail;
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = WAKE_EVENT};
+	if (s->epfd < 0 || s->wake_fd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->wake_fd, &ev) < 0)
+		goto fail;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	if (ops->init && ops->init(s) < 0) {
-		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
 		goto fail;
 	}
 	return 0;
 fail:
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
 	free(s->htab);
 	free(s->snap);
 	free(s->snap_spare);
@@ -475,7 +519,8 @@ void xgpu_sched_fini(struct xgpu_sched *s)
 {
 	if (s->ops->fini)
 		s->ops->fini(s);
-	pthread_cond_destroy(&s->cond);
+	close(s->epfd);
+	close(s->wake_fd);
 	pthread_mutex_destroy(&s->lock);
 	free(s->htab);
 	free(s->snap);
@@ -496,7 +541,19 @@ static void reset_policy_state(struct xgpu_sched_dom *sd)
 
 void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
 {
+	if (!sd->grant)
+		sd->grant = &sd->own_grant;
+	if (!sd->report)
+		sd->report = &sd->own_report;
 	pthread_mutex_lock(&s->lock);
+	if (!sd->attached)
+		sd->notify_fd = -1;
+	/* A poller's past idles and drains are moot now; a request the
+	 * scheduler had not looked at (an adopted executor's) is not. */
+	sd->seen_requests = atomic_load(&sd->grant->requests_seen);
+	sd->seen_idles = atomic_load(&sd->report->idles);
+	sd->seen_drains = atomic_load(&sd->report->drains);
+	sd->seen_busy_ns = atomic_load(&sd->report->busy_ns);
 	if (sd->credit < XGPU_CREDIT_MIN || sd->credit > XGPU_CREDIT_MAX)
 		sd->credit = XGPU_CREDIT_DEFAULT;
 	reset_policy_state(sd);
@@ -515,8 +572,9 @@ void xgpu_sched_add(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t no
 		hash_grow(s); /* on failure the chains just grow longer */
 	hash_insert(s, sd);
 	recompute_min_credit(s);
-	atomic_store(&sd->may_issue, !s->ops->gates);
-	atomic_store(&sd->wants_slot, false);
+	atomic_store(&sd->grant->may_issue, !s->ops->gates);
+	publish_policy(s, sd);
+	atomic_store(&sd->grant->wants_slot, 0);
 	if (s->ops->domain_add)
 		s->ops->domain_add(s, sd);
 	if (s->hyp)
@@ -544,7 +602,7 @@ void xgpu_sched_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	atomic_store(&sd->wants_slot, false);
+	atomic_store(&sd->grant->wants_slot, 0);
 	if (s->holder == sd)
 		end_slot(s, now, false);
 	forget_ready(s, sd);
@@ -562,7 +620,7 @@ void xgpu_sched_remove(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t
 	if (s->hyp)
 		s->hyp_ops->untrack(s->hyp, sd->domid);
 	s->kicked = true;
-	pthread_cond_signal(&s->cond);
+	signal_thread(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -606,7 +664,7 @@ void xgpu_sched_set_policy(struct xgpu_sched *s, const struct xgpu_policy_ops *o
 		end_slot(s, now, true);
 	for (struct xgpu_sched_dom *sd = s->all; sd; sd = sd->next_all) {
 		forget_ready(s, sd);
-		atomic_store_explicit(&sd->may_issue, false, memory_order_release);
+		atomic_store_explicit(&sd->grant->may_issue, 0, memory_order_release);
 	}
 	if (s->ops->fini)
 		s->ops->fini(s);
@@ -622,13 +680,14 @@ void xgpu_sched_set_policy(struct xgpu_sched *s, const struct xgpu_policy_ops *o
 	s->next_tick_ns = 0;
 	for (struct xgpu_sched_dom *sd = s->all; sd; sd = sd->next_all) {
 		reset_policy_state(sd);
+		publish_policy(s, sd);
 		if (s->ops->domain_add)
 			s->ops->domain_add(s, sd);
 		if (!s->ops->gates) {
-			atomic_store(&sd->wants_slot, false);
-			atomic_store_explicit(&sd->may_issue, true, memory_order_release);
+			atomic_store(&sd->grant->wants_slot, 0);
+			atomic_store_explicit(&sd->grant->may_issue, 1, memory_order_release);
 			sd->wake(sd);
-		} else if (atomic_load(&sd->wants_slot)) {
+		} else if (atomic_load(&sd->grant->wants_slot)) {
 			mark_ready(s, sd, now);
 		} else {
 			/* A domain that was issuing freely under `none` asks
@@ -637,76 +696,175 @@ void xgpu_sched_set_policy(struct xgpu_sched *s, const struct xgpu_policy_ops *o
 		}
 	}
 	s->kicked = true;
-	pthread_cond_signal(&s->cond);
+	signal_thread(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- poller side ------------------------------------------------------------- */
 
-bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+static bool request_locked(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
 {
-	if (atomic_load(&sd->wants_slot))
-		return false;
-	pthread_mutex_lock(&s->lock);
-	bool run = false;
 	if (!s->ops->gates) {
 		/* The policy changed to `none` after the caller looked. */
-		atomic_store_explicit(&sd->may_issue, true, memory_order_release);
-	} else if (s->holder != sd && sd->attached) {
-		if (now > s->now_ns)
-			s->now_ns = now;
-		atomic_store(&sd->wants_slot, true);
-		mark_ready(s, sd, now);
-		s->kicked = run = true;
-		pthread_cond_signal(&s->cond);
+		atomic_store_explicit(&sd->grant->may_issue, 1, memory_order_release);
+		return false;
 	}
+	if (s->holder == sd || !sd->attached)
+		return false;
+	if (now > s->now_ns)
+		s->now_ns = now;
+	atomic_store(&sd->grant->wants_slot, 1);
+	mark_ready(s, sd, now);
+	s->kicked = true;
+	return true;
+}
+
+bool xgpu_sched_request(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	if (atomic_load(&sd->grant->wants_slot))
+		return false;
+	pthread_mutex_lock(&s->lock);
+	bool run = request_locked(s, sd, now);
+	if (run)
+		signal_thread(s);
 	pthread_mutex_unlock(&s->lock);
 	return run;
+}
+
+static bool drained_locked(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	if (sd->tail_pending && s->holder != sd) {
+		sd->tail_pending = false;
+		owe(sd, now > sd->slot_end_ns ? now - sd->slot_end_ns : 0);
+	}
+	if (s->holder == sd && s->draining) {
+		s->kicked = true;
+		return true;
+	}
+	return false;
 }
 
 bool xgpu_sched_drained(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
 {
 	pthread_mutex_lock(&s->lock);
-	if (sd->tail_pending && s->holder != sd) {
-		sd->tail_pending = false;
-		owe(sd, now > sd->slot_end_ns ? now - sd->slot_end_ns : 0);
-	}
-	bool run = false;
-	if (s->holder == sd && s->draining) {
-		s->kicked = run = true;
-		pthread_cond_signal(&s->cond);
-	}
+	bool run = drained_locked(s, sd, now);
+	if (run)
+		signal_thread(s);
 	pthread_mutex_unlock(&s->lock);
 	return run;
+}
+
+static bool idle_locked(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	if (s->holder == sd && !s->holder_idle) {
+		s->holder_idle = true;
+		s->kicked = true;
+		return true;
+	}
+	return false;
 }
 
 bool xgpu_sched_idle(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
 {
-	if (!atomic_load_explicit(&sd->may_issue, memory_order_relaxed))
+	if (!xgpu_slot_may_issue(sd->grant))
 		return false;
 	pthread_mutex_lock(&s->lock);
-	bool run = false;
-	if (s->holder == sd && !s->holder_idle) {
-		s->holder_idle = true;
-		s->kicked = run = true;
-		pthread_cond_signal(&s->cond);
-	}
+	bool run = idle_locked(s, sd);
+	if (run)
+		signal_thread(s);
 	pthread_mutex_unlock(&s->lock);
 	return run;
 }
 
-void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns)
+static void charge_locked(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns)
 {
 	atomic_fetch_add(&sd->busy_ns, busy_ns);
-	if (!s->ops->charge)
-		return;
-	pthread_mutex_lock(&s->lock);
 	if (sd->attached && s->ops->charge)
 		s->ops->charge(s, sd, busy_ns);
+}
+
+void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t busy_ns)
+{
+	if (!s->ops->charge) {
+		atomic_fetch_add(&sd->busy_ns, busy_ns);
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	charge_locked(s, sd, busy_ns);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Most busy time one look at a report may charge: a report claiming more
+ * (it is the executor's word) cannot overflow anyone's accounts. */
+#define RELAY_CHARGE_MAX_NS 10000000000ull
+
+static void relay_locked(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	const struct xgpu_slot_report *r = sd->report;
+	uint64_t busy = atomic_load_explicit(&r->busy_ns, memory_order_acquire);
+	if (busy != sd->seen_busy_ns) {
+		uint64_t d = busy - sd->seen_busy_ns;
+		sd->seen_busy_ns = busy;
+		if (busy > sd->seen_busy_ns - d) /* counted forward, not wrapped back */
+			charge_locked(s, sd, d < RELAY_CHARGE_MAX_NS ? d : RELAY_CHARGE_MAX_NS);
+	}
+	/* In the order a poller can cause them: it can be idle or drained only
+	 * after a grant its earlier request earned, and asks anew after. */
+	uint64_t n = atomic_load_explicit(&r->idles, memory_order_acquire);
+	if (n != sd->seen_idles) {
+		sd->seen_idles = n;
+		if (xgpu_slot_may_issue(sd->grant))
+			idle_locked(s, sd);
+	}
+	n = atomic_load_explicit(&r->drains, memory_order_acquire);
+	if (n != sd->seen_drains) {
+		sd->seen_drains = n;
+		drained_locked(s, sd, now);
+	}
+	n = atomic_load_explicit(&r->requests, memory_order_acquire);
+	if (n != sd->seen_requests) {
+		sd->seen_requests = n;
+		if (!atomic_load(&sd->grant->wants_slot))
+			request_locked(s, sd, now);
+		/* After the request took effect, so that a poller that sees
+		 * it looked at also sees it in line (or granted). */
+		atomic_store_explicit(&sd->grant->requests_seen, n, memory_order_release);
+	}
+}
+
+void xgpu_sched_relay(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now)
+{
+	pthread_mutex_lock(&s->lock);
+	if (sd->attached)
+		relay_locked(s, sd, now);
 	pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- the real-time driver --------------------------------------------------- */
+
+
+int xgpu_sched_watch(struct xgpu_sched *s, struct xgpu_sched_dom *sd, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = sd->domid};
+	pthread_mutex_lock(&s->lock);
+	sd->notify_fd = fd;
+	int r = epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+	if (r < 0)
+		sd->notify_fd = -1;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+void xgpu_sched_unwatch(struct xgpu_sched *s, struct xgpu_sched_dom *sd)
+{
+	pthread_mutex_lock(&s->lock);
+	if (sd->notify_fd >= 0)
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, sd->notify_fd, NULL);
+	sd->notify_fd = -1;
+	pthread_mutex_unlock(&s->lock);
+}
+
+#define SCHED_EVENTS 64
 
 static void *sched_main(void *arg)
 {
@@ -714,18 +872,48 @@ static void *sched_main(void *arg)
 	char name[16];
 	snprintf(name, sizeof name, "sched:%.9s", s->label);
 	pthread_setname_np(pthread_self(), name);
+	struct epoll_event ev[SCHED_EVENTS];
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
 		s->kicked = false;
-		uint64_t deadline = run_locked(s, xgpu_now_ns());
-		if (s->kicked || s->stop)
+		uint64_t now = xgpu_now_ns();
+		/* Busy time is reported without a wake-up (it comes with every
+		 * completed kernel): pick it up at each run, with anything
+		 * else a report says. */
+		for (struct xgpu_sched_dom *sd = s->all; sd; sd = sd->next_all)
+			if (sd->notify_fd >= 0)
+				relay_locked(s, sd, now);
+		uint64_t deadline = run_locked(s, now);
+		if (s->kicked)
 			continue;
-		if (deadline == UINT64_MAX) {
-			pthread_cond_wait(&s->cond, &s->lock);
-		} else {
-			struct timespec ts = {(time_t)(deadline / 1000000000u),
-					      (long)(deadline % 1000000000u)};
-			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+		pthread_mutex_unlock(&s->lock);
+		/* Signals that come while the lock is free stay readable in
+		 * the eventfds, so none is lost before the wait. */
+		struct timespec ts, *tsp = NULL;
+		if (deadline != UINT64_MAX) {
+			uint64_t left = deadline > now ? deadline - now : 0;
+			ts = (struct timespec){(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+			tsp = &ts;
+		}
+		int n = epoll_pwait2(s->epfd, ev, SCHED_EVENTS, tsp, NULL);
+		if (n < 0 && errno != EINTR)
+			xlog_err("%s: epoll_wait: %s", s->label, strerror(errno));
+		pthread_mutex_lock(&s->lock);
+		now = xgpu_now_ns();
+		for (int i = 0; i < n; i++) {
+			struct xgpu_sched_dom *sd = NULL;
+			int fd = s->wake_fd;
+			if (ev[i].data.u64 != WAKE_EVENT) {
+				sd = xgpu_sched_find(s, (uint32_t)ev[i].data.u64);
+				if (!sd || sd->notify_fd < 0)
+					continue;
+				fd = sd->notify_fd;
+			}
+			uint64_t v;
+			if (read(fd, &v, sizeof v) < 0 && errno != EAGAIN)
+				xlog_err("%s: reading a wake-up: %s", s->label, strerror(errno));
+			if (sd)
+				relay_locked(s, sd, now);
 		}
 	}
 	if (s->holder)
@@ -746,7 +934,7 @@ void xgpu_sched_stop(struct xgpu_sched *s)
 {
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
-	pthread_cond_signal(&s->cond);
+	signal_thread(s);
 	pthread_mutex_unlock(&s->lock);
 	if (s->thread_started)
 		pthread_join(s->thread, NULL);

@@ -14,6 +14,7 @@
 
 #include "schedsrc/hypsrc.h"
 #include "policy.h"
+#include "slot.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,7 +35,7 @@
 #define XGPU_DEBT_MAX_NS 5000000000ull
 
 /* One domain as the scheduler of its GPU sees it. Embedded in the daemon's
- * struct xgpu_domain, or in a test's simulated domain. */
+ * struct xgpud_domain, or in a test's simulated domain. */
 struct xgpu_sched_dom {
 	/* Identity and wake-up, set before xgpu_sched_add. */
 	uint32_t domid;
@@ -46,11 +47,17 @@ struct xgpu_sched_dom {
 	uint32_t credit; /* accelerator credit, XGPU_CREDIT_MIN..MAX */
 	double sla;      /* SLO: expected share of the GPU, 0 (none) .. 1 */
 
-	/* Poller side, read by the scheduler without its lock. */
-	_Atomic bool may_issue;  /* holds the slot (or the policy does not gate) */
-	_Atomic bool wants_slot; /* has gated work waiting */
-	_Atomic bool context;    /* holds device state (Pegasus ContextEstablished) */
-	_Atomic bool inflight;   /* has work on the device that has not completed */
+	/* What the scheduler and the domain's poller share (slot.h): the
+	 * scheduler writes *grant and reads *report. They point at own_grant
+	 * and own_report unless the daemon set them, before xgpu_sched_add,
+	 * at the pages shared with the domain's executor. */
+	struct xgpu_slot_grant *grant;
+	const struct xgpu_slot_report *report;
+	struct xgpu_slot_grant own_grant;
+	struct xgpu_slot_report own_report;
+	/* The report's counters as last acted on (xgpu_sched_relay). */
+	uint64_t seen_requests, seen_idles, seen_drains, seen_busy_ns;
+	int notify_fd; /* the poller's eventfd (xgpu_sched_watch), -1 if none */
 
 	/* Accounting, readable at any time. */
 	_Atomic uint64_t held_ns; /* time holding the slot */
@@ -134,8 +141,9 @@ struct xgpu_sched {
 	bool snap_valid;
 	bool kicked; /* a domain reported work or idleness since the last run */
 
-	/* The real-time driver (xgpu_sched_start). */
-	pthread_cond_t cond;
+	/* The real-time driver (xgpu_sched_start): it sleeps in epfd on its
+	 * wake_fd and the watched pollers' eventfds. */
+	int epfd, wake_fd;
 	pthread_t thread;
 	bool thread_started, stop;
 };
@@ -186,19 +194,30 @@ void xgpu_sched_charge(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t
 /* How many operations sd may have on the device at once while it holds the
  * slot: max, or 1 under a preempting policy while a heavier domain wanted
  * the slot within the last two ticks, so that its preemption waits for at
- * most one operation to drain. */
+ * most one operation to drain. What the holder's grant says
+ * (xgpu_slot_inflight_cap), which the scheduler keeps up to date. */
 unsigned xgpu_sched_inflight_cap(struct xgpu_sched *s, const struct xgpu_sched_dom *sd, unsigned max,
 				 uint64_t now);
 
 static inline bool xgpu_sched_may_issue(const struct xgpu_sched_dom *sd)
 {
-	return atomic_load_explicit(&sd->may_issue, memory_order_acquire);
+	return xgpu_slot_may_issue(sd->grant);
 }
+
+/* Acts on what sd's poller reported since the last look (idle, drained,
+ * asked for the slot, in that order, and its measured busy time), when the
+ * poller is in another process and reports through sd->report alone. */
+void xgpu_sched_relay(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t now);
 
 /* The real-time driver: a thread per GPU running xgpu_sched_run on
  * CLOCK_MONOTONIC. The poller-side calls above then signal it themselves. */
 int xgpu_sched_start(struct xgpu_sched *s);
 void xgpu_sched_stop(struct xgpu_sched *s);
+/* The real-time driver relays sd's report (xgpu_sched_relay) whenever fd,
+ * an eventfd sd's poller writes after reporting, is readable; unwatch
+ * before closing fd or removing sd. */
+int xgpu_sched_watch(struct xgpu_sched *s, struct xgpu_sched_dom *sd, int fd);
+void xgpu_sched_unwatch(struct xgpu_sched *s, struct xgpu_sched_dom *sd);
 
 /* For policies (lock held). */
 void xgpu_rq_push(struct xgpu_sched *s, struct xgpu_sched_dom *sd);

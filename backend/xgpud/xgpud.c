@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* xgpud.c - the xgpu backend daemon: options, start-up, the main loop that
- * accepts channels and control requests, and an orderly stop on SIGINT or
- * SIGTERM. */
+/* xgpud.c - the xgpu control plane: options, start-up (adopting the
+ * executors a previous xgpud left running), the main loop that accepts
+ * channels and control requests and watches the executors, an orderly stop
+ * on SIGINT or SIGTERM (the executors end with it) and a restart in place on
+ * SIGUSR2 (they go on serving, and the new xgpud adopts them). */
 #include "log.h"
 #include "config.h"
 #include "schedsrc/hypsrc.h"
@@ -14,9 +16,12 @@
 #include "xenvgpu.h"
 #include "daemon.h"
 #include "control.h"
+#include "executors.h"
 #include "sdnotify.h"
+#include "state.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -60,17 +65,23 @@ static void usage(FILE *f)
 		"  --max-domains N         domains in all (default 1024)\n"
 		"  --max-domains-per-user N  domains one user other than root may own (default 16)\n"
 		"  --pinned-limit SIZE     pinned host memory (cudaMallocHost) per domain (default 16G)\n"
-		"  --kernel-timeout S      destroy a domain's context when one of its kernels or copies\n"
-		"                          runs longer than S seconds; 0 for none (default 30)\n"
-		"  --fault-scope process|context  what a kernel's fault or timeout breaks: every\n"
-		"                          context of the process, as on NVIDIA's driver (xgpud then\n"
-		"                          exits with status 3 for its service manager to restart\n"
-		"                          it), or only the domain's (default: process on cuda,\n"
-		"                          context on sim)\n"
+		"  --kernel-timeout S      end a domain's executor (and its work on the GPU) when one of\n"
+		"                          its kernels or copies runs longer than S seconds; its\n"
+		"                          processes get cudaErrorLaunchTimeout; 0 for none (default 30)\n"
+		"  --executor-path PATH    the executor program (default xgpu-executor beside this\n"
+		"                          binary, else ../lib/xgpu/xgpu-executor)\n"
+		"  --executor-uid-base UID when run as root, each domain's executor runs as uid and\n"
+		"                          gid UID + its domid (default 1879048192); 0: as xgpud\n"
+		"  --executor-linger MS    an executor with no processes left ends after MS (default 5000)\n"
 		"  --log-level LEVEL       error, warn, info or debug (default info)\n"
 		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
 		"  --foreground            stay in the foreground\n"
-		"  --help, --version\n",
+		"  --help, --version\n"
+		"\n"
+		"Signals: SIGTERM or SIGINT stop xgpud and every domain's executor (running CUDA\n"
+		"processes then fail with cudaErrorDevicesUnavailable). SIGUSR2 restarts xgpud in\n"
+		"place (an upgrade): the executors go on serving their guests and the new xgpud\n"
+		"adopts them; new processes are refused for the moment it takes.\n",
 		xgpu_policy_names(), xgpu_hyp_names());
 }
 
@@ -90,7 +101,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_SPIN,
 		O_STALL,
 		O_KTIMEOUT,
-		O_FAULTSCOPE,
+		O_EXECPATH,
+		O_EXECUID,
+		O_EXECLINGER,
 		O_MAXCH,
 		O_MAXDOM,
 		O_MAXDOMUID,
@@ -115,7 +128,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"spin-us", required_argument, 0, O_SPIN},
 	    {"stall-timeout", required_argument, 0, O_STALL},
 	    {"kernel-timeout", required_argument, 0, O_KTIMEOUT},
-	    {"fault-scope", required_argument, 0, O_FAULTSCOPE},
+	    {"executor-path", required_argument, 0, O_EXECPATH},
+	    {"executor-uid-base", required_argument, 0, O_EXECUID},
+	    {"executor-linger", required_argument, 0, O_EXECLINGER},
 	    {"max-channels", required_argument, 0, O_MAXCH},
 	    {"max-domains", required_argument, 0, O_MAXDOM},
 	    {"max-domains-per-user", required_argument, 0, O_MAXDOMUID},
@@ -186,12 +201,23 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			}
 			o->kernel_timeout_s = (unsigned)v;
 			break;
-		case O_FAULTSCOPE:
-			if (strcmp(optarg, "process") && strcmp(optarg, "context")) {
-				fprintf(stderr, "xgpud: --fault-scope %s: need process or context\n", optarg);
+		case O_EXECPATH:
+			o->executor_path = optarg;
+			break;
+		case O_EXECUID:
+			if (xgpu_parse_long(optarg, 0, 4000000000l, &v) < 0) {
+				fprintf(stderr, "xgpud: --executor-uid-base %s: need a uid, or 0 for xgpud's own\n",
+					optarg);
 				return -1;
 			}
-			o->fault_scope = optarg;
+			o->executor_uid_base = (uint32_t)v;
+			break;
+		case O_EXECLINGER:
+			if (xgpu_parse_long(optarg, 0, 3600000, &v) < 0) {
+				fprintf(stderr, "xgpud: --executor-linger %s: need 0 to 3600000 ms\n", optarg);
+				return -1;
+			}
+			o->executor_linger_ms = (unsigned)v;
 			break;
 		case O_STALL:
 			if (xgpu_parse_long(optarg, 1, 86400, &v) < 0) {
@@ -290,7 +316,16 @@ int main(int argc, char **argv)
 	    .max_domains_per_uid = 16,
 	    .max_domains = 1024,
 	    .pinned_limit = 16ull << 30,
+	    .executor_linger_ms = 5000,
+	    .executor_uid_base = 1879048192u,
 	};
+	/* The binary to run again on SIGUSR2: the path it was started from,
+	 * where an upgrade puts the new one. */
+	char self[PATH_MAX];
+	ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+	self[sl > 0 ? sl : 0] = '\0';
+	bool reexec = getenv("XGPU_REEXEC") != NULL;
+	unsetenv("XGPU_REEXEC");
 	if (parse_opts(argc, argv, &d.o) < 0)
 		return 2;
 	/* Block the stop signals before any thread exists, so every thread
@@ -299,6 +334,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (!d.o.transport)
@@ -350,6 +386,7 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	int ep = epoll_create1(EPOLL_CLOEXEC);
 	const char *path = xgpu_socket_path(d.o.socket_path, pathbuf, sizeof pathbuf);
+	snprintf(d.socket_path, sizeof d.socket_path, "%s", path);
 	/* The transports reach the daemon only through host's up-calls. */
 	struct xgpu_transport_host host;
 	xgpud_transport_host(&d, &host);
@@ -372,19 +409,29 @@ int main(int argc, char **argv)
 		}
 		probe->ops->close(probe);
 	}
-	if (!d.o.foreground) {
+	if (!d.o.foreground && !reexec) {
 		if (daemon(0, d.o.log_file != NULL) < 0) {
 			xlog_err("cannot detach: %s", strerror(errno));
 			return 1;
 		}
 		if (!d.o.log_file)
 			xgpu_log_init("xgpud", (enum xgpu_log_level)d.o.log_level, true);
+	} else if (!d.o.foreground && !d.o.log_file) {
+		xgpu_log_init("xgpud", (enum xgpu_log_level)d.o.log_level, true);
 	}
 	if (xgpud_init(&d, err, sizeof err) < 0) {
 		xlog_err("%s", err);
 		xgpu_local_close(listener);
 		unlink(path);
-		xgpud_shutdown(&d);
+		xgpud_shutdown(&d, false);
+		return 1;
+	}
+	int adopted = xgpud_adopt(&d);
+	if (adopted > 0)
+		xlog_info("adopted %d executor%s of the previous xgpud", adopted, adopted == 1 ? "" : "s");
+	struct epoll_event xev = {.events = EPOLLIN, .data.ptr = &d.executors};
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, xgpu_executors_fd(&d), &xev) < 0) {
+		xlog_err("cannot watch the executors: %s", strerror(errno));
 		return 1;
 	}
 	xlog_info("listening on %s (local transport%s)", path, xen ? "; control requests" : "");
@@ -406,7 +453,7 @@ int main(int argc, char **argv)
 			xlog_err("%s", err);
 			xgpu_local_close(listener);
 			unlink(path);
-			xgpud_shutdown(&d);
+			xgpud_shutdown(&d, false);
 			return 1;
 		}
 		xlog_info("Xen transport: serving vgpu devices under %s%s", XGPU_XS_BACKEND_ROOT,
@@ -425,10 +472,12 @@ int main(int argc, char **argv)
 	snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on %s", path);
 	if (xgpu_sd_notify(ready) < 0)
 		xlog_warn("cannot notify the service manager at $NOTIFY_SOCKET: %s", strerror(errno));
+	bool restart = false;
+	uint64_t next_tick = 0;
 	for (bool stop = false; !stop;) {
 		struct epoll_event ev[16];
-		/* Wake at least every 250 ms to drop connections that never
-		 * said hello. */
+		/* Wake at least every 250 ms: connections that never said
+		 * hello, the executors' kernel timeouts and idle ones. */
 		int n = epoll_wait(ep, ev, 16, 250);
 		if (n < 0 && errno != EINTR) {
 			xlog_err("epoll_wait: %s", strerror(errno));
@@ -438,34 +487,48 @@ int main(int argc, char **argv)
 			if (ev[i].data.ptr == &sfd) {
 				struct signalfd_siginfo si;
 				ssize_t got = read(sfd, &si, sizeof si);
-				if (atomic_load(&d.stopped_by_fault))
-					xlog_info("stopping after the fault above");
-				else if (got == (ssize_t)sizeof si)
+				if (got == (ssize_t)sizeof si && si.ssi_signo == SIGUSR2) {
+					xlog_info("signal %u: restarting in place; the executors go on serving",
+						  si.ssi_signo);
+					restart = true;
+				} else if (got == (ssize_t)sizeof si) {
 					xlog_info("signal %u: stopping", si.ssi_signo);
+				}
 				stop = true;
 			} else if (ev[i].data.ptr == &xb) {
 				xgpu_xenbus_process(xb);
+			} else if (ev[i].data.ptr == &d.executors) {
+				xgpu_executors_event(&d);
 			} else if (xgpu_local_owns(listener, ev[i].data.ptr)) {
 				xgpu_local_event(listener, ev[i].data.ptr);
 			}
 		}
-		xgpu_local_expire(listener);
+		uint64_t now = xgpu_now_ns();
+		if (now >= next_tick) {
+			xgpu_local_expire(listener);
+			xgpu_executors_tick(&d, now);
+			xgpu_state_tick(&d, now, xgpu_executor_pid);
+			next_tick = now + 250000000ull;
+		}
 	}
-	xgpu_sd_notify("STOPPING=1");
+	xgpu_sd_notify(restart ? "RELOADING=1" : "STOPPING=1");
 	xgpu_local_close(listener);
 	unlink(path);
 	atomic_store(&d.stopping, true);
 	xgpu_control_drain();
-	xgpud_shutdown(&d);
-	/* After the pollers closed every channel: their notices tidy xenstore. */
-	xgpu_xenbus_close(xb);
+	xgpud_shutdown(&d, restart);
+	/* After the executors closed every channel: their notices tidy xenstore. */
+	if (!restart)
+		xgpu_xenbus_close(xb);
 	close(ep);
 	close(sfd);
 	xgpud_config_free(&conf);
-	if (atomic_load(&d.stopped_by_fault)) {
-		xlog_err("stopped: a kernel's fault broke every context of this process (see above); "
-			 "start xgpud again (its systemd unit does)");
-		return 3;
+	if (restart) {
+		setenv("XGPU_REEXEC", "1", 1);
+		execv(self, argv);
+		xlog_err("cannot restart %s: %s; the executors go on serving until an xgpud starts", self,
+			 strerror(errno));
+		return 1;
 	}
 	xlog_info("stopped");
 	return 0;

@@ -354,17 +354,26 @@ static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
 		if (ready(c, w, need))
 			return 0;
 		/* The timeout only bounds how long a lost kick could hurt. */
-		/* What xgpud published before it went (a faulting call's answer,
-		 * when the fault stopped it) still counts. */
-		if (c->ch.ops->wait(&c->ch, 1000) == XGPU_WAIT_PEER_GONE)
-			return ready(c, w, need) ? 0 : cudaErrorDevicesUnavailable;
+		/* What the backend published before it went (a faulting call's
+		 * answer) still counts; otherwise the reason it left. */
+		if (c->ch.ops->wait(&c->ch, 1000) == XGPU_WAIT_PEER_GONE) {
+			if (ready(c, w, need))
+				return 0;
+			const struct xgpu_shm_header *hdr = c->ch.region;
+			int end = atomic_load(&hdr->backend_end);
+			return end > 0 && end < 10000 ? end : cudaErrorDevicesUnavailable;
+		}
 	}
 }
 
 static int channel_dead(struct xgpu_client *c, int err, const char *why)
 {
 	c->dead_error = err;
-	xgpu_fe_warn_once("channel-dead", "the channel to xgpud is unusable: %s", why);
+	if (err != cudaErrorDevicesUnavailable && err != cudaErrorUnknown)
+		xgpu_fe_warn_once("channel-dead", "the channel to xgpud ended: its domain's executor stopped with %s",
+				  cudaGetErrorName(err));
+	else
+		xgpu_fe_warn_once("channel-dead", "the channel to xgpud is unusable: %s", why);
 	return err;
 }
 

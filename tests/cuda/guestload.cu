@@ -24,6 +24,10 @@
 //                               or traps
 //   guestload calls SECONDS     small calls every 20 ms for SECONDS, reporting
 //                               the first error and when it came
+//   guestload hold MB SECONDS   holds MB MiB of device memory and copies a
+//                               pattern into each MiB of it and back, checking
+//                               every byte, round after round for SECONDS;
+//                               reports rounds, the first error and mismatches
 // runaway and fault report the error of the synchronization and of later calls
 // (CUDA's sticky context errors), and exit 0 when both are the expected ones.
 //
@@ -134,7 +138,7 @@ static int usage()
 {
 	fprintf(stderr, "usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS |\n"
 			"       latency PERIOD_MS US SECONDS | runaway |\n"
-			"       fault illegal|trap | calls SECONDS\n");
+			"       fault illegal|trap | calls SECONDS | hold MB SECONDS\n");
 	return 2;
 }
 
@@ -291,6 +295,34 @@ int main(int argc, char **argv)
 		printf("RESULT workload=guestload mode=calls calls=%llu error=%s at_s=%.3f\n", calls,
 		       cudaGetErrorName(err), now_s() - t0);
 		return 0;
+	}
+	if (!strcmp(argv[1], "hold") && argc == 4) {
+		size_t mb = strtoull(argv[2], nullptr, 10), chunk = 1u << 20;
+		double secs = atof(argv[3]), t0 = now_s();
+		if (mb < 1 || secs <= 0)
+			return usage();
+		unsigned char *dev = nullptr;
+		std::vector<unsigned char> out(chunk), in(chunk);
+		unsigned long long rounds = 0, copies = 0, bad = 0;
+		err = cudaMalloc(&dev, mb * chunk);
+		while (err == cudaSuccess && now_s() - t0 < secs) {
+			for (size_t i = 0; i < mb && err == cudaSuccess; i++) {
+				for (size_t k = 0; k < chunk; k += 4096)
+					out[k] = (unsigned char)(rounds * 131 + i * 7 + k / 4096);
+				err = cudaMemcpy(dev + i * chunk, out.data(), chunk, cudaMemcpyHostToDevice);
+				if (err == cudaSuccess)
+					err = cudaMemcpy(in.data(), dev + i * chunk, chunk, cudaMemcpyDeviceToHost);
+				if (err == cudaSuccess && memcmp(in.data(), out.data(), chunk))
+					bad++;
+				copies += 2;
+			}
+			rounds++;
+		}
+		bool ok = err == cudaSuccess && !bad && rounds > 0;
+		printf("RESULT workload=guestload mode=hold mb=%zu rounds=%llu copies=%llu mismatches=%llu "
+		       "elapsed_s=%.3f verified=%s error=%s\n",
+		       mb, rounds, copies, bad, now_s() - t0, ok ? "yes" : "no", cudaGetErrorName(err));
+		return ok ? 0 : 1;
 	}
 	return usage();
 }

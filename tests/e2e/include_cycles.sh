@@ -65,5 +65,18 @@ for planted in "frontend/channel/client.c:../driver/driver.h" "frontend/channel/
 	grep -q "$file includes frontend/" "$tmp/fe.err" ||
 		fail "the report does not name $file: $(cat "$tmp/fe.err")"
 done
-echo "ok: no circle in backend/, transport/ includes only core.h, frontend/channel/ includes neither" \
-	"frontend; a planted circle and planted includes are caught"
+# The executor reaching into the control plane (scheduler.h), and the
+# control plane into the executor (dispatch.h): separate programs.
+for planted in "backend/executor/poller.c scheduler.h" "backend/xgpud/domain.c dispatch.h"; do
+	set -- $planted
+	rm -rf "$tmp/backend"
+	cp -r "$src/backend" "$tmp/backend"
+	sed -i "0,/^#include \"log.h\"\$/s//#include \"log.h\"\n#include \"$2\"/" "$tmp/$1"
+	grep -q "^#include \"$2\"" "$tmp/$1" || fail "could not plant $2 in $1"
+	if "$check" "$tmp" 2>"$tmp/cross.err"; then
+		fail "check-includes.sh accepted $1 including $2"
+	fi
+	grep -q "$1 includes .*$2" "$tmp/cross.err" || fail "the report does not name $1 and $2: $(cat "$tmp/cross.err")"
+done
+echo "ok: no circle in backend/, transport/ includes only core.h, xgpud and the executor share only common/," \
+	"frontend/channel/ includes neither frontend; a planted circle and planted includes are caught"

@@ -31,6 +31,6 @@ start_xgpud --policy none
 for prog in "$S/callbacks" "$S/static/callbacks"; do
 	run_sample "$prog" callbacks-fault fault
 done
-grep -q "device context is broken by CUDA_ERROR_ILLEGAL_ADDRESS" "$XGPUD_LOG" ||
+grep -q "its context failed with CUDA_ERROR_ILLEGAL_ADDRESS" "$XGPUD_LOG" ||
 	fail "the daemon did not see the fault"
 stop_xgpud

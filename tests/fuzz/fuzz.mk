@@ -20,6 +20,7 @@ FUZZ_HARNESS_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/bin/%,$(FUZZ_HARNESS_SRC))
 FUZZ_COMMON_A := $(FUZZ_BUILD)/libfz-common.a
 FUZZ_BACKEND_A := $(FUZZ_BUILD)/libfz-backend.a
+FUZZ_EXECUTOR_A := $(FUZZ_BUILD)/libfz-executor.a
 FUZZ_XENSTUB_A := $(FUZZ_BUILD)/libfz-xenstub.a
 FUZZ_SIMDRV := $(FUZZ_BUILD)/lib/libxgpu-simdrv.so
 FUZZ_MKSEEDS := $(FUZZ_BUILD)/bin/mkseeds
@@ -42,8 +43,9 @@ $(FZ_OBJ)/backend/schedsrc/hypsrc_xentrace.o: FUZZ_CFLAGS += -std=gnu11
 
 $(FUZZ_COMMON_A): $(call fzobj,$(COMMON_SRC))
 $(FUZZ_BACKEND_A): $(call fzobj,$(BACKEND_SRC))
+$(FUZZ_EXECUTOR_A): $(call fzobj,$(EXECUTOR_SRC))
 $(FUZZ_XENSTUB_A): $(call fzobj,$(XENSTUB_SRC))
-$(FUZZ_COMMON_A) $(FUZZ_BACKEND_A) $(FUZZ_XENSTUB_A):
+$(FUZZ_COMMON_A) $(FUZZ_BACKEND_A) $(FUZZ_EXECUTOR_A) $(FUZZ_XENSTUB_A):
 	@mkdir -p $(dir $@)
 	$(call say,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -64,8 +66,8 @@ $(FUZZ_BUILD)/bin/%: $(FZ_OBJ)/tests/fuzz/%.o $(FUZZ_BACKEND_A) $(FUZZ_COMMON_A)
 # xgpud's xenbus logic against the in-memory Xen, in-process.
 $(FUZZ_BUILD)/bin/fuzz_xenbus: $(FUZZ_XENSTUB_A)
 
-# The dispatcher harnesses share an in-process daemon and channel (fzchan.c).
-$(FUZZ_BUILD)/bin/fuzz_dispatch $(FUZZ_BUILD)/bin/fuzz_drvimage: $(FZ_OBJ)/tests/fuzz/fzchan.o
+# The dispatcher harnesses share an in-process executor and channel (fzchan.c).
+$(FUZZ_BUILD)/bin/fuzz_dispatch $(FUZZ_BUILD)/bin/fuzz_drvimage: $(FZ_OBJ)/tests/fuzz/fzchan.o $(FUZZ_EXECUTOR_A)
 
 # mkseeds writes the seeds that need the real structs (packet sequences,
 # channel regions, schedule exports); the rest are the bundled test inputs.

@@ -223,7 +223,7 @@ static bool gone(const struct guest *g)
 	char *v = g->be_written_dead ? NULL : T.xs0->ops->read(T.xs0, 0, BE_DEV "/state", &len);
 	free(v);
 	pthread_mutex_lock(&T.d.domains_lock);
-	struct xgpu_domain *dom = T.d.domains;
+	struct xgpud_domain *dom = T.d.domains;
 	while (dom && !(dom->xen && dom->domid == DOMID))
 		dom = dom->next;
 	pthread_mutex_unlock(&T.d.domains_lock);

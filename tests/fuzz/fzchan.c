@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* fzchan.c - the in-process daemon, domain and channel of the dispatcher
+/* fzchan.c - the in-process executor, domain and channel of the dispatcher
  * harnesses (fzchan.h), with a transport that never blocks. */
 #include "fzchan.h"
 
-#include "daemon.h"
-#include "domain.h"
 #include "log.h"
 #include "exec.h"
 
+#include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +16,11 @@
 
 #define SEG_MAX (1u << 20)
 
-static struct xgpud D;
-static struct xgpu_domain *dom;
+static struct xgpu_executor X;
+static struct xgpu_domain *dom = &X.dom;
+/* The pages xgpud would share: the slot always granted, as under `none`. */
+static struct xgpu_exec_ctl ctl;
+static struct xgpu_exec_status status;
 static uint8_t *region;
 static size_t region_size;
 static int ready_fd = -1;
@@ -77,6 +80,10 @@ static const struct xgpu_be_transport_ops fuzz_ops = {
     .close = t_close,
 };
 
+static void no_notify(void *arg)
+{
+}
+
 void fz_daemon_init(const char *who)
 {
 	char err[512];
@@ -87,29 +94,34 @@ void fz_daemon_init(const char *who)
 	setenv("XGPU_SIM_SPEED", "1000000", 0);
 	setenv("XGPU_SIM_WATCHDOG_MS", "100", 0);
 	xgpu_log_init(who, getenv("FUZZ_LOG") ? XGPU_LOG_DEBUG : XGPU_LOG_ERROR, false);
-	D.o = (struct xgpud_opts){
-	    .transport = "local",
-	    .executor = "sim",
-	    .policy = "rr",
-	    .tick_ms = 10,
-	    .log_level = XGPU_LOG_ERROR,
-	    .mem_limit = 256ull << 20,
-	    .spin_ns = 0,
-	    .stall_timeout_s = 0,
-	    .max_channels_per_domain = 4,
-	    .max_domains_per_uid = 4,
-	    .max_domains = 4,
-	    .pinned_limit = 4ull << 20,
-	};
-	if (xgpud_init(&D, err, sizeof err) < 0) {
-		fprintf(stderr, "%s: xgpud_init: %s\n", who, err);
+	/* The instrumented simulated driver, as fuzz.mk lays it out:
+	 * build/fuzz/bin/<harness> -> build/fuzz/lib/libxgpu-simdrv.so. */
+	char drv[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", drv, PATH_MAX - 1);
+	drv[n > 0 ? n : 0] = '\0';
+	snprintf(drv + strlen(dirname(drv)), 32, "/../lib/libxgpu-simdrv.so");
+	if (xgpu_driver_load(&X.drv, drv, err, sizeof err) < 0 || X.drv.cuInit(0) != CUDA_SUCCESS ||
+	    xgpu_driver_describe(&X.drv, 0, &X.gpu) < 0) {
+		fprintf(stderr, "%s: the simulated driver %s: %s\n", who, drv, err);
 		exit(1);
 	}
-	dom = xgpu_domain_get(&D, "fuzz", getuid(), err, sizeof err);
-	if (!dom) {
-		fprintf(stderr, "%s: domain: %s\n", who, err);
-		exit(1);
-	}
+	X.drv.cuDriverGetVersion(&X.driver_version);
+	atomic_store(&ctl.mem_limit, 256ull << 20);
+	atomic_store(&ctl.pinned_limit, 4ull << 20);
+	atomic_store(&ctl.spin_ns, 0);
+	/* No stall is waited for: the check comes at the first look. */
+	atomic_store(&ctl.stall_timeout_s, 0);
+	atomic_store(&ctl.slot.may_issue, 1);
+	atomic_store(&X.ctl, &ctl);
+	X.status = &status;
+	snprintf(dom->name, sizeof dom->name, "fuzz");
+	dom->x = &X;
+	dom->gpu = &X.gpu;
+	dom->stats = &status.stats;
+	dom->slot = (struct xgpu_slot_client){.grant = &ctl.slot, .report = &status.slot, .notify = no_notify};
+	pthread_mutex_init(&dom->marks_lock, NULL);
+	pthread_mutex_init(&dom->incoming_lock, NULL);
+	xgpu_ratelimit_init(&dom->log_rl, 50, 10000);
 	ready_fd = eventfd(1, EFD_CLOEXEC);
 	struct xgpu_shm_params p = {.nr_slots = 16, .data_size = FZ_DATA_SIZE};
 	region_size = xgpu_shm_region_size(&p);

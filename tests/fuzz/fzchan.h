@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fzchan.h - what the harnesses that drive the dispatcher share: a real
- * struct xgpud in this process (sim executor, scheduler thread and all), one
- * domain, and one channel whose region lives in this process, attached
- * afresh for each input and released at its end as when a guest process
- * exits. */
+ * executor's domain in this process (over the instrumented simulated
+ * driver, the slot always granted), and one channel whose region lives in
+ * this process, attached afresh for each input and released at its end as
+ * when a guest process exits. */
 #ifndef XGPU_FZCHAN_H
 #define XGPU_FZCHAN_H
 
@@ -17,7 +17,7 @@ struct fz_chan {
 	struct xgpu_shm_view fv; /* the guest's side */
 };
 
-/* The daemon and its domain; exits with a message naming who on failure. */
+/* The executor and its domain; exits with a message naming who on failure. */
 void fz_daemon_init(const char *who);
 
 /* A channel on a zeroed region, ready for xgpu_dispatch. */

@@ -59,6 +59,13 @@ struct simdom {
 	unsigned batch, batch_left;
 	bool blocks_on_wait;
 	uint64_t iterations;
+	/* As an executor's poller in another process: it reports through the
+	 * grant and report alone (struct xgpu_slot_client), and the scheduler
+	 * relays what it reported relay_lag steps later (an eventfd and a
+	 * thread's wake-up, in xgpud). */
+	bool relayed;
+	struct xgpu_slot_client client;
+	unsigned relay_lag, relay_in; /* relay_in: steps until the pending relay, 0 for none */
 };
 
 struct sim {
@@ -128,6 +135,13 @@ static struct sim *sim_new(const char *policy, const char *hyp_args)
 	return sim;
 }
 
+static void relay_notify(void *arg)
+{
+	struct simdom *d = arg;
+	if (!d->relay_in)
+		d->relay_in = d->relay_lag + 1;
+}
+
 static struct simdom *sim_dom(struct sim *sim, enum kind kind, uint32_t credit)
 {
 	assert_true(sim->n < MAXDOM);
@@ -144,7 +158,41 @@ static struct simdom *sim_dom(struct sim *sim, enum kind kind, uint32_t credit)
 	xgpu_sched_add(&sim->s, &d->sd, sim->now);
 	for (int t = 0; t < MAXTASK; t++)
 		d->task[t] = xgpu_taskq_get(&d->tq, (uint32_t)t);
+	d->client = (struct xgpu_slot_client){d->sd.grant, &d->sd.own_report, relay_notify, d, 0};
 	return d;
+}
+
+/* The poller-side calls, made in-process or through the shared report. */
+static void dom_drained(struct sim *sim, struct simdom *d)
+{
+	if (d->relayed)
+		xgpu_slot_drained(&d->client);
+	else
+		xgpu_sched_drained(&sim->s, &d->sd, sim->now);
+}
+
+static void dom_charge(struct sim *sim, struct simdom *d, uint64_t ns)
+{
+	if (d->relayed)
+		xgpu_slot_charge(&d->client, ns);
+	else
+		xgpu_sched_charge(&sim->s, &d->sd, ns);
+}
+
+static void dom_idle(struct sim *sim, struct simdom *d)
+{
+	if (d->relayed)
+		xgpu_slot_idle(&d->client);
+	else
+		xgpu_sched_idle(&sim->s, &d->sd);
+}
+
+static void dom_request(struct sim *sim, struct simdom *d)
+{
+	if (d->relayed)
+		xgpu_slot_ask(&d->client);
+	else
+		xgpu_sched_request(&sim->s, &d->sd, sim->now);
 }
 
 static bool has_work(struct sim *sim, struct simdom *d)
@@ -185,10 +233,10 @@ static void poll_dom(struct sim *sim, struct simdom *d)
 {
 	if (d->inflight && d->done_at <= sim->now) {
 		d->inflight = false;
-		atomic_store(&d->sd.inflight, false);
+		xgpu_slot_set_inflight(&d->sd.own_report, false);
 		if (!xgpu_sched_may_issue(&d->sd))
-			xgpu_sched_drained(&sim->s, &d->sd, sim->now);
-		xgpu_sched_charge(&sim->s, &d->sd, d->kernel_ns);
+			dom_drained(sim, d);
+		dom_charge(sim, d, d->kernel_ns);
 		xgpu_taskq_charge(d->task[d->inflight_task], d->kernel_ns);
 		d->task_busy[d->inflight_task] += d->kernel_ns;
 		d->busy += d->kernel_ns;
@@ -209,11 +257,11 @@ static void poll_dom(struct sim *sim, struct simdom *d)
 	if (d->inflight)
 		return; /* the poller waits for its synchronous kernel */
 	if (!has_work(sim, d)) {
-		xgpu_sched_idle(&sim->s, &d->sd);
+		dom_idle(sim, d);
 		return;
 	}
 	if (!xgpu_sched_may_issue(&d->sd)) {
-		xgpu_sched_request(&sim->s, &d->sd, sim->now);
+		dom_request(sim, d);
 		return;
 	}
 	int t = pick_task(d);
@@ -223,9 +271,9 @@ static void poll_dom(struct sim *sim, struct simdom *d)
 	d->done_at = start + d->kernel_ns;
 	sim->device_free_at = d->done_at;
 	d->inflight = true;
-	atomic_store(&d->sd.inflight, true);
+	xgpu_slot_set_inflight(&d->sd.own_report, true);
 	d->inflight_task = t;
-	atomic_store(&d->sd.context, true);
+	xgpu_slot_set_context(&d->sd.own_report, true);
 }
 
 static void sim_run(struct sim *sim, uint64_t until)
@@ -240,6 +288,14 @@ static void sim_run(struct sim *sim, uint64_t until)
 		}
 		for (int i = 0; i < sim->n; i++)
 			poll_dom(sim, &sim->d[i]);
+		/* As xgpud's scheduler thread: on each wake-up, and at each
+		 * run for the busy time reported without one. */
+		bool run = sim->s.kicked || sim->now >= deadline;
+		for (int i = 0; i < sim->n; i++) {
+			struct simdom *d = &sim->d[i];
+			if ((d->relay_in && --d->relay_in == 0) || (d->relayed && run))
+				xgpu_sched_relay(&sim->s, &d->sd, sim->now);
+		}
 		/* Pollers' reports make it due now; otherwise its own deadline. */
 		if (sim->s.kicked || sim->now >= deadline)
 			deadline = xgpu_sched_run(&sim->s, sim->now);
@@ -320,6 +376,42 @@ static void accc_ticks_follow_credits(void **state)
 	sim_free(sim);
 }
 
+/* Pollers that reach the scheduler only through their shared report and a
+ * late relay (executors in processes of their own) get the shares that
+ * in-process pollers get, under the policies that gate, with domains that
+ * stay busy and domains that go idle and ask again. */
+static void relayed_pollers_keep_shares(void **state)
+{
+	(void)state;
+	const char *policies[] = {"accc", "rr", "wfq", "slaf"};
+	uint32_t credits[] = {1024, 512, 256, 512};
+	for (size_t p = 0; p < sizeof policies / sizeof policies[0]; p++) {
+		double direct[4];
+		for (int relayed = 0; relayed < 2; relayed++) {
+			struct sim *sim = sim_new(policies[p], NULL);
+			for (int i = 0; i < 4; i++) {
+				/* Bursty ones go idle and must ask again. */
+				struct simdom *d = sim_dom(sim, i % 2 ? BURSTY : SATURATING, credits[i]);
+				d->relayed = relayed;
+				d->relay_lag = (unsigned)i; /* 0 to 150 us late */
+			}
+			sim_run(sim, SEC);
+			sim_window(sim);
+			sim_run(sim, 6 * SEC);
+			for (int i = 0; i < 4; i++) {
+				double share = held_share(sim, i);
+				if (!relayed)
+					direct[i] = share;
+				else
+					assert_share(share, direct[i], 0.02, policies[p]);
+				if (relayed)
+					assert_true(atomic_load(&sim->d[i].sd.grants) > 20);
+			}
+			sim_free(sim);
+		}
+	}
+}
+
 static void accc_ticks_before_context(void **state)
 {
 	(void)state;
@@ -327,10 +419,10 @@ static void accc_ticks_before_context(void **state)
 	struct simdom *a = sim_dom(sim, SATURATING, 1024);
 	sim_dom(sim, SATURATING, 256);
 	/* A domain without device state gets one tick (Pegasus Algorithm 1). */
-	atomic_store(&a->sd.context, false);
+	xgpu_slot_set_context(&a->sd.own_report, false);
 	unsigned ticks = xgpu_sched_credit_ticks(&sim->s, &a->sd);
 	assert_int_equal(ticks, 1);
-	atomic_store(&a->sd.context, true);
+	xgpu_slot_set_context(&a->sd.own_report, true);
 	assert_int_equal(xgpu_sched_credit_ticks(&sim->s, &a->sd), 4);
 	sim_free(sim);
 }
@@ -933,6 +1025,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(accc_ticks_follow_credits),
 	    cmocka_unit_test(accc_ticks_before_context),
+	    cmocka_unit_test(relayed_pollers_keep_shares),
 	    cmocka_unit_test(accc_fractional_credits_keep_ratio),
 	    cmocka_unit_test(rr_shares_equal),
 	    cmocka_unit_test(xc_follows_cpu_weights),

@@ -852,7 +852,7 @@ static void vsim_run(struct vsim *v, uint64_t until)
 			struct vdom *d = &v->d[i];
 			if (d->inflight && d->done_at <= v->now) {
 				d->inflight = false;
-				atomic_store(&d->sd.inflight, false);
+				xgpu_slot_set_inflight(&d->sd.own_report, false);
 				if (!xgpu_sched_may_issue(&d->sd))
 					xgpu_sched_drained(&v->s, &d->sd, v->now);
 				xgpu_sched_charge(&v->s, &d->sd, 1000000);
@@ -867,8 +867,8 @@ static void vsim_run(struct vsim *v, uint64_t until)
 			d->done_at = start + 1000000;
 			v->device_free_at = d->done_at;
 			d->inflight = true;
-			atomic_store(&d->sd.inflight, true);
-			atomic_store(&d->sd.context, true);
+			xgpu_slot_set_inflight(&d->sd.own_report, true);
+			xgpu_slot_set_context(&d->sd.own_report, true);
 		}
 		if (v->s.kicked || v->now >= deadline)
 			deadline = xgpu_sched_run(&v->s, v->now);

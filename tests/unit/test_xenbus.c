@@ -183,10 +183,10 @@ static void *tee_main(void *arg)
 	return NULL;
 }
 
-static struct xgpu_domain *xdom(uint32_t domid)
+static struct xgpud_domain *xdom(uint32_t domid)
 {
 	pthread_mutex_lock(&T.d.domains_lock);
-	struct xgpu_domain *dom = T.d.domains;
+	struct xgpud_domain *dom = T.d.domains;
 	while (dom && !(dom->xen && dom->domid == domid))
 		dom = dom->next;
 	pthread_mutex_unlock(&T.d.domains_lock);
@@ -454,7 +454,7 @@ static void test_adopt_and_connect(void **state)
 	assert_int_equal(xgpu_xenstub_introduce(T.stub, 1, "honest1"), 0);
 	attach(1, "512");
 	WAIT_UNTIL(num(BE "/1/0/state") == 2);
-	struct xgpu_domain *dom = xdom(1);
+	struct xgpud_domain *dom = xdom(1);
 	assert_non_null(dom);
 	assert_string_equal(dom->name, "honest1");
 	assert_int_equal(dom->domid, 1);
@@ -473,7 +473,7 @@ static void test_adopt_and_connect(void **state)
 	WAIT_UNTIL(num(BE "/1/0/state") == 4);
 	roundtrip(&honest);
 	roundtrip(&honest);
-	assert_int_equal(atomic_load(&dom->stats.channels), 1);
+	assert_int_equal(atomic_load(&dom->nchannels), 1);
 	assert_true(log_has("channel"));
 }
 
@@ -656,13 +656,13 @@ static void test_process_death(void **state)
 	assert_int_equal(guest_connect(&g, &none), 4);
 	gkey(&g, "state", "4");
 	roundtrip(&g);
-	struct xgpu_domain *dom = xdom(1);
-	assert_int_equal(atomic_load(&dom->stats.channels), 2);
+	struct xgpud_domain *dom = xdom(1);
+	assert_int_equal(atomic_load(&dom->nchannels), 2);
 	/* Its grants end with the process: fe_alive clears, the port fires. */
 	g.gs->ops->close(g.gs);
 	g.gs = NULL;
 	WAIT_UNTIL(!exists("/local/domain/1/device/vgpu/0/channel/1") && !exists(BE "/1/0/channel/1"));
-	WAIT_UNTIL(atomic_load(&dom->stats.channels) == 1);
+	WAIT_UNTIL(atomic_load(&dom->nchannels) == 1);
 	assert_true(log_has("guest process is gone"));
 	guest_close(&g);
 	roundtrip(&honest);
@@ -696,7 +696,7 @@ static void test_guest_close(void **state)
 static void test_live_keys(void **state)
 {
 	(void)state;
-	struct xgpu_domain *dom = xdom(1);
+	struct xgpud_domain *dom = xdom(1);
 	wr(BE "/1/0/credit", "1024");
 	WAIT_UNTIL(dom->sd.credit == 1024);
 	assert_true(log_has("credit 512 -> 1024"));
@@ -917,7 +917,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	xgpud_shutdown(&T.d);
+	xgpud_shutdown(&T.d, false);
 	xgpu_xenbus_close(T.xb);
 	T.xs0->ops->close(T.xs0);
 	xgpu_xenstub_stop(T.stub);

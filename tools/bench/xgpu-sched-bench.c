@@ -258,7 +258,7 @@ static struct result measure(const struct xgpu_policy_ops *ops, struct world *w,
 		d[i].wake = nop_wake;
 		d[i].credit = 256 * (1 + i % 4);
 		d[i].sla = 0.5 / n; /* slaf's feedback runs on every pick */
-		atomic_store(&d[i].context, true);
+		xgpu_slot_set_context(&d[i].own_report, true);
 		xgpu_sched_add(&s, &d[i], 0);
 	}
 	uint64_t now = TICK_NS;

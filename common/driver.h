@@ -10,7 +10,10 @@
 #ifndef XGPU_DRIVER_H
 #define XGPU_DRIVER_H
 
+#include "proto.h"
+
 #include <cuda.h>
+#include <stdint.h>
 
 /* X(fn): fn is the API name; cuda.h maps it to the versioned symbol
  * (cuMemAlloc -> cuMemAlloc_v2), which is what dlsym must look up. */
@@ -102,6 +105,21 @@ struct xgpu_driver {
  * with the library or the missing symbol named in err. */
 int xgpu_driver_load(struct xgpu_driver *drv, const char *path, char *err, size_t errlen);
 void xgpu_driver_unload(struct xgpu_driver *drv);
+
+/* A GPU as its driver describes it: every attribute the driver knows, so
+ * that the frontend answers device queries from one copy, field by field. */
+struct xgpu_gpu_desc {
+	int index;
+	CUdevice dev;
+	char name[256];
+	uint8_t uuid[16];
+	uint64_t total_mem;
+	int32_t attrs[XGPU_MAX_DEVICE_ATTRS];
+	uint32_t nattrs;
+};
+/* Describes device ordinal index of a loaded, initialised driver; 0, or -1
+ * if the driver has no such device. */
+int xgpu_driver_describe(const struct xgpu_driver *drv, int index, struct xgpu_gpu_desc *g);
 
 /* "CUDA_ERROR_OUT_OF_MEMORY" etc., never NULL. */
 const char *xgpu_driver_error_name(const struct xgpu_driver *drv, CUresult r);

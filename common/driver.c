@@ -58,3 +58,26 @@ const char *xgpu_driver_error_name(const struct xgpu_driver *drv, CUresult r)
 		return name;
 	return "CUDA_ERROR_UNKNOWN_CODE";
 }
+
+int xgpu_driver_describe(const struct xgpu_driver *drv, int index, struct xgpu_gpu_desc *g)
+{
+	memset(g, 0, sizeof *g);
+	g->index = index;
+	if (drv->cuDeviceGet(&g->dev, index) != CUDA_SUCCESS)
+		return -1;
+	drv->cuDeviceGetName(g->name, sizeof g->name, g->dev);
+	CUuuid uuid;
+	if (drv->cuDeviceGetUuid(&uuid, g->dev) == CUDA_SUCCESS)
+		memcpy(g->uuid, uuid.bytes, sizeof g->uuid);
+	size_t total = 0;
+	drv->cuDeviceTotalMem(&total, g->dev);
+	g->total_mem = total;
+	g->nattrs = CU_DEVICE_ATTRIBUTE_MAX < XGPU_MAX_DEVICE_ATTRS ? CU_DEVICE_ATTRIBUTE_MAX : XGPU_MAX_DEVICE_ATTRS;
+	for (uint32_t a = 1; a < g->nattrs; a++) {
+		int v = 0;
+		if (drv->cuDeviceGetAttribute(&v, (CUdevice_attribute)a, g->dev) != CUDA_SUCCESS)
+			v = 0;
+		g->attrs[a] = v;
+	}
+	return 0;
+}
