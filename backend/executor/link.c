@@ -28,6 +28,8 @@
 #include <unistd.h>
 
 #define WATCH_PERIOD_MS 250
+/* How long an orphan with no process left waits for a new xgpud. */
+#define DEFAULT_ORPHAN_IDLE_MS 60000ull
 #define START_TIMEOUT_MS 10000
 #define ADOPT_TIMEOUT_S 5
 #define MAX_TASK_WEIGHT 65535u
@@ -49,6 +51,7 @@ static struct {
 	struct held *held;
 	size_t nheld, cap;
 	uint64_t wd_mark, wd_since_ns;
+	uint64_t idle_orphan_since_ns, orphan_idle_ns;
 	char stop_reason[XGPU_LINK_TEXT];
 } L = {.lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stop_fd = -1};
 
@@ -58,11 +61,13 @@ static void close_fds(int *fds, int n)
 }
 
 /* Sends under the link lock; quietly nothing while orphaned. */
-static void link_send(struct xgpu_executor *x, uint32_t type, struct xgpu_link_msg *m, const int *fds, int nfds)
+static void link_send(struct xgpu_executor *x, uint32_t type, struct xgpu_link_msg *m, const int *fds,
+		      int nfds)
 {
 	pthread_mutex_lock(&x->link_lock);
 	if (x->link_fd >= 0 && xgpu_link_send(x->link_fd, type, m, fds, nfds) < 0 && errno != EPIPE)
-		xlog_warn("domain %s: cannot tell xgpud (message %u): %s", x->dom.name, type, strerror(errno));
+		xlog_warn("domain %s: cannot tell xgpud (message %u): %s", x->dom.name, type,
+			  strerror(errno));
 	pthread_mutex_unlock(&x->link_lock);
 }
 
@@ -101,13 +106,16 @@ int xgpu_link_start(struct xgpu_executor *x, char *err, size_t errlen)
 	x->listen_fd = XGPU_EXEC_FD_LISTEN;
 	pthread_mutex_init(&x->link_lock, NULL);
 	if (wait_readable(x->link_fd, START_TIMEOUT_MS) <= 0) {
-		snprintf(err, errlen, "no START from xgpud on fd %d within %d s", x->link_fd, START_TIMEOUT_MS / 1000);
+		snprintf(err, errlen, "no START from xgpud on fd %d within %d s", x->link_fd,
+			 START_TIMEOUT_MS / 1000);
 		return -1;
 	}
 	int r = xgpu_link_recv(x->link_fd, &m, fds, &nfds, XGPU_MAX_PASSED_FDS, false);
 	if (r <= 0 || m.type != XGPU_LINK_START || nfds != 4) {
 		snprintf(err, errlen, "xgpud's first message is not a START with 4 descriptors (%s)",
-			 r < 0 ? strerror(errno) : r == 0 ? "link closed" : "wrong message");
+			 r < 0    ? strerror(errno)
+			 : r == 0 ? "link closed"
+				  : "wrong message");
 		close_fds(fds, nfds);
 		return -1;
 	}
@@ -180,12 +188,14 @@ static void add_channel(struct xgpu_executor *x, const struct xgpu_link_msg *m, 
 	if (dup_id) {
 		snprintf(err, sizeof err, "channel %u exists already", m->chan_id);
 	} else if (m->u.channel.kind != XGPU_CHAN_LOCAL || nfds != 2) {
-		snprintf(err, sizeof err, "channel kind %u with %d descriptors is not one this executor serves",
+		snprintf(err, sizeof err,
+			 "channel kind %u with %d descriptors is not one this executor serves",
 			 m->u.channel.kind, nfds);
 	} else if ((keep[0] = dup(fds[0])) < 0 || (keep[1] = dup(fds[1])) < 0) {
 		snprintf(err, sizeof err, "dup: %s", strerror(errno));
 	} else {
-		ch = xgpu_chan_local_open(&x->dom, m->chan_id, &m->u.channel, fds[0], fds[1], err, sizeof err);
+		ch =
+		    xgpu_chan_local_open(&x->dom, m->chan_id, &m->u.channel, fds[0], fds[1], err, sizeof err);
 	}
 	if (ch) {
 		fds[0] = -1; /* the channel took the socket */
@@ -266,9 +276,10 @@ static void orphan(struct xgpu_executor *x, const char *why)
 	}
 	pthread_mutex_unlock(&x->link_lock);
 	if (!atomic_exchange(&x->dom.orphan, true))
-		xlog_warn("domain %s: xgpud went away (%s); serving the domain's %u processes ungated until a new "
-			  "xgpud adopts this executor",
-			  x->dom.name, why, atomic_load(&x->status->channels));
+		xlog_warn(
+		    "domain %s: xgpud went away (%s); serving the domain's %u processes ungated until a new "
+		    "xgpud adopts this executor",
+		    x->dom.name, why, atomic_load(&x->status->channels));
 	xgpu_inbox_wake(&x->dom);
 }
 
@@ -293,7 +304,8 @@ static void adopt(struct xgpu_executor *x)
 		close(conn);
 		return;
 	}
-	if (xgpu_link_recv(conn, &m, fds, &nfds, XGPU_MAX_PASSED_FDS, false) != 1 || m.type != XGPU_LINK_ADOPT) {
+	if (xgpu_link_recv(conn, &m, fds, &nfds, XGPU_MAX_PASSED_FDS, false) != 1 ||
+	    m.type != XGPU_LINK_ADOPT) {
 		close_fds(fds, nfds);
 		close(conn);
 		return;
@@ -348,11 +360,41 @@ static void adopt(struct xgpu_executor *x)
 	atomic_store(&x->dom.orphan, false);
 	xgpu_inbox_wake(&x->dom);
 	unsigned n = atomic_load(&x->status->channels);
-	xlog_info("domain %s: adopted by a new xgpud (pid %d); %u process%s served on", x->dom.name, (int)cred.pid, n,
-		  n == 1 ? "" : "es");
+	xlog_info("domain %s: adopted by a new xgpud (pid %d); %u process%s served on", x->dom.name,
+		  (int)cred.pid, n, n == 1 ? "" : "es");
 }
 
 /* ---- the link thread ------------------------------------------------------- */
+
+static void stop(struct xgpu_executor *x, const char *why)
+{
+	snprintf(L.stop_reason, sizeof L.stop_reason, "%s", why);
+	x->stop_reason = L.stop_reason;
+	atomic_store(&x->status->state, XGPU_EXEC_STOPPING);
+	atomic_store(&x->stopping, true);
+	xgpu_inbox_wake(&x->dom);
+}
+
+/* An orphan keeps serving its processes, but one with none left has nobody
+ * to serve and nobody to end it: it ends itself unless adopted in time. */
+static void end_idle_orphan(struct xgpu_executor *x)
+{
+	uint64_t now = xgpu_now_ns();
+	if (!atomic_load(&x->dom.orphan) || atomic_load(&x->status->channels) > 0) {
+		L.idle_orphan_since_ns = 0;
+		return;
+	}
+	if (!L.idle_orphan_since_ns) {
+		L.idle_orphan_since_ns = now;
+		return;
+	}
+	if (now - L.idle_orphan_since_ns >= L.orphan_idle_ns && !atomic_load(&x->stopping)) {
+		xlog_info(
+		    "domain %s: no xgpud adopted this executor and no process is left after %.1f s; ending",
+		    x->dom.name, (double)L.orphan_idle_ns / 1e9);
+		stop(x, "orphaned with no process left");
+	}
+}
 
 static void handle_message(struct xgpu_executor *x)
 {
@@ -373,11 +415,7 @@ static void handle_message(struct xgpu_executor *x)
 		close_channel(x, m.chan_id);
 		break;
 	case XGPU_LINK_STOP:
-		snprintf(L.stop_reason, sizeof L.stop_reason, "%s", m.text[0] ? m.text : "stopped by xgpud");
-		x->stop_reason = L.stop_reason;
-		atomic_store(&x->status->state, XGPU_EXEC_STOPPING);
-		atomic_store(&x->stopping, true);
-		xgpu_inbox_wake(&x->dom);
+		stop(x, m.text[0] ? m.text : "stopped by xgpud");
 		break;
 	default:
 		xlog_warn("domain %s: ignored message %u from xgpud", x->dom.name, m.type);
@@ -427,6 +465,7 @@ static void *link_main(void *arg)
 				handle_message(x);
 		}
 		publish_busy(x);
+		end_idle_orphan(x);
 	}
 	return NULL;
 }
@@ -438,6 +477,10 @@ int xgpu_link_run(struct xgpu_executor *x, const char *what, char *err, size_t e
 	L.epfd = epoll_create1(EPOLL_CLOEXEC);
 	L.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	L.wd_mark = UINT64_MAX;
+	/* XGPU_EXECUTOR_ORPHAN_MS (xgpud passes XGPU_EXECUTOR_* on) lets tests
+	 * wait less than a real restart may take. */
+	const char *ms = getenv("XGPU_EXECUTOR_ORPHAN_MS");
+	L.orphan_idle_ns = (ms && *ms ? strtoull(ms, NULL, 10) : DEFAULT_ORPHAN_IDLE_MS) * 1000000ull;
 	struct epoll_event a = {.events = EPOLLIN, .data.fd = x->link_fd};
 	struct epoll_event b = {.events = EPOLLIN, .data.fd = x->listen_fd};
 	struct epoll_event c = {.events = EPOLLIN, .data.fd = L.stop_fd};
@@ -450,7 +493,8 @@ int xgpu_link_run(struct xgpu_executor *x, const char *what, char *err, size_t e
 	 * everything else works. We listen (xgpud only bound it), so that it
 	 * sees our pid as the one answering. */
 	if (listen(x->listen_fd, 4) < 0 || epoll_ctl(L.epfd, EPOLL_CTL_ADD, x->listen_fd, &b) < 0)
-		xlog_warn("domain %s: no listening socket for a restarted xgpud (%s)", x->dom.name, strerror(errno));
+		xlog_warn("domain %s: no listening socket for a restarted xgpud (%s)", x->dom.name,
+			  strerror(errno));
 	atomic_store(&x->status->state, XGPU_EXEC_SERVING);
 	struct xgpu_link_msg m = {0};
 	snprintf(m.text, sizeof m.text, "%s", what);

@@ -14,6 +14,7 @@
 #include "control.h"
 #include "core.h"
 #include "executors.h"
+#include "state.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +45,8 @@ static json_t *domain_json(const struct xgpud_domain *dom, uint32_t cpu_weight)
 	/* Slot time, and under a policy that does not gate, the time the
 	 * executor's calls ran (what its status page says). */
 	uint64_t ungated = dom->ex ? atomic_load(&dom->ex->st->slot.ungated_ns) : 0;
-	json_object_set_new(o, "gpu_time_ns", json_integer((json_int_t)(atomic_load(&sd->held_ns) + ungated)));
+	json_object_set_new(o, "gpu_time_ns",
+			    json_integer((json_int_t)(atomic_load(&sd->held_ns) + ungated)));
 	json_object_set_new(o, "busy_ns", json_integer((json_int_t)atomic_load(&sd->busy_ns)));
 	json_object_set_new(o, "h2d_bytes", json_integer((json_int_t)atomic_load(&s->h2d_bytes)));
 	json_object_set_new(o, "d2h_bytes", json_integer((json_int_t)atomic_load(&s->d2h_bytes)));
@@ -291,6 +293,8 @@ static void control_credit(struct xgpud *d, int conn, uid_t uid, json_t *req)
 	json_t *out = json_pack("{s:s,s:i,s:i,s:f}", "name", dom->name, "domid", (json_int_t)dom->domid,
 				"credit", (json_int_t)sd->credit, "sla", sd->sla);
 	pthread_mutex_unlock(&d->domains_lock);
+	if (jcredit || jsla)
+		xgpu_state_save(d, xgpu_executor_pid);
 	reply_ok(conn, out);
 }
 

@@ -60,12 +60,12 @@ static int state_path(const struct xgpud *d, char *buf, size_t len)
 
 static json_t *domain_record(const struct xgpud_domain *dom, pid_t executor_pid)
 {
-	json_t *o = json_pack("{s:s,s:I,s:I,s:b,s:i,s:I,s:f,s:I,s:b,s:I,s:I}", "name", dom->name, "domid",
-			      (json_int_t)dom->domid, "uid", (json_int_t)dom->owner_uid, "xen", dom->xen, "gpu",
-			      dom->gpu->index, "credit", (json_int_t)dom->sd.credit, "sla", dom->sd.sla, "mem_limit",
-			      (json_int_t)atomic_load(&dom->mem_limit), "mem_default", dom->mem_default,
-			      "kernel_timeout_s", (json_int_t)atomic_load(&dom->kernel_timeout_s), "executor_pid",
-			      (json_int_t)executor_pid);
+	json_t *o = json_pack(
+	    "{s:s,s:I,s:I,s:b,s:i,s:I,s:f,s:I,s:b,s:I,s:I}", "name", dom->name, "domid",
+	    (json_int_t)dom->domid, "uid", (json_int_t)dom->owner_uid, "xen", dom->xen, "gpu",
+	    dom->gpu->index, "credit", (json_int_t)dom->sd.credit, "sla", dom->sd.sla, "mem_limit",
+	    (json_int_t)atomic_load(&dom->mem_limit), "mem_default", dom->mem_default, "kernel_timeout_s",
+	    (json_int_t)atomic_load(&dom->kernel_timeout_s), "executor_pid", (json_int_t)executor_pid);
 #define PUT(name, field) json_object_set_new(o, #name, json_integer((json_int_t)atomic_load(&field)));
 	STATE_U64_FIELDS(PUT)
 #undef PUT
@@ -74,9 +74,13 @@ static json_t *domain_record(const struct xgpud_domain *dom, pid_t executor_pid)
 
 int xgpu_state_save(struct xgpud *d, pid_t (*executor_pid)(const struct xgpud_domain *))
 {
+	/* The main thread's tick and a control thread's change may save at
+	 * once: one writer of the temporary file at a time. */
+	static pthread_mutex_t save_lock = PTHREAD_MUTEX_INITIALIZER;
 	char path[320], tmp[330];
 	if (state_path(d, path, sizeof path) < 0)
 		return -1;
+	pthread_mutex_lock(&save_lock);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	json_t *doms = json_array();
 	pthread_mutex_lock(&d->domains_lock);
@@ -95,9 +99,10 @@ int xgpu_state_save(struct xgpud *d, pid_t (*executor_pid)(const struct xgpud_do
 	if (fd >= 0)
 		close(fd);
 	if (r < 0)
-		xlog_warn("cannot save xgpud's state in %s: %s (a restart could not adopt the executors)", path,
-			  strerror(errno));
+		xlog_warn("cannot save xgpud's state in %s: %s (a restart could not adopt the executors)",
+			  path, strerror(errno));
 	json_decref(root);
+	pthread_mutex_unlock(&save_lock);
 	return r;
 }
 

@@ -35,8 +35,10 @@ typedef int (*xgpu_state_restore_fn)(struct xgpud *d, const struct xgpu_state_re
 int xgpu_state_load(struct xgpud *d, xgpu_state_restore_fn restore);
 /* Sets dom's accounts and counters to r's (a restored domain). */
 void xgpu_state_apply(const struct xgpu_state_record *r, struct xgpud_domain *dom);
-/* Writes the file now (a restart in place), or at most every two seconds
- * (the tick); executor_pid names each domain's executor. */
+/* Writes the file now (a restart in place, or an operator's change, saved
+ * before it is answered so that a crash right after loses nothing), or at
+ * most every two seconds (the tick); executor_pid names each domain's
+ * executor. Any thread. */
 int xgpu_state_save(struct xgpud *d, pid_t (*executor_pid)(const struct xgpud_domain *));
 void xgpu_state_tick(struct xgpud *d, uint64_t now, pid_t (*executor_pid)(const struct xgpud_domain *));
 /* A clean stop: the next xgpud starts afresh. */

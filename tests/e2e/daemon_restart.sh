@@ -9,7 +9,8 @@
 # executor_pid. A new program joins the adopted domain's executor; a domain's
 # credit set before the crash is the new xgpud's too. An executor's own
 # death is still the guest's error: kill -9 of it gives the guest
-# cudaErrorLaunchFailure and the frontend says its executor stopped.
+# cudaErrorLaunchFailure and the frontend says its executor stopped. An
+# orphaned executor with no process left ends by itself.
 # xgpu-test-timeout: 120
 . "$(dirname "$0")/lib.bash"
 prog=$B/tests/cuda/guestload
@@ -72,4 +73,27 @@ wait "$victim" || true
 grep -q "error=cudaErrorLaunchFailure" "$T/victim.out" || { cat "$T/victim.out"; fail "the victim did not get cudaErrorLaunchFailure"; }
 grep -q "executor stopped with cudaErrorLaunchFailure" "$T/victim.out" || { cat "$T/victim.out"; fail "the frontend did not say its executor stopped"; }
 note "victim: $(grep RESULT "$T/victim.out")"
+stop_xgpud
+
+# An orphan with no process left has nobody to serve and nobody to stop it:
+# when no xgpud adopts it in time (XGPU_EXECUTOR_ORPHAN_MS, 60 s by
+# default), it ends by itself rather than hold its context for ever.
+XGPUD_LOG=$T/xgpud-3.log
+XGPU_EXECUTOR_ORPHAN_MS=1500 start_xgpud --executor-linger 600000
+out=$(XGPU_DOMAIN=idler run_cuda "$prog" spin 1 0.2 2>&1) || { echo "$out"; fail "the idler's program failed"; }
+idle_pid=$(dom_stat idler executor_pid)
+[ "$idle_pid" -gt 0 ] || fail "the idler's executor does not linger"
+kill -9 "$XGPUD_PID"
+wait "$XGPUD_PID" 2>/dev/null || true
+XGPUD_PID=
+t0=$SECONDS
+gone() { [ ! -e "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status"; }
+wait_for 10 gone "$idle_pid" || fail "the orphaned idle executor $idle_pid is still there after 10 s"
+note "orphaned idle executor ended after $((SECONDS - t0)) s (orphan limit 1.5 s)"
+# The state file still names it: the next xgpud must see it gone, not adopt it.
+XGPUD_LOG=$T/xgpud-4.log
+start_xgpud
+grep -q "adopted executor pid $idle_pid" "$XGPUD_LOG" && fail "xgpud adopted the ended executor $idle_pid"
+out=$(XGPU_DOMAIN=idler run_cuda "$prog" spin 1 0.2 2>&1) || { echo "$out"; fail "the idler's next program failed"; }
+[ "$(dom_stat idler executor_pid)" != "$idle_pid" ] || fail "the idler's next program found the old executor"
 stop_xgpud

@@ -7,7 +7,8 @@
 # the model include each other, or a transport includes a core module
 # (domain.h) or the policy registry (policy.h) directly, and on copies of
 # frontend/ where the channel includes a frontend's header or the runtime
-# the driver frontend's internals.
+# the driver frontend's internals; and xgpud and the executor, two programs,
+# include nothing of each other.
 set -euo pipefail
 
 src=${XGPU_SRC:?}
@@ -52,8 +53,10 @@ done
 
 # The frontend's layering: the channel client including a frontend's header,
 # and the runtime including the driver frontend's internals.
+rm -rf "$tmp/backend"
+cp -r "$src/backend" "$tmp/backend"
 for planted in "frontend/channel/client.c:../driver/driver.h" "frontend/channel/managed.c:../runtime/runtime.h" \
-	"frontend/runtime/api_stream.c:driver.h"; do
+	"frontend/runtime/api_stream.c:procs.h"; do
 	file=${planted%%:*} name=${planted#*:}
 	rm -rf "$tmp/frontend"
 	cp -r "$src/frontend" "$tmp/frontend"
@@ -65,6 +68,9 @@ for planted in "frontend/channel/client.c:../driver/driver.h" "frontend/channel/
 	grep -q "$file includes frontend/" "$tmp/fe.err" ||
 		fail "the report does not name $file: $(cat "$tmp/fe.err")"
 done
+rm -rf "$tmp/frontend"
+cp -r "$src/frontend" "$tmp/frontend"
+
 # The executor reaching into the control plane (scheduler.h), and the
 # control plane into the executor (dispatch.h): separate programs.
 for planted in "backend/executor/poller.c scheduler.h" "backend/xgpud/domain.c dispatch.h"; do
