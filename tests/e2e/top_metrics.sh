@@ -38,7 +38,7 @@ check_clean "$T/top.err" "xl-gpu top"
 cat "$T/top.out"
 [ "$(grep -c '^xl-gpu top - ' "$T/top.out")" -eq 2 ] || fail "top -b -n 2 did not print two frames"
 grep -q '^NAME .*\[SLOT%\].*CALLS/S.*P99WAIT(us)' "$T/top.out" || fail "no header with the sort column marked"
-# Columns: NAME GPU DOMID CREDIT SLOT% BUSY% MEM(MiB) CALLS/S P99WAIT(us).
+# Columns: NAME GPU DOMID CREDIT SLOT% BUSY% MEM(MiB) CALLS/S P99WAIT(us) EXECUTOR.
 awk -v doms="${doms[*]}" '
 	/^xl-gpu top - / { frame++; slot[frame] = 0; next }
 	$1 ~ /^top-/ {
@@ -48,6 +48,7 @@ awk -v doms="${doms[*]}" '
 		if ($5 < 0 || $5 > 100 || $6 < 0 || $6 > 100) { print "share out of range: " $0; bad = 1 }
 		if ($7 <= 0) { print "no memory shown for " $1; bad = 1 }
 		if ($8 <= 0) { print "no calls/s for " $1; bad = 1 }
+		if ($10 != "serving") { print "the executor of " $1 " is " $10 ", not serving"; bad = 1 }
 		if ($9 <= 0 || $9 > 1e7) { print "implausible p99 wait for " $1 ": " $9; bad = 1 }
 		# Over the interval, from the wait histograms: a bucket edge.
 		if (frame == 2) { e = $9; while (e >= 8) e /= 2; if (e != 4 && e != 5 && e != 6 && e != 7 && $9 >= 8) { print "p99 wait " $9 " is no bucket edge"; bad = 1 } }
@@ -64,6 +65,12 @@ awk -v doms="${doms[*]}" '
 		if (slot[2] < 20) { print "frame 2: three busy domains held the slot only " slot[2] "%"; bad = 1 }
 		exit bad
 	}' "$T/top.out" || fail "top -b frames are not plausible"
+# xl-gpu list names each busy domain's executor and its pid.
+"$B/bin/xl-gpu" list >"$T/list.out" || fail "xl-gpu list failed"
+for d in "${doms[@]}"; do
+	pid=$(dom_stat "$d" executor_pid)
+	grep -q "^$d .* serving (pid $pid)\$" "$T/list.out" || { cat "$T/list.out"; fail "xl-gpu list does not show $d's executor (pid $pid)"; }
+done
 # The calls/s of a domain agrees with the daemon's counters: over 1 s it
 # cannot exceed what the domain made in total.
 total_calls=$(dom_stat top-a calls)

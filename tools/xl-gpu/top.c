@@ -36,6 +36,7 @@ struct top_row {
 	const char *name;
 	long long domid, gpu, credit;
 	double slot_pct, busy_pct, mem_mib, calls_per_s, wait_p99_us;
+	const char *executor; /* its state: none, starting, serving, stopping */
 };
 
 static enum top_column sort_column = COL_SLOT;
@@ -183,6 +184,7 @@ static void render(FILE *out, json_t *now, json_t *prev, int lines_max, const ch
 		    .mem_mib = (double)num(d, "mem_bytes") / 1048576.0,
 		    .calls_per_s = grown(d, p, "calls") / (dt_ns / 1e9),
 		    .wait_p99_us = interval_wait_us(d, p, 99),
+		    .executor = json_string_value(json_object_get(d, "executor")),
 		};
 	}
 	qsort(rows, n, sizeof *rows, compare_rows);
@@ -214,12 +216,13 @@ static void render(FILE *out, json_t *now, json_t *prev, int lines_max, const ch
 		if (c == 0)
 			fprintf(out, " %3s", "GPU");
 	}
+	fprintf(out, " %-8s", "EXECUTOR"); /* its state; not a sort column */
 	fprintf(out, "%s%s", eol[0] == '\r' ? "\033[0m" : "", eol);
 	for (i = 0; i < n && (lines_max <= 0 || (int)i < lines_max); i++) {
 		const struct top_row *r = &rows[i];
-		fprintf(out, "%-20.20s %3lld %7lld %8lld %7.1f %7.1f %10.1f %10.1f %13.1f%s", r->name, r->gpu,
-			r->domid, r->credit, r->slot_pct, r->busy_pct, r->mem_mib, r->calls_per_s,
-			r->wait_p99_us, eol);
+		fprintf(out, "%-20.20s %3lld %7lld %8lld %7.1f %7.1f %10.1f %10.1f %13.1f %-8.8s%s", r->name,
+			r->gpu, r->domid, r->credit, r->slot_pct, r->busy_pct, r->mem_mib, r->calls_per_s,
+			r->wait_p99_us, r->executor ? r->executor : "?", eol);
 	}
 	free(rows);
 }

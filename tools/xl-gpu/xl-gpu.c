@@ -177,16 +177,23 @@ static int cmd_list(void)
 	json_t *root = fetch("list");
 	if (!root)
 		return 1;
-	printf("%-20s %5s %4s %6s %7s %10s %10s\n", "Name", "ID", "GPU", "Procs", "Credit", "Calls",
-	       "Mem(MiB)");
+	printf("%-20s %5s %4s %6s %7s %10s %10s  %s\n", "Name", "ID", "GPU", "Procs", "Credit", "Calls",
+	       "Mem(MiB)", "Executor");
 	size_t i;
 	json_t *d;
 	json_array_foreach(json_object_get(root, "domains"), i, d)
 	{
-		printf("%-20s %5lld %4lld %6lld %7lld %10lld %10.1f\n",
+		/* "serving (pid 1234)", or "none" while the domain has no process. */
+		const char *state = json_string_value(json_object_get(d, "executor"));
+		char ex[48];
+		if (num(d, "executor_pid") > 0)
+			snprintf(ex, sizeof ex, "%s (pid %lld)", state ? state : "?", num(d, "executor_pid"));
+		else
+			snprintf(ex, sizeof ex, "%s", state ? state : "none");
+		printf("%-20s %5lld %4lld %6lld %7lld %10lld %10.1f  %s\n",
 		       json_string_value(json_object_get(d, "name")), num(d, "domid"), num(d, "gpu"),
 		       num(d, "channels"), num(d, "credit"), num(d, "calls"),
-		       (double)num(d, "mem_bytes") / 1048576.0);
+		       (double)num(d, "mem_bytes") / 1048576.0, ex);
 	}
 	json_decref(root);
 	return 0;
