@@ -56,7 +56,23 @@ stop_xgpud() {
 	wait "$XGPUD_PID" || rc=$?
 	XGPUD_PID=
 	check_clean "$XGPUD_LOG" xgpud
+	check_executor_ends "$XGPUD_LOG"
 	[ "$rc" -eq 0 ] || fail "xgpud exited with status $rc"
+}
+
+# check_executor_ends LOG: every executor in xgpud's LOG ended as an
+# executor may: status 0, status 3 (its context failed: a guest's fault), or
+# SIGKILL (a kernel timeout, a test's kill -9). Any other status or signal is
+# a crash of xgpu's own; a test that provokes one on purpose names it in
+# EXECUTOR_ENDS_OK (an extended regular expression of lines to pass).
+check_executor_ends() {
+	local bad
+	bad=$(grep -E "executor pid [0-9]+ (exited with status ([124-9]|[0-9]{2,})|was killed by signal ([0-8]|[1-9][0-9]))" "$1" |
+		grep -vE "${EXECUTOR_ENDS_OK:-^\$}") || true
+	if [ -n "$bad" ]; then
+		echo "$bad" >&2
+		fail "an executor ended as no executor should (see above)"
+	fi
 }
 
 # check_clean LOG WHAT: no sanitizer report in LOG.
