@@ -108,7 +108,6 @@ export XGPU_SOCKET=$work/xgpud.sock
 daemon=
 daemon_name=
 daemon_opts=()
-restarts=0
 started=$EPOCHREALTIME
 started_utc=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 summary_written=0
@@ -256,31 +255,11 @@ stop_daemon() {
 	local rc=0
 	wait "$daemon" || rc=$?
 	daemon=
-	# 3: it stopped itself at a fault that broke every context of the
-	# process (--fault-scope process), as it should.
-	if [ "$rc" -eq 3 ] && grep -q "stopped: a kernel's fault broke every context" "$logs/xgpud-$daemon_name.log"; then
-		note "xgpud ($daemon_name) stopped itself after a fault broke every context of the process (--fault-scope process)"
-	elif [ "$rc" -ne 0 ] && [ "$rc" -ne 137 ]; then
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 137 ]; then
 		check_failed "xgpud ($daemon_name) exited with status $rc (logs/xgpud-$daemon_name.log)"
 	fi
 }
 
-# restart_if_broken PROGRAM: after a program through xgpu (rc stays the
-# program's). On NVIDIA's driver
-# a sticky error (an illegal address, say) is the whole process's: a daemon
-# whose domain context one broke cannot create another for any domain. A
-# fresh daemon then takes over, so that the programs after it are judged on
-# their own; each replacement is a note.
-restart_if_broken() {
-	[ -n "$daemon" ] || return 0
-	grep -q "device context is broken" "$logs/xgpud-$daemon_name.log" 2>/dev/null || return 0
-	local base=${daemon_name%-r[0-9]*} program_rc=$rc
-	restarts=$((restarts + 1))
-	note "$1 broke its domain's device context; xgpud ($daemon_name) was replaced by a fresh one ($base-r$restarts) for the programs after it"
-	stop_daemon
-	need_daemon "$base-r$restarts" "${daemon_opts[@]}" || true
-	rc=$program_rc
-}
 
 # Starts a daemon a section needs, or records why the section cannot run.
 need_daemon() {
@@ -740,7 +719,6 @@ test_row() {
 	read -r -a args <<<"$(test_args "$p")"
 	local label=e-$p-xgpu
 	run_one "$label" xgpu 180 XGPU_DOMAIN="t-$p" "$B/tests/cuda/$p" "${args[@]}"
-	restart_if_broken "(e) $p"
 	local v res
 	v=$(rkey "$logs/$label.out" verified)
 	if [ "$rc" -eq 0 ] && [ "$v" = yes ]; then
@@ -845,7 +823,6 @@ f_row() {
 	local label=f-$name-${build// /-} res nres nsum= xsum= nw= xw= cmp
 	run_one "$label-xgpu" xgpu 300 XGPU_DOMAIN="f-$name" "$prog" "$@"
 	xw=$wall
-	restart_if_broken "(f) $name ($build)"
 	if [ "$rc" -eq 0 ] && verified_in "$logs/$label-xgpu.out"; then
 		res=pass
 		xsum=$(rkey "$logs/$label-xgpu.out" checksum)
@@ -1050,9 +1027,8 @@ h_case() {
 	grep -q "verified=yes" "$logs/$by_label.out" 2>/dev/null && ok=yes
 	rc=0
 	h_step "bystander (vectorAdd -t 8, another domain, running through it)" "finishes verified" "$by_label" $ok
-	# A daemon that stopped itself at the fault (--fault-scope process) is
-	# started again, as its service manager would.
-	kill -0 "$daemon" 2>/dev/null || restart_if_broken "(h) guestload $*"
+	# Only h-$name's executor ended: the daemon is the same.
+	kill -0 "$daemon" 2>/dev/null || check_failed "xgpud ($daemon_name) is gone after (h) guestload $*"
 	run_one "h-$name-again" xgpu 20 XGPU_DOMAIN="h-$name" "$B/tests/cuda/guestload" spin 1 0.5
 	ok=no
 	[ "$rc" -eq 0 ] && ok=yes
@@ -1070,8 +1046,10 @@ section_h() {
 	sec h
 	md "## (h) Fault isolation between domains$SIMTAG" ""
 	md "What tests/e2e/fault_isolation.sh and kernel_timeout.sh check on the simulated driver: a" \
-		"domain's faulting kernel, or one that never ends (ended by xgpud's --kernel-timeout), breaks" \
-		"that domain's context only. A daemon of its own per case." ""
+		domain's faulting kernel, or one that never ends (ended by xgpud's --kernel-timeout, which kills" \
+		"that domain's executor), ends that domain's executor only; a bystander domain beside it" \
+		"verifies, and the faulting domain's next process gets a fresh executor. A daemon of its own" \
+		"per case." ""
 	h_case fault "" fault illegal
 	h_case runaway "--kernel-timeout 3" runaway
 }
