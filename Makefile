@@ -271,7 +271,7 @@ XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
 XENFMEM_LIBS := $(shell pkg-config --libs xenforeignmemory 2>/dev/null || echo -lxenforeignmemory)
 LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_COMMON) -lm
 
-.PHONY: all deps test unit demo bench experiment experiment-xen clean format tests-build gpu-validate gpu-validate-build
+.PHONY: all deps test unit demo bench bench-compare experiment experiment-xen clean format tests-build gpu-validate gpu-validate-build
 
 all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(EXECUTOR) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
@@ -589,6 +589,11 @@ demo: all
 
 bench: all
 	@tools/bench/run.sh $(BUILD)
+
+# This design against an older revision (OLD=REV), both measured in one run
+# (tools/bench/compare.sh); docs/results/bench-compare.md.
+bench-compare: all $(TST)/cuda/guestload
+	@tools/bench/compare.sh $(BUILD) $(OLD)
 
 # Pegasus's evaluation in local mode (tools/experiment/run.sh); EXP_ARGS=--quick
 # for one short run per policy.

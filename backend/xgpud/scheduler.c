@@ -29,10 +29,14 @@
  * before it looks); this one is its own eventfd. */
 #define WAKE_EVENT UINT64_MAX
 
-/* Wakes the real-time driver's thread, if one runs (xgpu_sched_start). */
+/* Wakes the real-time driver's thread, if one runs (xgpu_sched_start) and
+ * waits: under the lock, so that it either sees kicked before it sleeps or
+ * is asleep and gets the write. A busy thread costs no system call. */
 static void signal_thread(struct xgpu_sched *s)
 {
 	uint64_t one = 1;
+	if (!s->sleeping)
+		return;
 	if (s->wake_fd >= 0 && write(s->wake_fd, &one, sizeof one) < 0 && errno != EAGAIN)
 		xlog_err("%s: cannot wake the scheduler thread: %s", s->label, strerror(errno));
 }
@@ -842,7 +846,6 @@ void xgpu_sched_relay(struct xgpu_sched *s, struct xgpu_sched_dom *sd, uint64_t 
 
 /* ---- the real-time driver --------------------------------------------------- */
 
-
 int xgpu_sched_watch(struct xgpu_sched *s, struct xgpu_sched_dom *sd, int fd)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = sd->domid};
@@ -886,6 +889,7 @@ static void *sched_main(void *arg)
 		uint64_t deadline = run_locked(s, now);
 		if (s->kicked)
 			continue;
+		s->sleeping = true;
 		pthread_mutex_unlock(&s->lock);
 		/* Signals that come while the lock is free stay readable in
 		 * the eventfds, so none is lost before the wait. */
@@ -899,6 +903,7 @@ static void *sched_main(void *arg)
 		if (n < 0 && errno != EINTR)
 			xlog_err("%s: epoll_wait: %s", s->label, strerror(errno));
 		pthread_mutex_lock(&s->lock);
+		s->sleeping = false;
 		now = xgpu_now_ns();
 		for (int i = 0; i < n; i++) {
 			struct xgpu_sched_dom *sd = NULL;

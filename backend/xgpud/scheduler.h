@@ -139,7 +139,8 @@ struct xgpu_sched {
 	struct xgpu_hyp *hyp;
 	struct xgpu_hyp_snapshot *snap, *snap_spare; /* the current one, and the next to fill */
 	bool snap_valid;
-	bool kicked; /* a domain reported work or idleness since the last run */
+	bool kicked;   /* a domain reported work or idleness since the last run */
+	bool sleeping; /* the real-time driver waits in epoll (under the lock) */
 
 	/* The real-time driver (xgpu_sched_start): it sleeps in epfd on its
 	 * wake_fd and the watched pollers' eventfds. */

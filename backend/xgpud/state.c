@@ -72,6 +72,9 @@ static json_t *domain_record(const struct xgpud_domain *dom, pid_t executor_pid)
 	return o;
 }
 
+/* The text of the last save (under save_lock in xgpu_state_save). */
+static char *last;
+
 int xgpu_state_save(struct xgpud *d, pid_t (*executor_pid)(const struct xgpud_domain *))
 {
 	/* The main thread's tick and a control thread's change may save at
@@ -90,17 +93,32 @@ int xgpu_state_save(struct xgpud *d, pid_t (*executor_pid)(const struct xgpud_do
 	pthread_mutex_unlock(&d->domains_lock);
 	json_t *root = json_pack("{s:i,s:I,s:o}", "version", STATE_VERSION, "next_domid", (json_int_t)next,
 				 "domains", doms);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* One write of the whole text (json_dumpfd writes it a token at a
+	 * time), and none at all when nothing changed since the last save. */
+	char *text = json_dumps(root, JSON_COMPACT);
 	int r = -1;
-	if (fd >= 0 && json_dumpfd(root, fd, JSON_COMPACT) == 0 && close(fd) == 0) {
+	if (text && last && !strcmp(text, last)) {
+		free(text);
+		json_decref(root);
+		pthread_mutex_unlock(&save_lock);
+		return 0;
+	}
+	int fd = text ? open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+	size_t len = text ? strlen(text) : 0;
+	if (fd >= 0 && write(fd, text, len) == (ssize_t)len && close(fd) == 0) {
 		fd = -1;
 		r = rename(tmp, path);
 	}
 	if (fd >= 0)
 		close(fd);
-	if (r < 0)
+	if (r < 0) {
 		xlog_warn("cannot save xgpud's state in %s: %s (a restart could not adopt the executors)",
 			  path, strerror(errno));
+		free(text);
+	} else {
+		free(last);
+		last = text;
+	}
 	json_decref(root);
 	pthread_mutex_unlock(&save_lock);
 	return r;
@@ -111,6 +129,8 @@ void xgpu_state_remove(struct xgpud *d)
 	char path[320];
 	if (state_path(d, path, sizeof path) == 0)
 		unlink(path);
+	free(last);
+	last = NULL;
 }
 
 static bool get_u64(json_t *o, const char *key, uint64_t max, uint64_t *out)

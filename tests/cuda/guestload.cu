@@ -28,6 +28,7 @@
 //                               pattern into each MiB of it and back, checking
 //                               every byte, round after round for SECONDS;
 //                               reports rounds, the first error and mismatches
+//   guestload idle SECONDS      makes its context, then sleeps SECONDS
 // runaway and fault report the error of the synchronization and of later calls
 // (CUDA's sticky context errors), and exit 0 when both are the expected ones.
 //
@@ -138,7 +139,7 @@ static int usage()
 {
 	fprintf(stderr, "usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS |\n"
 			"       latency PERIOD_MS US SECONDS | runaway |\n"
-			"       fault illegal|trap | calls SECONDS | hold MB SECONDS\n");
+			"       fault illegal|trap | calls SECONDS | hold MB SECONDS | idle SECONDS\n");
 	return 2;
 }
 
@@ -295,6 +296,14 @@ int main(int argc, char **argv)
 		printf("RESULT workload=guestload mode=calls calls=%llu error=%s at_s=%.3f\n", calls,
 		       cudaGetErrorName(err), now_s() - t0);
 		return 0;
+	}
+	// A process that has its context and does nothing: what an idle guest
+	// costs the host (make bench-compare).
+	if (!strcmp(argv[1], "idle") && argc == 3) {
+		std::this_thread::sleep_for(std::chrono::duration<double>(atof(argv[2])));
+		err = cudaStreamQuery(0);
+		printf("RESULT workload=guestload mode=idle error=%s\n", cudaGetErrorName(err));
+		return err == cudaSuccess ? 0 : 1;
 	}
 	if (!strcmp(argv[1], "hold") && argc == 4) {
 		size_t mb = strtoull(argv[2], nullptr, 10), chunk = 1u << 20;
