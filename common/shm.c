@@ -4,8 +4,10 @@
 
 #include "proto.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 _Static_assert(sizeof(struct xgpu_shm_header) <= XGPU_SHM_HEADER_SIZE, "header fits its page");
 
@@ -140,5 +142,22 @@ int xgpu_shm_attach(void *base, size_t size, struct xgpu_shm_view *v, char *err,
 	 * early only confuses its own channel, since every index the peer
 	 * publishes is bounds-checked against ours. */
 	build_view(base, &h, base, v);
+	return 0;
+}
+
+int xgpu_shm_check_memfd(int fd, uint64_t size, char *err, size_t errlen)
+{
+	const int required = F_SEAL_SHRINK | F_SEAL_GROW;
+	int seals = fcntl(fd, F_GET_SEALS);
+	struct stat st;
+	if (seals < 0 || (seals & required) != required) {
+		snprintf(err, errlen, "shared memory is not a memfd sealed against resizing");
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size) {
+		snprintf(err, errlen, "shared memory has %lld bytes, %llu announced", (long long)st.st_size,
+			 (unsigned long long)size);
+		return -1;
+	}
 	return 0;
 }

@@ -66,5 +66,9 @@ void xgpu_shm_view_frontend(void *base, struct xgpu_shm_view *v);
 /* Backend: validate a region of `size` bytes the guest laid out, and build
  * the backend's view. On failure writes a reason into err and returns -1. */
 int xgpu_shm_attach(void *base, size_t size, struct xgpu_shm_view *v, char *err, size_t errlen);
+/* A guest's region memfd, before it is mapped: exactly size bytes and sealed
+ * against shrinking and growing, so that it cannot be truncated under the
+ * mapping and fault the mapper. 0, or -1 with a message. */
+int xgpu_shm_check_memfd(int fd, uint64_t size, char *err, size_t errlen);
 
 #endif

@@ -57,26 +57,6 @@ static int be_wait_fd(struct xgpu_channel *ch)
 	return lb(ch)->sock;
 }
 
-static const unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW;
-
-/* A memfd of exactly size bytes that can neither shrink nor grow, so it
- * cannot be truncated under our mapping and fault the executor. */
-static int check_memfd(int fd, uint64_t size, char *err, size_t errlen)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-	struct stat st;
-	if (seals < 0 || (seals & required_seals) != required_seals) {
-		snprintf(err, errlen, "shared memory is not a memfd sealed against resizing");
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size) {
-		snprintf(err, errlen, "shared memory has %lld bytes, %llu announced", (long long)st.st_size,
-			 (unsigned long long)size);
-		return -1;
-	}
-	return 0;
-}
-
 static bool be_service(struct xgpu_channel *ch)
 {
 	struct local_be *b = lb(ch);
@@ -129,7 +109,7 @@ static int be_import_segment(struct xgpu_channel *ch, uint64_t token, uint64_t s
 	if (p.size != size) {
 		snprintf(err, errlen, "segment announced %llu bytes, request says %llu", (unsigned long long)p.size,
 			 (unsigned long long)size);
-	} else if (check_memfd(p.fd, size, err, errlen) == 0) {
+	} else if (xgpu_shm_check_memfd(p.fd, size, err, errlen) == 0) {
 		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, p.fd, 0);
 		if (m == MAP_FAILED) {
 			snprintf(err, errlen, "cannot map it: %s", strerror(errno));
@@ -184,7 +164,7 @@ struct xgpu_channel *xgpu_chan_local_open(struct xgpu_domain *dom, uint32_t id, 
 					  int sock, int memfd, char *err, size_t errlen)
 {
 	uint64_t size = lc->region_size;
-	if (size == 0 || size > XGPU_SHM_MAX_REGION || check_memfd(memfd, size, err, errlen) < 0) {
+	if (size == 0 || size > XGPU_SHM_MAX_REGION || xgpu_shm_check_memfd(memfd, size, err, errlen) < 0) {
 		if (size == 0 || size > XGPU_SHM_MAX_REGION)
 			snprintf(err, errlen, "region of %llu bytes", (unsigned long long)size);
 		return NULL;

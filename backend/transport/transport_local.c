@@ -36,25 +36,6 @@
 #define MAX_PENDING_CONNECTIONS 256
 #define HELLO_TIMEOUT_NS 1000000000ull
 
-static const unsigned required_seals = F_SEAL_SHRINK | F_SEAL_GROW;
-
-/* A memfd of exactly size bytes that can neither shrink nor grow. */
-static int check_memfd(int fd, uint64_t size, char *err, size_t errlen)
-{
-	int seals = fcntl(fd, F_GET_SEALS);
-	struct stat st;
-	if (seals < 0 || (seals & required_seals) != required_seals) {
-		snprintf(err, errlen, "shared memory is not a memfd sealed against resizing");
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size) {
-		snprintf(err, errlen, "shared memory has %lld bytes, %llu announced", (long long)st.st_size,
-			 (unsigned long long)size);
-		return -1;
-	}
-	return 0;
-}
-
 /* ---- the handshake --------------------------------------------------------- */
 
 static void refuse(int conn, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -85,7 +66,7 @@ static bool accept_channel(const struct xgpu_transport_host *host, int conn, con
 		       st.st_size > 0 ? "larger than a region may be" : "empty");
 		return false;
 	}
-	if (check_memfd(memfd, (uint64_t)st.st_size, err, sizeof err) < 0) {
+	if (xgpu_shm_check_memfd(memfd, (uint64_t)st.st_size, err, sizeof err) < 0) {
 		refuse(conn, cudaErrorInvalidValue, "channel region refused: %s", err);
 		return false;
 	}
