@@ -150,12 +150,29 @@ static CUresult cudart_load_fatbin_ext(const void *fatbin, CUmodule *module, voi
 	return cuModuleLoadData(module, fatbin);
 }
 
+/* Slot 12, CUresult (void), new in CUDA 13.1: the runtime calls it once at
+ * start-up, after fetching this table and TOOLS_RUNTIME_CALLBACK_HOOKS and
+ * asking cuDriverGetVersion (13.1's libcudart.so.13 at 0x3f0e4, the same in
+ * every 13.x since), unless its environment holds an override, and fails
+ * its initialisation when the answer is not CUDA_SUCCESS. Nothing is passed
+ * and nothing is read back: a go-ahead from the driver, which xgpu gives.
+ * 13.0's runtime does not call it, and reads only the slots it knows, so
+ * the longer table serves both. */
+static CUresult cudart_start_check(void)
+{
+	trace_slot(T_CUDART, 12);
+	return CUDA_SUCCESS;
+}
+
 UNIMPLEMENTED(T_CUDART, 3)
 UNIMPLEMENTED(T_CUDART, 4)
 UNIMPLEMENTED(T_CUDART, 5)
 UNIMPLEMENTED(T_CUDART, 9)
+UNIMPLEMENTED(T_CUDART, 10)
+UNIMPLEMENTED(T_CUDART, 11)
 
-#define CUDART_SLOTS 10
+/* 10 slots in CUDA 12.0 to 13.0, 13 from 13.1 on. */
+#define CUDART_SLOTS 13
 static const slot_fn cudart_interface[CUDART_SLOTS] = {
     (slot_fn)(uintptr_t)(CUDART_SLOTS * sizeof(void *)),
     (slot_fn)cudart_load_wrapper,
@@ -167,6 +184,9 @@ static const slot_fn cudart_interface[CUDART_SLOTS] = {
     (slot_fn)cudart_slot7,
     (slot_fn)cudart_load_fatbin_ext,
     (slot_fn)unimpl_T_CUDART_9,
+    (slot_fn)unimpl_T_CUDART_10,
+    (slot_fn)unimpl_T_CUDART_11,
+    (slot_fn)cudart_start_check,
 };
 
 /* ---- TOOLS_RUNTIME_CALLBACK_HOOKS: buffers the tools interface fills ---- */
@@ -387,13 +407,45 @@ static const slot_fn context_checks[CHECKS_SLOTS] = {
 
 /* ---- INTEGRITY_CHECK: the runtime's proof that it talks to a driver ---- */
 
-/* The runtime calls slot 1 with the runtime version (13000, 13001, 13002 in
- * CUDA 13.0, the last digit selecting the variant) and a timestamp, and
+/* The runtime calls slot 1 with a version, its own release's CUDA_VERSION
+ * plus a variant in its last digit (13000, 13001, 13002 from CUDA 13.0;
+ * 12040 to 12042 from 12.4; 13010 to 13012 from 13.1), and a timestamp, and
  * compares the answer with its own computation. Variants 0 and 1 answer
  * fixed words; variant 2 is HMAC-MD2 under a fixed key over the process and
  * thread, the addresses of this table, of CUDART_INTERFACE and of this
  * function, the timestamp, and each device's UUID and PCI location (public
- * in ZLUDA, vosen/ZLUDA dark_api; implemented here from RFC 1319/2104). */
+ * in ZLUDA, vosen/ZLUDA dark_api; implemented here from RFC 1319/2104). The
+ * algorithm is the same for every release from 12.0 to 13.5: what a release
+ * asks for is data, below. */
+#define INTEGRITY_SLOTS 3
+static const slot_fn integrity_check_table[INTEGRITY_SLOTS];
+
+/* The runtime releases whose start-up xgpu serves, as the first version
+ * each passes to the integrity check (its CUDA_VERSION), with the
+ * variants it asks for (the CUDART_INTERFACE slots differ too: 10 up to
+ * 13.0, 13 from 13.1, and the table above serves both). Every
+ * release here is run by tests/e2e/runtime_matrix.sh from NVIDIA's wheels
+ * (the tables and slots each asks for are in tests/data/exptab-runtime-*.txt);
+ * CUDA 12.7 was never released. A version not listed is refused by name, so
+ * a new release shows up as a clear message rather than as a wrong answer
+ * the runtime would turn into cudaErrorSoftwareValidityNotEstablished. */
+static const struct runtime_release {
+	unsigned version;  /* major * 1000 + minor * 10 */
+	unsigned variants; /* integrity variants asked for: 0 to variants - 1 */
+} runtime_releases[] = {
+    {12000, 3}, {12010, 3}, {12020, 3}, {12030, 3}, {12040, 3}, {12050, 3}, {12060, 3}, {12080, 3},
+    {12090, 3}, {13000, 3}, {13010, 3}, {13020, 3}, {13030, 3}, {13040, 3}, {13050, 3},
+};
+
+static const struct runtime_release *runtime_release(unsigned version)
+{
+	for (size_t i = 0; i < sizeof runtime_releases / sizeof runtime_releases[0]; i++)
+		if (version >= runtime_releases[i].version &&
+		    version < runtime_releases[i].version + runtime_releases[i].variants)
+			return &runtime_releases[i];
+	return NULL;
+}
+
 #define INTEGRITY_SLOTS 3
 static const slot_fn integrity_check_table[INTEGRITY_SLOTS];
 
@@ -423,13 +475,26 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_
 	trace_slot(T_INTEGRITY, 1);
 	if (!result)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (version < XGPU_DRV_VERSION || version > XGPU_DRV_VERSION + 2) {
+	if (tracing()) {
+		/* Each version once, in the order asked; the bit is the version
+		 * modulo 256, and a process's runtime asks for three in a row. */
+		static _Atomic unsigned long long traced[4];
+		unsigned bit = version % 256;
+		if (!(atomic_fetch_or(&traced[bit / 64], 1ull << (bit % 64)) & (1ull << (bit % 64))))
+			fprintf(stderr, "xgpu-exptab: integrity %u\n", version);
+	}
+	if (!runtime_release(version)) {
 		char key[48];
 		snprintf(key, sizeof key, "integrity %u", version);
 		xgpu_fe_warn_once(key,
-				  "the CUDA runtime asked for integrity check version %u; xgpu knows CUDA "
-				  "13.0's (%d to %d): use a CUDA 13.0 runtime, or update xgpu",
-				  version, XGPU_DRV_VERSION, XGPU_DRV_VERSION + 2);
+				  "the CUDA runtime asked for integrity check version %u (CUDA %u.%u, variant "
+				  "%u), which xgpu does not know; xgpu serves the runtimes of CUDA 12.0 to 13.5 "
+				  "(docs/driver-frontend.md): use one of those, or update xgpu",
+				  version, version / 1000, version % 1000 / 10, version % 10);
+		char name[96];
+		snprintf(name, sizeof name, "integrity check version %u of private table INTEGRITY_CHECK",
+			 version);
+		xgpu_client_tell_unsupported(name);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	if (version % 10 == 0) {
