@@ -45,6 +45,7 @@ enum {
 	T_INTEGRITY,
 	T_LIBRARY,
 	T_MODULE_FUNCS,
+	T_CLUSTER,
 	T_COUNT
 };
 
@@ -486,11 +487,12 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_
 	if (!runtime_release(version)) {
 		char key[48];
 		snprintf(key, sizeof key, "integrity %u", version);
-		xgpu_fe_warn_once(key,
-				  "the CUDA runtime asked for integrity check version %u (CUDA %u.%u, variant "
-				  "%u), which xgpu does not know; xgpu serves the runtimes of CUDA 12.0 to 13.5 "
-				  "(docs/driver-frontend.md): use one of those, or update xgpu",
-				  version, version / 1000, version % 1000 / 10, version % 10);
+		xgpu_fe_warn_once(
+		    key,
+		    "the CUDA runtime asked for integrity check version %u (CUDA %u.%u, variant "
+		    "%u), which xgpu does not know; xgpu serves the runtimes of CUDA 12.0 to 13.5 "
+		    "(docs/driver-frontend.md): use one of those, or update xgpu",
+		    version, version / 1000, version % 1000 / 10, version % 10);
 		char name[96];
 		snprintf(name, sizeof name, "integrity check version %u of private table INTEGRITY_CHECK",
 			 version);
@@ -695,6 +697,53 @@ static const slot_fn module_functions[MODULE_FUNCS_SLOTS] = {
     (slot_fn)module_functions_each,
 };
 
+/* ---- CLUSTER_PROTOTYPE (1734dc26): clusters and the GPC layout, cuBLASLt - */
+
+/* The name is the one NVIDIA's own code gives it (CU_ETID_CLUSTER_PROTOTYPE,
+ * seen in public sources); slot 0 is the size. cuBLASLt's matmul heuristic
+ * (libcublasLt.so.13 0x330f96d, e.g. from cublasGemmEx at fp16 n=96) fetches
+ * it once, calls slot 4, CUresult (unsigned char **vgpc, unsigned char
+ * **mtpc): the map of the GPU's TPCs to virtual GPCs, arrays the driver
+ * allocates, and, when it got one, hands both back to slot 13, CUresult
+ * (unsigned char *vgpc, unsigned char *mtpc), to be freed. With no map
+ * (success and NULL, or a failure) it takes the path it takes when its own
+ * settings say not to ask (0x330f87d): the heuristic without the layout.
+ * xgpu does not know the layout of the GPU behind the daemon (and the sim
+ * has none), so it answers that: no map. Before this table existed cuBLASLt
+ * called through the NULL it got for it and crashed. */
+static CUresult cluster_tpc_map(unsigned char **vgpc, unsigned char **mtpc)
+{
+	trace_slot(T_CLUSTER, 4);
+	if (vgpc)
+		*vgpc = NULL;
+	if (mtpc)
+		*mtpc = NULL;
+	return CUDA_SUCCESS;
+}
+
+static CUresult cluster_tpc_map_free(unsigned char *vgpc, unsigned char *mtpc)
+{
+	trace_slot(T_CLUSTER, 13);
+	/* Slot 4 never hands out a map. */
+	return vgpc || mtpc ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+/* clang-format off */
+#define CLUSTER_UNIMPLEMENTED(X) X(1) X(2) X(3) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(14) X(15) X(16)
+#define CLUSTER_DEFINE(n) UNIMPLEMENTED(T_CLUSTER, n)
+#define CLUSTER_ENTRY(n) [n] = (slot_fn)unimpl_T_CLUSTER_##n,
+CLUSTER_UNIMPLEMENTED(CLUSTER_DEFINE)
+
+/* 16 functions after the size in CUDA 12 and 13's drivers. */
+#define CLUSTER_SLOTS 17
+static const slot_fn cluster_prototype[CLUSTER_SLOTS] = {
+	[0] = (slot_fn)(uintptr_t)(CLUSTER_SLOTS * sizeof(void *)),
+	CLUSTER_UNIMPLEMENTED(CLUSTER_ENTRY)
+	[4] = (slot_fn)cluster_tpc_map,
+	[13] = (slot_fn)cluster_tpc_map_free,
+};
+/* clang-format on */
+
 /* ---- the directory ----------------------------------------------------- */
 
 /* Names as ZLUDA calls them, where it does. */
@@ -746,6 +795,11 @@ static struct export_table tables[T_COUNT] = {
 			 0x99, 0x1e},
 			module_functions,
 			MODULE_FUNCS_SLOTS},
+    [T_CLUSTER] = {"CLUSTER_PROTOTYPE",
+		   {0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b,
+		    0xca},
+		   cluster_prototype,
+		   CLUSTER_SLOTS},
 };
 
 /* Whether an unknown table is traced for the first time (the trace lists
