@@ -46,6 +46,7 @@ enum {
 	T_LIBRARY,
 	T_MODULE_FUNCS,
 	T_CLUSTER,
+	T_COMPUTE_CACHE,
 	T_COUNT
 };
 
@@ -800,6 +801,16 @@ static struct export_table tables[T_COUNT] = {
 		    0xca},
 		   cluster_prototype,
 		   CLUSTER_SLOTS},
+    /* Asked for by NVRTC (libnvrtc.so.13 0x9e3df4) for the driver's compute
+     * cache of compiled code (our name, from NVRTC's messages); without it
+     * NVRTC says "[nvrtc cache] failed to get cuda export table" to its
+     * trace and compiles without a cache, which is what xgpu wants: it has
+     * no such cache. */
+    [T_COMPUTE_CACHE] = {"COMPUTE_CACHE",
+			 {0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41, 0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33,
+			  0xe3, 0x28},
+			 NULL,
+			 0},
 };
 
 /* Whether an unknown table is traced for the first time (the trace lists

@@ -9,7 +9,9 @@
 # each algorithm), cuSOLVER (getrf/getrs, potrf, gesvd), cuRAND (five
 # generators), cuFFT (1D C2C/R2C/C2R at eight sizes and two batches, 2D) and
 # cuDNN (convolution forward, backward data and filter with every algorithm
-# offered, softmax). Each library runs in its own process. Every step must
+# offered, softmax; and the backend API PyTorch uses: a convolution graph
+# executed with every engine configuration the heuristics A and fallback
+# offer). Each library runs in its own process. Every step must
 # return success, nothing may crash or trip a sanitizer, and neither the
 # frontend nor the daemon may report a call, table or slot it refused. The
 # sim computes nothing for NVIDIA's kernels: results are not judged.
@@ -23,7 +25,7 @@ REFUSED='is not supported by xgpu|is not implemented by xgpu|is not one xgpu off
 start_xgpud
 
 total=0 ok=0 pending=0
-for section in cublas cublaslt cusparse cusolver curand cufft cudnn; do
+for section in cublas cublaslt cusparse cusolver curand cufft cudnn cudnn_backend; do
 	t0=$SECONDS rc=0
 	env LD_LIBRARY_PATH="$B/lib:${CUDA_HOME:-/usr/local/cuda}/lib64" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
 		"$B/tests/cuda/libs_sweep" "$section" >"$T/$section.out" 2>"$T/$section.err" || rc=$?
@@ -42,7 +44,7 @@ for section in cublas cublaslt cusparse cusolver curand cufft cudnn; do
 		fail "libs_sweep $section: the library called something xgpu refused (above)"
 	fi
 	if [ "$failed" -ne 0 ]; then
-		grep FAILED "$T/$section.out" | head -n 20
+		grep -m 5 FAILED "$T/$section.out"
 		if [ -z "$refused" ]; then
 			fail "libs_sweep $section: $failed of $steps steps failed (above) with no refusal to explain them"
 		fi
