@@ -7,7 +7,8 @@
 # tests/cuda/rtmatrix.c opens the runtime by name and registers its kernels as
 # nvcc's host code does, so each release runs its own start-up (private tables,
 # integrity check, entry points, module load) and launch path; the kernels'
-# results are checked (host implementations in simdrv_kernels_simk.c). The
+# results are checked (host implementations in simdrv_kernels_simk.c); each
+# 13.x release also runs two workloads nvcc built with -cudart shared. The
 # tables and slots each release asks for are compared with
 # tests/data/exptab-runtime/RELEASE.txt, and neither the frontend nor the
 # daemon may report a call or table it refused.
@@ -58,6 +59,23 @@ for r in $releases; do
 	diff -u <(grep -v '^#' "$SRC/tests/data/exptab-runtime/$r.txt") "$T/$r.trace" ||
 		fail "CUDA $r's runtime asks for other private tables, slots or integrity versions than recorded in tests/data/exptab-runtime/$r.txt (docs/driver-frontend.md)"
 	note "CUDA $r ($(basename "$lib")): $(sed -n 's/^rtmatrix: //p' "$T/$r.out"); $(grep -c '^table' "$T/$r.trace") tables, $(grep -c '^slot' "$T/$r.trace") slots, integrity $(sed -n 's/^integrity //p' "$T/$r.trace" | tr '\n' ' ')"
+	# A 13.x runtime also runs what nvcc built with -cudart shared (here
+	# against CUDA 13.0's headers): the loader takes the release's
+	# libcudart.so.13 for the program's, its registration code unchanged.
+	if [ "${lib##*.so.}" = 13 ]; then
+		for prog in vectorAdd BlackScholes; do
+			env LD_LIBRARY_PATH="$cache/$r:$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
+				LD_DEBUG=libs LD_DEBUG_OUTPUT="$T/$r-$prog.ld" "$B/bin/$prog" -n 64K >"$T/$r-$prog.out" 2>"$T/$r-$prog.err" || {
+				cat "$T/$r-$prog.out" "$T/$r-$prog.err"
+				fail "$prog (-cudart shared) with CUDA $r's libcudart.so.13 failed"
+			}
+			check_clean "$T/$r-$prog.err" "$prog with CUDA $r"
+			grep -q "^RESULT .*verified=yes" "$T/$r-$prog.out" || fail "$prog with CUDA $r did not verify its results"
+			grep -qs "calling init: $cache/$r/libcudart.so.13" "$T/$r-$prog.ld".* ||
+				fail "$prog did not load CUDA $r's libcudart.so.13"
+		done
+		note "CUDA $r: vectorAdd and BlackScholes (-cudart shared) verified"
+	fi
 	passed=$((passed + 1))
 done
 stop_xgpud
