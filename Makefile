@@ -245,6 +245,22 @@ $(TST)/data/libs_cufft_shared: tests/data/libs_cufft.cu | $(DEPS_STAMP)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $< -lcufft
 
+# tests/cuda/libs/libs_sweep.cu: NVIDIA's libraries over shapes and routines,
+# built as a user would (nvcc's default static runtime), for tests/e2e/libs_sweep.sh.
+TEST_DATA += $(TST)/cuda/libs_sweep
+$(TST)/cuda/libs_sweep: tests/cuda/libs/libs_sweep.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) $(NVCCFLAGS_STATIC) -o $@ $< -lcublasLt -lcublas -lcusparse -lcusolver -lcurand -lcufft -lcudnn
+# tests/cuda/rtmatrix.c: NVIDIA's libcudart.so.12/.13 of each release, opened
+# by name, with simdrv_kernels.fatbin registered as nvcc's host code does
+# (tests/e2e/runtime_matrix.sh).
+TEST_DATA += $(TST)/cuda/rtmatrix
+$(TST)/cuda/rtmatrix: tests/cuda/rtmatrix.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -ldl
+
 $(DRVAPI): tests/cuda/drvapi.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # install-deps.sh - install the Debian 12 packages xgpu needs to build and test,
 # only those missing. Called by `make` (once; the stamp build/.deps-ok records
-# success) and safe to run by hand.
+# success) and safe to run by hand. --packaging: what `make deb` needs;
+# --runtimes DIR: NVIDIA's CUDA runtimes from PyPI for the runtime matrix
+# (below).
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev liblz4-dev jq procps)
@@ -30,6 +32,50 @@ packaging_only=false
 if [ "${1:-}" = --packaging ]; then
 	PACKAGES=("${PACKAGING_PACKAGES[@]}")
 	packaging_only=true
+fi
+
+# --runtimes DIR: NVIDIA's CUDA runtime of every release in
+# tests/data/runtime-releases.txt, from its PyPI wheel (nvidia-cuda-runtime-cu12,
+# nvidia-cuda-runtime; about 1 to 3.5 MB each, some 25 MB in all), unpacked to
+# DIR/RELEASE/libcudart.so.N for tests/e2e/runtime_matrix.sh. Releases already
+# in DIR are kept; nothing is installed. Exits 1, naming them, when some could
+# not be fetched (no network, or PyPI has dropped a version).
+if [ "${1:-}" = --runtimes ]; then
+	dir=${2:?usage: install-deps.sh --runtimes DIR}
+	list=$(dirname "$0")/../tests/data/runtime-releases.txt
+	mkdir -p "$dir"
+	failed=()
+	while read -r release package version; do
+		case $release in '' | '#'*) continue ;; esac
+		compgen -G "$dir/$release/libcudart.so.*" >/dev/null && continue
+		tmp=$(mktemp -d "$dir/.fetch.XXXXXX")
+		if python3 -m pip download --quiet --no-deps --disable-pip-version-check --only-binary=:all: \
+			--platform manylinux2014_x86_64 --dest "$tmp" "$package==$version" >"$tmp/pip.log" 2>&1 &&
+			python3 - "$tmp" "$dir/$release" <<'PY'; then
+import glob, os, sys, zipfile
+tmp, out = sys.argv[1], sys.argv[2]
+wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
+os.makedirs(out, exist_ok=True)
+with zipfile.ZipFile(wheel) as z:
+    names = [n for n in z.namelist() if os.path.basename(n).startswith("libcudart.so.")]
+    if not names:
+        sys.exit(f"{wheel} holds no libcudart.so")
+    for n in names:
+        with z.open(n) as src, open(os.path.join(out, os.path.basename(n)), "wb") as dst:
+            dst.write(src.read())
+PY
+			echo "install-deps: CUDA runtime $release ($package $version) in $dir/$release"
+		else
+			tail -n 3 "$tmp/pip.log" >&2 || true
+			failed+=("$release")
+		fi
+		rm -rf "$tmp"
+	done <"$list"
+	if ((${#failed[@]})); then
+		echo "install-deps: could not fetch the CUDA runtime of release ${failed[*]} from PyPI" >&2
+		exit 1
+	fi
+	exit 0
 fi
 
 missing=()

@@ -1423,10 +1423,14 @@ HANDLER(LAUNCH_EX)
 	return launch(c, res->func, &req->grid, &req->block, req->shared_bytes, res->stream, req->flags);
 }
 
+/* The flags are cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags's:
+ * CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE (cuBLASLt's split-K path asks with it)
+ * assumes global loads are cached in L1, which every GPU a CUDA 13 driver
+ * runs (Turing on) always does, so the answer is the default one. */
 HANDLER(OCCUPANCY)
 {
 	int blocks = 0;
-	if (req->flags)
+	if (req->flags & ~(uint32_t)CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
 		return cudaErrorInvalidValue;
 	int r = drv(c, c->drv->cuOccupancyMaxActiveBlocksPerMultiprocessor(
 			   &blocks, res->func->u.func.fn, req->block_size, req->dynamic_smem));

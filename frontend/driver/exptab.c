@@ -45,6 +45,8 @@ enum {
 	T_INTEGRITY,
 	T_LIBRARY,
 	T_MODULE_FUNCS,
+	T_CLUSTER,
+	T_COMPUTE_CACHE,
 	T_COUNT
 };
 
@@ -150,12 +152,29 @@ static CUresult cudart_load_fatbin_ext(const void *fatbin, CUmodule *module, voi
 	return cuModuleLoadData(module, fatbin);
 }
 
+/* Slot 12, CUresult (void), new in CUDA 13.1: the runtime calls it once at
+ * start-up, after fetching this table and TOOLS_RUNTIME_CALLBACK_HOOKS and
+ * asking cuDriverGetVersion (13.1's libcudart.so.13 at 0x3f0e4, the same in
+ * every 13.x since), unless its environment holds an override, and fails
+ * its initialisation when the answer is not CUDA_SUCCESS. Nothing is passed
+ * and nothing is read back: a go-ahead from the driver, which xgpu gives.
+ * 13.0's runtime does not call it, and reads only the slots it knows, so
+ * the longer table serves both. */
+static CUresult cudart_start_check(void)
+{
+	trace_slot(T_CUDART, 12);
+	return CUDA_SUCCESS;
+}
+
 UNIMPLEMENTED(T_CUDART, 3)
 UNIMPLEMENTED(T_CUDART, 4)
 UNIMPLEMENTED(T_CUDART, 5)
 UNIMPLEMENTED(T_CUDART, 9)
+UNIMPLEMENTED(T_CUDART, 10)
+UNIMPLEMENTED(T_CUDART, 11)
 
-#define CUDART_SLOTS 10
+/* 10 slots in CUDA 12.0 to 13.0, 13 from 13.1 on. */
+#define CUDART_SLOTS 13
 static const slot_fn cudart_interface[CUDART_SLOTS] = {
     (slot_fn)(uintptr_t)(CUDART_SLOTS * sizeof(void *)),
     (slot_fn)cudart_load_wrapper,
@@ -167,6 +186,9 @@ static const slot_fn cudart_interface[CUDART_SLOTS] = {
     (slot_fn)cudart_slot7,
     (slot_fn)cudart_load_fatbin_ext,
     (slot_fn)unimpl_T_CUDART_9,
+    (slot_fn)unimpl_T_CUDART_10,
+    (slot_fn)unimpl_T_CUDART_11,
+    (slot_fn)cudart_start_check,
 };
 
 /* ---- TOOLS_RUNTIME_CALLBACK_HOOKS: buffers the tools interface fills ---- */
@@ -387,13 +409,45 @@ static const slot_fn context_checks[CHECKS_SLOTS] = {
 
 /* ---- INTEGRITY_CHECK: the runtime's proof that it talks to a driver ---- */
 
-/* The runtime calls slot 1 with the runtime version (13000, 13001, 13002 in
- * CUDA 13.0, the last digit selecting the variant) and a timestamp, and
+/* The runtime calls slot 1 with a version, its own release's CUDA_VERSION
+ * plus a variant in its last digit (13000, 13001, 13002 from CUDA 13.0;
+ * 12040 to 12042 from 12.4; 13010 to 13012 from 13.1), and a timestamp, and
  * compares the answer with its own computation. Variants 0 and 1 answer
  * fixed words; variant 2 is HMAC-MD2 under a fixed key over the process and
  * thread, the addresses of this table, of CUDART_INTERFACE and of this
  * function, the timestamp, and each device's UUID and PCI location (public
- * in ZLUDA, vosen/ZLUDA dark_api; implemented here from RFC 1319/2104). */
+ * in ZLUDA, vosen/ZLUDA dark_api; implemented here from RFC 1319/2104). The
+ * algorithm is the same for every release from 12.0 to 13.5: what a release
+ * asks for is data, below. */
+#define INTEGRITY_SLOTS 3
+static const slot_fn integrity_check_table[INTEGRITY_SLOTS];
+
+/* The runtime releases whose start-up xgpu serves, as the first version
+ * each passes to the integrity check (its CUDA_VERSION), with the
+ * variants it asks for (the CUDART_INTERFACE slots differ too: 10 up to
+ * 13.0, 13 from 13.1, and the table above serves both). Every
+ * release here is run by tests/e2e/runtime_matrix.sh from NVIDIA's wheels
+ * (the tables and slots each asks for are in tests/data/exptab-runtime-*.txt);
+ * CUDA 12.7 was never released. A version not listed is refused by name, so
+ * a new release shows up as a clear message rather than as a wrong answer
+ * the runtime would turn into cudaErrorSoftwareValidityNotEstablished. */
+static const struct runtime_release {
+	unsigned version;  /* major * 1000 + minor * 10 */
+	unsigned variants; /* integrity variants asked for: 0 to variants - 1 */
+} runtime_releases[] = {
+    {12000, 3}, {12010, 3}, {12020, 3}, {12030, 3}, {12040, 3}, {12050, 3}, {12060, 3}, {12080, 3},
+    {12090, 3}, {13000, 3}, {13010, 3}, {13020, 3}, {13030, 3}, {13040, 3}, {13050, 3},
+};
+
+static const struct runtime_release *runtime_release(unsigned version)
+{
+	for (size_t i = 0; i < sizeof runtime_releases / sizeof runtime_releases[0]; i++)
+		if (version >= runtime_releases[i].version &&
+		    version < runtime_releases[i].version + runtime_releases[i].variants)
+			return &runtime_releases[i];
+	return NULL;
+}
+
 #define INTEGRITY_SLOTS 3
 static const slot_fn integrity_check_table[INTEGRITY_SLOTS];
 
@@ -423,13 +477,27 @@ static CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_
 	trace_slot(T_INTEGRITY, 1);
 	if (!result)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (version < XGPU_DRV_VERSION || version > XGPU_DRV_VERSION + 2) {
+	if (tracing()) {
+		/* Each version once, in the order asked; the bit is the version
+		 * modulo 256, and a process's runtime asks for three in a row. */
+		static _Atomic unsigned long long traced[4];
+		unsigned bit = version % 256;
+		if (!(atomic_fetch_or(&traced[bit / 64], 1ull << (bit % 64)) & (1ull << (bit % 64))))
+			fprintf(stderr, "xgpu-exptab: integrity %u\n", version);
+	}
+	if (!runtime_release(version)) {
 		char key[48];
 		snprintf(key, sizeof key, "integrity %u", version);
-		xgpu_fe_warn_once(key,
-				  "the CUDA runtime asked for integrity check version %u; xgpu knows CUDA "
-				  "13.0's (%d to %d): use a CUDA 13.0 runtime, or update xgpu",
-				  version, XGPU_DRV_VERSION, XGPU_DRV_VERSION + 2);
+		xgpu_fe_warn_once(
+		    key,
+		    "the CUDA runtime asked for integrity check version %u (CUDA %u.%u, variant "
+		    "%u), which xgpu does not know; xgpu serves the runtimes of CUDA 12.0 to 13.5 "
+		    "(docs/driver-frontend.md): use one of those, or update xgpu",
+		    version, version / 1000, version % 1000 / 10, version % 10);
+		char name[96];
+		snprintf(name, sizeof name, "integrity check version %u of private table INTEGRITY_CHECK",
+			 version);
+		xgpu_client_tell_unsupported(name);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
 	if (version % 10 == 0) {
@@ -630,6 +698,53 @@ static const slot_fn module_functions[MODULE_FUNCS_SLOTS] = {
     (slot_fn)module_functions_each,
 };
 
+/* ---- CLUSTER_PROTOTYPE (1734dc26): clusters and the GPC layout, cuBLASLt - */
+
+/* The name is the one NVIDIA's own code gives it (CU_ETID_CLUSTER_PROTOTYPE,
+ * seen in public sources); slot 0 is the size. cuBLASLt's matmul heuristic
+ * (libcublasLt.so.13 0x330f96d, e.g. from cublasGemmEx at fp16 n=96) fetches
+ * it once, calls slot 4, CUresult (unsigned char **vgpc, unsigned char
+ * **mtpc): the map of the GPU's TPCs to virtual GPCs, arrays the driver
+ * allocates, and, when it got one, hands both back to slot 13, CUresult
+ * (unsigned char *vgpc, unsigned char *mtpc), to be freed. With no map
+ * (success and NULL, or a failure) it takes the path it takes when its own
+ * settings say not to ask (0x330f87d): the heuristic without the layout.
+ * xgpu does not know the layout of the GPU behind the daemon (and the sim
+ * has none), so it answers that: no map. Before this table existed cuBLASLt
+ * called through the NULL it got for it and crashed. */
+static CUresult cluster_tpc_map(unsigned char **vgpc, unsigned char **mtpc)
+{
+	trace_slot(T_CLUSTER, 4);
+	if (vgpc)
+		*vgpc = NULL;
+	if (mtpc)
+		*mtpc = NULL;
+	return CUDA_SUCCESS;
+}
+
+static CUresult cluster_tpc_map_free(unsigned char *vgpc, unsigned char *mtpc)
+{
+	trace_slot(T_CLUSTER, 13);
+	/* Slot 4 never hands out a map. */
+	return vgpc || mtpc ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+/* clang-format off */
+#define CLUSTER_UNIMPLEMENTED(X) X(1) X(2) X(3) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(14) X(15) X(16)
+#define CLUSTER_DEFINE(n) UNIMPLEMENTED(T_CLUSTER, n)
+#define CLUSTER_ENTRY(n) [n] = (slot_fn)unimpl_T_CLUSTER_##n,
+CLUSTER_UNIMPLEMENTED(CLUSTER_DEFINE)
+
+/* 16 functions after the size in CUDA 12 and 13's drivers. */
+#define CLUSTER_SLOTS 17
+static const slot_fn cluster_prototype[CLUSTER_SLOTS] = {
+	[0] = (slot_fn)(uintptr_t)(CLUSTER_SLOTS * sizeof(void *)),
+	CLUSTER_UNIMPLEMENTED(CLUSTER_ENTRY)
+	[4] = (slot_fn)cluster_tpc_map,
+	[13] = (slot_fn)cluster_tpc_map_free,
+};
+/* clang-format on */
+
 /* ---- the directory ----------------------------------------------------- */
 
 /* Names as ZLUDA calls them, where it does. */
@@ -681,6 +796,21 @@ static struct export_table tables[T_COUNT] = {
 			 0x99, 0x1e},
 			module_functions,
 			MODULE_FUNCS_SLOTS},
+    [T_CLUSTER] = {"CLUSTER_PROTOTYPE",
+		   {0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b,
+		    0xca},
+		   cluster_prototype,
+		   CLUSTER_SLOTS},
+    /* Asked for by NVRTC (libnvrtc.so.13 0x9e3df4) for the driver's compute
+     * cache of compiled code (our name, from NVRTC's messages); without it
+     * NVRTC says "[nvrtc cache] failed to get cuda export table" to its
+     * trace and compiles without a cache, which is what xgpu wants: it has
+     * no such cache. */
+    [T_COMPUTE_CACHE] = {"COMPUTE_CACHE",
+			 {0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41, 0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33,
+			  0xe3, 0x28},
+			 NULL,
+			 0},
 };
 
 /* Whether an unknown table is traced for the first time (the trace lists

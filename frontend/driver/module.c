@@ -44,6 +44,7 @@ struct CUmod_st {
 	size_t len;
 	uint64_t hash;
 	uint8_t *owned;
+	struct CUmod_st *prev, *next; /* loaded_modules */
 };
 
 struct drv_func {
@@ -58,7 +59,40 @@ struct drv_func {
 struct CUlib_st {
 	uint32_t magic;
 	struct CUmod_st *mod;
+	struct CUlib_st *prev, *next; /* libraries, as a driver keeps them */
 };
+
+/* Every module and library loaded and not unloaded. NVIDIA's libraries load
+ * theirs and never unload them (cuBLASLt and cuDNN drop their handles,
+ * expecting the driver to own what they loaded until the process ends, as
+ * NVIDIA's does); so do these lists, which also keep them visible to a leak
+ * checker. */
+static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUlib_st *libraries;
+static struct CUmod_st *loaded_modules;
+
+/* LIST_INSERT and LIST_REMOVE for the two lists, under loaded_lock. */
+#define LOADED_INSERT(head, e)                                                                               \
+	do {                                                                                                 \
+		pthread_mutex_lock(&loaded_lock);                                                            \
+		(e)->prev = NULL;                                                                            \
+		(e)->next = (head);                                                                          \
+		if (head)                                                                                    \
+			(head)->prev = (e);                                                                  \
+		(head) = (e);                                                                                \
+		pthread_mutex_unlock(&loaded_lock);                                                          \
+	} while (0)
+#define LOADED_REMOVE(head, e)                                                                               \
+	do {                                                                                                 \
+		pthread_mutex_lock(&loaded_lock);                                                            \
+		if ((e)->prev)                                                                               \
+			(e)->prev->next = (e)->next;                                                         \
+		else                                                                                         \
+			(head) = (e)->next;                                                                  \
+		if ((e)->next)                                                                               \
+			(e)->next->prev = (e)->prev;                                                         \
+		pthread_mutex_unlock(&loaded_lock);                                                          \
+	} while (0)
 
 static pthread_mutex_t module_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Held while a forked child loads its parent's modules again. */
@@ -140,6 +174,7 @@ static CUresult load(CUmodule *out, const void *image, bool needs_context)
 	m->len = img.len;
 	m->hash = image_hash(img.fatbin, img.len);
 	m->owned = img.owned;
+	LOADED_INSERT(loaded_modules, m);
 	*out = m;
 	return CUDA_SUCCESS;
 }
@@ -253,6 +288,7 @@ static CUresult unload(CUmodule m)
 		free(f);
 	}
 	pthread_mutex_unlock(&module_lock);
+	LOADED_REMOVE(loaded_modules, m);
 	m->magic = 0;
 	xgpu_fatbin_free(&m->info);
 	free(m->owned);
@@ -441,6 +477,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
 		return r;
 	}
 	l->magic = LIBRARY_MAGIC;
+	LOADED_INSERT(libraries, l);
 	*library = l;
 	return CUDA_SUCCESS;
 }
@@ -450,6 +487,7 @@ CUresult cuLibraryUnload(CUlibrary library)
 	if (!valid_library(library))
 		return CUDA_ERROR_INVALID_HANDLE;
 	CUresult r = unload(library->mod);
+	LOADED_REMOVE(libraries, library);
 	library->magic = 0;
 	free(library);
 	return r;
@@ -853,8 +891,12 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
 					void **kernelParams) XGPU_ALIAS(cuLaunchCooperativeKernel);
 
 /* cuLaunchKernelEx: the attributes with a meaning here are cooperative,
- * ignore, and priority (a hint the daemon does not use per launch);
- * clusters and the others are not offered. */
+ * ignore, priority (a hint the daemon does not use per launch) and
+ * programmatic stream serialization (PDL: the kernel may start before the
+ * previous one in its stream has finished; running it after, in stream
+ * order, is one of the schedules that allows, and its
+ * cudaGridDependencySynchronize() then returns at once; cuBLAS asks for it
+ * at small shapes); clusters and the others are not offered. */
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
 	if (!config || (config->numAttrs && !config->attrs))
@@ -867,7 +909,8 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
 				flags |= XGPU_LAUNCH_COOPERATIVE;
 			else
 				flags &= ~XGPU_LAUNCH_COOPERATIVE;
-		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE && a->id != CU_LAUNCH_ATTRIBUTE_PRIORITY) {
+		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE && a->id != CU_LAUNCH_ATTRIBUTE_PRIORITY &&
+			   a->id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
 			char what[96];
 			snprintf(what, sizeof what, "cuLaunchKernelEx (launch attribute %d)", (int)a->id);
 			return xgpu_drv_unsupported(what);

@@ -93,10 +93,11 @@ static void check_export_tables(CUdevice dev)
 	EXPECT(cuGetExportTable(&table, &unknown) == CUDA_ERROR_NOT_FOUND && table == NULL);
 	EXPECT(cuGetExportTable(NULL, &cudart) == CUDA_ERROR_INVALID_VALUE);
 
-	/* CUDART_INTERFACE: slot 0 its size, slot 2 the primary context. */
+	/* CUDART_INTERFACE: slot 0 its size (CUDA 13.1's 13 slots), slot 2 the
+	 * primary context. */
 	const void *const *t = NULL;
 	CHECK(cuGetExportTable((const void **)&t, &cudart));
-	EXPECT((uintptr_t)t[0] == 10 * sizeof(void *));
+	EXPECT((uintptr_t)t[0] == 13 * sizeof(void *));
 	CUcontext primary = NULL, retained = NULL;
 	CHECK(((CUresult(*)(CUcontext *, CUdevice))t[2])(&primary, dev));
 	CHECK(cuDevicePrimaryCtxRetain(&retained, dev));
@@ -118,14 +119,18 @@ static void check_export_tables(CUdevice dev)
 	EXPECT(get(&got, primary, &key) != CUDA_SUCCESS);
 	EXPECT(put(NULL, &key, &value, NULL) == CUDA_ERROR_INVALID_CONTEXT); /* none current */
 
-	/* INTEGRITY_CHECK: CUDA 13.0's versions answer, another is refused. */
+	/* INTEGRITY_CHECK: the versions of a known release (13.0, 12.4) answer,
+	 * another (13.10, variant 3 of 13.0, 11.8) is refused. */
 	CHECK(cuGetExportTable((const void **)&t, &integrity));
 	CUresult (*check)(uint32_t, uint64_t, uint64_t *) = (CUresult(*)(uint32_t, uint64_t, uint64_t *))t[1];
 	uint64_t a[2] = {0}, b[2] = {0};
 	CHECK(check(13002, 1700000000, a));
 	CHECK(check(13002, 1700000001, b));
 	EXPECT((a[0] || a[1]) && (a[0] != b[0] || a[1] != b[1])); /* the timestamp is hashed */
+	CHECK(check(12041, 1700000000, b));
 	EXPECT(check(13100, 1700000000, a) == CUDA_ERROR_NOT_SUPPORTED);
+	EXPECT(check(13003, 1700000000, a) == CUDA_ERROR_NOT_SUPPORTED);
+	EXPECT(check(11080, 1700000000, a) == CUDA_ERROR_NOT_SUPPORTED);
 	/* A slot xgpu does not implement answers, and names itself. */
 	CHECK(cuGetExportTable((const void **)&t, &cudart));
 	EXPECT(((CUresult(*)(void))t[3])() == CUDA_ERROR_NOT_SUPPORTED);

@@ -30,13 +30,17 @@ msg="cuIpcGetEventHandle is not supported by xgpu; it returns CUDA_ERROR_NOT_SUP
 grep -q "called cuIpcGetEventHandle, which xgpu does not support" "$XGPUD_LOG" ||
 	fail "the daemon log does not name the unsupported driver call"
 
-# A private table xgpu does not know, an integrity-check version other than
-# CUDA 13.0's and an unimplemented slot are each refused with a message that
-# names them.
+# A private table xgpu does not know, an integrity-check version of no
+# release xgpu knows (frontend/driver/exptab.c's runtime_releases) and an
+# unimplemented slot are each refused with a message that names them.
 grep -q "private table 01234567-89ab-cdef-fedc-ba9876543210 is not one xgpu offers" "$T/drvapi.err" ||
 	fail "an unknown export table was not named"
-grep -q "integrity check version 13100; xgpu knows CUDA 13.0's" "$T/drvapi.err" ||
-	fail "an unknown integrity-check version was not named"
+for v in "13100 (CUDA 13.10, variant 0)" "13003 (CUDA 13.0, variant 3)" "11080 (CUDA 11.8, variant 0)"; do
+	grep -q "integrity check version $v, which xgpu does not know" "$T/drvapi.err" ||
+		fail "the unknown integrity-check version $v was not named"
+	grep -q "integrity check version ${v%% *} of private table INTEGRITY_CHECK, which xgpu does not support" \
+		"$XGPUD_LOG" || fail "the daemon log does not name the unknown integrity-check version ${v%% *}"
+done
 grep -q "slot 3 of the driver's private table CUDART_INTERFACE (6bd5fb6c-5bf4-e74a-8987-d93912fd9df9) is not implemented" "$T/drvapi.err" ||
 	fail "an unimplemented export-table slot was not named"
 
