@@ -736,7 +736,9 @@ int xgpu_executors_add_channel(struct xgpud_domain *dom, struct xgpud_handover *
 {
 	struct xgpud *d = dom->d;
 	int r = -1;
-	if (dom->ex && dom->ex->stopping)
+	/* One on its way out (stopped, faulted, or gone with its link while
+	 * its exit is not yet reaped) serves no new process. */
+	if (dom->ex && (dom->ex->stopping || dom->ex->end != XGPU_END_NONE || dom->ex->link_fd < 0))
 		let_go(d, dom);
 	if (!dom->ex && !spawn(d, dom, err, errlen))
 		goto out;
