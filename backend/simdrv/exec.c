@@ -29,8 +29,11 @@
  *   time and then fails its context with CUDA_ERROR_LAUNCH_TIMEOUT, as a
  *   GPU's display watchdog kills a kernel that runs too long;
  * - the sleep is a timed wait that ends early when the operation's context
- *   fails or is being destroyed, or the driver stops; a dying context's
- *   remaining work still runs (in order), with no modeled time.
+ *   fails (a fault in any context of the process fails them all, as on
+ *   NVIDIA's driver) or the driver stops. A context being destroyed does not
+ *   end it: cuCtxDestroy waits for the operation running, as NVIDIA's does
+ *   for a running kernel (an endless one: forever), and the work queued
+ *   behind it then runs (in order) with no modeled time.
  * Waiters block on a condition variable.
  */
 #include "simdrv_int.h"
@@ -65,7 +68,7 @@ void sim_dev_kick(struct sim_device *dev)
  * checked before sees it when woken. */
 static bool op_cut_short(const struct sim_device *dev, const struct sim_op *op)
 {
-	return dev->stop || atomic_load(&op->ctx->sticky) || atomic_load(&op->ctx->dying);
+	return dev->stop || atomic_load(&op->ctx->sticky);
 }
 
 static uint64_t bytes_ns(size_t bytes, uint64_t bytes_per_s)
@@ -340,6 +343,9 @@ static void run_turn(struct sim_device *dev, struct CUctx_st *ctx)
 			pthread_mutex_unlock(&dev->lock);
 			op->start_ns = xgpu_now_ns();
 			uint64_t t = op_work(dev, op);
+			/* Started after its context began to go: no modeled time. */
+			if (atomic_load(&ctx->dying))
+				t = 0;
 			op->too_long = sim.watchdog_ns && t > sim.watchdog_ns;
 			op->remaining_ns = op->too_long ? sim.watchdog_ns : t;
 			pthread_mutex_lock(&dev->lock);
