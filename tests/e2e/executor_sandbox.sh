@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The executor's sandbox (backend/executor/sandbox.c): a guest's kernel runs
+# inside its domain's executor (on the simulated driver, a plugin's host
+# function; tests/cuda/sandbox_probe*), so it is hostile code there. It tries
+# what the sandbox forbids, each in a program of its own:
+# - connecting to xgpud's control socket,
+# - opening another domain's memfd through /proc/<its executor>/fd/N,
+# - opening /etc/shadow,
+# - ptrace, kill and process_vm_readv of a sibling executor;
+# every attempt is refused or kills the prober's executor (SIGSYS, the
+# seccomp filter's answer), never succeeds, and the sibling domain's program
+# goes on unharmed. The executors run under a uid of their own (as root),
+# with no capabilities, no_new_privs and the filter on; an allowed file
+# (its plugin) still opens and a workload verifies under the filter.
+# Then the same probes with --executor-sandbox off must get through: the
+# test can fail.
+# xgpu-test-timeout: 240
+. "$(dirname "$0")/lib.bash"
+prog=$B/tests/cuda/sandbox_probe
+base=1879048192
+
+# probe WHAT ARG: the prober's PROBE line (its domain, dom-probe).
+probe() {
+	local out
+	out=$(XGPU_DOMAIN=dom-probe run_cuda "$prog" "$@" 2>&1) || true
+	grep -m1 '^PROBE' <<<"$out" || echo "PROBE what=$1 outcome=noline ($(tail -n1 <<<"$out"))"
+}
+
+# A sibling domain: one process holding memory for the whole test.
+start_victim() {
+	XGPU_DOMAIN=dom-victim run_cuda "$B/tests/cuda/guestload" hold 16 "$1" >"$T/victim.out" 2>&1 &
+	victim=$!
+	wait_for 20 dom_gt dom-victim mem_bytes 16000000 || fail "the sibling never held its memory"
+	vpid=$(dom_stat dom-victim executor_pid)
+	[ "$vpid" -gt 0 ] || fail "no executor pid for the sibling"
+	# A memfd of the sibling executor's (the guest's region, its pages).
+	vfd=
+	for f in /proc/"$vpid"/fd/*; do
+		case "$(readlink "$f")" in /memfd:*) vfd=${f##*/} ;; esac
+	done
+	[ -n "$vfd" ] || fail "the sibling executor $vpid holds no memfd"
+	note "sibling executor pid $vpid (uid $(stat -c %u /proc/"$vpid")), memfd on fd $vfd"
+}
+
+run_probes() {
+	: >"$T/probes"
+	{
+		probe connect "$XGPU_SOCKET"
+		probe open "/proc/$vpid/fd/$vfd"
+		probe open /etc/shadow
+		probe ptrace "$vpid"
+		probe kill "$vpid"
+		probe vmread "$vpid"
+	} | tee "$T/probes"
+}
+
+# ---- enforcing (the default on the simulated driver) --------------------------
+start_xgpud
+start_victim 60
+grep -q "domain dom-victim: executor sandbox enforce: .*no capabilities, no_new_privs" "$XGPUD_LOG" ||
+	fail "the sibling executor's log does not say it is sandboxed"
+st=/proc/$vpid/status
+grep -q "^NoNewPrivs:[[:space:]]*1" "$st" || fail "the sibling executor lacks no_new_privs"
+grep -q "^Seccomp:[[:space:]]*2" "$st" || fail "the sibling executor has no seccomp filter"
+grep -q "^CapEff:[[:space:]]*0*$" "$st" && grep -q "^CapPrm:[[:space:]]*0*$" "$st" &&
+	grep -q "^CapBnd:[[:space:]]*0*$" "$st" || [ "$(id -u)" -ne 0 ] || fail "the sibling executor has capabilities"
+if [ "$(id -u)" -eq 0 ]; then
+	vuid=$(stat -c %u /proc/"$vpid")
+	[ "$vuid" -ge "$base" ] || fail "the sibling executor runs as uid $vuid, not one of its own"
+fi
+
+# The probe works where it is allowed: its own plugin opens.
+out=$(probe open "$B/tests/simkernels/sandbox_probe.so")
+note "allowed file: $out"
+grep -q "outcome=allowed" <<<"$out" || fail "the prober could not open its own plugin: $out"
+
+run_probes
+kills_before=$(grep -c "was killed by signal 31" "$XGPUD_LOG" || true)
+! grep -q "outcome=allowed" "$T/probes" || fail "a forbidden thing worked under the sandbox"
+! grep -q "outcome=untried\|outcome=noline" "$T/probes" || fail "a probe did not run"
+[ "$(grep -c '^PROBE' "$T/probes")" -eq 6 ] || fail "not every probe answered"
+[ "$kills_before" -ge 1 ] || fail "no executor was killed by the filter (SIGSYS)"
+note "$kills_before prober executors killed by SIGSYS"
+
+# A workload verifies under the sandbox, and the sibling saw nothing.
+XGPU_DOMAIN=dom-probe run_cuda "$B/bin/vectorAdd" -n 100000 -i 2 >"$T/va.out" 2>&1 || {
+	cat "$T/va.out"
+	fail "vectorAdd failed under the sandbox"
+}
+grep -q "verified=yes" "$T/va.out" || fail "vectorAdd did not verify under the sandbox"
+kill -0 "$vpid" || fail "the sibling executor died"
+[ "$(dom_stat dom-victim executor_pid)" = "$vpid" ] || fail "the sibling's executor changed"
+wait "$victim" || { cat "$T/victim.out"; fail "the sibling's program failed"; }
+grep -q "mismatches=0 .*verified=yes error=cudaSuccess" "$T/victim.out" || {
+	cat "$T/victim.out"
+	fail "the sibling's program saw an error"
+}
+stop_xgpud
+cp "$XGPUD_LOG" "$T/xgpud-enforce.log"
+
+# ---- off: the same probes get through, so the test above can fail ------------
+rm -f "$XGPU_SOCKET"
+start_xgpud --executor-sandbox off
+start_victim 20
+grep -q "executor's sandbox is off" "$XGPUD_LOG" || fail "an unsandboxed executor does not say so"
+run_probes
+allowed=$(grep -c "outcome=allowed" "$T/probes" || true)
+note "$allowed of 6 probes got through with the sandbox off"
+grep -q "what=connect outcome=allowed" "$T/probes" || fail "connect failed even without the sandbox"
+[ "$(id -u)" -ne 0 ] || [ "$allowed" -eq 6 ] || fail "only $allowed probes got through without the sandbox"
+wait "$victim" || true
+stop_xgpud
