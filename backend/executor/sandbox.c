@@ -387,6 +387,7 @@ static const char *const allow_always[] = {
     "faccessat2",
     "readlink",
     "readlinkat",
+    "getdents",
     "getdents64",
     "getcwd",
     "open",
