@@ -12,9 +12,11 @@
 # seccomp filter's answer), never succeeds, and the sibling domain's program
 # goes on unharmed. The executors run under a uid of their own (as root),
 # with no capabilities, no_new_privs and the filter on; an allowed file
-# (its plugin) still opens and a workload verifies under the filter.
-# Then the same probes with --executor-sandbox off must get through: the
-# test can fail.
+# (its plugin) still opens and a workload verifies under the filter. As
+# root the round runs again with --executor-uid-base 0 (root without
+# capabilities), where Landlock and the filter alone must refuse (root owns
+# /etc/shadow). Then the same probes with --executor-sandbox off must get
+# through: the test can fail.
 # xgpu-test-timeout: 240
 . "$(dirname "$0")/lib.bash"
 prog=$B/tests/cuda/sandbox_probe
@@ -55,57 +57,77 @@ run_probes() {
 	} | tee "$T/probes"
 }
 
-# ---- enforcing (the default on the simulated driver) --------------------------
-start_xgpud
-start_victim 20
-grep -q "domain dom-victim: executor sandbox enforce: .*no capabilities, no_new_privs" "$XGPUD_LOG" ||
-	fail "the sibling executor's log does not say it is sandboxed"
-st=/proc/$vpid/status
-grep -q "^NoNewPrivs:[[:space:]]*1" "$st" || fail "the sibling executor lacks no_new_privs"
-grep -q "^Seccomp:[[:space:]]*2" "$st" || fail "the sibling executor has no seccomp filter"
-grep -q "^CapEff:[[:space:]]*0*$" "$st" && grep -q "^CapPrm:[[:space:]]*0*$" "$st" &&
-	grep -q "^CapBnd:[[:space:]]*0*$" "$st" || [ "$(id -u)" -ne 0 ] || fail "the sibling executor has capabilities"
+# enforcing ARGS...: an xgpud with ARGS, its sandbox enforcing (the default on
+# the simulated driver); every probe refused, the sibling unharmed.
+enforcing() {
+	start_xgpud "$@"
+	start_victim 20
+	grep -q "domain dom-victim: executor sandbox enforce: .*no capabilities, no_new_privs" "$XGPUD_LOG" ||
+		fail "the sibling executor's log does not say it is sandboxed"
+	local st=/proc/$vpid/status
+	grep -q "^NoNewPrivs:[[:space:]]*1" "$st" || fail "the sibling executor lacks no_new_privs"
+	grep -q "^Seccomp:[[:space:]]*2" "$st" || fail "the sibling executor has no seccomp filter"
+	grep -q "^CapEff:[[:space:]]*0*$" "$st" && grep -q "^CapPrm:[[:space:]]*0*$" "$st" &&
+		grep -q "^CapBnd:[[:space:]]*0*$" "$st" || [ "$(id -u)" -ne 0 ] ||
+		fail "the sibling executor has capabilities"
+
+	# The probe works where it is allowed: its own plugin opens.
+	local out
+	out=$(probe open "$B/tests/simkernels/sandbox_probe.so")
+	note "allowed file: $out"
+	grep -q "outcome=allowed" <<<"$out" || fail "the prober could not open its own plugin: $out"
+
+	run_probes
+	local kills
+	kills=$(grep -c "was killed by signal 31" "$XGPUD_LOG" || true)
+	! grep -q "outcome=allowed" "$T/probes" || fail "a forbidden thing worked under the sandbox"
+	! grep -q "outcome=untried\|outcome=noline" "$T/probes" || fail "a probe did not run"
+	[ "$(grep -c '^PROBE' "$T/probes")" -eq 6 ] || fail "not every probe answered"
+	[ "$kills" -ge 3 ] || fail "only $kills executors were killed by the filter (SIGSYS)"
+	note "$kills prober executors killed by SIGSYS"
+
+	# A workload verifies under the sandbox, and the sibling saw nothing.
+	XGPU_DOMAIN=dom-probe run_cuda "$B/bin/vectorAdd" -n 100000 -i 2 >"$T/va.out" 2>&1 || {
+		cat "$T/va.out"
+		fail "vectorAdd failed under the sandbox"
+	}
+	grep -q "verified=yes" "$T/va.out" || fail "vectorAdd did not verify under the sandbox"
+	kill -0 "$vpid" || fail "the sibling executor died"
+	[ "$(dom_stat dom-victim executor_pid)" = "$vpid" ] || fail "the sibling's executor changed"
+	wait "$victim" || { cat "$T/victim.out"; fail "the sibling's program failed"; }
+	grep -q "mismatches=0 .*verified=yes error=cudaSuccess" "$T/victim.out" || {
+		cat "$T/victim.out"
+		fail "the sibling's program saw an error"
+	}
+	stop_xgpud
+	# Every executor that was not a prober's ended on its own at the stop:
+	# the filter lets the exit path (a sanitized build's leak check
+	# included) run.
+	! grep -q "did not stop within a second" "$XGPUD_LOG" || fail "an executor hung at its exit under the filter"
+	grep -q "domain dom-victim: executor pid $vpid exited with status 0" "$XGPUD_LOG" ||
+		fail "the sibling executor did not exit cleanly under the filter"
+	rm -f "$XGPU_SOCKET"
+}
+
+# ---- each domain's executor under a uid of its own ------------------------------
+XGPUD_LOG=$T/xgpud-enforce.log
+enforcing
 if [ "$(id -u)" -eq 0 ]; then
-	vuid=$(stat -c %u /proc/"$vpid")
-	[ "$vuid" -ge "$base" ] || fail "the sibling executor runs as uid $vuid, not one of its own"
+	vuid=$(grep -o "domain dom-victim: executor sandbox enforce: uid and gid [0-9]*" "$XGPUD_LOG" | grep -o "[0-9]*$")
+	[ "${vuid:-0}" -ge "$base" ] || fail "the sibling executor ran as uid ${vuid:-?}, not one of its own"
+
+	# ---- as root, without capabilities: Landlock and the filter alone -----------
+	# (root owns /etc/shadow, and the sibling has the same uid.)
+	if grep -q "Landlock ABI" "$XGPUD_LOG"; then
+		XGPUD_LOG=$T/xgpud-uid0.log
+		enforcing --executor-uid-base 0
+	else
+		note "no Landlock in this kernel: the filter-alone round is skipped"
+	fi
 fi
-
-# The probe works where it is allowed: its own plugin opens.
-out=$(probe open "$B/tests/simkernels/sandbox_probe.so")
-note "allowed file: $out"
-grep -q "outcome=allowed" <<<"$out" || fail "the prober could not open its own plugin: $out"
-
-run_probes
-kills_before=$(grep -c "was killed by signal 31" "$XGPUD_LOG" || true)
-! grep -q "outcome=allowed" "$T/probes" || fail "a forbidden thing worked under the sandbox"
-! grep -q "outcome=untried\|outcome=noline" "$T/probes" || fail "a probe did not run"
-[ "$(grep -c '^PROBE' "$T/probes")" -eq 6 ] || fail "not every probe answered"
-[ "$kills_before" -ge 1 ] || fail "no executor was killed by the filter (SIGSYS)"
-note "$kills_before prober executors killed by SIGSYS"
-
-# A workload verifies under the sandbox, and the sibling saw nothing.
-XGPU_DOMAIN=dom-probe run_cuda "$B/bin/vectorAdd" -n 100000 -i 2 >"$T/va.out" 2>&1 || {
-	cat "$T/va.out"
-	fail "vectorAdd failed under the sandbox"
-}
-grep -q "verified=yes" "$T/va.out" || fail "vectorAdd did not verify under the sandbox"
-kill -0 "$vpid" || fail "the sibling executor died"
-[ "$(dom_stat dom-victim executor_pid)" = "$vpid" ] || fail "the sibling's executor changed"
-wait "$victim" || { cat "$T/victim.out"; fail "the sibling's program failed"; }
-grep -q "mismatches=0 .*verified=yes error=cudaSuccess" "$T/victim.out" || {
-	cat "$T/victim.out"
-	fail "the sibling's program saw an error"
-}
-stop_xgpud
-cp "$XGPUD_LOG" "$T/xgpud-enforce.log"
-# Every executor that was not a prober's ended on its own at the stop: the
-# filter lets the exit path (a sanitized build's leak check included) run.
-! grep -q "did not stop within a second" "$XGPUD_LOG" || fail "an executor hung at its exit under the filter"
-grep -q "domain dom-victim: executor pid $vpid exited with status 0" "$XGPUD_LOG" ||
-	fail "the sibling executor did not exit cleanly under the filter"
+XGPUD_LOG=$T/xgpud.log
 
 # ---- off: the same probes get through, so the test above can fail ------------
-rm -f "$XGPU_SOCKET"
 start_xgpud --executor-sandbox off
 start_victim 20
 grep -q "executor's sandbox is off" "$XGPUD_LOG" || fail "an unsandboxed executor does not say so"
