@@ -4,9 +4,9 @@
  * its listening socket on fd 4, execlink.h).
  *
  * Start-up, in order: xgpud's START (the domain, the shared pages), the
- * driver library (NVIDIA's libcuda.so.1 or xgpu's simulated one), the
- * sandbox (sandbox.h: while the process has one thread), the driver's
- * cuInit and the GPU, then READY; the poller serves the domain until xgpud stops
+ * driver (NVIDIA's libcuda.so.1 or xgpu's simulated one, which loads its
+ * plugins in cuInit) and the GPU, then the sandbox (sandbox.h), then READY;
+ * the poller serves the domain until xgpud stops
  * the executor or a fault ends its context. Exit status: 0 when stopped, 1
  * when it could not start, 3 after a fault (the domain's context failed; on
  * NVIDIA's driver the process can use the GPU no more).
@@ -112,19 +112,14 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-/* The driver's library is loaded before the sandbox, its cuInit after: the
- * threads it starts inherit the confinement. */
+/* The driver is loaded and initialised (its files read, the simulated
+ * one's plugins loaded) before the sandbox, which the simulated driver's
+ * worker thread, where the guest's kernels run, inherits: it starts with the
+ * first context. */
 static int open_driver(struct xgpu_executor *x, const struct opts *o, char *err, size_t errlen)
 {
 	const char *path = o->driver;
 	if (xgpu_driver_load(&x->drv, path, err, errlen) < 0)
-		return -1;
-	struct xgpu_sandbox sb = {.mode = (enum xgpu_sandbox_mode)o->sandbox,
-				  .uid = o->uid,
-				  .nvidia = !strcmp(o->driver_kind, "cuda"),
-				  .driver_path = x->drv.path,
-				  .domain = x->dom.name};
-	if (xgpu_sandbox_apply(&sb, err, errlen) < 0)
 		return -1;
 	CUresult r = x->drv.cuInit(0);
 	if (r != CUDA_SUCCESS) {
@@ -137,7 +132,12 @@ static int open_driver(struct xgpu_executor *x, const struct opts *o, char *err,
 		snprintf(err, errlen, "%s has no GPU %d", path, index);
 		return -1;
 	}
-	return 0;
+	struct xgpu_sandbox sb = {.mode = (enum xgpu_sandbox_mode)o->sandbox,
+				  .uid = o->uid,
+				  .nvidia = !strcmp(o->driver_kind, "cuda"),
+				  .driver_path = x->drv.path,
+				  .domain = x->dom.name};
+	return xgpu_sandbox_apply(&sb, err, errlen);
 }
 
 static int setup_domain(struct xgpu_domain *dom, char *err, size_t errlen)

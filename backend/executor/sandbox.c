@@ -132,15 +132,23 @@ struct ll_attr {
 	uint64_t scoped;             /* ABI 6 */
 };
 
+#define LL_MAX_RULES 64
+
 struct ll {
 	int fd;
 	uint64_t handled;
 	int nrules;
-	char what[512]; /* the paths allowed, for the log */
+	char *paths[LL_MAX_RULES]; /* allowed so far (each once) */
+	char what[512];            /* the paths allowed, for the log */
 };
 
 static void ll_allow(struct ll *l, const char *path, uint64_t access)
 {
+	for (int i = 0; i < l->nrules; i++)
+		if (!strcmp(l->paths[i], path))
+			return;
+	if (l->nrules == LL_MAX_RULES)
+		return;
 	int fd = open(path, O_PATH | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
@@ -151,7 +159,8 @@ static void ll_allow(struct ll *l, const char *path, uint64_t access)
 	if (!S_ISDIR(st.st_mode))
 		access &= LL_FILE_RIGHTS;
 	struct landlock_path_beneath_attr pb = {.allowed_access = access & l->handled, .parent_fd = fd};
-	if (syscall(SYS_landlock_add_rule, l->fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) == 0) {
+	if (syscall(SYS_landlock_add_rule, l->fd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) == 0 &&
+	    (l->paths[l->nrules] = strdup(path))) {
 		l->nrules++;
 		size_t n = strlen(l->what);
 		if (n + strlen(path) + 3 < sizeof l->what)
@@ -282,12 +291,14 @@ static int apply_landlock(const struct xgpu_sandbox *sb, char *what, size_t what
 		snprintf(self, sizeof self, "/proc/%d/task", (int)getpid());
 		ll_allow(&l, self, LL_READ);
 	}
-	if (syscall(SYS_landlock_restrict_self, l.fd, 0) < 0) {
+	int r = (int)syscall(SYS_landlock_restrict_self, l.fd, 0);
+	if (r < 0)
 		snprintf(err, errlen, "cannot enter the Landlock domain: %s", strerror(errno));
-		close(l.fd);
-		return -1;
-	}
 	close(l.fd);
+	for (int i = 0; i < l.nrules; i++)
+		free(l.paths[i]);
+	if (r < 0)
+		return -1;
 	snprintf(what, whatlen, "Landlock ABI %d: reads only %s", abi, l.what);
 	return abi;
 }
@@ -528,6 +539,20 @@ static int apply_seccomp(bool enforce, char *what, size_t whatlen, char *err, si
 
 /* ---- all of it ------------------------------------------------------------- */
 
+/* Threads in this process now (1 when unknown). */
+static int count_threads(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[128];
+	int n = 1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "Threads: %d", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
 int xgpu_sandbox_apply(const struct xgpu_sandbox *sb, char *err, size_t errlen)
 {
 	enum xgpu_sandbox_mode mode = sb->mode;
@@ -563,9 +588,15 @@ int xgpu_sandbox_apply(const struct xgpu_sandbox *sb, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot set no_new_privs: %s", strerror(errno));
 		return -1;
 	}
+	int threads = count_threads(); /* before Landlock hides /proc/self */
 	char files[700] = "no Landlock in log mode (the files NVIDIA's driver opens are not yet confirmed)";
 	if (mode == XGPU_SANDBOX_ENFORCE && apply_landlock(sb, files, sizeof files, err, errlen) < 0)
 		return -1;
+	if (mode == XGPU_SANDBOX_ENFORCE && threads > 1)
+		xlog_warn("domain %s: %d threads the driver started in cuInit run outside Landlock (it binds "
+			  "this thread and later ones only); the uid, capabilities and system call filter "
+			  "cover them",
+			  dom, threads - 1);
 	char calls[256];
 	if (apply_seccomp(mode == XGPU_SANDBOX_ENFORCE, calls, sizeof calls, err, errlen) < 0)
 		return -1;

@@ -5,12 +5,13 @@
  * of the system calls a CUDA driver process needs (docs/design.md,
  * "The executor's sandbox", lists them and says why).
  *
- * Applied once the executor has xgpud's descriptors and has loaded its
- * driver library, and before the driver's cuInit: the process has one
- * thread then, so that every thread the driver starts (and the guest's
- * kernels, which the simulated driver runs on its worker thread) inherits
- * the confinement, Landlock's included (it binds the calling thread and its
- * future children only).
+ * Applied once the executor has xgpud's descriptors and its driver is
+ * initialised (cuInit: the driver's files read, the simulated driver's
+ * plugins loaded), before any context. The uid, the capabilities and the
+ * seccomp filter cover every thread; Landlock binds only the calling thread
+ * and threads started later, which is why the simulated driver starts its
+ * worker (where the guest's kernels run) with the first context. Threads a
+ * driver started in cuInit are named in the log.
  */
 #ifndef XGPU_EXECUTOR_SANDBOX_H
 #define XGPU_EXECUTOR_SANDBOX_H

@@ -394,6 +394,9 @@ static void run_turn(struct sim_device *dev, struct CUctx_st *ctx)
 static void *worker_main(void *arg)
 {
 	struct sim_device *dev = arg;
+	char name[16];
+	snprintf(name, sizeof name, "xgpu-simgpu%d", dev->ordinal);
+	prctl(PR_SET_NAME, name, 0, 0, 0);
 	/* The default 50 us timer slack would stretch every short modeled
 	 * operation (a small copy models as ~1.5 us) into a 50 us one. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -412,7 +415,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int sim_worker_start(struct sim_device *dev)
+int sim_worker_init(struct sim_device *dev)
 {
 	sim_list_init(&dev->runq);
 	pthread_mutex_init(&dev->lock, NULL);
@@ -423,35 +426,44 @@ int sim_worker_start(struct sim_device *dev)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* modeled ends are on it */
 	pthread_cond_init(&dev->wake_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&dev->thread, NULL, worker_main, dev) != 0) {
-		pthread_cond_destroy(&dev->wake_cv);
-		pthread_cond_destroy(&dev->work_cv);
-		pthread_cond_destroy(&dev->done_cv);
-		pthread_mutex_destroy(&dev->lock);
-		return -1;
-	}
-	char name[16];
-	snprintf(name, sizeof name, "xgpu-simgpu%d", dev->ordinal);
-	pthread_setname_np(dev->thread, name);
-	dev->started = true;
+	dev->inited = true;
 	return 0;
+}
+
+/* Started with the device's first context, not by cuInit: a process that
+ * confines itself between cuInit and its first context (the executor's
+ * sandbox) has its worker, which runs kernels, confined as well. */
+int sim_worker_ensure(struct sim_device *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	int r = 0;
+	if (!dev->started && !dev->stop) {
+		if (pthread_create(&dev->thread, NULL, worker_main, dev) != 0)
+			r = -1;
+		else
+			dev->started = true;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return r;
 }
 
 void sim_worker_stop(struct sim_device *dev)
 {
-	if (!dev->started)
+	if (!dev->inited)
 		return;
 	pthread_mutex_lock(&dev->lock);
 	dev->stop = true;
+	bool started = dev->started;
 	pthread_cond_signal(&dev->work_cv);
 	pthread_cond_broadcast(&dev->wake_cv);
 	pthread_mutex_unlock(&dev->lock);
-	pthread_join(dev->thread, NULL);
+	if (started)
+		pthread_join(dev->thread, NULL);
 	pthread_cond_destroy(&dev->work_cv);
 	pthread_cond_destroy(&dev->done_cv);
 	pthread_cond_destroy(&dev->wake_cv);
 	pthread_mutex_destroy(&dev->lock);
-	dev->started = false;
+	dev->started = dev->inited = false;
 }
 
 /* ---- streams ----------------------------------------------------------------------- */

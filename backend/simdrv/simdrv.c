@@ -329,7 +329,7 @@ CUresult cuInit(unsigned int Flags)
 	sim_list_init(&sim.ctxs);
 	r = sim_config_devices(&sim.devs, &sim.ndev, &sim.speed, &sim.watchdog_ns, &sim.slice_ns);
 	for (int i = 0; r == CUDA_SUCCESS && i < sim.ndev; i++)
-		if (sim_worker_start(&sim.devs[i]) < 0)
+		if (sim_worker_init(&sim.devs[i]) < 0)
 			r = CUDA_ERROR_OPERATING_SYSTEM;
 	if (r) {
 		for (int i = 0; sim.devs && i < sim.ndev; i++)
@@ -611,6 +611,8 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsign
 	/* After a fault the process can make no context (NVIDIA's driver). */
 	if ((r = (CUresult)atomic_load(&sim.poisoned)))
 		return r;
+	if (sim_worker_ensure(d) < 0)
+		return CUDA_ERROR_OPERATING_SYSTEM;
 	/* Scheduling mode: AUTO, SPIN, YIELD or BLOCKING_SYNC (all block here). */
 	unsigned sched = flags & CU_CTX_SCHED_MASK;
 	if ((flags & ~(unsigned)CU_CTX_FLAGS_MASK) ||

@@ -152,7 +152,8 @@ struct sim_device {
 	 * above may be too: contexts' work interleaves). */
 	uint64_t done_seq;
 	bool stop;
-	bool started;
+	bool inited;  /* sim_worker_init ran */
+	bool started; /* the worker thread runs (from the first context on) */
 	pthread_t thread;
 };
 
@@ -364,7 +365,11 @@ void sim_wait_ctx_seq(struct CUctx_st *ctx, uint64_t seq) SIM_HIDDEN;
 /* Waits until every operation of dev at or below seq, of any context, is
  * complete. */
 void sim_wait_dev_seq(struct sim_device *dev, uint64_t seq) SIM_HIDDEN;
-int sim_worker_start(struct sim_device *dev) SIM_HIDDEN;
+/* The device's locks and queues (cuInit); its worker thread, started at
+ * its first context (sim_worker_ensure: 0, or -1 if it cannot start); both
+ * undone by sim_worker_stop. */
+int sim_worker_init(struct sim_device *dev) SIM_HIDDEN;
+int sim_worker_ensure(struct sim_device *dev) SIM_HIDDEN;
 void sim_worker_stop(struct sim_device *dev) SIM_HIDDEN;
 /* Modeled nanoseconds, after XGPU_SIM_SPEED. */
 uint64_t sim_scale(uint64_t ns) SIM_HIDDEN;
