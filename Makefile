@@ -81,7 +81,9 @@ BACKEND_SRC := $(filter-out backend/xgpud/xgpud.c,$(wildcard backend/xgpud/*.c))
 	$(wildcard backend/transport/*.c backend/schedsrc/*.c) $(wildcard policies/*.c) \
 	xen-sched-patch/reader.c
 # xgpu-executor, a domain's accelerator VCPU in a process of its own.
-EXECUTOR_SRC := $(filter-out backend/executor/main.c,$(wildcard backend/executor/*.c)) policies/taskq.c
+# sandbox.c (seccomp, Landlock) goes into the executor program only.
+EXECUTOR_SRC := $(filter-out backend/executor/main.c backend/executor/sandbox.c,$(wildcard backend/executor/*.c)) \
+	policies/taskq.c
 SIMDRV_SRC := $(wildcard backend/simdrv/*.c)
 XLGPU_SRC := $(wildcard tools/xl-gpu/*.c)
 # xgpu-xenstub: the in-memory Xen; its archive serves tests in-process.
@@ -388,10 +390,10 @@ $(XGPUD): $(call obj,backend/xgpud/xgpud.c) $(BACKEND_A) $(COMMON_A)
 	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_DAEMON)
 
 # LIBS_COMMON for the fatbin parser's decompressors and dlopen.
-$(EXECUTOR): $(call obj,backend/executor/main.c) $(EXECUTOR_A) $(COMMON_A)
+$(EXECUTOR): $(call obj,backend/executor/main.c backend/executor/sandbox.c) $(EXECUTOR_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+	$(Q)$(CC) $^ -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON) -lseccomp
 
 # xl-gpu checks policy names against the backend's registry (Xen mode).
 $(XLGPU): $(call obj,$(XLGPU_SRC)) $(BACKEND_A) $(COMMON_A)

@@ -8,6 +8,8 @@
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev liblz4-dev jq procps)
+# The executor's sandbox (backend/executor/sandbox.c) filters system calls with libseccomp.
+PACKAGES+=(libseccomp-dev)
 # The real-Xen test (tools/xen-testbed, tests/e2e/xen_real.sh) boots Xen under QEMU;
 # the guest packages themselves are downloaded into a cache, never installed.
 PACKAGES+=(qemu-system-x86 cpio)

@@ -4,8 +4,9 @@
  * its listening socket on fd 4, execlink.h).
  *
  * Start-up, in order: xgpud's START (the domain, the shared pages), the
- * driver (NVIDIA's libcuda.so.1 or xgpu's simulated one) and the GPU, then
- * the sandbox, then READY; the poller serves the domain until xgpud stops
+ * driver (NVIDIA's libcuda.so.1 or xgpu's simulated one, which loads its
+ * plugins in cuInit) and the GPU, then the sandbox (sandbox.h), then READY;
+ * the poller serves the domain until xgpud stops
  * the executor or a fault ends its context. Exit status: 0 when stopped, 1
  * when it could not start, 3 after a fault (the domain's context failed; on
  * NVIDIA's driver the process can use the GPU no more).
@@ -13,6 +14,7 @@
 #include "link.h"
 #include "log.h"
 #include "poller.h"
+#include "sandbox.h"
 #include "util.h"
 
 #include <errno.h>
@@ -32,6 +34,7 @@ struct opts {
 	const char *driver_kind;
 	int log_level;
 	long uid; /* -1: keep xgpud's */
+	int sandbox; /* enum xgpu_sandbox_mode */
 };
 
 static void usage(FILE *f)
@@ -45,6 +48,7 @@ static void usage(FILE *f)
 		   "  --driver-kind KIND     cuda (NVIDIA's) or sim (xgpu's simulated driver)\n"
 		   "  --log-level LEVEL      error, warn, info or debug (default info)\n"
 		   "  --uid UID              run as UID (and gid UID) once the driver is loaded\n"
+		   "  --sandbox MODE         enforce, log or off (default: enforce on sim, log on cuda)\n"
 		   "  --help, --version\n",
 		   XGPU_EXEC_FD_LINK, XGPU_EXEC_FD_LISTEN);
 }
@@ -55,7 +59,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	    {"domain", required_argument, 0, 'd'},    {"driver", required_argument, 0, 'p'},
 	    {"driver-kind", required_argument, 0, 'k'}, {"log-level", required_argument, 0, 'l'},
 	    {"uid", required_argument, 0, 'u'},      {"help", no_argument, 0, 'h'},
-	    {"version", no_argument, 0, 'V'},
+	    {"version", no_argument, 0, 'V'},        {"sandbox", required_argument, 0, 's'},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -83,6 +87,12 @@ static int parse(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			break;
+		case 's':
+			if ((o->sandbox = xgpu_sandbox_parse(optarg)) < 0) {
+				fprintf(stderr, "xgpu-executor: --sandbox %s: need enforce, log or off\n", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -102,8 +112,13 @@ static int parse(int argc, char **argv, struct opts *o)
 	return 0;
 }
 
-static int open_driver(struct xgpu_executor *x, const char *path, char *err, size_t errlen)
+/* The driver is loaded and initialised (its files read, the simulated
+ * one's plugins loaded) before the sandbox, which the simulated driver's
+ * worker thread, where the guest's kernels run, inherits: it starts with the
+ * first context. */
+static int open_driver(struct xgpu_executor *x, const struct opts *o, char *err, size_t errlen)
 {
+	const char *path = o->driver;
 	if (xgpu_driver_load(&x->drv, path, err, errlen) < 0)
 		return -1;
 	CUresult r = x->drv.cuInit(0);
@@ -117,7 +132,12 @@ static int open_driver(struct xgpu_executor *x, const char *path, char *err, siz
 		snprintf(err, errlen, "%s has no GPU %d", path, index);
 		return -1;
 	}
-	return 0;
+	struct xgpu_sandbox sb = {.mode = (enum xgpu_sandbox_mode)o->sandbox,
+				  .uid = o->uid,
+				  .nvidia = !strcmp(o->driver_kind, "cuda"),
+				  .driver_path = x->drv.path,
+				  .domain = x->dom.name};
+	return xgpu_sandbox_apply(&sb, err, errlen);
 }
 
 static int setup_domain(struct xgpu_domain *dom, char *err, size_t errlen)
@@ -146,7 +166,7 @@ int main(int argc, char **argv)
 	static struct xgpu_executor x;
 	char err[512];
 	if (xgpu_link_start(&x, err, sizeof err) < 0 || setup_domain(&x.dom, err, sizeof err) < 0 ||
-	    open_driver(&x, o.driver, err, sizeof err) < 0) {
+	    open_driver(&x, &o, err, sizeof err) < 0) {
 		xlog_err("domain %s: the executor cannot start: %s", x.dom.name[0] ? x.dom.name : "?", err);
 		return 1;
 	}

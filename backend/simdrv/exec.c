@@ -29,8 +29,11 @@
  *   time and then fails its context with CUDA_ERROR_LAUNCH_TIMEOUT, as a
  *   GPU's display watchdog kills a kernel that runs too long;
  * - the sleep is a timed wait that ends early when the operation's context
- *   fails or is being destroyed, or the driver stops; a dying context's
- *   remaining work still runs (in order), with no modeled time.
+ *   fails (a fault in any context of the process fails them all, as on
+ *   NVIDIA's driver) or the driver stops. A context being destroyed does not
+ *   end it: cuCtxDestroy waits for the operation running, as NVIDIA's does
+ *   for a running kernel (an endless one: forever), and the work queued
+ *   behind it then runs (in order) with no modeled time.
  * Waiters block on a condition variable.
  */
 #include "simdrv_int.h"
@@ -65,7 +68,7 @@ void sim_dev_kick(struct sim_device *dev)
  * checked before sees it when woken. */
 static bool op_cut_short(const struct sim_device *dev, const struct sim_op *op)
 {
-	return dev->stop || atomic_load(&op->ctx->sticky) || atomic_load(&op->ctx->dying);
+	return dev->stop || atomic_load(&op->ctx->sticky);
 }
 
 static uint64_t bytes_ns(size_t bytes, uint64_t bytes_per_s)
@@ -340,6 +343,9 @@ static void run_turn(struct sim_device *dev, struct CUctx_st *ctx)
 			pthread_mutex_unlock(&dev->lock);
 			op->start_ns = xgpu_now_ns();
 			uint64_t t = op_work(dev, op);
+			/* Started after its context began to go: no modeled time. */
+			if (atomic_load(&ctx->dying))
+				t = 0;
 			op->too_long = sim.watchdog_ns && t > sim.watchdog_ns;
 			op->remaining_ns = op->too_long ? sim.watchdog_ns : t;
 			pthread_mutex_lock(&dev->lock);
@@ -388,6 +394,9 @@ static void run_turn(struct sim_device *dev, struct CUctx_st *ctx)
 static void *worker_main(void *arg)
 {
 	struct sim_device *dev = arg;
+	char name[16];
+	snprintf(name, sizeof name, "xgpu-simgpu%d", dev->ordinal);
+	prctl(PR_SET_NAME, name, 0, 0, 0);
 	/* The default 50 us timer slack would stretch every short modeled
 	 * operation (a small copy models as ~1.5 us) into a 50 us one. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -406,7 +415,7 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-int sim_worker_start(struct sim_device *dev)
+int sim_worker_init(struct sim_device *dev)
 {
 	sim_list_init(&dev->runq);
 	pthread_mutex_init(&dev->lock, NULL);
@@ -417,35 +426,44 @@ int sim_worker_start(struct sim_device *dev)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* modeled ends are on it */
 	pthread_cond_init(&dev->wake_cv, &ca);
 	pthread_condattr_destroy(&ca);
-	if (pthread_create(&dev->thread, NULL, worker_main, dev) != 0) {
-		pthread_cond_destroy(&dev->wake_cv);
-		pthread_cond_destroy(&dev->work_cv);
-		pthread_cond_destroy(&dev->done_cv);
-		pthread_mutex_destroy(&dev->lock);
-		return -1;
-	}
-	char name[16];
-	snprintf(name, sizeof name, "xgpu-simgpu%d", dev->ordinal);
-	pthread_setname_np(dev->thread, name);
-	dev->started = true;
+	dev->inited = true;
 	return 0;
+}
+
+/* Started with the device's first context, not by cuInit: a process that
+ * confines itself between cuInit and its first context (the executor's
+ * sandbox) has its worker, which runs kernels, confined as well. */
+int sim_worker_ensure(struct sim_device *dev)
+{
+	pthread_mutex_lock(&dev->lock);
+	int r = 0;
+	if (!dev->started && !dev->stop) {
+		if (pthread_create(&dev->thread, NULL, worker_main, dev) != 0)
+			r = -1;
+		else
+			dev->started = true;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return r;
 }
 
 void sim_worker_stop(struct sim_device *dev)
 {
-	if (!dev->started)
+	if (!dev->inited)
 		return;
 	pthread_mutex_lock(&dev->lock);
 	dev->stop = true;
+	bool started = dev->started;
 	pthread_cond_signal(&dev->work_cv);
 	pthread_cond_broadcast(&dev->wake_cv);
 	pthread_mutex_unlock(&dev->lock);
-	pthread_join(dev->thread, NULL);
+	if (started)
+		pthread_join(dev->thread, NULL);
 	pthread_cond_destroy(&dev->work_cv);
 	pthread_cond_destroy(&dev->done_cv);
 	pthread_cond_destroy(&dev->wake_cv);
 	pthread_mutex_destroy(&dev->lock);
-	dev->started = false;
+	dev->started = dev->inited = false;
 }
 
 /* ---- streams ----------------------------------------------------------------------- */

@@ -329,7 +329,7 @@ CUresult cuInit(unsigned int Flags)
 	sim_list_init(&sim.ctxs);
 	r = sim_config_devices(&sim.devs, &sim.ndev, &sim.speed, &sim.watchdog_ns, &sim.slice_ns);
 	for (int i = 0; r == CUDA_SUCCESS && i < sim.ndev; i++)
-		if (sim_worker_start(&sim.devs[i]) < 0)
+		if (sim_worker_init(&sim.devs[i]) < 0)
 			r = CUDA_ERROR_OPERATING_SYSTEM;
 	if (r) {
 		for (int i = 0; sim.devs && i < sim.ndev; i++)
@@ -510,6 +510,8 @@ CUresult sim_ctx_enter(struct CUctx_st **out, bool allow_sticky)
 		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	}
 	int sticky = atomic_load(&c->sticky);
+	if (!sticky)
+		sticky = atomic_load(&sim.poisoned); /* its notice may be under way */
 	if (sticky && !allow_sticky) {
 		sim_ctx_put(c);
 		return (CUresult)sticky;
@@ -529,15 +531,44 @@ uint64_t sim_ctx_fence(struct CUctx_st *ctx)
 bool sim_ctx_mark_failed(struct CUctx_st *ctx, CUresult r)
 {
 	int expected = 0;
+	if (r != CUDA_ERROR_DEINITIALIZED) {
+		int none = 0;
+		atomic_compare_exchange_strong(&sim.poisoned, &none, (int)r);
+	}
 	return atomic_compare_exchange_strong(&ctx->sticky, &expected, (int)r);
+}
+
+/* Fails every live context with the process's fault (sim.poisoned), as
+ * NVIDIA's driver does: an illegal address or a trap in one context is
+ * every context's of the process (measured on an H100,
+ * docs/results/gpu-validation-2026-11-26-h100). Their running operations
+ * stop occupying their devices. */
+static void poison_all(CUresult r)
+{
+	int failed = 0;
+	pthread_mutex_lock(&sim.lock);
+	for (struct sim_link *l = sim.ctxs.next; l != &sim.ctxs; l = l->next) {
+		int none = 0;
+		failed += atomic_compare_exchange_strong(&sim_container_of(l, struct CUctx_st, glink)->sticky,
+							 &none, (int)r);
+	}
+	pthread_mutex_unlock(&sim.lock);
+	if (failed)
+		sim_log("the fault (error %d) fails %d other context%s of this process too, as on NVIDIA's "
+			"driver",
+			(int)r, failed, failed == 1 ? "" : "s");
+	for (int i = 0; i < sim.ndev; i++)
+		sim_dev_kick(&sim.devs[i]);
 }
 
 void sim_ctx_failed_notify(struct CUctx_st *ctx, CUresult r)
 {
 	sim_log("context %llu on device %d failed: error %d; it returns this error from now on",
 		(unsigned long long)ctx->obj.id, ctx->dev->ordinal, (int)r);
-	/* Its running operation, if any, stops occupying the device. */
-	sim_dev_kick(ctx->dev);
+	if (r != CUDA_ERROR_DEINITIALIZED)
+		poison_all(r);
+	else
+		sim_dev_kick(ctx->dev); /* its running operation stops occupying the device */
 }
 
 void sim_ctx_fail(struct CUctx_st *ctx, CUresult r)
@@ -577,6 +608,11 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsign
 		return CUDA_ERROR_INVALID_VALUE;
 	if (r)
 		return r;
+	/* After a fault the process can make no context (NVIDIA's driver). */
+	if ((r = (CUresult)atomic_load(&sim.poisoned)))
+		return r;
+	if (sim_worker_ensure(d) < 0)
+		return CUDA_ERROR_OPERATING_SYSTEM;
 	/* Scheduling mode: AUTO, SPIN, YIELD or BLOCKING_SYNC (all block here). */
 	unsigned sched = flags & CU_CTX_SCHED_MASK;
 	if ((flags & ~(unsigned)CU_CTX_FLAGS_MASK) ||
@@ -619,7 +655,15 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsign
 		ctx_release(&c->obj);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	/* Listed under sim.lock, where poison_all looks: either it sees this
+	 * context or this sees the poison. */
 	pthread_mutex_lock(&sim.lock);
+	if ((r = (CUresult)atomic_load(&sim.poisoned))) {
+		pthread_mutex_unlock(&sim.lock);
+		if (sim_obj_unregister(&c->obj))
+			sim_ctx_put(c);
+		return r;
+	}
 	sim_list_add(&sim.ctxs, &c->glink);
 	pthread_mutex_unlock(&sim.lock);
 	tls_ctx = c;
@@ -641,11 +685,12 @@ static void destroy_ctx(struct CUctx_st *c)
 	if (c->glink.next != &c->glink)
 		sim_list_del(&c->glink);
 	pthread_mutex_unlock(&sim.lock);
-	/* Its work still runs, in order, but no longer occupies the device for
-	 * modeled time (the one running now included): other contexts on the
-	 * device go on at once, not after the rest of this one's work. */
+	/* Its work still runs, in order. The operation running now runs out
+	 * its modeled time, as NVIDIA's cuCtxDestroy waits for a running
+	 * kernel (an endless one: forever; the context failing or the driver
+	 * stopping ends it); those queued behind it take none, so other
+	 * contexts on the device go on after it, not after the rest. */
 	atomic_store(&c->dying, true);
-	sim_dev_kick(c->dev);
 	sim_wait_ctx_seq(c, sim_ctx_fence(c));
 	sim_module_release_ctx(c);
 	sim_exec_release_ctx(c);

@@ -152,7 +152,8 @@ struct sim_device {
 	 * above may be too: contexts' work interleaves). */
 	uint64_t done_seq;
 	bool stop;
-	bool started;
+	bool inited;  /* sim_worker_init ran */
+	bool started; /* the worker thread runs (from the first context on) */
 	pthread_t thread;
 };
 
@@ -164,7 +165,12 @@ struct sim_global {
 	uint64_t watchdog_ns; /* longest an operation occupies a device; 0: none */
 	uint64_t slice_ns;    /* a context's turn on a busy device; 0: whole operations */
 	pthread_mutex_t lock;
-	struct sim_link ctxs; /* live contexts, for shutdown */
+	struct sim_link ctxs; /* live contexts, for shutdown and poisoning */
+	/* The CUresult of the first kernel fault (a launch-failure-class error)
+	 * of any context, 0 while none: as on NVIDIA's driver, a fault is the
+	 * whole process's. Every context then fails with it, and so does every
+	 * context creation, for the rest of the process's life. */
+	atomic_int poisoned;
 };
 extern struct sim_global sim SIM_HIDDEN;
 
@@ -203,7 +209,7 @@ struct CUctx_st {
 	unsigned flags;
 	int sm_count;      /* SMs this context's kernels run on (execution affinity) */
 	atomic_int sticky; /* CUresult of a failed kernel; 0 while healthy */
-	atomic_bool dying; /* being destroyed: its work takes no modeled time */
+	atomic_bool dying; /* being destroyed: work it starts from now takes no modeled time */
 
 	pthread_mutex_t lock; /* everything below, except the seq fields */
 	bool destroyed;
@@ -223,7 +229,7 @@ struct CUctx_st {
 
 /* The calling thread's current context, with a reference. Errors:
  * NOT_INITIALIZED, INVALID_CONTEXT (none current), CONTEXT_IS_DESTROYED, and
- * unless allow_sticky the context's sticky error. */
+ * unless allow_sticky the context's sticky error (or the process's). */
 CUresult sim_ctx_enter(struct CUctx_st **out, bool allow_sticky) SIM_HIDDEN;
 static inline void sim_ctx_put(struct CUctx_st *ctx)
 {
@@ -231,14 +237,16 @@ static inline void sim_ctx_put(struct CUctx_st *ctx)
 }
 /* The sequence number every operation ctx queued so far is below or at. */
 uint64_t sim_ctx_fence(struct CUctx_st *ctx) SIM_HIDDEN;
-/* Marks ctx failed with r unless it already failed. */
+/* Marks ctx failed with r unless it already failed; r, a kernel's fault,
+ * poisons the process (sim.poisoned): the notice fails every other context
+ * with it too. */
 void sim_ctx_fail(struct CUctx_st *ctx, CUresult r) SIM_HIDDEN;
 /* sim_ctx_fail in two steps, for a caller holding dev->lock: the mark
  * (true if this made it fail), then, without the lock, the notice. */
 bool sim_ctx_mark_failed(struct CUctx_st *ctx, CUresult r) SIM_HIDDEN;
 void sim_ctx_failed_notify(struct CUctx_st *ctx, CUresult r) SIM_HIDDEN;
 /* Wakes dev's worker from a modeled sleep so that it sees a change to the
- * sleeping operation's context (failed, dying) or to dev->stop. */
+ * sleeping operation's context (failed) or to dev->stop. */
 void sim_dev_kick(struct sim_device *dev) SIM_HIDDEN;
 
 /* ---- memory (memory.c) ----------------------------------------------------- */
@@ -357,7 +365,11 @@ void sim_wait_ctx_seq(struct CUctx_st *ctx, uint64_t seq) SIM_HIDDEN;
 /* Waits until every operation of dev at or below seq, of any context, is
  * complete. */
 void sim_wait_dev_seq(struct sim_device *dev, uint64_t seq) SIM_HIDDEN;
-int sim_worker_start(struct sim_device *dev) SIM_HIDDEN;
+/* The device's locks and queues (cuInit); its worker thread, started at
+ * its first context (sim_worker_ensure: 0, or -1 if it cannot start); both
+ * undone by sim_worker_stop. */
+int sim_worker_init(struct sim_device *dev) SIM_HIDDEN;
+int sim_worker_ensure(struct sim_device *dev) SIM_HIDDEN;
 void sim_worker_stop(struct sim_device *dev) SIM_HIDDEN;
 /* Modeled nanoseconds, after XGPU_SIM_SPEED. */
 uint64_t sim_scale(uint64_t ns) SIM_HIDDEN;

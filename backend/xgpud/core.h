@@ -63,6 +63,7 @@ struct xgpud_opts {
 	unsigned kernel_timeout_s; /* per domain: longest one device operation may run; 0 = none */
 	unsigned executor_linger_ms; /* an idle executor's life before xgpud stops it */
 	uint32_t executor_uid_base;  /* executors run as base + domain slot; 0: as xgpud */
+	const char *executor_sandbox; /* "enforce", "log", "off"; NULL: the executor's default */
 };
 
 /* ---- GPUs ------------------------------------------------------------- */

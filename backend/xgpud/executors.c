@@ -574,6 +574,10 @@ static void spawn_args(struct xgpud *d, struct xgpud_domain *dom, char **argv, c
 		ARG("--uid");
 		ARG("%u", d->o.executor_uid_base + dom->domid);
 	}
+	if (d->o.executor_sandbox) {
+		ARG("--sandbox");
+		ARG("%s", d->o.executor_sandbox);
+	}
 #undef ARG
 	argv[n] = NULL;
 }

@@ -73,6 +73,8 @@ static void usage(FILE *f)
 		"  --executor-uid-base UID when run as root, each domain's executor runs as uid and\n"
 		"                          gid UID + its domid (default 1879048192); 0: as xgpud\n"
 		"  --executor-linger MS    an executor with no processes left ends after MS (default 5000)\n"
+		"  --executor-sandbox MODE enforce, log or off: the executors' system call filter refuses,\n"
+		"                          only logs, or is not applied (default enforce on sim, log on cuda)\n"
 		"  --log-level LEVEL       error, warn, info or debug (default info)\n"
 		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
 		"  --foreground            stay in the foreground\n"
@@ -104,6 +106,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_EXECPATH,
 		O_EXECUID,
 		O_EXECLINGER,
+		O_EXECSANDBOX,
 		O_MAXCH,
 		O_MAXDOM,
 		O_MAXDOMUID,
@@ -131,6 +134,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"executor-path", required_argument, 0, O_EXECPATH},
 	    {"executor-uid-base", required_argument, 0, O_EXECUID},
 	    {"executor-linger", required_argument, 0, O_EXECLINGER},
+	    {"executor-sandbox", required_argument, 0, O_EXECSANDBOX},
 	    {"max-channels", required_argument, 0, O_MAXCH},
 	    {"max-domains", required_argument, 0, O_MAXDOM},
 	    {"max-domains-per-user", required_argument, 0, O_MAXDOMUID},
@@ -211,6 +215,13 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 				return -1;
 			}
 			o->executor_uid_base = (uint32_t)v;
+			break;
+		case O_EXECSANDBOX:
+			if (strcmp(optarg, "enforce") && strcmp(optarg, "log") && strcmp(optarg, "off")) {
+				fprintf(stderr, "xgpud: --executor-sandbox %s: need enforce, log or off\n", optarg);
+				return -1;
+			}
+			o->executor_sandbox = optarg;
 			break;
 		case O_EXECLINGER:
 			if (xgpu_parse_long(optarg, 0, 3600000, &v) < 0) {
