@@ -249,6 +249,13 @@ $(DRVAPI): tests/cuda/drvapi.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
+# tests/cuda/drvapi13.c: CUDA 13's context calls, launch attributes, managed
+# memory attachment and virtual memory management, over the same kernels.
+DRVAPI13 := $(TST)/cuda/drvapi13
+$(DRVAPI13): tests/cuda/drvapi13.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
 
 TEST_TOOLS := $(patsubst tests/tools/%.c,$(TST)/tools/%,$(TEST_TOOLS_SRC))
 BENCH_SRC := $(wildcard tools/bench/*.c)
@@ -577,7 +584,7 @@ deb-test: deb $(BIN)/vectorAdd $(BIN)/static/vectorAdd
 	@tests/pkg/run.sh
 .PHONY: deb deb-test
 
-tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
+tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(DRVAPI13) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

@@ -58,6 +58,16 @@ uint64_t xgpu_memmap_del(struct xgpu_memmap *m, uint64_t base, const struct xgpu
 	return size;
 }
 
+bool xgpu_memmap_del_tagged(struct xgpu_memmap *m, uint64_t base, xgpu_handle_t module)
+{
+	int64_t i = floor_index(m, base);
+	if (i < 0 || m->v[i].base != base || m->v[i].module != module)
+		return false;
+	memmove(&m->v[i], &m->v[i + 1], (m->n - (uint64_t)i - 1) * sizeof *m->v);
+	m->n--;
+	return true;
+}
+
 void xgpu_memmap_drop_module(struct xgpu_memmap *m, xgpu_handle_t module)
 {
 	uint32_t kept = 0;

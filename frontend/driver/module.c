@@ -14,6 +14,7 @@
 #include "cuimage.h"
 #include "devprop.h"
 #include "driver.h"
+#include "launchattr.h"
 #include "fatbin.h"
 #include "managed.h"
 
@@ -852,30 +853,23 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
 					unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 					void **kernelParams) XGPU_ALIAS(cuLaunchCooperativeKernel);
 
-/* cuLaunchKernelEx: the attributes with a meaning here are cooperative,
- * ignore, and priority (a hint the daemon does not use per launch);
- * clusters and the others are not offered. */
+/* cuLaunchKernelEx: the attributes are checked as for cudaLaunchKernelExC
+ * (frontend/channel/launchattr.c, which lists each and what xgpu does). */
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
 	if (!config || (config->numAttrs && !config->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
-	uint32_t flags = 0;
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const CUlaunchAttribute *a = &config->attrs[i];
-		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
-			if (a->value.cooperative)
-				flags |= XGPU_LAUNCH_COOPERATIVE;
-			else
-				flags &= ~XGPU_LAUNCH_COOPERATIVE;
-		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE && a->id != CU_LAUNCH_ATTRIBUTE_PRIORITY) {
-			char what[96];
-			snprintf(what, sizeof what, "cuLaunchKernelEx (launch attribute %d)", (int)a->id);
-			return xgpu_drv_unsupported(what);
-		}
-	}
-	return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-		      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
-		      kernelParams, extra, flags);
+	struct xgpu_launch_attrs la;
+	int e = xgpu_launch_attrs_check(config->attrs, config->numAttrs, "cuLaunchKernelEx", &la);
+	if (e)
+		return xgpu_drv_result(e);
+	CUresult r = launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+			    config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+			    kernelParams, extra, la.flags);
+	for (unsigned i = 0; i < 2 && !r; i++)
+		if (la.after[i])
+			r = cuEventRecord((CUevent)(uintptr_t)la.after[i], config->hStream);
+	return r;
 }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
     XGPU_ALIAS(cuLaunchKernelEx);

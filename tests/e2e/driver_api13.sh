@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# CUDA 13's driver API beyond driver_api's, end to end through a real daemon
+# (sim executor): tests/cuda/drvapi13.c sweeps cuCtxCreate with
+# CUctxCreateParams and every context call of CUDA 13, every launch attribute
+# of cuLaunchKernelEx, cuStreamAttachMemAsync, and virtual memory management
+# (cuMemCreate / cuMemAddressReserve / cuMemMap / cuMemSetAccess in both
+# orders of release and unmap), checking results. What xgpu refuses is
+# refused by name, with its reason, on stderr and in the daemon's log; the
+# process's VMM objects are released with it; cuMemCreate counts against the
+# domain's memory limit.
+. "$(dirname "$0")/lib.bash"
+start_xgpud
+
+data=$B/tests/data
+out=$(run_cuda "$B/tests/cuda/drvapi13" "$data/drvapi_kernels.fatbin" 2>"$T/drvapi13.err") || {
+	echo "$out"
+	cat "$T/drvapi13.err"
+	fail "drvapi13 failed"
+}
+echo "$out"
+check_clean "$T/drvapi13.err" drvapi13
+grep -q "^drvapi13: OK" <<<"$out" || fail "drvapi13 did not verify its results"
+
+# Each refusal names the call and the reason, on stderr and in the log.
+for msg in \
+	"cuCtxCreate with execution affinity (CUctxCreateParams.execAffinityParams)" \
+	"cuCtxCreate in CUDA-in-graphics mode" \
+	"cuCtxGetDevResource (green contexts" \
+	"cuLaunchKernelEx (launch attribute 4: thread block clusters larger than 1x1x1" \
+	"cuLaunchKernelEx (launch attribute 13: device-updatable kernel nodes" \
+	"cuLaunchKernelEx (launch attribute 15: not one CUDA 13.0 defines)" \
+	"virtual memory management of host memory" \
+	"cuMemExportToShareableHandle (the memory lives in the domain's executor process" \
+	"cuMemSetAccess read-only (CU_MEM_ACCESS_FLAGS_PROT_READ)"; do
+	grep -qF "$msg" "$T/drvapi13.err" || {
+		cat "$T/drvapi13.err"
+		fail "stderr does not name: $msg"
+	}
+	grep -qF "called $msg" "$XGPUD_LOG" || fail "the daemon log does not name: $msg"
+done
+# Nothing else was refused.
+if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource" -e "launch attribute" \
+	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" "$T/drvapi13.err" |
+	grep -q "not supported by xgpu"; then
+	cat "$T/drvapi13.err"
+	fail "an unexpected call was refused"
+fi
+
+# The daemon served the VMM calls and released what the program left mapped.
+grep -q "VMM_SET_ACCESS refused: range not made of whole mappings\|cuMemcpyHtoD.*refused\|MEMCPY_HTOD.*refused\|refused: dst" "$XGPUD_LOG" ||
+	note "(no refusal logged for the copy before cuMemSetAccess)"
+grep -q "1 reserved ranges" "$XGPUD_LOG" || fail "the process's reservation was not released with it"
+dom=uid-$(id -u)
+wait_for 10 dom_eq "$dom" channels 0 || fail "channel still open"
+[ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after the program exited"
+stop_xgpud
+
+# cuMemCreate counts against the domain's memory limit.
+start_xgpud --mem-limit 64M
+out=$(run_cuda "$B/tests/cuda/drvapi13" "$data/drvapi_kernels.fatbin" limit $((64 << 20)) 2>&1) || {
+	echo "$out"
+	fail "drvapi13 limit failed"
+}
+grep -q "^drvapi13: limit OK" <<<"$out" || fail "cuMemCreate was not held to the memory limit"
+grep -q "cuMemCreate of .* refused: the domain holds" "$XGPUD_LOG" || fail "the refused cuMemCreate was not logged"
+stop_xgpud
