@@ -10,6 +10,7 @@
  * when it could not start, 3 after a fault (the domain's context failed; on
  * NVIDIA's driver the process can use the GPU no more).
  */
+#include "fatbin.h"
 #include "link.h"
 #include "log.h"
 #include "poller.h"
@@ -32,29 +33,37 @@ struct opts {
 	const char *driver_kind;
 	int log_level;
 	long uid; /* -1: keep xgpud's */
+	uint64_t fatbin_inflate_limit; /* 0: fatbin.h's default */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: xgpu-executor --domain NAME --driver PATH --driver-kind cuda|sim [--log-level LEVEL]\n"
-		   "One domain's accelerator VCPU for xgpud, which starts it with its link on fd %d and its\n"
-		   "listening socket on fd %d; not meant to be run by hand.\n"
-		   "\n"
-		   "  --domain NAME          the domain it serves (for ps; xgpud's START names it)\n"
-		   "  --driver PATH          the CUDA driver library to load\n"
-		   "  --driver-kind KIND     cuda (NVIDIA's) or sim (xgpu's simulated driver)\n"
-		   "  --log-level LEVEL      error, warn, info or debug (default info)\n"
-		   "  --uid UID              run as UID (and gid UID) once the driver is loaded\n"
-		   "  --help, --version\n",
-		   XGPU_EXEC_FD_LINK, XGPU_EXEC_FD_LISTEN);
+	fprintf(
+	    f,
+	    "Usage: xgpu-executor --domain NAME --driver PATH --driver-kind cuda|sim [--log-level LEVEL]\n"
+	    "One domain's accelerator VCPU for xgpud, which starts it with its link on fd %d and its\n"
+	    "listening socket on fd %d; not meant to be run by hand.\n"
+	    "\n"
+	    "  --domain NAME          the domain it serves (for ps; xgpud's START names it)\n"
+	    "  --driver PATH          the CUDA driver library to load\n"
+	    "  --driver-kind KIND     cuda (NVIDIA's) or sim (xgpu's simulated driver)\n"
+	    "  --log-level LEVEL      error, warn, info or debug (default info)\n"
+	    "  --uid UID              run as UID (and gid UID) once the driver is loaded\n"
+	    "  --fatbin-inflate-limit BYTES  most a module's compressed fatbin entries inflate to\n"
+	    "  --help, --version\n",
+	    XGPU_EXEC_FD_LINK, XGPU_EXEC_FD_LISTEN);
 }
 
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-	    {"domain", required_argument, 0, 'd'},    {"driver", required_argument, 0, 'p'},
-	    {"driver-kind", required_argument, 0, 'k'}, {"log-level", required_argument, 0, 'l'},
-	    {"uid", required_argument, 0, 'u'},      {"help", no_argument, 0, 'h'},
+	    {"domain", required_argument, 0, 'd'},
+	    {"driver", required_argument, 0, 'p'},
+	    {"driver-kind", required_argument, 0, 'k'},
+	    {"log-level", required_argument, 0, 'l'},
+	    {"uid", required_argument, 0, 'u'},
+	    {"help", no_argument, 0, 'h'},
+	    {"fatbin-inflate-limit", required_argument, 0, 'f'},
 	    {"version", no_argument, 0, 'V'},
 	    {0, 0, 0, 0},
 	};
@@ -80,6 +89,14 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 'u':
 			if (xgpu_parse_long(optarg, 1, 4294967294l, &o->uid) < 0) {
 				fprintf(stderr, "xgpu-executor: --uid %s: need a uid other than 0\n", optarg);
+				return -1;
+			}
+			break;
+		case 'f':
+			if (xgpu_parse_size(optarg, &o->fatbin_inflate_limit) < 0 ||
+			    !o->fatbin_inflate_limit) {
+				fprintf(stderr, "xgpu-executor: --fatbin-inflate-limit %s: need a size\n",
+					optarg);
 				return -1;
 			}
 			break;
@@ -142,6 +159,16 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	xgpu_log_init_relay((enum xgpu_log_level)o.log_level);
+	/* The fatbin bound for this process's parser and, through the
+	 * environment, for the simulated driver's own copy of it. */
+	if (o.fatbin_inflate_limit) {
+		char v[32];
+		snprintf(v, sizeof v, "%llu", (unsigned long long)o.fatbin_inflate_limit);
+		setenv(XGPU_FATBIN_INFLATE_ENV, v, 1);
+		xgpu_fatbin_set_max_inflated(o.fatbin_inflate_limit);
+	} else {
+		unsetenv(XGPU_FATBIN_INFLATE_ENV); /* xgpud's own environment does not set it */
+	}
 
 	static struct xgpu_executor x;
 	char err[512];

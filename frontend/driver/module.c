@@ -873,3 +873,12 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
 }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
     XGPU_ALIAS(cuLaunchKernelEx);
+
+/* A guest's own bound on inflating fatbins (fatbin.h): the cost is its own,
+ * so large libraries' fatbins (NCCL's) pass unless XGPU_FATBIN_MAX_INFLATED
+ * says otherwise; the daemon applies its own setting again. */
+__attribute__((constructor)) static void guest_fatbin_bound(void)
+{
+	if (!getenv(XGPU_FATBIN_INFLATE_ENV))
+		xgpu_fatbin_set_max_inflated(XGPU_FATBIN_GUEST_MAX_INFLATED);
+}

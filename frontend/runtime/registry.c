@@ -813,3 +813,12 @@ XGPU_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol,
 {
 	return symbol_copy(symbol, count, offset, dst, false, kind, stream, true);
 }
+
+/* A guest's own bound on inflating fatbins (fatbin.h): the cost is its own,
+ * so large libraries' fatbins (NCCL's) pass unless XGPU_FATBIN_MAX_INFLATED
+ * says otherwise; the daemon applies its own setting again. */
+__attribute__((constructor)) static void guest_fatbin_bound(void)
+{
+	if (!getenv(XGPU_FATBIN_INFLATE_ENV))
+		xgpu_fatbin_set_max_inflated(XGPU_FATBIN_GUEST_MAX_INFLATED);
+}

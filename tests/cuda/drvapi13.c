@@ -3,14 +3,15 @@
  * libraries (NCCL, PyTorch) make beyond drvapi.c's, swept over their
  * parameters and call orders:
  *
- *   drvapi13 FATBIN [limit BYTES]
+ *   drvapi13 FATBIN [limit BYTES | load]
  *
  * contexts (cuCtxCreate v4 with CUctxCreateParams and every context call of
  * CUDA 13), every launch attribute of cuLaunchKernelEx, cuStreamAttachMemAsync,
  * and virtual memory management (cuMemCreate, cuMemAddressReserve, cuMemMap,
  * cuMemSetAccess...). FATBIN is tests/data/drvapi_kernels.cu built with nvcc
  * -fatbin (drv_iota writes base + i). With "limit BYTES" it checks instead
- * that cuMemCreate counts against a domain memory limit of BYTES. Prints
+ * that cuMemCreate counts against a domain memory limit of BYTES; with
+ * "load", only that FATBIN (a large one) loads and its drv_iota runs. Prints
  * "drvapi13: OK" and exits 0 when every result is right. */
 #include <cuda.h>
 #include <stdbool.h>
@@ -507,8 +508,9 @@ static void vmm_limit(CUdevice dev, size_t limit)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "limit"))) {
-		fprintf(stderr, "usage: %s FATBIN [limit BYTES]\n", argv[0]);
+	if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "limit")) &&
+	    !(argc == 3 && !strcmp(argv[2], "load"))) {
+		fprintf(stderr, "usage: %s FATBIN [limit BYTES | load]\n", argv[0]);
 		return 2;
 	}
 	CUdevice dev;
@@ -528,6 +530,17 @@ int main(int argc, char **argv)
 	CHECK(cuCtxSetCurrent(ctx));
 	CHECK(cuModuleLoadData(&mod, image));
 	CHECK(cuModuleGetFunction(&iota, mod, "drv_iota"));
+	if (argc == 3) {
+		CUdeviceptr d;
+		CHECK(cuMemAlloc(&d, N * sizeof(int)));
+		CHECK(launch_iota(d, 3, N, NULL, NULL, 0));
+		EXPECT(check_iota(d, 3, N) == 0);
+		CHECK(cuMemFree(d));
+		CHECK(cuModuleUnload(mod));
+		free(image);
+		printf("drvapi13: load %s\n", failures ? "FAILED" : "OK");
+		return failures ? 1 : 0;
+	}
 	contexts(dev, ctx);
 	launch_attributes();
 	attach_mem();

@@ -65,3 +65,26 @@ out=$(run_cuda "$B/tests/cuda/drvapi13" "$data/drvapi_kernels.fatbin" limit $((6
 grep -q "^drvapi13: limit OK" <<<"$out" || fail "cuMemCreate was not held to the memory limit"
 grep -q "cuMemCreate of .* refused: the domain holds" "$XGPUD_LOG" || fail "the refused cuMemCreate was not logged"
 stop_xgpud
+
+# A fatbin as large as NCCL's once inflated (576 MiB more than its kernels):
+# past the daemon's default bound it is refused, by name; with xgpud's
+# --fatbin-inflate-limit above it, it loads and its kernel runs. The guest's
+# frontend applies its own, larger bound.
+"$B/tests/tools/bigfatbin" "$data/drvapi_kernels.fatbin" 9 "$T/big.fatbin" >/dev/null || fail "bigfatbin"
+start_xgpud
+if out=$(run_cuda "$B/tests/cuda/drvapi13" "$T/big.fatbin" load 2>&1); then
+	echo "$out"
+	fail "a fatbin inflating past the default bound loaded"
+fi
+grep -q "compressed entries inflate to more than 512 MiB in all (the bound is xgpud's --fatbin-inflate-limit" "$XGPUD_LOG" ||
+	fail "the refused fatbin was not named with its bound"
+stop_xgpud
+start_xgpud --fatbin-inflate-limit 1G
+out=$(run_cuda "$B/tests/cuda/drvapi13" "$T/big.fatbin" load 2>&1) || {
+	echo "$out"
+	fail "a fatbin within --fatbin-inflate-limit did not load"
+}
+grep -q "^drvapi13: load OK" <<<"$out" || fail "the large fatbin's kernel did not run"
+grep -q -- "--fatbin-inflate-limit 1073741824" <(ps -o args= -C xgpu-executor 2>/dev/null; cat "$XGPUD_LOG") ||
+	note "(the executor's arguments were not seen)"
+stop_xgpud
