@@ -226,6 +226,17 @@ $(TST)/data/drvapi_kernels.cubin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+# cuLink's inputs in drvapi13: drvapi_kernels.cu as a relocatable cubin, and
+# a PTX that calls into it.
+TEST_DATA += $(TST)/data/drvapi_kernels_rdc.cubin $(TST)/data/link_extra.ptx
+$(TST)/data/drvapi_kernels_rdc.cubin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -cubin -rdc=true -arch=sm_90 -o $@ $<
+$(TST)/data/link_extra.ptx: tests/data/link_extra.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -ptx -rdc=true -arch=compute_90 -o $@ $<
 # A cuBLAS handle's start-up, for driver_exptab's trace of the private tables.
 TEST_DATA += $(TST)/data/exptab_cublas
 $(TST)/data/exptab_cublas: tests/data/exptab_cublas.cu | $(DEPS_STAMP)

@@ -3,13 +3,15 @@
  * libraries (NCCL, PyTorch) make beyond drvapi.c's, swept over their
  * parameters and call orders:
  *
- *   drvapi13 FATBIN [limit BYTES | load]
+ *   drvapi13 FATBIN [RDC_CUBIN PTX | limit BYTES | load]
  *
  * contexts (cuCtxCreate v4 with CUctxCreateParams and every context call of
  * CUDA 13), every launch attribute of cuLaunchKernelEx, cuStreamAttachMemAsync,
  * and virtual memory management (cuMemCreate, cuMemAddressReserve, cuMemMap,
  * cuMemSetAccess...). FATBIN is tests/data/drvapi_kernels.cu built with nvcc
- * -fatbin (drv_iota writes base + i). With "limit BYTES" it checks instead
+ * -fatbin (drv_iota writes base + i); RDC_CUBIN and PTX, the same as a
+ * relocatable cubin and tests/data/link_extra.cu's PTX, are linked with
+ * cuLink* (which needs nvJitLink). With "limit BYTES" it checks instead
  * that cuMemCreate counts against a domain memory limit of BYTES; with
  * "load", only that FATBIN (a large one) loads and its drv_iota runs. Prints
  * "drvapi13: OK" and exits 0 when every result is right. */
@@ -346,6 +348,81 @@ static void attach_mem(void)
 	CHECK(cuMemFree(m));
 }
 
+/* ---- the JIT linker ------------------------------------------------------------------------ */
+
+/* Loads a linked image and runs its drv_iota. */
+static void run_linked(const void *image, const char *also)
+{
+	CUmodule mod;
+	CUfunction f, saved = iota;
+	CHECK(cuModuleLoadData(&mod, image));
+	CHECK(cuModuleGetFunction(&iota, mod, "drv_iota"));
+	if (also)
+		EXPECT_R(cuModuleGetFunction(&f, mod, also), CUDA_SUCCESS);
+	CUdeviceptr d;
+	CHECK(cuMemAlloc(&d, N * sizeof(int)));
+	CHECK(launch_iota(d, 11, N, NULL, NULL, 0));
+	EXPECT(check_iota(d, 11, N) == 0);
+	CHECK(cuMemFree(d));
+	CHECK(cuModuleUnload(mod));
+	iota = saved;
+}
+
+static void jit_link(const char *fatbin_path, const void *fatbin, size_t fatbin_size, const char *rdc_cubin,
+		     const char *ptx)
+{
+	char err[1024] = "", info[256] = "";
+	CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+			       CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+			       CU_JIT_OPTIMIZATION_LEVEL};
+	void *vals[] = {err, (void *)(uintptr_t)sizeof err, info, (void *)(uintptr_t)sizeof info,
+			(void *)(uintptr_t)3};
+	/* One image, as data and as a file: it is the result. */
+	for (int how = 0; how < 2; how++) {
+		CUlinkState ls;
+		void *out;
+		size_t size;
+		CHECK(cuLinkCreate(5, opts, vals, &ls));
+		if (how)
+			CHECK(cuLinkAddFile(ls, CU_JIT_INPUT_FATBINARY, fatbin_path, 0, NULL, NULL));
+		else
+			CHECK(cuLinkAddData(ls, CU_JIT_INPUT_FATBINARY, (void *)fatbin, fatbin_size, "k", 0,
+					    NULL, NULL));
+		CHECK(cuLinkComplete(ls, &out, &size));
+		EXPECT(size == fatbin_size && !memcmp(out, fatbin, size));
+		run_linked(out, NULL);
+		CHECK(cuLinkDestroy(ls));
+	}
+	/* Two inputs, one calling the other: a real link (nvJitLink). */
+	CUlinkState ls;
+	void *out;
+	size_t size;
+	CHECK(cuLinkCreate(5, opts, vals, &ls));
+	CHECK(cuLinkAddFile(ls, CU_JIT_INPUT_CUBIN, rdc_cubin, 0, NULL, NULL));
+	char *text = read_file(ptx);
+	CHECK(cuLinkAddData(ls, CU_JIT_INPUT_PTX, text, strlen(text) + 1, "link_extra.ptx", 0, NULL, NULL));
+	free(text);
+	CUresult r = cuLinkComplete(ls, &out, &size);
+	if (r != CUDA_SUCCESS) {
+		fprintf(stderr, "drvapi13: cuLinkComplete returned %d: %s\n", (int)r, err);
+		failures++;
+	} else {
+		EXPECT(size > 64 && !memcmp(out, "\177ELF", 4));
+		run_linked(out, "link_twice");
+	}
+	CHECK(cuLinkDestroy(ls));
+	/* Errors. */
+	EXPECT_R(cuLinkCreate(1, NULL, NULL, &ls), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuLinkCreate(0, NULL, NULL, &ls));
+	EXPECT_R(cuLinkComplete(ls, &out, &size), CUDA_ERROR_INVALID_VALUE); /* nothing added */
+	EXPECT_R(cuLinkAddData(ls, (CUjitInputType)9, (void *)fatbin, fatbin_size, NULL, 0, NULL, NULL),
+		 CUDA_ERROR_INVALID_VALUE);
+	EXPECT_R(cuLinkAddFile(ls, CU_JIT_INPUT_CUBIN, "/nonexistent/x.cubin", 0, NULL, NULL),
+		 CUDA_ERROR_FILE_NOT_FOUND);
+	CHECK(cuLinkDestroy(ls));
+	EXPECT_R(cuLinkDestroy(NULL), CUDA_ERROR_INVALID_HANDLE);
+}
+
 /* ---- virtual memory management -------------------------------------------------------- */
 
 static CUmemAllocationProp device_prop(CUdevice dev)
@@ -508,9 +585,8 @@ static void vmm_limit(CUdevice dev, size_t limit)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2 && !(argc == 4 && !strcmp(argv[2], "limit")) &&
-	    !(argc == 3 && !strcmp(argv[2], "load"))) {
-		fprintf(stderr, "usage: %s FATBIN [limit BYTES | load]\n", argv[0]);
+	if (argc != 2 && argc != 4 && !(argc == 3 && !strcmp(argv[2], "load"))) {
+		fprintf(stderr, "usage: %s FATBIN [RDC_CUBIN PTX | limit BYTES | load]\n", argv[0]);
 		return 2;
 	}
 	CUdevice dev;
@@ -518,7 +594,7 @@ int main(int argc, char **argv)
 	CUmodule mod;
 	CHECK(cuInit(0));
 	CHECK(cuDeviceGet(&dev, 0));
-	if (argc == 4) {
+	if (argc == 4 && !strcmp(argv[2], "limit")) {
 		CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
 		CHECK(cuCtxSetCurrent(ctx));
 		vmm_limit(dev, strtoull(argv[3], NULL, 0));
@@ -543,6 +619,13 @@ int main(int argc, char **argv)
 	}
 	contexts(dev, ctx);
 	launch_attributes();
+	if (argc == 4 && strcmp(argv[2], "limit")) {
+		FILE *f = fopen(argv[1], "rb");
+		fseek(f, 0, SEEK_END);
+		size_t fsize = (size_t)ftell(f);
+		fclose(f);
+		jit_link(argv[1], image, fsize, argv[2], argv[3]);
+	}
 	attach_mem();
 	vmm(dev);
 	CHECK(cuModuleUnload(mod));

@@ -5,7 +5,9 @@
 # CUctxCreateParams and every context call of CUDA 13, every launch attribute
 # of cuLaunchKernelEx, cuStreamAttachMemAsync, and virtual memory management
 # (cuMemCreate / cuMemAddressReserve / cuMemMap / cuMemSetAccess in both
-# orders of release and unmap), checking results. What xgpu refuses is
+# orders of release and unmap), and the JIT linker (one image passed through;
+# a relocatable cubin and a PTX calling into it linked by nvJitLink), checking
+# results. What xgpu refuses is
 # refused by name, with its reason, on stderr and in the daemon's log; the
 # process's VMM objects are released with it; cuMemCreate counts against the
 # domain's memory limit.
@@ -13,7 +15,8 @@
 start_xgpud
 
 data=$B/tests/data
-out=$(run_cuda "$B/tests/cuda/drvapi13" "$data/drvapi_kernels.fatbin" 2>"$T/drvapi13.err") || {
+out=$(run_cuda "$B/tests/cuda/drvapi13" "$data/drvapi_kernels.fatbin" "$data/drvapi_kernels_rdc.cubin" \
+	"$data/link_extra.ptx" 2>"$T/drvapi13.err") || {
 	echo "$out"
 	cat "$T/drvapi13.err"
 	fail "drvapi13 failed"
