@@ -364,3 +364,33 @@ XGPU_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptu
 {
 	RT_CALL(cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
 }
+
+/* Host nodes: cudaHostNodeParams has the driver's layout. */
+_Static_assert(sizeof(struct cudaHostNodeParams) == sizeof(CUDA_HOST_NODE_PARAMS), "one host node layout");
+
+XGPU_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					     const struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphAddHostNode(pGraphNode, graph, pDependencies, numDependencies,
+				   (const CUDA_HOST_NODE_PARAMS *)(const void *)pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
+						   struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphHostNodeGetParams(node, (CUDA_HOST_NODE_PARAMS *)(void *)pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
+						   const struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphHostNodeSetParams(node, (const CUDA_HOST_NODE_PARAMS *)(const void *)pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+						       const struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphExecHostNodeSetParams(hGraphExec, node,
+					     (const CUDA_HOST_NODE_PARAMS *)(const void *)pNodeParams));
+}

@@ -348,6 +348,107 @@ static void attach_mem(void)
 	CHECK(cuMemFree(m));
 }
 
+/* ---- graph host nodes ------------------------------------------------------------------- */
+
+static int host_buf[N];
+static int host_seen[16], host_calls;
+
+/* Records what the copy before it brought back. */
+static void host_node_fn(void *user)
+{
+	int slot = (int)(uintptr_t)user;
+	if (host_calls < 16)
+		host_seen[host_calls] = host_buf[10] + slot * 100000;
+	host_calls++;
+}
+
+static void host_node_other(void *user)
+{
+	(void)user;
+	host_calls += 1000;
+}
+
+static void graph_host_nodes(void)
+{
+	CUdeviceptr d, d2;
+	CUstream s;
+	CHECK(cuMemAlloc(&d, N * sizeof(int)));
+	CHECK(cuMemAlloc(&d2, N * sizeof(int)));
+	CHECK(cuStreamCreate(&s, 0));
+	CUgraph g;
+	CHECK(cuGraphCreate(&g, 0));
+	/* A: kernel -> C: copy to host -> H1: reads it -> B: kernel, and H2
+	 * on a branch of its own. */
+	int base = 5, n = N;
+	void *args[] = {&d, &base, &n};
+	CUDA_KERNEL_NODE_PARAMS kp = {.func = iota,
+				      .gridDimX = N / 256,
+				      .gridDimY = 1,
+				      .gridDimZ = 1,
+				      .blockDimX = 256,
+				      .blockDimY = 1,
+				      .blockDimZ = 1,
+				      .kernelParams = args};
+	CUgraphNode a, c, h1, b, h2;
+	CHECK(cuGraphAddKernelNode(&a, g, NULL, 0, &kp));
+	CUDA_MEMCPY3D cp;
+	memset(&cp, 0, sizeof cp);
+	cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	cp.srcDevice = d;
+	cp.dstMemoryType = CU_MEMORYTYPE_HOST;
+	cp.dstHost = host_buf;
+	cp.WidthInBytes = sizeof host_buf;
+	cp.Height = cp.Depth = 1;
+	CUcontext ctx;
+	CHECK(cuCtxGetCurrent(&ctx));
+	CHECK(cuGraphAddMemcpyNode(&c, g, &a, 1, &cp, ctx));
+	CUDA_HOST_NODE_PARAMS hp = {.fn = host_node_fn, .userData = (void *)(uintptr_t)0};
+	CHECK(cuGraphAddHostNode(&h1, g, &c, 1, &hp));
+	int base2 = 100;
+	void *args2[] = {&d2, &base2, &n};
+	kp.kernelParams = args2;
+	CHECK(cuGraphAddKernelNode(&b, g, &h1, 1, &kp));
+	hp.userData = (void *)(uintptr_t)1;
+	CHECK(cuGraphAddHostNode(&h2, g, NULL, 0, &hp));
+	CUDA_HOST_NODE_PARAMS got;
+	CHECK(cuGraphHostNodeGetParams(h2, &got));
+	EXPECT(got.fn == host_node_fn && got.userData == (void *)(uintptr_t)1);
+	EXPECT_R(cuGraphAddHostNode(&h2, g, NULL, 0, &(CUDA_HOST_NODE_PARAMS){0}), CUDA_ERROR_INVALID_VALUE);
+
+	CUgraphExec x;
+	CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+	for (int launch = 0; launch < 3; launch++) {
+		memset(host_buf, 0, sizeof host_buf);
+		CHECK(cuGraphLaunch(x, s));
+		CHECK(cuStreamSynchronize(s));
+	}
+	EXPECT(host_calls == 6);
+	int h1_seen = 0;
+	for (int i = 0; i < 6; i++)
+		h1_seen += host_seen[i] == 15; /* H1 saw C's copy of A's result */
+	EXPECT(h1_seen == 3);
+	EXPECT(check_iota(d2, 100, N) == 0);
+	/* A new function for one host node of the instantiated graph. */
+	hp.fn = host_node_other;
+	CHECK(cuGraphExecHostNodeSetParams(x, h2, &hp));
+	CHECK(cuGraphLaunch(x, s));
+	CHECK(cuStreamSynchronize(s));
+	EXPECT(host_calls == 6 + 1 + 1000);
+	CHECK(cuGraphExecDestroy(x));
+
+	/* A host node inside a child graph is refused by name. */
+	CUgraph outer;
+	CUgraphNode child;
+	CHECK(cuGraphCreate(&outer, 0));
+	CHECK(cuGraphAddChildGraphNode(&child, outer, NULL, 0, g));
+	EXPECT_R(cuGraphInstantiateWithFlags(&x, outer, 0), CUDA_ERROR_NOT_SUPPORTED);
+	CHECK(cuGraphDestroy(outer));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuStreamDestroy(s));
+	CHECK(cuMemFree(d2));
+	CHECK(cuMemFree(d));
+}
+
 /* ---- the JIT linker ------------------------------------------------------------------------ */
 
 /* Loads a linked image and runs its drv_iota. */
@@ -619,6 +720,7 @@ int main(int argc, char **argv)
 	}
 	contexts(dev, ctx);
 	launch_attributes();
+	graph_host_nodes();
 	if (argc == 4 && strcmp(argv[2], "limit")) {
 		FILE *f = fopen(argv[1], "rb");
 		fseek(f, 0, SEEK_END);

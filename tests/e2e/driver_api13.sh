@@ -5,7 +5,7 @@
 # CUctxCreateParams and every context call of CUDA 13, every launch attribute
 # of cuLaunchKernelEx, cuStreamAttachMemAsync, and virtual memory management
 # (cuMemCreate / cuMemAddressReserve / cuMemMap / cuMemSetAccess in both
-# orders of release and unmap), and the JIT linker (one image passed through;
+# orders of release and unmap), graph host nodes, and the JIT linker (one image passed through;
 # a relocatable cubin and a PTX calling into it linked by nvJitLink), checking
 # results. What xgpu refuses is
 # refused by name, with its reason, on stderr and in the daemon's log; the
@@ -35,7 +35,8 @@ for msg in \
 	"cuLaunchKernelEx (launch attribute 15: not one CUDA 13.0 defines)" \
 	"virtual memory management of host memory" \
 	"cuMemExportToShareableHandle (the memory lives in the domain's executor process" \
-	"cuMemSetAccess read-only (CU_MEM_ACCESS_FLAGS_PROT_READ)"; do
+	"cuMemSetAccess read-only (CU_MEM_ACCESS_FLAGS_PROT_READ)" \
+	"cuGraphInstantiate of a child graph holding a host node"; do
 	grep -qF "$msg" "$T/drvapi13.err" || {
 		cat "$T/drvapi13.err"
 		fail "stderr does not name: $msg"
@@ -44,7 +45,7 @@ for msg in \
 done
 # Nothing else was refused.
 if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource" -e "launch attribute" \
-	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" "$T/drvapi13.err" |
+	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" -e "holding a host node" "$T/drvapi13.err" |
 	grep -q "not supported by xgpu"; then
 	cat "$T/drvapi13.err"
 	fail "an unexpected call was refused"
