@@ -6,6 +6,7 @@
 #include "channel.h"
 #include "exec.h"
 #include "graph.h"
+#include "ipc.h"
 #include "vmm.h"
 
 #include <inttypes.h>
@@ -89,6 +90,9 @@ static void release(struct xgpu_channel *ch, struct released *out)
 			xgpu_obj_del(&dom->objs, h);
 			out->modules++;
 		}
+
+	/* Its opens of other processes' memory, and theirs of its own. */
+	xgpu_ipc_release_channel(dom, ch);
 
 	/* Reservations with their mappings (which leave the map), then the
 	 * physical memory no mapping holds any more. */

@@ -17,6 +17,7 @@
 #include "channel.h"
 #include "exec.h"
 #include "graph.h"
+#include "ipc.h"
 #include "vmm.h"
 
 #include <cuda_runtime_api.h>
@@ -478,6 +479,7 @@ HANDLER(MEM_FREE)
 		return cudaErrorInvalidValue;
 	}
 	atomic_fetch_sub(&c->dom->stats->mem_bytes, size);
+	xgpu_ipc_forget(c->dom, req->dptr); /* other processes' opens of it end */
 	return drv(c, c->drv->cuMemFree(req->dptr));
 }
 
@@ -1334,11 +1336,68 @@ HANDLER(VMM_SET_ACCESS)
 			if (xgpu_memmap_add(&c->dom->mem, m->ptr, m->size, c->ch, req->va) < 0)
 				return cudaErrorMemoryAllocation;
 		} else if (!want && m->accessible) {
-			xgpu_memmap_del_tagged(&c->dom->mem, m->ptr, req->va);
+			xgpu_memmap_del_tagged(&c->dom->mem, m->ptr, req->va, c->ch);
 		}
 		m->accessible = want;
 	}
 	return r;
+}
+
+/* ---- IPC between processes of one domain (issue 27) ------------------------------ */
+
+HANDLER(IPC_EXPORT)
+{
+	const struct xgpu_alloc *a = xgpu_memmap_find(&c->dom->mem, req->ptr, 0, c->ch);
+	if (!a || a->module) {
+		dlog_info(c->dom,
+			  "domain %s: %s refused: 0x%" PRIx64
+			  " is not in a cuMemAlloc allocation of this process",
+			  c->dom->name, c->what, req->ptr);
+		return cudaErrorInvalidValue;
+	}
+	uint64_t token = xgpu_ipc_export(c->dom, c->ch, a->base);
+	if (!token)
+		return cudaErrorMemoryAllocation;
+	rsp->base = a->base;
+	rsp->size = a->size;
+	rsp->token = token;
+	return cudaSuccess;
+}
+
+HANDLER(IPC_OPEN)
+{
+	struct xgpu_channel *owner = xgpu_ipc_exporter(c->dom, req->base, req->token);
+	const struct xgpu_alloc *a = owner ? xgpu_memmap_find(&c->dom->mem, req->base, 0, owner) : NULL;
+	if (!a || a->base != req->base || a->module) {
+		dlog_info(c->dom,
+			  "domain %s: %s refused: no allocation at 0x%" PRIx64
+			  " was exported under that token",
+			  c->dom->name, c->what, req->base);
+		return cudaErrorInvalidValue;
+	}
+	if (owner == c->ch) {
+		dlog_info(c->dom, "domain %s: %s refused: a process cannot open its own handle", c->dom->name,
+			  c->what);
+		return cudaErrorInvalidValue;
+	}
+	uint64_t size = a->size;
+	/* Opened again: the same alias. */
+	const struct xgpu_alloc *mine = xgpu_memmap_find(&c->dom->mem, req->base, 0, c->ch);
+	if (!mine && xgpu_memmap_add(&c->dom->mem, req->base, size, c->ch, XGPU_MEMMAP_IPC) < 0)
+		return cudaErrorMemoryAllocation;
+	rsp->ptr = req->base;
+	rsp->size = size;
+	return cudaSuccess;
+}
+
+HANDLER(IPC_CLOSE)
+{
+	if (!xgpu_memmap_del_tagged(&c->dom->mem, req->ptr, XGPU_MEMMAP_IPC, c->ch)) {
+		dlog_info(c->dom, "domain %s: %s refused: 0x%" PRIx64 " was not opened by this process",
+			  c->dom->name, c->what, req->ptr);
+		return cudaErrorInvalidValue;
+	}
+	return cudaSuccess;
 }
 
 HANDLER(SEG_REGISTER)

@@ -189,6 +189,7 @@ int main(int argc, char **argv)
 	xgpu_link_stop(&x);
 	xgpu_objtab_free(&x.dom.objs);
 	xgpu_memmap_free(&x.dom.mem);
+	free(x.dom.ipc);
 	xgpu_driver_unload(&x.drv);
 	return rc;
 }

@@ -31,7 +31,7 @@ CUresult xgpu_vmm_unmap(struct xgpu_domain *dom, struct xgpu_obj *va, xgpu_handl
 {
 	struct xgpu_vmm_map m = va->u.vmm_va.maps[k];
 	if (m.accessible)
-		xgpu_memmap_del_tagged(&dom->mem, m.ptr, vah);
+		xgpu_memmap_del_tagged(&dom->mem, m.ptr, vah, va->owner);
 	CUresult r = dom->x->drv.cuMemUnmap(m.ptr, m.size);
 	memmove(&va->u.vmm_va.maps[k], &va->u.vmm_va.maps[k + 1],
 		(va->u.vmm_va.nmaps - k - 1) * sizeof va->u.vmm_va.maps[0]);

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define DRV_PROGRAM "drvapi13"
 #include "drvcheck.h"
@@ -449,6 +451,67 @@ static void graph_host_nodes(void)
 	CHECK(cuMemFree(d));
 }
 
+/* ---- IPC between processes of one domain --------------------------------------------------- */
+
+/* The child: another process of the same domain opens the parent's
+ * allocation, sees its data, overwrites it, and loses it at close. */
+static int ipc_child(CUdevice dev, CUipcMemHandle h, CUipcMemHandle freed, CUdeviceptr want)
+{
+	CUcontext cc;
+	CHECK(cuInit(0));
+	CHECK(cuDevicePrimaryCtxRetain(&cc, dev));
+	CHECK(cuCtxSetCurrent(cc));
+	CUdeviceptr p = 0, q = 0;
+	CHECK(cuIpcOpenMemHandle(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+	EXPECT(p == want);
+	EXPECT(check_iota(p, 21, N) == 0);
+	CHECK(cuMemsetD32(p, 77, N));
+	CHECK(cuCtxSynchronize());
+	EXPECT_R(cuMemFree(p), CUDA_ERROR_INVALID_VALUE); /* not the opener's to free */
+	CHECK(cuIpcCloseMemHandle(p));
+	EXPECT(cuMemsetD32(p, 1, N) != CUDA_SUCCESS); /* gone from this process */
+	EXPECT_R(cuIpcCloseMemHandle(p), CUDA_ERROR_INVALID_VALUE);
+	EXPECT_R(cuIpcOpenMemHandle(&q, freed, 0), CUDA_ERROR_INVALID_VALUE); /* freed before */
+	CUipcMemHandle forged = h;
+	forged.reserved[16] ^= 1; /* the token */
+	EXPECT_R(cuIpcOpenMemHandle(&q, forged, 0), CUDA_ERROR_INVALID_VALUE);
+	return failures;
+}
+
+static void ipc(CUdevice dev)
+{
+	CUdeviceptr d, d2;
+	CHECK(cuMemAlloc(&d, N * sizeof(int)));
+	CHECK(cuMemAlloc(&d2, N * sizeof(int)));
+	CHECK(launch_iota(d, 21, N, NULL, NULL, 0));
+	CHECK(cuCtxSynchronize());
+	CUipcMemHandle h, h2, again;
+	CHECK(cuIpcGetMemHandle(&h, d));
+	CHECK(cuIpcGetMemHandle(&again, d + 64)); /* inside it: the same allocation */
+	EXPECT(!memcmp(&h, &again, sizeof h));
+	CHECK(cuIpcGetMemHandle(&h2, d2));
+	CHECK(cuMemFree(d2));
+	CUdeviceptr p;
+	EXPECT_R(cuIpcOpenMemHandle(&p, h, 0), CUDA_ERROR_INVALID_VALUE); /* one's own */
+	CUipcMemHandle junk;
+	memset(&junk, 0, sizeof junk);
+	EXPECT_R(cuIpcOpenMemHandle(&p, junk, 0), CUDA_ERROR_INVALID_VALUE);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(ipc_child(dev, h, h2, d) ? 1 : 0);
+	int st = 0;
+	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	int *got = malloc(N * sizeof *got);
+	CHECK(cuMemcpyDtoH(got, d, N * sizeof *got));
+	int bad = 0;
+	for (int i = 0; i < N; i++)
+		bad += got[i] != 77;
+	EXPECT(bad == 0); /* the child's memset landed in the parent's memory */
+	free(got);
+	CHECK(cuMemFree(d));
+}
+
 /* ---- the JIT linker ------------------------------------------------------------------------ */
 
 /* Loads a linked image and runs its drv_iota. */
@@ -721,6 +784,7 @@ int main(int argc, char **argv)
 	contexts(dev, ctx);
 	launch_attributes();
 	graph_host_nodes();
+	ipc(dev);
 	if (argc == 4 && strcmp(argv[2], "limit")) {
 		FILE *f = fopen(argv[1], "rb");
 		fseek(f, 0, SEEK_END);
