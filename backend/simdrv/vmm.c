@@ -22,7 +22,7 @@
 #define SIM_VMM_GRANULARITY (2ull << 20)
 #define SIM_VMM_VA_BASE (1ull << 58)
 #define SIM_VMM_GUARD (2ull << 20)
-#define SIM_VMM_MAX 65536u
+#define SIM_VMM_MAX 16384u
 
 struct vmm_phys {
 	uint64_t id; /* the handle; 0: a free slot */
