@@ -5,7 +5,8 @@
 # CUctxCreateParams and every context call of CUDA 13, every launch attribute
 # of cuLaunchKernelEx, cuStreamAttachMemAsync, and virtual memory management
 # (cuMemCreate / cuMemAddressReserve / cuMemMap / cuMemSetAccess in both
-# orders of release and unmap), graph host nodes, and the JIT linker (one image passed through;
+# orders of release and unmap), graph host nodes, IPC memory handles (a
+# forked second process of the domain), and the JIT linker (one image passed through;
 # a relocatable cubin and a PTX calling into it linked by nvJitLink), checking
 # results. What xgpu refuses is
 # refused by name, with its reason, on stderr and in the daemon's log; the
@@ -50,6 +51,18 @@ if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource"
 	cat "$T/drvapi13.err"
 	fail "an unexpected call was refused"
 fi
+
+# The runtime's forms (tests/cuda/rt13.cu): through xgpu's libcudart.so.13,
+# and through NVIDIA's static runtime (with and without -rdc) onto ours.
+for v in rt13 static/rt13 rdc/rt13; do
+	out=$(run_cuda "$B/tests/cuda/$v" 2>"$T/rt13.err") || {
+		echo "$out"
+		cat "$T/rt13.err"
+		fail "$v failed"
+	}
+	check_clean "$T/rt13.err" "$v"
+	grep -q "^RESULT workload=rt13 verified=yes" <<<"$out" || fail "$v did not verify its results"
+done
 
 # The daemon served the VMM calls and released what the program left mapped.
 grep -q "VMM_SET_ACCESS refused: range not made of whole mappings\|cuMemcpyHtoD.*refused\|MEMCPY_HTOD.*refused\|refused: dst" "$XGPUD_LOG" ||
