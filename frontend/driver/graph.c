@@ -17,6 +17,7 @@
  * capture, and lets everything else through. The runtime's cudaGraph* and
  * cudaStream*Capture* are these functions (api_graph.c).
  */
+#include "allocs.h"
 #include "driver.h"
 
 #include <pthread.h>
@@ -43,6 +44,8 @@ struct CUgraphNode_st {
 	struct CUgraph_st *child; /* a child graph node's own copy */
 	CUhostFn host_fn;         /* a host node's function and argument */
 	void *host_user;
+	struct graph_mem *mem; /* a memory allocation node's memory (held) */
+	CUdeviceptr free_ptr;  /* a memory free node's address */
 	struct CUgraphNode_st **deps;
 	size_t ndeps;
 	uint64_t seen; /* a walk's mark (joined()) */
@@ -92,6 +95,42 @@ struct CUgraphExec_st {
 
 _Thread_local int xgpu_graph_from_runtime;
 
+/* Memory a graph's allocation node made. CUDA allocates it when the node
+ * runs and a free node (or cuMemFreeAsync) gives it back; here it is made
+ * when the node is added, at the address the node reports, and lives while
+ * any graph or instantiated copy holds the node (refs), so every launch
+ * finds it where the graph's kernels were told it is. Charged to the
+ * domain's memory limit meanwhile, like any allocation. */
+struct graph_mem {
+	CUdeviceptr dptr;
+	size_t size;
+	unsigned refs;
+};
+
+static pthread_mutex_t graph_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void graph_mem_put(struct graph_mem *m)
+{
+	pthread_mutex_lock(&graph_mem_lock);
+	bool last = --m->refs == 0;
+	pthread_mutex_unlock(&graph_mem_lock);
+	if (!last)
+		return;
+	/* Unless the program freed it itself (cuMemFree after the graph's
+	 * free node, as CUDA allows for graph memory). */
+	struct xgpu_alloc a;
+	if (xgpu_alloc_find(m->dptr, 0, &a) && a.base == m->dptr && a.kind == XGPU_ALLOC_DEVICE) {
+		struct xgpu_client *c;
+		if (!xgpu_client_get(&c)) {
+			struct xgpu_req_MEM_FREE req = {.dptr = m->dptr};
+			struct xgpu_rsp_MEM_FREE rsp;
+			if (!xgpu_call_MEM_FREE(c, &req, &rsp))
+				xgpu_alloc_del(m->dptr, XGPU_ALLOC_DEVICE);
+		}
+	}
+	free(m);
+}
+
 /* The channel. The runtime's graph calls come here without cuInit or a
  * current context, which CUDA's runtime sets up implicitly. */
 static CUresult graph_client(struct xgpu_client **c)
@@ -122,6 +161,8 @@ static void free_graph(struct CUgraph_st *g);
 
 static void free_node(struct CUgraphNode_st *n)
 {
+	if (n->mem)
+		graph_mem_put(n->mem);
 	free(n->params);
 	free(n->deps);
 	if (n->child)
@@ -426,6 +467,86 @@ CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS
 	return CUDA_SUCCESS;
 }
 
+/* Memory nodes (see struct graph_mem): both are empty nodes on the wire. */
+CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+	if (!phGraphNode || !nodeParams || !nodeParams->bytesize || !valid_graph(hGraph))
+		return CUDA_ERROR_INVALID_VALUE;
+	const CUmemPoolProps *pp = &nodeParams->poolProps;
+	if (pp->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    pp->location.type != CU_MEM_LOCATION_TYPE_DEVICE || pp->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+		return CUDA_ERROR_INVALID_VALUE;
+	int ndev = 0;
+	CUresult r = cuDeviceGetCount(&ndev);
+	if (r)
+		return r;
+	if (pp->location.id < 0 || pp->location.id >= ndev ||
+	    (nodeParams->accessDescCount && !nodeParams->accessDescs))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_client *c;
+	if ((r = graph_client(&c)))
+		return r;
+	struct graph_mem *m = calloc(1, sizeof *m);
+	struct CUgraphNode_st *n = m ? new_node(CU_GRAPH_NODE_TYPE_MEM_ALLOC, XGPU_GN_EMPTY) : NULL;
+	if (!n) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	struct xgpu_req_MEM_ALLOC req = {.size = nodeParams->bytesize};
+	struct xgpu_rsp_MEM_ALLOC rsp;
+	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	if (e) {
+		free(m);
+		free_node(n);
+		return e == cudaErrorMemoryAllocation ? CUDA_ERROR_OUT_OF_MEMORY : xgpu_drv_result(e);
+	}
+	xgpu_alloc_add(rsp.dptr, nodeParams->bytesize, XGPU_ALLOC_DEVICE, 0);
+	*m = (struct graph_mem){.dptr = rsp.dptr, .size = nodeParams->bytesize, .refs = 1};
+	n->mem = m;
+	nodeParams->dptr = rsp.dptr;
+	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
+}
+
+CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+	if (!valid_node(hNode) || !hNode->mem || !params_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(params_out, 0, sizeof *params_out);
+	params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	params_out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	params_out->bytesize = hNode->mem->size;
+	params_out->dptr = hNode->mem->dptr;
+	return CUDA_SUCCESS;
+}
+
+/* The address must be one a graph's allocation node made. */
+CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			       size_t numDependencies, CUdeviceptr dptr)
+{
+	if (!phGraphNode || !valid_graph(hGraph) || !dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	bool known = false;
+	for (size_t i = 0; i < hGraph->n && !known; i++)
+		known = hGraph->nodes[i]->mem && hGraph->nodes[i]->mem->dptr == dptr;
+	struct xgpu_alloc a;
+	if (!known && !(xgpu_alloc_find(dptr, 0, &a) && a.base == dptr))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_MEM_FREE, XGPU_GN_EMPTY);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->free_ptr = dptr;
+	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
+}
+
+CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
+{
+	if (!valid_node(hNode) || hNode->type != CU_GRAPH_NODE_TYPE_MEM_FREE || !dptr_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*dptr_out = hNode->free_ptr;
+	return CUDA_SUCCESS;
+}
+
 static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 {
 	struct CUgraph_st *c = depth <= MAX_CHILD_DEPTH ? new_graph() : NULL;
@@ -445,6 +566,11 @@ static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 		}
 		*n = *s;
 		n->graph = c;
+		if (n->mem) {
+			pthread_mutex_lock(&graph_mem_lock);
+			n->mem->refs++;
+			pthread_mutex_unlock(&graph_mem_lock);
+		}
 		n->params = NULL;
 		n->child = NULL;
 		n->deps = NULL;

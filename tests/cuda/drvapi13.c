@@ -451,6 +451,77 @@ static void graph_host_nodes(void)
 	CHECK(cuMemFree(d));
 }
 
+/* ---- graph memory nodes ---------------------------------------------------------------------- */
+
+/* alloc -> kernel into it -> copy to the host -> free, launched twice; the
+ * memory is charged while the graph holds it and given back with it. */
+static void graph_mem_nodes(CUdevice dev)
+{
+	size_t free0, free1, total;
+	CHECK(cuMemGetInfo(&free0, &total));
+	CUgraph g;
+	CHECK(cuGraphCreate(&g, 0));
+	CUDA_MEM_ALLOC_NODE_PARAMS ap;
+	memset(&ap, 0, sizeof ap);
+	ap.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	ap.poolProps.location.id = dev;
+	ap.bytesize = N * sizeof(int);
+	CUgraphNode al, k, c, fr;
+	CHECK(cuGraphAddMemAllocNode(&al, g, NULL, 0, &ap));
+	EXPECT(ap.dptr != 0);
+	CUDA_MEM_ALLOC_NODE_PARAMS got;
+	CHECK(cuGraphMemAllocNodeGetParams(al, &got));
+	EXPECT(got.dptr == ap.dptr && got.bytesize == ap.bytesize);
+	CHECK(cuMemGetInfo(&free1, &total));
+	EXPECT(free0 - free1 >= ap.bytesize);
+	CUdeviceptr d = ap.dptr;
+	int base = 300, n = N;
+	void *args[] = {&d, &base, &n};
+	CUDA_KERNEL_NODE_PARAMS kp = {.func = iota,
+				      .gridDimX = N / 256,
+				      .gridDimY = 1,
+				      .gridDimZ = 1,
+				      .blockDimX = 256,
+				      .blockDimY = 1,
+				      .blockDimZ = 1,
+				      .kernelParams = args};
+	CHECK(cuGraphAddKernelNode(&k, g, &al, 1, &kp));
+	CUDA_MEMCPY3D cp;
+	memset(&cp, 0, sizeof cp);
+	cp.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+	cp.srcDevice = d;
+	cp.dstMemoryType = CU_MEMORYTYPE_HOST;
+	cp.dstHost = host_buf;
+	cp.WidthInBytes = sizeof host_buf;
+	cp.Height = cp.Depth = 1;
+	CUcontext ctx;
+	CHECK(cuCtxGetCurrent(&ctx));
+	CHECK(cuGraphAddMemcpyNode(&c, g, &k, 1, &cp, ctx));
+	CHECK(cuGraphAddMemFreeNode(&fr, g, &c, 1, d));
+	CUdeviceptr fp = 0;
+	CHECK(cuGraphMemFreeNodeGetParams(fr, &fp));
+	EXPECT(fp == d);
+	EXPECT_R(cuGraphAddMemFreeNode(&fr, g, NULL, 0, 0x1234), CUDA_ERROR_INVALID_VALUE);
+	ap.poolProps.location.type = CU_MEM_LOCATION_TYPE_HOST;
+	EXPECT_R(cuGraphAddMemAllocNode(&al, g, NULL, 0, &ap), CUDA_ERROR_INVALID_VALUE);
+	CUgraphExec x;
+	CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+	CHECK(cuGraphDestroy(g)); /* the instantiated graph still holds the memory */
+	for (int launch = 0; launch < 2; launch++) {
+		memset(host_buf, 0, sizeof host_buf);
+		CHECK(cuGraphLaunch(x, NULL));
+		CHECK(cuCtxSynchronize());
+		int bad = 0;
+		for (int i = 0; i < N; i++)
+			bad += host_buf[i] != 300 + i;
+		EXPECT(bad == 0);
+	}
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuMemGetInfo(&free1, &total));
+	EXPECT(free1 == free0);
+}
+
 /* ---- IPC between processes of one domain --------------------------------------------------- */
 
 /* The child: another process of the same domain opens the parent's
@@ -784,6 +855,7 @@ int main(int argc, char **argv)
 	contexts(dev, ctx);
 	launch_attributes();
 	graph_host_nodes();
+	graph_mem_nodes(dev);
 	ipc(dev);
 	if (argc == 4 && strcmp(argv[2], "limit")) {
 		FILE *f = fopen(argv[1], "rb");
