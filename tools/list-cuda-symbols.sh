@@ -135,7 +135,7 @@ map() {
 	printf '\t%s;\n' xgpu_managed_alloc xgpu_managed_map_var xgpu_managed_free xgpu_managed_find \
 		xgpu_managed_prefetch xgpu_managed_advise
 	echo "	/* Graphs (graph.c), for our libcudart.so.13's cudaGraph* and capture. */"
-	printf '\t%s;\n' xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_exec_set_kernel xgpu_graph_from_runtime
+	printf '\t%s;\n' xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_capture_hostfn xgpu_graph_exec_set_kernel xgpu_graph_from_runtime
 	echo "	/* The allocation registry both layers share (frontend/driver/allocs.h) and the"
 	echo "	 * 2D copy both marshal the same way (frontend/driver/copy2d.h). */"
 	printf '\t%s;\n' xgpu_alloc_add xgpu_alloc_del xgpu_alloc_find xgpu_alloc_clear_device xgpu_alloc_set_flags \

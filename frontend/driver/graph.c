@@ -1799,6 +1799,34 @@ int xgpu_graph_capture_refuse(xgpu_handle_t stream)
 	return res;
 }
 
+int xgpu_graph_capture_hostfn(xgpu_handle_t stream, void (*fn)(void *), void *user)
+{
+	if (!atomic_load(&live_captures))
+		return -1;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(stream);
+	int res = -1;
+	if (cs && cs->cap->invalidated) {
+		res = cudaErrorStreamCaptureInvalidated;
+	} else if (cs) {
+		struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_HOST, XGPU_GN_EMPTY);
+		CUgraphNode node = NULL;
+		CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+		if (n) {
+			n->host_fn = fn;
+			n->host_user = user;
+			r = add_node(cs->cap->graph, cs->frontier, cs->n, n, &node);
+		}
+		if (!r)
+			r = set_frontier(cs, &node, 1);
+		if (r)
+			cs->cap->invalidated = true;
+		res = (int)r;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return res;
+}
+
 bool xgpu_graph_capturing(xgpu_handle_t stream)
 {
 	if (!atomic_load(&live_captures))

@@ -250,6 +250,9 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r)
 		return r;
+	int cap = xgpu_graph_capture_hostfn(xgpu_drv_stream(hStream), fn, userData);
+	if (cap >= 0)
+		return xgpu_drv_result(cap);
 	return xgpu_drv_result(xgpu_hostfn_enqueue(c, xgpu_drv_stream(hStream), run_host_func,
 						   (void (*)(void))fn, hStream, userData));
 }

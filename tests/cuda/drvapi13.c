@@ -438,6 +438,31 @@ static void graph_host_nodes(void)
 	EXPECT(host_calls == 6 + 1 + 1000);
 	CHECK(cuGraphExecDestroy(x));
 
+	/* Captured: a kernel, a copy back and a host function become a graph
+	 * with a host node; a stream callback cannot be captured. */
+	CUgraph cg;
+	CUgraphExec cx;
+	host_calls = 0;
+	memset(host_seen, 0, sizeof host_seen);
+	CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	CHECK(launch_iota(d, 5, N, s, NULL, 0));
+	CHECK(cuMemcpyDtoHAsync(host_buf, d, sizeof host_buf, s));
+	CHECK(cuLaunchHostFunc(s, host_node_fn, (void *)(uintptr_t)0));
+	CHECK(cuStreamEndCapture(s, &cg));
+	EXPECT(host_calls == 0); /* captured, not run */
+	size_t nn = 0;
+	CHECK(cuGraphGetNodes(cg, NULL, &nn));
+	EXPECT(nn == 3);
+	CHECK(cuGraphInstantiateWithFlags(&cx, cg, 0));
+	for (int launch = 0; launch < 2; launch++) {
+		memset(host_buf, 0, sizeof host_buf);
+		CHECK(cuGraphLaunch(cx, s));
+		CHECK(cuStreamSynchronize(s));
+	}
+	EXPECT(host_calls == 2 && host_seen[0] == 15 && host_seen[1] == 15);
+	CHECK(cuGraphExecDestroy(cx));
+	CHECK(cuGraphDestroy(cg));
+
 	/* A host node inside a child graph is refused by name. */
 	CUgraph outer;
 	CUgraphNode child;
