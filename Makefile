@@ -228,6 +228,17 @@ $(TST)/data/drvapi_kernels.cubin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -cubin -arch=sm_90 -o $@ $<
+# cuLink's inputs in drvapi13: drvapi_kernels.cu as a relocatable cubin, and
+# a PTX that calls into it.
+TEST_DATA += $(TST)/data/drvapi_kernels_rdc.cubin $(TST)/data/link_extra.ptx
+$(TST)/data/drvapi_kernels_rdc.cubin: tests/data/drvapi_kernels.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -cubin -rdc=true -arch=sm_90 -o $@ $<
+$(TST)/data/link_extra.ptx: tests/data/link_extra.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -ptx -rdc=true -arch=compute_90 -o $@ $<
 # A cuBLAS handle's start-up, for driver_exptab's trace of the private tables.
 TEST_DATA += $(TST)/data/exptab_cublas
 $(TST)/data/exptab_cublas: tests/data/exptab_cublas.cu | $(DEPS_STAMP)
@@ -264,6 +275,13 @@ $(TST)/cuda/rtmatrix: tests/cuda/rtmatrix.c | $(DEPS_STAMP)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -ldl
 
 $(DRVAPI): tests/cuda/drvapi.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
+# tests/cuda/drvapi13.c: CUDA 13's context calls, launch attributes, managed
+# memory attachment and virtual memory management, over the same kernels.
+DRVAPI13 := $(TST)/cuda/drvapi13
+$(DRVAPI13): tests/cuda/drvapi13.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
@@ -595,7 +613,7 @@ deb-test: deb $(BIN)/vectorAdd $(BIN)/static/vectorAdd
 	@tests/pkg/run.sh
 .PHONY: deb deb-test
 
-tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
+tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMPLE_BINS) $(DRVAPI) $(DRVAPI13) $(TEST_SIMK) $(TEST_TOOLS) $(TEST_DATA) fuzz-build
 
 # The README's test command: a sanitized build of everything, then every test.
 test:

@@ -91,7 +91,15 @@
 	X(cuGraphAddEventWaitNode)                                                                           \
 	X(cuGraphInstantiateWithFlags)                                                                       \
 	X(cuGraphLaunch)                                                                                     \
-	X(cuGraphExecDestroy)
+	X(cuGraphExecDestroy)                                                                                \
+	X(cuMemGetAllocationGranularity)                                                                     \
+	X(cuMemCreate)                                                                                       \
+	X(cuMemRelease)                                                                                      \
+	X(cuMemAddressReserve)                                                                               \
+	X(cuMemAddressFree)                                                                                  \
+	X(cuMemMap)                                                                                          \
+	X(cuMemUnmap)                                                                                        \
+	X(cuMemSetAccess)
 
 struct xgpu_driver {
 	void *dl;

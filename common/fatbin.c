@@ -32,6 +32,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +77,27 @@
  * image, so they are capped to keep reading them cheap. */
 #define SYMTABS_MAX 4u
 
-_Static_assert(XGPU_FATBIN_MAX_INFLATED == 2ull * XGPU_MAX_MODULE_BYTES,
+_Static_assert(XGPU_FATBIN_DEFAULT_MAX_INFLATED == 2ull * XGPU_MAX_MODULE_BYTES,
 	       "fatbin.h documents the inflation budget as twice the module cap");
+
+static _Atomic uint64_t max_inflated; /* 0: not set */
+
+void xgpu_fatbin_set_max_inflated(uint64_t bytes)
+{
+	atomic_store(&max_inflated, bytes);
+}
+
+uint64_t xgpu_fatbin_max_inflated(void)
+{
+	uint64_t v = atomic_load(&max_inflated);
+	if (v)
+		return v;
+	const char *e = getenv(XGPU_FATBIN_INFLATE_ENV);
+	uint64_t parsed;
+	if (e && xgpu_parse_size(e, &parsed) == 0 && parsed)
+		return parsed;
+	return XGPU_FATBIN_DEFAULT_MAX_INFLATED;
+}
 
 /* printf arguments for a name that need not be NUL-terminated. */
 #define NAME_ARG(s, len) (int)((len) < 200 ? (len) : 200), (s)
@@ -102,7 +122,7 @@ struct ctx {
 	uint32_t *hash; /* index + 1 into k, 0 = empty; open addressing */
 	uint32_t hcap;  /* power of two */
 	size_t name_bytes;
-	uint64_t inflated;     /* bytes inflated so far, see XGPU_FATBIN_MAX_INFLATED */
+	uint64_t inflated;     /* bytes inflated so far, see xgpu_fatbin_max_inflated */
 	uint64_t global_bytes; /* see struct xgpu_fatbin_info */
 	struct xgpu_errbuf err;
 };
@@ -1240,9 +1260,12 @@ static int entry_payload(struct ctx *c, const uint8_t *e, const uint8_t *pl, uin
 	 * and many small bombs would otherwise cost minutes. The claim is
 	 * charged before inflating (an entry must inflate to exactly it), so
 	 * nothing past the budget is ever inflated. */
-	if (usz > XGPU_FATBIN_MAX_INFLATED - c->inflated)
-		return xgpu_fail(&c->err, "compressed entries inflate to more than %u MiB in all",
-				 XGPU_FATBIN_MAX_INFLATED >> 20);
+	uint64_t budget = xgpu_fatbin_max_inflated();
+	if (c->inflated > budget || usz > budget - c->inflated)
+		return xgpu_fail(&c->err,
+				 "compressed entries inflate to more than %llu MiB in all (the bound is "
+				 "xgpud's --fatbin-inflate-limit, " XGPU_FATBIN_INFLATE_ENV " in a guest)",
+				 (unsigned long long)(budget >> 20));
 	c->inflated += usz;
 	if (flags & FLAG_ZSTD) {
 		unsigned long long fcs = ZSTD_getFrameContentSize(pl, (size_t)csz);

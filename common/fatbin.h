@@ -22,11 +22,26 @@
 #define XGPU_FATBIN_MAX_KERNELS 65536u
 #define XGPU_FATBIN_MAX_PARAMS 4096u
 #define XGPU_FATBIN_MAX_UNCOMPRESSED (512u << 20) /* one entry, inflated */
-/* All compressed entries of one container together, inflated: twice
- * XGPU_MAX_MODULE_BYTES (proto.h), so that inflating a module costs about
- * what reading two of the largest modules would, however many entries it
- * packs (each may claim XGPU_FATBIN_MAX_UNCOMPRESSED). */
-#define XGPU_FATBIN_MAX_INFLATED (512u << 20)
+/* All compressed entries of one container together, inflated: a bound on
+ * the time a parse takes, however many entries it packs (each may claim
+ * XGPU_FATBIN_MAX_UNCOMPRESSED; entries are inflated one at a time, so memory
+ * stays at one entry's). A setting, not a constant: xgpud's
+ * --fatbin-inflate-limit passes it to each executor (default: twice
+ * XGPU_MAX_MODULE_BYTES, proto.h, so that inflating a module costs about what
+ * reading two of the largest would); NCCL's fatbin inflates to more. */
+#define XGPU_FATBIN_DEFAULT_MAX_INFLATED (512ull << 20)
+/* What a guest's own frontends allow (the cost is the guest's): NCCL's and
+ * PyTorch's fatbins pass. */
+#define XGPU_FATBIN_GUEST_MAX_INFLATED (16ull << 30)
+/* The environment variable that sets the bound in a process (bytes, or a
+ * size such as 2G), read when xgpu_fatbin_set_max_inflated was not called:
+ * how the executor hands its setting to the simulated driver's copy of this
+ * code, and how a guest changes its own. */
+#define XGPU_FATBIN_INFLATE_ENV "XGPU_FATBIN_MAX_INFLATED"
+/* The bound in force in this process. */
+uint64_t xgpu_fatbin_max_inflated(void);
+/* Sets it (0: back to the environment's or the default). */
+void xgpu_fatbin_set_max_inflated(uint64_t bytes);
 /* Kernel names, mangled; longer ones are refused. */
 #define XGPU_FATBIN_MAX_NAME (64u << 10)
 
@@ -69,7 +84,7 @@ size_t xgpu_fatbin_size(const void *data, size_t max);
  * entries (any architecture; the first entry describing a kernel wins) and,
  * for kernels no ELF entry describes, in its PTX entries, and the device
  * memory its variables need. Compressed entries are decompressed, at most
- * XGPU_FATBIN_MAX_INFLATED bytes in all. Returns 0, or -1 with a reason in
+ * xgpu_fatbin_max_inflated() bytes in all. Returns 0, or -1 with a reason in
  * err. */
 int xgpu_fatbin_parse(const void *data, size_t len, struct xgpu_fatbin_info *out, char *err, size_t errlen);
 

@@ -125,7 +125,8 @@ map() {
 	echo "	/* xgpu's channel client, for our libcudart.so.13 (one channel per process):"
 	echo "	 * what frontend/channel/client.h and frontend/driver/mempool.h offer the runtime API files. */"
 	printf '\t%s;\n' xgpu_client_get xgpu_client_ack xgpu_client_share xgpu_client_unshare xgpu_rpc \
-		xgpu_client_device_info xgpu_client_note_unsupported xgpu_fe_warn_once xgpu_fork_generation \
+		xgpu_client_device_info xgpu_client_note_unsupported xgpu_launch_attrs_check xgpu_fe_warn_once \
+		xgpu_fork_generation \
 		xgpu_hostfn_enqueue xgpu_stream_attr_set xgpu_stream_attr_get xgpu_stream_get_priority \
 		xgpu_pool_default xgpu_pool_current xgpu_pool_set_current xgpu_pool_create xgpu_pool_destroy \
 		xgpu_pool_alloc xgpu_pool_free xgpu_pool_forget xgpu_pool_set_attr xgpu_pool_get_attr xgpu_pool_trim \
@@ -134,10 +135,11 @@ map() {
 	printf '\t%s;\n' xgpu_managed_alloc xgpu_managed_map_var xgpu_managed_free xgpu_managed_find \
 		xgpu_managed_prefetch xgpu_managed_advise
 	echo "	/* Graphs (graph.c), for our libcudart.so.13's cudaGraph* and capture. */"
-	printf '\t%s;\n' xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_exec_set_kernel xgpu_graph_from_runtime
+	printf '\t%s;\n' xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_capture_hostfn xgpu_graph_exec_set_kernel xgpu_graph_from_runtime
 	echo "	/* The allocation registry both layers share (frontend/driver/allocs.h) and the"
 	echo "	 * 2D copy both marshal the same way (frontend/driver/copy2d.h). */"
-	printf '\t%s;\n' xgpu_alloc_add xgpu_alloc_del xgpu_alloc_find xgpu_alloc_clear_device xgpu_copy2d \
+	printf '\t%s;\n' xgpu_alloc_add xgpu_alloc_del xgpu_alloc_find xgpu_alloc_clear_device xgpu_alloc_set_flags \
+		xgpu_attach_mem xgpu_copy2d \
 		xgpu_copy3d xgpu_memset2d
 	echo "local:"
 	echo "	*;"

@@ -6,12 +6,14 @@
 #include "channel.h"
 #include "exec.h"
 #include "graph.h"
+#include "ipc.h"
+#include "vmm.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 
 struct released {
-	uint32_t allocs, modules, streams, events, segments, arrays;
+	uint32_t allocs, modules, streams, events, segments, arrays, vmm;
 	uint64_t bytes;
 };
 
@@ -89,6 +91,22 @@ static void release(struct xgpu_channel *ch, struct released *out)
 			out->modules++;
 		}
 
+	/* Its opens of other processes' memory, and theirs of its own. */
+	xgpu_ipc_release_channel(dom, ch);
+
+	/* Reservations with their mappings (which leave the map), then the
+	 * physical memory no mapping holds any more. */
+	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++)
+		if (o->owner == ch && o->kind == OBJ_VMM_VA) {
+			xgpu_vmm_va_free(dom, ch, h);
+			out->vmm++;
+		}
+	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++)
+		if (o->owner == ch && o->kind == OBJ_VMM_PHYS) {
+			o->u.vmm_phys.maps = 0;
+			xgpu_vmm_phys_put(dom, ch, h, true);
+		}
+
 	/* What is left of the channel's map is its cuMemAlloc'd memory: module
 	 * globals left the map with their modules above. */
 	struct xgpu_memmap *m = &dom->mem;
@@ -122,11 +140,12 @@ void xgpu_channel_teardown(struct xgpu_channel *ch)
 	release(ch, &r);
 	uint64_t held = atomic_load(&dom->stats->mem_bytes);
 	atomic_fetch_sub(&dom->stats->mem_bytes, r.bytes < held ? r.bytes : held);
-	dlog_info(dom,
-		  "domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
-		  " bytes), %u modules, %u streams, %u events, %u host segments, %u arrays",
-		  dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs,
-		  r.bytes, r.modules, r.streams, r.events, r.segments, r.arrays);
+	dlog_info(
+	    dom,
+	    "domain %s: channel %u (pid %d) closed (%s): released %u allocations (%" PRIu64
+	    " bytes), %u modules, %u streams, %u events, %u host segments, %u arrays, %u reserved ranges",
+	    dom->name, ch->id, (int)ch->pid, ch->dead_reason ? ch->dead_reason : "exit", r.allocs, r.bytes,
+	    r.modules, r.streams, r.events, r.segments, r.arrays, r.vmm);
 	ch->ops->close(ch);
 	atomic_fetch_sub(&dom->stats->channels, 1);
 	free(ch);

@@ -17,6 +17,8 @@
 #include "channel.h"
 #include "exec.h"
 #include "graph.h"
+#include "ipc.h"
+#include "vmm.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -306,9 +308,9 @@ static int check_seg_range(struct call *c, const struct xgpu_obj *seg, uint64_t 
 /* A driver result as the guest's error; a failure is logged with the call. */
 /* Bounds on what one domain may hold, beyond its device memory. */
 static const uint32_t max_objects[OBJ_KINDS] = {
-    [OBJ_MODULE] = 4096, [OBJ_FUNC] = 65536,   [OBJ_STREAM] = 4096,
-    [OBJ_EVENT] = 65536, [OBJ_SEG] = 4096,     [OBJ_GRAPH_EXEC] = 1024,
-    [OBJ_ARRAY] = 65536, [OBJ_TEXOBJ] = 65536, [OBJ_SURFOBJ] = 65536,
+    [OBJ_MODULE] = 4096,   [OBJ_FUNC] = 65536,      [OBJ_STREAM] = 4096, [OBJ_EVENT] = 65536,
+    [OBJ_SEG] = 4096,      [OBJ_GRAPH_EXEC] = 1024, [OBJ_ARRAY] = 65536, [OBJ_TEXOBJ] = 65536,
+    [OBJ_SURFOBJ] = 65536, [OBJ_VMM_PHYS] = 65536,  [OBJ_VMM_VA] = 4096,
 };
 
 static int room_for(struct call *c, enum xgpu_obj_kind kind)
@@ -477,6 +479,7 @@ HANDLER(MEM_FREE)
 		return cudaErrorInvalidValue;
 	}
 	atomic_fetch_sub(&c->dom->stats->mem_bytes, size);
+	xgpu_ipc_forget(c->dom, req->dptr); /* other processes' opens of it end */
 	return drv(c, c->drv->cuMemFree(req->dptr));
 }
 
@@ -1089,6 +1092,312 @@ HANDLER(SURFOBJ_DESTROY)
 	int r = drv(c, c->drv->cuSurfObjectDestroy(o->u.texobj.value));
 	xgpu_obj_del(&c->dom->objs, req->handle);
 	return r;
+}
+
+/* ---- virtual memory management (issue 27) ------------------------------------ */
+
+/* Physical memory of the domain's device, as every VMM_CREATE makes it. */
+static CUmemAllocationProp vmm_prop(const struct call *c)
+{
+	CUmemAllocationProp p;
+	memset(&p, 0, sizeof p);
+	p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	p.location.id = c->dom->gpu->dev;
+	return p;
+}
+
+static int vmm_granularity(struct call *c, uint32_t flags, uint64_t *g)
+{
+	CUmemAllocationProp p = vmm_prop(c);
+	size_t v = 0;
+	int r =
+	    drv(c, c->drv->cuMemGetAllocationGranularity(&v, &p, (CUmemAllocationGranularity_flags)flags));
+	if (!r && v == 0)
+		r = cudaErrorUnknown;
+	*g = v;
+	return r;
+}
+
+static int vmm_refuse(struct call *c, const char *why, uint64_t a, uint64_t b)
+{
+	dlog_info(c->dom, "domain %s: %s refused: %s (0x%" PRIx64 ", 0x%" PRIx64 ")", c->dom->name, c->what,
+		  why, a, b);
+	return cudaErrorInvalidValue;
+}
+
+HANDLER(VMM_GRANULARITY)
+{
+	if (req->flags != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+	    req->flags != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+		return cudaErrorInvalidValue;
+	return vmm_granularity(c, req->flags, &rsp->granularity);
+}
+
+HANDLER(VMM_CREATE)
+{
+	uint64_t g;
+	int r = vmm_granularity(c, CU_MEM_ALLOC_GRANULARITY_MINIMUM, &g);
+	if (r)
+		return r;
+	if (req->flags || !req->size || req->size % g)
+		return vmm_refuse(c, "size not a multiple of the granularity, or flags", req->size,
+				  req->flags);
+	if (!mem_limit_allows(c, req->size, "cuMemCreate") || room_for(c, OBJ_VMM_PHYS))
+		return cudaErrorMemoryAllocation;
+	CUmemAllocationProp p = vmm_prop(c);
+	CUmemGenericAllocationHandle h;
+	if ((r = drv(c, c->drv->cuMemCreate(&h, req->size, &p, 0))))
+		return r;
+	struct xgpu_obj *o;
+	xgpu_handle_t oh = xgpu_obj_add(&c->dom->objs, OBJ_VMM_PHYS, c->ch, &o);
+	if (!oh) {
+		c->drv->cuMemRelease(h);
+		return cudaErrorMemoryAllocation;
+	}
+	o->u.vmm_phys.h = h;
+	o->u.vmm_phys.size = req->size;
+	o->u.vmm_phys.maps = 0;
+	o->u.vmm_phys.released = false;
+	atomic_fetch_add(&c->dom->stats->mem_bytes, req->size);
+	rsp->handle = oh;
+	return cudaSuccess;
+}
+
+HANDLER(VMM_RELEASE)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, req->handle, OBJ_VMM_PHYS, c->ch);
+	if (!o || o->u.vmm_phys.released)
+		return bad_handle(c, "handle", req->handle);
+	xgpu_vmm_phys_put(c->dom, c->ch, req->handle, true);
+	return cudaSuccess;
+}
+
+HANDLER(VMM_RESERVE)
+{
+	uint64_t g;
+	int r = vmm_granularity(c, CU_MEM_ALLOC_GRANULARITY_MINIMUM, &g);
+	if (r)
+		return r;
+	if (req->flags || !req->size || req->size % g || (req->alignment & (req->alignment - 1)))
+		return vmm_refuse(c, "size not a multiple of the granularity, alignment or flags", req->size,
+				  req->alignment);
+	if (room_for(c, OBJ_VMM_VA))
+		return cudaErrorMemoryAllocation;
+	CUdeviceptr p;
+	if ((r = drv(c, c->drv->cuMemAddressReserve(&p, req->size, req->alignment, req->addr, 0))))
+		return r;
+	struct xgpu_obj *o;
+	xgpu_handle_t oh = xgpu_obj_add(&c->dom->objs, OBJ_VMM_VA, c->ch, &o);
+	if (!oh) {
+		c->drv->cuMemAddressFree(p, req->size);
+		return cudaErrorMemoryAllocation;
+	}
+	memset(&o->u.vmm_va, 0, sizeof o->u.vmm_va);
+	o->u.vmm_va.base = p;
+	o->u.vmm_va.size = req->size;
+	rsp->ptr = p;
+	rsp->va = oh;
+	return cudaSuccess;
+}
+
+HANDLER(VMM_ADDRESS_FREE)
+{
+	if (!xgpu_obj_get(&c->dom->objs, req->va, OBJ_VMM_VA, c->ch))
+		return bad_handle(c, "va", req->va);
+	/* Work queued on its mappings may still use them. */
+	int r = drv(c, c->drv->cuCtxSynchronize());
+	int f = drv(c, xgpu_vmm_va_free(c->dom, c->ch, req->va));
+	return r ? r : f;
+}
+
+/* The reservation va with [ptr, ptr + size) inside it, or NULL (refused). */
+static struct xgpu_obj *vmm_va_range(struct call *c, xgpu_handle_t va, uint64_t ptr, uint64_t size, int *err)
+{
+	struct xgpu_obj *o = xgpu_obj_get(&c->dom->objs, va, OBJ_VMM_VA, c->ch);
+	if (!o) {
+		*err = bad_handle(c, "va", va);
+		return NULL;
+	}
+	if (!size || ptr < o->u.vmm_va.base || ptr - o->u.vmm_va.base > o->u.vmm_va.size ||
+	    size > o->u.vmm_va.size - (ptr - o->u.vmm_va.base)) {
+		*err = vmm_refuse(c, "range outside its reservation", ptr, size);
+		return NULL;
+	}
+	return o;
+}
+
+/* Mappings of va overlapping [ptr, ptr + size): first index and count; -1
+ * if one of them is cut by the range's ends. */
+static int vmm_maps_in(const struct xgpu_obj *va, uint64_t ptr, uint64_t size, uint32_t *first, uint32_t *n)
+{
+	*first = 0;
+	*n = 0;
+	for (uint32_t k = 0; k < va->u.vmm_va.nmaps; k++) {
+		const struct xgpu_vmm_map *m = &va->u.vmm_va.maps[k];
+		if (m->ptr + m->size <= ptr || m->ptr >= ptr + size)
+			continue;
+		if (m->ptr < ptr || m->ptr + m->size > ptr + size)
+			return -1;
+		if (!*n)
+			*first = k;
+		(*n)++;
+	}
+	return 0;
+}
+
+HANDLER(VMM_MAP)
+{
+	int err = 0;
+	struct xgpu_obj *va = vmm_va_range(c, req->va, req->ptr, req->size, &err);
+	if (!va)
+		return err;
+	struct xgpu_obj *ph = xgpu_obj_get(&c->dom->objs, req->handle, OBJ_VMM_PHYS, c->ch);
+	if (!ph || ph->u.vmm_phys.released)
+		return bad_handle(c, "handle", req->handle);
+	if (req->flags || req->offset > ph->u.vmm_phys.size || req->size > ph->u.vmm_phys.size - req->offset)
+		return vmm_refuse(c, "offset and size outside the physical memory, or flags", req->offset,
+				  req->size);
+	uint32_t first, n;
+	if (vmm_maps_in(va, req->ptr, req->size, &first, &n) || n)
+		return vmm_refuse(c, "range already mapped", req->ptr, req->size);
+	if (va->u.vmm_va.nmaps == va->u.vmm_va.cap) {
+		uint32_t cap = va->u.vmm_va.cap ? va->u.vmm_va.cap * 2 : 8;
+		if (cap > 65536)
+			return cudaErrorMemoryAllocation;
+		struct xgpu_vmm_map *v = realloc(va->u.vmm_va.maps, cap * sizeof *v);
+		if (!v)
+			return cudaErrorMemoryAllocation;
+		va->u.vmm_va.maps = v;
+		va->u.vmm_va.cap = cap;
+	}
+	int r = drv(c, c->drv->cuMemMap(req->ptr, req->size, req->offset, ph->u.vmm_phys.h, 0));
+	if (r)
+		return r;
+	/* Kept sorted by address. */
+	uint32_t at = 0;
+	while (at < va->u.vmm_va.nmaps && va->u.vmm_va.maps[at].ptr < req->ptr)
+		at++;
+	memmove(&va->u.vmm_va.maps[at + 1], &va->u.vmm_va.maps[at],
+		(va->u.vmm_va.nmaps - at) * sizeof va->u.vmm_va.maps[0]);
+	va->u.vmm_va.maps[at] = (struct xgpu_vmm_map){
+	    .ptr = req->ptr, .size = req->size, .phys = req->handle, .accessible = false};
+	va->u.vmm_va.nmaps++;
+	ph->u.vmm_phys.maps++;
+	return cudaSuccess;
+}
+
+HANDLER(VMM_UNMAP)
+{
+	int err = 0;
+	struct xgpu_obj *va = vmm_va_range(c, req->va, req->ptr, req->size, &err);
+	if (!va)
+		return err;
+	uint32_t first, n;
+	if (vmm_maps_in(va, req->ptr, req->size, &first, &n) || !n)
+		return vmm_refuse(c, "range not made of whole mappings", req->ptr, req->size);
+	int r = drv(c, c->drv->cuCtxSynchronize());
+	while (n--) {
+		int u = drv(c, xgpu_vmm_unmap(c->dom, va, req->va, first));
+		if (!r)
+			r = u;
+	}
+	return r;
+}
+
+HANDLER(VMM_SET_ACCESS)
+{
+	int err = 0;
+	struct xgpu_obj *va = vmm_va_range(c, req->va, req->ptr, req->size, &err);
+	if (!va)
+		return err;
+	/* Copies and kernels are checked against the domain's map, which does
+	 * not tell reading from writing: read-only mappings are refused. */
+	if (req->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE && req->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
+		return vmm_refuse(c, "access other than read-write or none", req->ptr, req->flags);
+	uint32_t first, n;
+	uint64_t covered = 0;
+	if (vmm_maps_in(va, req->ptr, req->size, &first, &n) || !n)
+		return vmm_refuse(c, "range not made of whole mappings", req->ptr, req->size);
+	for (uint32_t k = first; k < first + n; k++)
+		covered += va->u.vmm_va.maps[k].size;
+	if (covered != req->size)
+		return vmm_refuse(c, "range not wholly mapped", req->ptr, req->size);
+	CUmemAccessDesc d;
+	memset(&d, 0, sizeof d);
+	d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	d.location.id = c->dom->gpu->dev;
+	d.flags = (CUmemAccess_flags)req->flags;
+	int r = drv(c, c->drv->cuMemSetAccess(req->ptr, req->size, &d, 1));
+	for (uint32_t k = first; !r && k < first + n; k++) {
+		struct xgpu_vmm_map *m = &va->u.vmm_va.maps[k];
+		bool want = req->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+		if (want && !m->accessible) {
+			if (xgpu_memmap_add(&c->dom->mem, m->ptr, m->size, c->ch, req->va) < 0)
+				return cudaErrorMemoryAllocation;
+		} else if (!want && m->accessible) {
+			xgpu_memmap_del_tagged(&c->dom->mem, m->ptr, req->va, c->ch);
+		}
+		m->accessible = want;
+	}
+	return r;
+}
+
+/* ---- IPC between processes of one domain (issue 27) ------------------------------ */
+
+HANDLER(IPC_EXPORT)
+{
+	const struct xgpu_alloc *a = xgpu_memmap_find(&c->dom->mem, req->ptr, 0, c->ch);
+	if (!a || a->module) {
+		dlog_info(c->dom,
+			  "domain %s: %s refused: 0x%" PRIx64
+			  " is not in a cuMemAlloc allocation of this process",
+			  c->dom->name, c->what, req->ptr);
+		return cudaErrorInvalidValue;
+	}
+	uint64_t token = xgpu_ipc_export(c->dom, c->ch, a->base);
+	if (!token)
+		return cudaErrorMemoryAllocation;
+	rsp->base = a->base;
+	rsp->size = a->size;
+	rsp->token = token;
+	return cudaSuccess;
+}
+
+HANDLER(IPC_OPEN)
+{
+	struct xgpu_channel *owner = xgpu_ipc_exporter(c->dom, req->base, req->token);
+	const struct xgpu_alloc *a = owner ? xgpu_memmap_find(&c->dom->mem, req->base, 0, owner) : NULL;
+	if (!a || a->base != req->base || a->module) {
+		dlog_info(c->dom,
+			  "domain %s: %s refused: no allocation at 0x%" PRIx64
+			  " was exported under that token",
+			  c->dom->name, c->what, req->base);
+		return cudaErrorInvalidValue;
+	}
+	if (owner == c->ch) {
+		dlog_info(c->dom, "domain %s: %s refused: a process cannot open its own handle", c->dom->name,
+			  c->what);
+		return cudaErrorInvalidValue;
+	}
+	uint64_t size = a->size;
+	/* Opened again: the same alias. */
+	const struct xgpu_alloc *mine = xgpu_memmap_find(&c->dom->mem, req->base, 0, c->ch);
+	if (!mine && xgpu_memmap_add(&c->dom->mem, req->base, size, c->ch, XGPU_MEMMAP_IPC) < 0)
+		return cudaErrorMemoryAllocation;
+	rsp->ptr = req->base;
+	rsp->size = size;
+	return cudaSuccess;
+}
+
+HANDLER(IPC_CLOSE)
+{
+	if (!xgpu_memmap_del_tagged(&c->dom->mem, req->ptr, XGPU_MEMMAP_IPC, c->ch)) {
+		dlog_info(c->dom, "domain %s: %s refused: 0x%" PRIx64 " was not opened by this process",
+			  c->dom->name, c->what, req->ptr);
+		return cudaErrorInvalidValue;
+	}
+	return cudaSuccess;
 }
 
 HANDLER(SEG_REGISTER)

@@ -110,6 +110,12 @@ struct xgpu_domain {
 	char fault_what[160]; /* what broke it, for xgpud's log */
 	struct xgpu_objtab objs;
 	struct xgpu_memmap mem;
+	/* Allocations exported for IPC (ipc.c): base, token, exporter. */
+	struct xgpu_ipc_export {
+		uint64_t base, token;
+		struct xgpu_channel *owner;
+	} * ipc;
+	uint32_t nipc, capipc;
 	struct xgpu_staging {
 		void *buf;
 		CUevent done; /* recorded after the last copy that used buf */

@@ -11,6 +11,7 @@
  * when it could not start, 3 after a fault (the domain's context failed; on
  * NVIDIA's driver the process can use the GPU no more).
  */
+#include "fatbin.h"
 #include "link.h"
 #include "log.h"
 #include "poller.h"
@@ -35,6 +36,7 @@ struct opts {
 	int log_level;
 	long uid; /* -1: keep xgpud's */
 	int sandbox; /* enum xgpu_sandbox_mode */
+	uint64_t fatbin_inflate_limit; /* 0: fatbin.h's default */
 };
 
 static void usage(FILE *f)
@@ -49,6 +51,7 @@ static void usage(FILE *f)
 		   "  --log-level LEVEL      error, warn, info or debug (default info)\n"
 		   "  --uid UID              run as UID (and gid UID) once the driver is loaded\n"
 		   "  --sandbox MODE         enforce, log or off (default: enforce on sim, log on cuda)\n"
+		   "  --fatbin-inflate-limit BYTES  most a module's compressed fatbin entries inflate to\n"
 		   "  --help, --version\n",
 		   XGPU_EXEC_FD_LINK, XGPU_EXEC_FD_LISTEN);
 }
@@ -56,10 +59,15 @@ static void usage(FILE *f)
 static int parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {
-	    {"domain", required_argument, 0, 'd'},    {"driver", required_argument, 0, 'p'},
-	    {"driver-kind", required_argument, 0, 'k'}, {"log-level", required_argument, 0, 'l'},
-	    {"uid", required_argument, 0, 'u'},      {"help", no_argument, 0, 'h'},
-	    {"version", no_argument, 0, 'V'},        {"sandbox", required_argument, 0, 's'},
+	    {"domain", required_argument, 0, 'd'},
+	    {"driver", required_argument, 0, 'p'},
+	    {"driver-kind", required_argument, 0, 'k'},
+	    {"log-level", required_argument, 0, 'l'},
+	    {"uid", required_argument, 0, 'u'},
+	    {"help", no_argument, 0, 'h'},
+	    {"fatbin-inflate-limit", required_argument, 0, 'f'},
+	    {"version", no_argument, 0, 'V'},
+	    {"sandbox", required_argument, 0, 's'},
 	    {0, 0, 0, 0},
 	};
 	int c;
@@ -90,6 +98,14 @@ static int parse(int argc, char **argv, struct opts *o)
 		case 's':
 			if ((o->sandbox = xgpu_sandbox_parse(optarg)) < 0) {
 				fprintf(stderr, "xgpu-executor: --sandbox %s: need enforce, log or off\n", optarg);
+				return -1;
+			}
+			break;
+		case 'f':
+			if (xgpu_parse_size(optarg, &o->fatbin_inflate_limit) < 0 ||
+			    !o->fatbin_inflate_limit) {
+				fprintf(stderr, "xgpu-executor: --fatbin-inflate-limit %s: need a size\n",
+					optarg);
 				return -1;
 			}
 			break;
@@ -162,6 +178,16 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	setvbuf(stderr, NULL, _IOLBF, 0);
 	xgpu_log_init_relay((enum xgpu_log_level)o.log_level);
+	/* The fatbin bound for this process's parser and, through the
+	 * environment, for the simulated driver's own copy of it. */
+	if (o.fatbin_inflate_limit) {
+		char v[32];
+		snprintf(v, sizeof v, "%llu", (unsigned long long)o.fatbin_inflate_limit);
+		setenv(XGPU_FATBIN_INFLATE_ENV, v, 1);
+		xgpu_fatbin_set_max_inflated(o.fatbin_inflate_limit);
+	} else {
+		unsetenv(XGPU_FATBIN_INFLATE_ENV); /* xgpud's own environment does not set it */
+	}
 
 	static struct xgpu_executor x;
 	char err[512];
@@ -182,6 +208,7 @@ int main(int argc, char **argv)
 	xgpu_link_stop(&x);
 	xgpu_objtab_free(&x.dom.objs);
 	xgpu_memmap_free(&x.dom.mem);
+	free(x.dom.ipc);
 	xgpu_driver_unload(&x.drv);
 	return rc;
 }

@@ -14,7 +14,8 @@ struct xgpu_channel;
 struct xgpu_alloc {
 	uint64_t base, size;
 	struct xgpu_channel *owner;
-	xgpu_handle_t module; /* a module global's module, 0 for cuMemAlloc memory */
+	xgpu_handle_t module; /* a module global's module, a VMM mapping's
+			       * reservation, 0 for cuMemAlloc memory */
 };
 
 struct xgpu_memmap {
@@ -33,6 +34,15 @@ const struct xgpu_alloc *xgpu_memmap_find(const struct xgpu_memmap *m, uint64_t 
 /* Removes the allocation starting exactly at base owned by owner; returns its
  * size, or 0 if there is none. */
 uint64_t xgpu_memmap_del(struct xgpu_memmap *m, uint64_t base, const struct xgpu_channel *owner);
+/* Removes the entry starting exactly at base that module (a module, a VMM
+ * reservation for its mappings, XGPU_MEMMAP_IPC for an IPC alias) put there
+ * for owner (NULL: any); false if there is none. */
+bool xgpu_memmap_del_tagged(struct xgpu_memmap *m, uint64_t base, xgpu_handle_t module,
+			    const struct xgpu_channel *owner);
+/* The tag of another process's allocation that this one opened with
+ * cuIpcOpenMemHandle: the same range, never freed through this entry. (No
+ * handle is 1.) */
+#define XGPU_MEMMAP_IPC ((xgpu_handle_t)1)
 void xgpu_memmap_free(struct xgpu_memmap *m);
 
 #endif

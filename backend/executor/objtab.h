@@ -23,10 +23,19 @@ enum xgpu_obj_kind {
 	OBJ_ARRAY,
 	OBJ_TEXOBJ,
 	OBJ_SURFOBJ,
+	OBJ_VMM_PHYS, /* cuMemCreate's physical memory */
+	OBJ_VMM_VA,   /* a cuMemAddressReserve range and its mappings */
 	OBJ_KINDS
 };
 
 struct xgpu_graph_exec;
+
+/* One mapping of physical memory into a reserved range (VMM_MAP). */
+struct xgpu_vmm_map {
+	uint64_t ptr, size;
+	xgpu_handle_t phys;
+	bool accessible; /* in the domain's memory map (VMM_SET_ACCESS) */
+};
 
 struct xgpu_obj {
 	uint32_t gen;
@@ -66,6 +75,17 @@ struct xgpu_obj {
 		struct {
 			uint64_t value; /* CUtexObject or CUsurfObject */
 		} texobj;
+		struct {
+			CUmemGenericAllocationHandle h;
+			uint64_t size;
+			uint32_t maps; /* mappings that hold it */
+			bool released; /* by the guest: it goes with its last mapping */
+		} vmm_phys;
+		struct {
+			uint64_t base, size;
+			struct xgpu_vmm_map *maps;
+			uint32_t nmaps, cap;
+		} vmm_va;
 	} u;
 };
 

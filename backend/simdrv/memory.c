@@ -185,8 +185,28 @@ bool sim_mem_remove_locked(struct CUctx_st *ctx, CUdeviceptr base, int kind, str
 	return true;
 }
 
+CUresult sim_mem_insert_locked(struct CUctx_st *ctx, CUdeviceptr base, size_t size, void *host, int kind)
+{
+	struct sim_alloc_table *t = &ctx->allocs;
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 64;
+		struct sim_alloc *nv = realloc(t->v, ncap * sizeof *nv);
+		if (!nv)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		t->v = nv;
+		t->cap = ncap;
+	}
+	size_t at = (size_t)(floor_index(t, base) + 1);
+	memmove(&t->v[at + 1], &t->v[at], (t->n - at) * sizeof *t->v);
+	t->n++;
+	t->v[at] = (struct sim_alloc){.base = base, .size = size, .host = host, .kind = (uint8_t)kind};
+	return CUDA_SUCCESS;
+}
+
 void sim_mem_release(struct sim_device *dev, struct sim_alloc *a)
 {
+	if (a->kind == SIM_ALLOC_VMM)
+		return; /* the physical allocation's memory (vmm.c) */
 	host_free(a->host, a->size, a->mmapped);
 	atomic_fetch_sub(&dev->mem_used, a->acct);
 }

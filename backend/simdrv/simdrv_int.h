@@ -193,7 +193,9 @@ struct sim_alloc {
 	bool dead;
 	bool mmapped;
 };
-enum { SIM_ALLOC_USER = 1, SIM_ALLOC_GLOBAL = 2 };
+/* SIM_ALLOC_VMM: a cuMemMap mapping, whose host memory is its physical
+ * allocation's (vmm.c), not the entry's to free. */
+enum { SIM_ALLOC_USER = 1, SIM_ALLOC_GLOBAL = 2, SIM_ALLOC_VMM = 3 };
 
 /* A context's allocations, sorted by base: addresses only grow (memory.c),
  * and a context hands them out under its lock, so insertion is an append.
@@ -265,6 +267,10 @@ void *sim_mem_translate_locked(struct CUctx_st *ctx, CUdeviceptr addr, size_t by
 bool sim_mem_remove_locked(struct CUctx_st *ctx, CUdeviceptr base, int kind,
 			   struct sim_alloc *out) SIM_HIDDEN;
 void sim_mem_release(struct sim_device *dev, struct sim_alloc *a) SIM_HIDDEN;
+/* Enters [base, base + size) backed by host as an allocation of kind that
+ * charges nothing (ctx->lock held); the caller checked it overlaps none. */
+CUresult sim_mem_insert_locked(struct CUctx_st *ctx, CUdeviceptr base, size_t size, void *host,
+			       int kind) SIM_HIDDEN;
 /* Releases every allocation of ctx (its queued work is done). */
 void sim_mem_release_all(struct CUctx_st *ctx) SIM_HIDDEN;
 /* Unpins the host memory ctx allocated or registered (at its destroy). */

@@ -54,6 +54,9 @@ struct xgpud_opts {
 	bool foreground;
 	int log_level;
 	uint64_t mem_limit; /* per domain, bytes; 0 = the GPU's memory */
+	/* Most bytes a module's compressed fatbin entries inflate to in all
+	 * (fatbin.h), handed to each executor; 0: its default. */
+	uint64_t fatbin_inflate_limit;
 	uint64_t spin_ns;   /* pollers spin this long before sleeping */
 	unsigned stall_timeout_s;
 	unsigned max_channels_per_domain;

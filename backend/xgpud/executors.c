@@ -570,6 +570,10 @@ static void spawn_args(struct xgpud *d, struct xgpud_domain *dom, char **argv, c
 	ARG("%s", d->executor_name);
 	ARG("--log-level");
 	ARG("%s", (const char *[]){"error", "warn", "info", "debug"}[d->o.log_level & 3]);
+	if (d->o.fatbin_inflate_limit) {
+		ARG("--fatbin-inflate-limit");
+		ARG("%llu", (unsigned long long)d->o.fatbin_inflate_limit);
+	}
 	if (geteuid() == 0 && d->o.executor_uid_base) {
 		ARG("--uid");
 		ARG("%u", d->o.executor_uid_base + dom->domid);

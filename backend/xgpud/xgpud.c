@@ -53,6 +53,8 @@ static void usage(FILE *f)
 		"  --socket PATH           local transport socket (default $XGPU_SOCKET, else\n"
 		"                          $XDG_RUNTIME_DIR/xgpu.sock, else /run/xgpu/xgpud.sock)\n"
 		"  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
+		"  --fatbin-inflate-limit SIZE  most a module's compressed fatbin entries may\n"
+		"                          inflate to in all (default 512M; NCCL's need about 1G)\n"
 		"  --config FILE           defaults and per-domain credit, SLO, GPUs, memory, task\n"
 		"                          weights, in xl syntax (see docs/operations.md)\n"
 		"  --sim-driver PATH       simulated driver library (default ../lib/libxgpu-simdrv.so\n"
@@ -97,6 +99,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_HYP,
 		O_SOCKET,
 		O_MEMLIMIT,
+		O_FATBIN,
 		O_CONFIG,
 		O_SIMDRV,
 		O_CUDADRV,
@@ -125,6 +128,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"hyp-source", required_argument, 0, O_HYP},
 	    {"socket", required_argument, 0, O_SOCKET},
 	    {"mem-limit", required_argument, 0, O_MEMLIMIT},
+	    {"fatbin-inflate-limit", required_argument, 0, O_FATBIN},
 	    {"config", required_argument, 0, O_CONFIG},
 	    {"sim-driver", required_argument, 0, O_SIMDRV},
 	    {"cuda-driver", required_argument, 0, O_CUDADRV},
@@ -177,6 +181,16 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		case O_MEMLIMIT:
 			if (xgpu_parse_size(optarg, &o->mem_limit) < 0 || o->mem_limit == 0) {
 				fprintf(stderr, "xgpud: --mem-limit %s: need a size such as 512M or 4G\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case O_FATBIN:
+			if (xgpu_parse_size(optarg, &o->fatbin_inflate_limit) < 0 ||
+			    o->fatbin_inflate_limit < (1u << 20)) {
+				fprintf(stderr,
+					"xgpud: --fatbin-inflate-limit %s: need a size of at least 1M, such "
+					"as 2G\n",
 					optarg);
 				return -1;
 			}

@@ -60,6 +60,17 @@ bool xgpu_alloc_del(uint64_t base, int kind)
 	return found;
 }
 
+bool xgpu_alloc_set_flags(uint64_t base, int kind, unsigned flags)
+{
+	pthread_mutex_lock(&allocs_lock);
+	ptrdiff_t i = floor_of(base);
+	bool found = i >= 0 && allocs[i].base == base && allocs[i].kind == kind;
+	if (found)
+		allocs[i].flags = flags;
+	pthread_mutex_unlock(&allocs_lock);
+	return found;
+}
+
 bool xgpu_alloc_find(uint64_t addr, uint64_t len, struct xgpu_alloc *out)
 {
 	pthread_mutex_lock(&allocs_lock);

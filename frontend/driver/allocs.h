@@ -32,6 +32,13 @@ struct xgpu_alloc {
 void xgpu_alloc_add(uint64_t base, uint64_t size, int kind, unsigned flags);
 /* Forgets the block of kind starting at base; false if there is none. */
 bool xgpu_alloc_del(uint64_t base, int kind);
+/* Replaces the flags of the block of kind starting at base (a managed
+ * block's attachment, cuStreamAttachMemAsync); false if there is none. */
+bool xgpu_alloc_set_flags(uint64_t base, int kind, unsigned flags);
+/* cuStreamAttachMemAsync for both frontends (stream.c): checks that ptr
+ * starts a managed block and length covers it, records the attachment;
+ * stream is a wire handle. Returns a cudaError_t number. */
+int xgpu_attach_mem(uint64_t stream, uint64_t ptr, uint64_t length, unsigned flags);
 /* The block wholly containing [addr, addr + len) (len 0: addr itself). */
 bool xgpu_alloc_find(uint64_t addr, uint64_t len, struct xgpu_alloc *out);
 /* Forgets every device and managed block (cudaDeviceReset: the daemon freed

@@ -498,8 +498,22 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int fl
 {
 	if (!pctx)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (params) /* execution affinity and CIG: not offered */
-		return xgpu_drv_unsupported("cuCtxCreate (with CUctxCreateParams)");
+	/* CUDA 13's samples pass a zeroed CUctxCreateParams: that is a plain
+	 * context. What it can ask for beyond that is refused by name. */
+	if (params && (params->numExecAffinityParams < 0 ||
+		       (params->numExecAffinityParams > 0 && !params->execAffinityParams)))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (params && params->numExecAffinityParams > 0)
+		return xgpu_drv_unsupported("cuCtxCreate with execution affinity (CUctxCreateParams."
+					    "execAffinityParams): a domain's share of the GPU is xgpud's "
+					    "to set, not the guest's");
+	if (params && params->cigParams)
+		return xgpu_drv_unsupported("cuCtxCreate in CUDA-in-graphics mode (CUctxCreateParams."
+					    "cigParams): xgpu has no graphics interop");
+	/* Flags: scheduling, map-host, local-memory resize, sync memops,
+	 * coredump and user-coredump (CU_CTX_FLAGS_MASK). */
+	if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
+		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = check_device(dev);
 	if (r)
 		return r;
@@ -541,6 +555,146 @@ CUresult cuCtxDestroy(CUcontext ctx)
 	ctx->magic = 0;
 	free(ctx);
 	return CUDA_SUCCESS;
+}
+
+/* cuCtxSetFlags: the current context's flags (as cuCtxCreate takes them). */
+CUresult cuCtxSetFlags(unsigned int flags)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&drv_lock);
+	current()->flags = flags;
+	pthread_mutex_unlock(&drv_lock);
+	return CUDA_SUCCESS;
+}
+
+/* The cache split is a hint the driver may ignore; contexts here keep the
+ * one the program set and the daemon's driver runs with its default. */
+static _Thread_local CUfunc_cache ctx_cache_config = CU_FUNC_CACHE_PREFER_NONE;
+
+CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
+{
+	struct xgpu_client *c;
+	if (!pconfig)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (!r)
+		*pconfig = ctx_cache_config;
+	return r;
+}
+
+CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	ctx_cache_config = config;
+	return CUDA_SUCCESS;
+}
+
+/* A context without execution affinity has the whole device's SMs (as far
+ * as the guest can tell: the daemon time-slices the GPU between domains). */
+CUresult cuCtxGetExecAffinity(CUexecAffinityParam *pExecAffinity, CUexecAffinityType type)
+{
+	struct xgpu_client *c;
+	if (!pExecAffinity || type != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	int sms = 0;
+	if (!r)
+		r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, current()->device);
+	if (!r) {
+		pExecAffinity->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+		pExecAffinity->param.smCount.val = (unsigned)sms;
+	}
+	return r;
+}
+
+/* cuCtxRecordEvent captures all work of the context. Every context here is
+ * the channel's one context in the daemon, whose streams the frontend does
+ * not list, so the call waits for that work (cuCtxSynchronize) and records
+ * the event on the default stream: the event completes no earlier than CUDA's
+ * would, at the cost of the host waiting here. */
+CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent)
+{
+	if (hCtx && !valid_ctx(hCtx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!hEvent)
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_client *c;
+	CUresult r = hCtx ? xgpu_drv_client(&c) : xgpu_drv_client_ctx(&c);
+	if (!r)
+		r = xgpu_drv_sync(c);
+	return r ? r : cuEventRecord(hEvent, NULL);
+}
+
+/* cuCtxWaitEvent makes the context's later work wait for the event: here
+ * the host waits for it, after which any later work comes after it. */
+CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent)
+{
+	if (hCtx && !valid_ctx(hCtx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!hEvent)
+		return CUDA_ERROR_INVALID_HANDLE;
+	struct xgpu_client *c;
+	CUresult r = hCtx ? xgpu_drv_client(&c) : xgpu_drv_client_ctx(&c);
+	return r ? r : cuEventSynchronize(hEvent);
+}
+
+/* CUDA 11.4 to 12.4's cuCtxCreate with execution affinity. */
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
+			CUdevice dev);
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
+			CUdevice dev)
+{
+	CUctxCreateParams p = {.execAffinityParams = paramsArray, .numExecAffinityParams = numParams};
+	return cuCtxCreate_v4(pctx, numParams || paramsArray ? &p : NULL, flags, dev);
+}
+
+/* The deprecated attach/detach pair: attach answers the current context and
+ * detach checks the one it is given; no usage count is kept, so a context
+ * the program created stays until cuCtxDestroy (a leak at worst). */
+CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags)
+{
+	struct xgpu_client *c;
+	if (!pctx || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (!r)
+		*pctx = current();
+	return r;
+}
+
+CUresult cuCtxDetach(CUcontext ctx)
+{
+	if (!valid_ctx(ctx))
+		return CUDA_ERROR_INVALID_CONTEXT;
+	return CUDA_SUCCESS;
+}
+
+/* Green contexts partition a GPU's SMs among contexts; under xgpu the
+ * partition of the GPU between domains is the daemon's (its shares and
+ * slots), so a guest cannot take SMs for itself. */
+CUresult cuCtxGetDevResource(CUcontext hCtx, CUdevResource *resource, CUdevResourceType type)
+{
+	(void)hCtx, (void)resource, (void)type;
+	return xgpu_drv_unsupported(
+	    "cuCtxGetDevResource (green contexts: the GPU's partition between domains "
+	    "is xgpud's, a guest cannot take SMs for itself)");
+}
+
+CUresult cuCtxFromGreenCtx(CUcontext *pContext, CUgreenCtx hCtx)
+{
+	(void)pContext, (void)hCtx;
+	return xgpu_drv_unsupported("cuCtxFromGreenCtx (green contexts: the GPU's partition between domains "
+				    "is xgpud's, a guest cannot take SMs for itself)");
 }
 
 /* ---- older ABIs that equal the current one ------------------------------ */

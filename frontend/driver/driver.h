@@ -90,6 +90,12 @@ CUresult xgpu_graph_add_copy(CUgraphNode *out, CUgraph g, const CUgraphNode *dep
 CUresult xgpu_graph_exec_set_kernel(CUgraphExec hGraphExec, CUgraphNode node, xgpu_handle_t func,
 				    const uint32_t grid[3], const uint32_t block[3], uint32_t shared,
 				    const void *params, uint32_t param_len);
+/* A host function (cuLaunchHostFunc, cudaLaunchHostFunc) on stream: a host
+ * node of the capture when the stream is capturing (0, or a cudaError_t
+ * number that invalidated the capture); -1 when it is not capturing, and the
+ * caller enqueues it. Stream callbacks (cuStreamAddCallback) are not host
+ * nodes: CUDA refuses them in a capture, as xgpu_graph_capture_refuse does. */
+int xgpu_graph_capture_hostfn(xgpu_handle_t stream, void (*fn)(void *), void *user);
 /* Whether stream is capturing: copies then go through the wire, where
  * capture sees them, rather than through a pinned segment. */
 bool xgpu_graph_capturing(xgpu_handle_t stream);

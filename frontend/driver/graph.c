@@ -17,6 +17,7 @@
  * capture, and lets everything else through. The runtime's cudaGraph* and
  * cudaStream*Capture* are these functions (api_graph.c).
  */
+#include "allocs.h"
 #include "driver.h"
 
 #include <pthread.h>
@@ -41,6 +42,10 @@ struct CUgraphNode_st {
 	void *host;               /* a host copy's host side */
 	uint8_t *params;          /* a kernel's parameter buffer (w.param_len) */
 	struct CUgraph_st *child; /* a child graph node's own copy */
+	CUhostFn host_fn;         /* a host node's function and argument */
+	void *host_user;
+	struct graph_mem *mem; /* a memory allocation node's memory (held) */
+	CUdeviceptr free_ptr;  /* a memory free node's address */
 	struct CUgraphNode_st **deps;
 	size_t ndeps;
 	uint64_t seen; /* a walk's mark (joined()) */
@@ -58,8 +63,22 @@ struct host_copy {
 	bool to_device;
 };
 
+/* A graph with host nodes runs in parts, in one topological order of its
+ * nodes: each run of device nodes between host nodes is a daemon graph of
+ * its own (sub), each host node (host, the snapshot's node) a host function
+ * enqueued on the launch's stream after the part before it, which the part
+ * after it waits for (xgpu_hostfn_enqueue). A serial order of a DAG is one
+ * CUDA may run it in; only the overlap of host nodes with device work that
+ * does not depend on them is lost. */
+struct exec_part {
+	struct CUgraphExec_st *sub;
+	struct CUgraphNode_st *host;
+};
+
 struct CUgraphExec_st {
 	uint32_t magic;
+	struct exec_part *parts; /* NULL: the graph is one daemon graph (remote) */
+	size_t nparts;
 	xgpu_handle_t remote;
 	unsigned generation;
 	uint64_t htod_bytes, dtoh_bytes;
@@ -75,6 +94,42 @@ struct CUgraphExec_st {
 };
 
 _Thread_local int xgpu_graph_from_runtime;
+
+/* Memory a graph's allocation node made. CUDA allocates it when the node
+ * runs and a free node (or cuMemFreeAsync) gives it back; here it is made
+ * when the node is added, at the address the node reports, and lives while
+ * any graph or instantiated copy holds the node (refs), so every launch
+ * finds it where the graph's kernels were told it is. Charged to the
+ * domain's memory limit meanwhile, like any allocation. */
+struct graph_mem {
+	CUdeviceptr dptr;
+	size_t size;
+	unsigned refs;
+};
+
+static pthread_mutex_t graph_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void graph_mem_put(struct graph_mem *m)
+{
+	pthread_mutex_lock(&graph_mem_lock);
+	bool last = --m->refs == 0;
+	pthread_mutex_unlock(&graph_mem_lock);
+	if (!last)
+		return;
+	/* Unless the program freed it itself (cuMemFree after the graph's
+	 * free node, as CUDA allows for graph memory). */
+	struct xgpu_alloc a;
+	if (xgpu_alloc_find(m->dptr, 0, &a) && a.base == m->dptr && a.kind == XGPU_ALLOC_DEVICE) {
+		struct xgpu_client *c;
+		if (!xgpu_client_get(&c)) {
+			struct xgpu_req_MEM_FREE req = {.dptr = m->dptr};
+			struct xgpu_rsp_MEM_FREE rsp;
+			if (!xgpu_call_MEM_FREE(c, &req, &rsp))
+				xgpu_alloc_del(m->dptr, XGPU_ALLOC_DEVICE);
+		}
+	}
+	free(m);
+}
 
 /* The channel. The runtime's graph calls come here without cuInit or a
  * current context, which CUDA's runtime sets up implicitly. */
@@ -106,6 +161,8 @@ static void free_graph(struct CUgraph_st *g);
 
 static void free_node(struct CUgraphNode_st *n)
 {
+	if (n->mem)
+		graph_mem_put(n->mem);
 	free(n->params);
 	free(n->deps);
 	if (n->child)
@@ -377,6 +434,119 @@ CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const
 /* A deep copy of g, node for node in the same order. Dependencies may point
  * at later nodes (cuGraphAddDependencies), so they are copied once every
  * node exists. */
+/* Host nodes: the function runs in this process, on the callback thread of
+ * the launch's stream (see struct exec_part). */
+CUresult cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			    size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	if (!phGraphNode || !nodeParams || !nodeParams->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_HOST, XGPU_GN_EMPTY);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->host_fn = nodeParams->fn;
+	n->host_user = nodeParams->userData;
+	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
+}
+
+CUresult cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	if (!valid_node(hNode) || hNode->type != CU_GRAPH_NODE_TYPE_HOST || !nodeParams)
+		return CUDA_ERROR_INVALID_VALUE;
+	nodeParams->fn = hNode->host_fn;
+	nodeParams->userData = hNode->host_user;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	if (!valid_node(hNode) || hNode->type != CU_GRAPH_NODE_TYPE_HOST || !nodeParams || !nodeParams->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	hNode->host_fn = nodeParams->fn;
+	hNode->host_user = nodeParams->userData;
+	return CUDA_SUCCESS;
+}
+
+/* Memory nodes (see struct graph_mem): both are empty nodes on the wire. */
+CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+	if (!phGraphNode || !nodeParams || !nodeParams->bytesize || !valid_graph(hGraph))
+		return CUDA_ERROR_INVALID_VALUE;
+	const CUmemPoolProps *pp = &nodeParams->poolProps;
+	if (pp->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+	    pp->location.type != CU_MEM_LOCATION_TYPE_DEVICE || pp->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+		return CUDA_ERROR_INVALID_VALUE;
+	int ndev = 0;
+	CUresult r = cuDeviceGetCount(&ndev);
+	if (r)
+		return r;
+	if (pp->location.id < 0 || pp->location.id >= ndev ||
+	    (nodeParams->accessDescCount && !nodeParams->accessDescs))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct xgpu_client *c;
+	if ((r = graph_client(&c)))
+		return r;
+	struct graph_mem *m = calloc(1, sizeof *m);
+	struct CUgraphNode_st *n = m ? new_node(CU_GRAPH_NODE_TYPE_MEM_ALLOC, XGPU_GN_EMPTY) : NULL;
+	if (!n) {
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	struct xgpu_req_MEM_ALLOC req = {.size = nodeParams->bytesize};
+	struct xgpu_rsp_MEM_ALLOC rsp;
+	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	if (e) {
+		free(m);
+		free_node(n);
+		return e == cudaErrorMemoryAllocation ? CUDA_ERROR_OUT_OF_MEMORY : xgpu_drv_result(e);
+	}
+	xgpu_alloc_add(rsp.dptr, nodeParams->bytesize, XGPU_ALLOC_DEVICE, 0);
+	*m = (struct graph_mem){.dptr = rsp.dptr, .size = nodeParams->bytesize, .refs = 1};
+	n->mem = m;
+	nodeParams->dptr = rsp.dptr;
+	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
+}
+
+CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+	if (!valid_node(hNode) || !hNode->mem || !params_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	memset(params_out, 0, sizeof *params_out);
+	params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	params_out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	params_out->bytesize = hNode->mem->size;
+	params_out->dptr = hNode->mem->dptr;
+	return CUDA_SUCCESS;
+}
+
+/* The address must be one a graph's allocation node made. */
+CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			       size_t numDependencies, CUdeviceptr dptr)
+{
+	if (!phGraphNode || !valid_graph(hGraph) || !dptr)
+		return CUDA_ERROR_INVALID_VALUE;
+	bool known = false;
+	for (size_t i = 0; i < hGraph->n && !known; i++)
+		known = hGraph->nodes[i]->mem && hGraph->nodes[i]->mem->dptr == dptr;
+	struct xgpu_alloc a;
+	if (!known && !(xgpu_alloc_find(dptr, 0, &a) && a.base == dptr))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_MEM_FREE, XGPU_GN_EMPTY);
+	if (!n)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	n->free_ptr = dptr;
+	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
+}
+
+CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
+{
+	if (!valid_node(hNode) || hNode->type != CU_GRAPH_NODE_TYPE_MEM_FREE || !dptr_out)
+		return CUDA_ERROR_INVALID_VALUE;
+	*dptr_out = hNode->free_ptr;
+	return CUDA_SUCCESS;
+}
+
 static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 {
 	struct CUgraph_st *c = depth <= MAX_CHILD_DEPTH ? new_graph() : NULL;
@@ -396,6 +566,11 @@ static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 		}
 		*n = *s;
 		n->graph = c;
+		if (n->mem) {
+			pthread_mutex_lock(&graph_mem_lock);
+			n->mem->refs++;
+			pthread_mutex_unlock(&graph_mem_lock);
+		}
 		n->params = NULL;
 		n->child = NULL;
 		n->deps = NULL;
@@ -725,6 +900,130 @@ static void destroy_remote(struct xgpu_client *c, xgpu_handle_t remote)
 	xgpu_call_GRAPH_EXEC_DESTROY(c, &req, &rsp);
 }
 
+/* Whether g holds host nodes at its top level (1), in a child graph (-1,
+ * refused), or none (0). */
+static int host_nodes(const struct CUgraph_st *g, int depth)
+{
+	int found = 0;
+	for (size_t i = 0; i < g->n && found >= 0; i++) {
+		const struct CUgraphNode_st *n = g->nodes[i];
+		if (n->type == CU_GRAPH_NODE_TYPE_HOST)
+			found = depth ? -1 : 1;
+		else if (n->child && depth < MAX_CHILD_DEPTH && host_nodes(n->child, depth + 1))
+			found = -1;
+	}
+	return found;
+}
+
+static void free_parts(struct xgpu_client *c, struct CUgraphExec_st *x)
+{
+	for (size_t i = 0; i < x->nparts; i++) {
+		struct CUgraphExec_st *sub = x->parts[i].sub;
+		if (!sub)
+			continue;
+		if (c && sub->generation == xgpu_fork_generation)
+			destroy_remote(c, sub->remote);
+		free(sub->copies);
+		free(sub);
+	}
+	free(x->parts);
+	x->parts = NULL;
+	x->nparts = 0;
+}
+
+static CUresult add_part(struct CUgraphExec_st *x, struct exec_part p)
+{
+	struct exec_part *v = realloc(x->parts, (x->nparts + 1) * sizeof *v);
+	if (!v)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	x->parts = v;
+	x->parts[x->nparts++] = p;
+	return CUDA_SUCCESS;
+}
+
+/* The daemon graph of the device nodes seg[0..n) (their edges among
+ * themselves; the others are ordered by the stream), as a part of x. */
+static CUresult add_segment(struct xgpu_client *c, struct CUgraphExec_st *x, struct CUgraphNode_st **seg,
+			    size_t n)
+{
+	struct CUgraph_st tmp = {.magic = GRAPH_MAGIC, .nodes = seg, .n = n, .cap = n};
+	struct CUgraphExec_st *sub = calloc(1, sizeof *sub);
+	if (!sub)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult r = send_graph(c, &tmp, sub);
+	if (!r)
+		r = add_part(x, (struct exec_part){.sub = sub});
+	if (r) {
+		if (sub->remote)
+			destroy_remote(c, sub->remote);
+		free(sub->copies);
+		free(sub);
+	}
+	return r;
+}
+
+/* Builds x's parts from its snapshot: a topological order (Kahn's, nodes
+ * taken in their order where free to), cut at each host node. */
+static CUresult build_parts(struct xgpu_client *c, struct CUgraphExec_st *x)
+{
+	const struct CUgraph_st *g = x->snapshot;
+	size_t n = g->n;
+	size_t *indeg = calloc(n ? n : 1, sizeof *indeg);
+	bool *done = calloc(n ? n : 1, sizeof *done);
+	struct CUgraphNode_st **seg = malloc((n ? n : 1) * sizeof *seg);
+	CUresult r = indeg && done && seg ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	for (size_t i = 0; !r && i < n; i++)
+		indeg[i] = g->nodes[i]->ndeps;
+	size_t nseg = 0;
+	for (size_t taken = 0; !r && taken < n; taken++) {
+		size_t i = 0;
+		while (i < n && (done[i] || indeg[i]))
+			i++;
+		if (i == n) {
+			r = CUDA_ERROR_INVALID_VALUE; /* a cycle */
+			break;
+		}
+		done[i] = true;
+		struct CUgraphNode_st *node = g->nodes[i];
+		for (size_t j = 0; j < n; j++)
+			for (size_t k = 0; k < g->nodes[j]->ndeps; k++)
+				if (g->nodes[j]->deps[k] == node)
+					indeg[j]--;
+		if (node->type != CU_GRAPH_NODE_TYPE_HOST) {
+			seg[nseg++] = node;
+			continue;
+		}
+		if (nseg)
+			r = add_segment(c, x, seg, nseg);
+		nseg = 0;
+		if (!r)
+			r = add_part(x, (struct exec_part){.host = node});
+	}
+	if (!r && nseg)
+		r = add_segment(c, x, seg, nseg);
+	free(indeg);
+	free(done);
+	free(seg);
+	if (r)
+		free_parts(c, x);
+	return r;
+}
+
+/* x's daemon side from its snapshot, in parts if it has host nodes. */
+static CUresult send_exec(struct xgpu_client *c, struct CUgraphExec_st *x)
+{
+	int h = host_nodes(x->snapshot, 0);
+	if (h < 0)
+		return xgpu_drv_unsupported("cuGraphInstantiate of a child graph holding a host node (xgpu "
+					    "serves host nodes at a graph's top level)");
+	if (h) {
+		free_parts(c, x);
+		x->generation = xgpu_fork_generation;
+		return build_parts(c, x);
+	}
+	return send_graph(c, x->snapshot, x);
+}
+
 static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags)
 {
 	struct xgpu_client *c;
@@ -742,7 +1041,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
 	if (!x->snapshot)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!r)
-		r = send_graph(c, x->snapshot, x);
+		r = send_exec(c, x);
 	if (r) {
 		if (x->snapshot)
 			free_graph(x->snapshot);
@@ -804,6 +1103,15 @@ static CUresult exec_client(CUgraphExec x, struct xgpu_client **c)
 	return r;
 }
 
+static CUresult launch_remote(struct xgpu_client *c, struct CUgraphExec_st *x, CUstream hStream);
+
+static void run_host_node(void (*fn)(void), void *api_stream, int status, void *user)
+{
+	(void)api_stream;
+	if (!status)
+		((CUhostFn)fn)(user);
+}
+
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
 	struct xgpu_client *c;
@@ -812,13 +1120,38 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 		return r;
 	struct CUgraphExec_st *x = hGraphExec;
 	if (x->dirty) {
-		xgpu_handle_t old = x->remote;
-		if ((r = send_graph(c, x->snapshot, x)))
-			return r;
-		/* Waits for the old graph's launches (in the daemon). */
-		destroy_remote(c, old);
+		if (x->parts) {
+			/* Each part's old graph waits for its launches (in the daemon). */
+			free_parts(c, x);
+			if ((r = send_exec(c, x)))
+				return r;
+		} else {
+			xgpu_handle_t old = x->remote;
+			if ((r = send_graph(c, x->snapshot, x)))
+				return r;
+			/* Waits for the old graph's launches (in the daemon). */
+			destroy_remote(c, old);
+		}
 		x->dirty = false;
 	}
+	if (!x->parts)
+		return launch_remote(c, x, hStream);
+	for (size_t i = 0; !r && i < x->nparts; i++) {
+		const struct exec_part *p = &x->parts[i];
+		if (p->sub)
+			r = launch_remote(c, p->sub, hStream);
+		else
+			r = xgpu_drv_result(xgpu_hostfn_enqueue(c, xgpu_drv_stream(hStream), run_host_node,
+								(void (*)(void))p->host->host_fn, hStream,
+								p->host->host_user));
+	}
+	return r;
+}
+
+/* One daemon graph's launch, with the host memory its copies move. */
+static CUresult launch_remote(struct xgpu_client *c, struct CUgraphExec_st *x, CUstream hStream)
+{
+	CUresult r;
 	uint8_t *out = x->htod_bytes ? malloc(x->htod_bytes) : NULL;
 	uint8_t *in = x->dtoh_bytes ? malloc(x->dtoh_bytes) : NULL;
 	if ((x->htod_bytes && !out) || (x->dtoh_bytes && !in)) {
@@ -868,7 +1201,10 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 	if (!valid_exec(hGraphExec))
 		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = CUDA_SUCCESS;
-	if (!graph_client(&c) && hGraphExec->generation == xgpu_fork_generation) {
+	bool ours = !graph_client(&c) && hGraphExec->generation == xgpu_fork_generation;
+	if (hGraphExec->parts) {
+		free_parts(ours ? c : NULL, hGraphExec);
+	} else if (ours) {
 		struct xgpu_req_GRAPH_EXEC_DESTROY req = {.exec = hGraphExec->remote};
 		struct xgpu_rsp_GRAPH_EXEC_DESTROY rsp;
 		r = xgpu_drv_result(xgpu_call_GRAPH_EXEC_DESTROY(c, &req, &rsp));
@@ -891,6 +1227,21 @@ static struct CUgraphNode_st *exec_node(struct CUgraphExec_st *x, CUgraphNode no
 		if (x->source->nodes[i] == node)
 			return x->snapshot->nodes[i]->type == node->type ? x->snapshot->nodes[i] : NULL;
 	return NULL;
+}
+
+/* A host node's function for the next launches: the parts call the
+ * snapshot's node, so nothing goes to the daemon. */
+CUresult cuGraphExecHostNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+				      const CUDA_HOST_NODE_PARAMS *nodeParams)
+{
+	if (!valid_exec(hGraphExec) || !nodeParams || !nodeParams->fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = exec_node(hGraphExec, hNode);
+	if (!n || n->type != CU_GRAPH_NODE_TYPE_HOST)
+		return CUDA_ERROR_INVALID_VALUE;
+	n->host_fn = nodeParams->fn;
+	n->host_user = nodeParams->userData;
+	return CUDA_SUCCESS;
 }
 
 /* New parameters for a kernel node of an instantiated graph, in wire form;
@@ -1443,6 +1794,34 @@ int xgpu_graph_capture_refuse(xgpu_handle_t stream)
 		res = cs->cap->invalidated ? cudaErrorStreamCaptureInvalidated
 					   : cudaErrorStreamCaptureUnsupported;
 		cs->cap->invalidated = true;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return res;
+}
+
+int xgpu_graph_capture_hostfn(xgpu_handle_t stream, void (*fn)(void *), void *user)
+{
+	if (!atomic_load(&live_captures))
+		return -1;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(stream);
+	int res = -1;
+	if (cs && cs->cap->invalidated) {
+		res = cudaErrorStreamCaptureInvalidated;
+	} else if (cs) {
+		struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_HOST, XGPU_GN_EMPTY);
+		CUgraphNode node = NULL;
+		CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+		if (n) {
+			n->host_fn = fn;
+			n->host_user = user;
+			r = add_node(cs->cap->graph, cs->frontier, cs->n, n, &node);
+		}
+		if (!r)
+			r = set_frontier(cs, &node, 1);
+		if (r)
+			cs->cap->invalidated = true;
+		res = (int)r;
 	}
 	pthread_mutex_unlock(&capture_lock);
 	return res;

@@ -14,6 +14,7 @@
 #include "cuimage.h"
 #include "devprop.h"
 #include "driver.h"
+#include "launchattr.h"
 #include "fatbin.h"
 #include "managed.h"
 
@@ -890,35 +891,32 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
 					unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 					void **kernelParams) XGPU_ALIAS(cuLaunchCooperativeKernel);
 
-/* cuLaunchKernelEx: the attributes with a meaning here are cooperative,
- * ignore, priority (a hint the daemon does not use per launch) and
- * programmatic stream serialization (PDL: the kernel may start before the
- * previous one in its stream has finished; running it after, in stream
- * order, is one of the schedules that allows, and its
- * cudaGridDependencySynchronize() then returns at once; cuBLAS asks for it
- * at small shapes); clusters and the others are not offered. */
+/* cuLaunchKernelEx: the attributes are checked as for cudaLaunchKernelExC
+ * (frontend/channel/launchattr.c, which lists each and what xgpu does). */
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
 	if (!config || (config->numAttrs && !config->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
-	uint32_t flags = 0;
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const CUlaunchAttribute *a = &config->attrs[i];
-		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
-			if (a->value.cooperative)
-				flags |= XGPU_LAUNCH_COOPERATIVE;
-			else
-				flags &= ~XGPU_LAUNCH_COOPERATIVE;
-		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE && a->id != CU_LAUNCH_ATTRIBUTE_PRIORITY &&
-			   a->id != CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) {
-			char what[96];
-			snprintf(what, sizeof what, "cuLaunchKernelEx (launch attribute %d)", (int)a->id);
-			return xgpu_drv_unsupported(what);
-		}
-	}
-	return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-		      config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
-		      kernelParams, extra, flags);
+	struct xgpu_launch_attrs la;
+	int e = xgpu_launch_attrs_check(config->attrs, config->numAttrs, "cuLaunchKernelEx", &la);
+	if (e)
+		return xgpu_drv_result(e);
+	CUresult r = launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+			    config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
+			    kernelParams, extra, la.flags);
+	for (unsigned i = 0; i < 2 && !r; i++)
+		if (la.after[i])
+			r = cuEventRecord((CUevent)(uintptr_t)la.after[i], config->hStream);
+	return r;
 }
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
     XGPU_ALIAS(cuLaunchKernelEx);
+
+/* A guest's own bound on inflating fatbins (fatbin.h): the cost is its own,
+ * so large libraries' fatbins (NCCL's) pass unless XGPU_FATBIN_MAX_INFLATED
+ * says otherwise; the daemon applies its own setting again. */
+__attribute__((constructor)) static void guest_fatbin_bound(void)
+{
+	if (!getenv(XGPU_FATBIN_INFLATE_ENV))
+		xgpu_fatbin_set_max_inflated(XGPU_FATBIN_GUEST_MAX_INFLATED);
+}

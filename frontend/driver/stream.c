@@ -2,6 +2,7 @@
 /* stream.c - streams and events of the driver API. A CUstream or CUevent is
  * the daemon's handle on this process's channel (as the runtime frontend's
  * cudaStream_t and cudaEvent_t are, so the two APIs' objects mix). */
+#include "allocs.h"
 #include "driver.h"
 #include "mempool.h"
 
@@ -249,6 +250,9 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r)
 		return r;
+	int cap = xgpu_graph_capture_hostfn(xgpu_drv_stream(hStream), fn, userData);
+	if (cap >= 0)
+		return xgpu_drv_result(cap);
 	return xgpu_drv_result(xgpu_hostfn_enqueue(c, xgpu_drv_stream(hStream), run_host_func,
 						   (void (*)(void))fn, hStream, userData));
 }
@@ -289,3 +293,39 @@ CUresult cuProfilerStop(void)
 }
 
 /* ---- stream capture: graph.c ------------------------------------------- */
+
+/* ---- managed memory attachment ----------------------------------------------- */
+
+/* cuStreamAttachMemAsync and cudaStreamAttachMemAsync: which streams may
+ * touch a managed block while others run. Only one host copy of managed
+ * memory exists in the guest, kept coherent with the device's at
+ * synchronisation points (frontend/channel/managed.c) whatever the
+ * attachment, so the attachment is checked and recorded (the block's flags
+ * in the registry) and changes nothing else, on a GPU as on the sim: the
+ * executor's own mapping of the memory is not the guest's. ptr must start a
+ * managed block (cuMemAllocManaged, cudaMallocManaged, a __managed__
+ * variable); length is 0 or the whole block, as CUDA requires of those.
+ * Returns a cudaError_t number (the CUresult of the same meaning). */
+int xgpu_attach_mem(uint64_t stream, uint64_t ptr, uint64_t length, unsigned flags)
+{
+	(void)stream; /* checked by its next use, as any stream argument of a queued call */
+	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE)
+		return cudaErrorInvalidValue;
+	if (flags == CU_MEM_ATTACH_SINGLE && stream == XGPU_STREAM_DEFAULT)
+		return cudaErrorInvalidValue; /* a single stream, not the legacy one */
+	struct xgpu_alloc a;
+	if (!xgpu_alloc_find(ptr, 0, &a) || a.kind != XGPU_ALLOC_MANAGED || a.base != ptr ||
+	    (length && length != a.size))
+		return cudaErrorInvalidValue;
+	xgpu_alloc_set_flags(a.base, XGPU_ALLOC_MANAGED, flags);
+	return cudaSuccess;
+}
+
+CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags)
+{
+	struct xgpu_client *c;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	return r ? r : xgpu_drv_result(xgpu_attach_mem(xgpu_drv_stream(hStream), dptr, length, flags));
+}
+CUresult cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags)
+    XGPU_ALIAS(cuStreamAttachMemAsync);

@@ -364,3 +364,63 @@ XGPU_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptu
 {
 	RT_CALL(cuThreadExchangeStreamCaptureMode((CUstreamCaptureMode *)mode));
 }
+
+/* Host nodes: cudaHostNodeParams has the driver's layout. */
+_Static_assert(sizeof(struct cudaHostNodeParams) == sizeof(CUDA_HOST_NODE_PARAMS), "one host node layout");
+
+XGPU_EXPORT cudaError_t cudaGraphAddHostNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					     const cudaGraphNode_t *pDependencies, size_t numDependencies,
+					     const struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphAddHostNode(pGraphNode, graph, pDependencies, numDependencies,
+				   (const CUDA_HOST_NODE_PARAMS *)(const void *)pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphHostNodeGetParams(cudaGraphNode_t node,
+						   struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphHostNodeGetParams(node, (CUDA_HOST_NODE_PARAMS *)(void *)pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphHostNodeSetParams(cudaGraphNode_t node,
+						   const struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphHostNodeSetParams(node, (const CUDA_HOST_NODE_PARAMS *)(const void *)pNodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphExecHostNodeSetParams(cudaGraphExec_t hGraphExec, cudaGraphNode_t node,
+						       const struct cudaHostNodeParams *pNodeParams)
+{
+	RT_CALL(cuGraphExecHostNodeSetParams(hGraphExec, node,
+					     (const CUDA_HOST_NODE_PARAMS *)(const void *)pNodeParams));
+}
+
+/* Memory nodes: the runtime's parameters have the driver's layout. */
+_Static_assert(sizeof(struct cudaMemAllocNodeParams) == sizeof(CUDA_MEM_ALLOC_NODE_PARAMS), "one layout");
+
+XGPU_EXPORT cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						 const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						 struct cudaMemAllocNodeParams *nodeParams)
+{
+	RT_CALL(cuGraphAddMemAllocNode(pGraphNode, graph, pDependencies, numDependencies,
+				       (CUDA_MEM_ALLOC_NODE_PARAMS *)(void *)nodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphMemAllocNodeGetParams(cudaGraphNode_t node,
+						       struct cudaMemAllocNodeParams *params_out)
+{
+	RT_CALL(cuGraphMemAllocNodeGetParams(node, (CUDA_MEM_ALLOC_NODE_PARAMS *)(void *)params_out));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+						const cudaGraphNode_t *pDependencies, size_t numDependencies,
+						void *dptr)
+{
+	RT_CALL(cuGraphAddMemFreeNode(pGraphNode, graph, pDependencies, numDependencies,
+				      (CUdeviceptr)(uintptr_t)dptr));
+}
+
+XGPU_EXPORT cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void *dptr_out)
+{
+	RT_CALL(cuGraphMemFreeNodeGetParams(node, (CUdeviceptr *)dptr_out));
+}

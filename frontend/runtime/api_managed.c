@@ -86,3 +86,23 @@ XGPU_EXPORT cudaError_t cudaMemAdvise(const void *ptr, size_t count, enum cudaMe
 		return xgpu_rt_ret(cudaErrorInvalidValue);
 	return xgpu_rt_ret(xgpu_managed_advise((uintptr_t)ptr, count, (int)advice));
 }
+
+/* The attachment is checked and recorded; it changes nothing else, as the
+ * guest's one host copy is kept coherent whatever it is (see xgpu_attach_mem
+ * in frontend/driver/stream.c). */
+XGPU_EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t stream, void *devPtr, size_t length,
+						 unsigned int flags)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	return xgpu_rt_ret(
+	    (cudaError_t)xgpu_attach_mem(xgpu_rt_stream(stream), (uint64_t)(uintptr_t)devPtr, length, flags));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t stream, void *devPtr, size_t length,
+						      unsigned int flags)
+{
+	return cudaStreamAttachMemAsync(stream, devPtr, length, flags);
+}

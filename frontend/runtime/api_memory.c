@@ -7,6 +7,7 @@
  * no bytes through the guest at all.
  */
 #include "allocs.h"
+#include "ipchandle.h"
 #include "managed.h"
 #include "mempool.h"
 #include "runtime.h"
@@ -234,4 +235,57 @@ XGPU_EXPORT cudaError_t cudaMemset_ptds(void *dst, int value, size_t count)
 XGPU_EXPORT cudaError_t cudaMemsetAsync_ptsz(void *dst, int value, size_t count, cudaStream_t stream)
 {
 	return cudaMemsetAsync(dst, value, count, stream);
+}
+
+/* IPC between processes of one domain: the driver frontend's handles
+ * (frontend/driver/ipc.c, IPC_* in calls.def). */
+XGPU_EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr)
+{
+	if (!handle || !devPtr)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	struct xgpu_req_IPC_EXPORT req = {.ptr = (uint64_t)(uintptr_t)devPtr};
+	struct xgpu_rsp_IPC_EXPORT rsp;
+	e = xgpu_call_IPC_EXPORT(c, &req, &rsp);
+	if (!e)
+		xgpu_ipc_handle_put(handle->reserved, rsp.base, rsp.token, rsp.size);
+	return xgpu_rt_ret(e);
+}
+
+XGPU_EXPORT cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+	struct xgpu_ipc_handle h;
+	if (!devPtr || (flags & ~(unsigned)cudaIpcMemLazyEnablePeerAccess) ||
+	    !xgpu_ipc_handle_get(handle.reserved, &h))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	struct xgpu_req_IPC_OPEN req = {.base = h.base, .token = h.token};
+	struct xgpu_rsp_IPC_OPEN rsp;
+	e = xgpu_call_IPC_OPEN(c, &req, &rsp);
+	if (!e) {
+		*devPtr = (void *)(uintptr_t)rsp.ptr;
+		if (!xgpu_alloc_find(rsp.ptr, 0, NULL))
+			xgpu_alloc_add(rsp.ptr, rsp.size, XGPU_ALLOC_DEVICE, 0);
+	}
+	return xgpu_rt_ret(e);
+}
+
+XGPU_EXPORT cudaError_t cudaIpcCloseMemHandle(void *devPtr)
+{
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	struct xgpu_req_IPC_CLOSE req = {.ptr = (uint64_t)(uintptr_t)devPtr};
+	struct xgpu_rsp_IPC_CLOSE rsp;
+	e = xgpu_call_IPC_CLOSE(c, &req, &rsp);
+	if (!e)
+		xgpu_alloc_del(req.ptr, XGPU_ALLOC_DEVICE);
+	return xgpu_rt_ret(e);
 }

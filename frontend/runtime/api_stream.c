@@ -263,6 +263,9 @@ XGPU_EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
 	cudaError_t e = xgpu_rt_client(&c);
 	if (e)
 		return e;
+	int cap = xgpu_graph_capture_hostfn(xgpu_rt_stream(stream), fn, userData);
+	if (cap >= 0)
+		return xgpu_rt_ret((cudaError_t)cap);
 	return xgpu_rt_ret(xgpu_hostfn_enqueue(c, xgpu_rt_stream(stream), run_host_func, (void (*)(void))fn,
 					       stream, userData));
 }

@@ -13,6 +13,7 @@
 #include "devprop.h"
 #include "fatbin.h"
 #include "managed.h"
+#include "launchattr.h"
 #include "runtime.h"
 
 #include <pthread.h>
@@ -548,32 +549,28 @@ XGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 
 	return cudaLaunchCooperativeKernel(func, grid, block, args, shared, stream);
 }
 
-/* The launch attributes that have a meaning here: cooperative; ignore; and
- * priority, a hint the daemon's scheduling does not use per launch. */
+/* The launch attributes are checked as for cuLaunchKernelEx (the two share
+ * ids and value layout; frontend/channel/launchattr.c lists what each does). */
+_Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "one attribute layout");
 XGPU_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
 	if (!config || (config->numAttrs && !config->attrs))
 		return xgpu_rt_ret(cudaErrorInvalidValue);
-	uint32_t flags = 0;
-	for (unsigned i = 0; i < config->numAttrs; i++) {
-		const cudaLaunchAttribute *a = &config->attrs[i];
-		if (a->id == cudaLaunchAttributeCooperative) {
-			if (a->val.cooperative)
-				flags |= XGPU_LAUNCH_COOPERATIVE;
-			else
-				flags &= ~XGPU_LAUNCH_COOPERATIVE;
-		} else if (a->id != cudaLaunchAttributeIgnore && a->id != cudaLaunchAttributePriority) {
-			char what[96];
-			snprintf(what, sizeof what, "cudaLaunchKernelExC (launch attribute %d)", (int)a->id);
-			return xgpu_unsupported(what);
-		}
-	}
+	struct xgpu_launch_attrs la;
+	int le = xgpu_launch_attrs_check((const CUlaunchAttribute *)(const void *)config->attrs,
+					 config->numAttrs, "cudaLaunchKernelExC", &la);
+	if (le)
+		return xgpu_rt_ret((cudaError_t)le);
 	struct xgpu_client *c;
 	struct fe_func *f;
 	cudaError_t e = resolve_func(func, &c, &f);
-	return e ? e
-		 : launch_ex(c, f, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-			     config->stream, flags);
+	if (!e)
+		e = launch_ex(c, f, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
+			      config->stream, la.flags);
+	for (unsigned i = 0; i < 2 && !e; i++)
+		if (la.after[i])
+			e = cudaEventRecord((cudaEvent_t)(uintptr_t)la.after[i], config->stream);
+	return e;
 }
 
 XGPU_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
@@ -815,4 +812,13 @@ XGPU_EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol,
 						  enum cudaMemcpyKind kind, cudaStream_t stream)
 {
 	return symbol_copy(symbol, count, offset, dst, false, kind, stream, true);
+}
+
+/* A guest's own bound on inflating fatbins (fatbin.h): the cost is its own,
+ * so large libraries' fatbins (NCCL's) pass unless XGPU_FATBIN_MAX_INFLATED
+ * says otherwise; the daemon applies its own setting again. */
+__attribute__((constructor)) static void guest_fatbin_bound(void)
+{
+	if (!getenv(XGPU_FATBIN_INFLATE_ENV))
+		xgpu_fatbin_set_max_inflated(XGPU_FATBIN_GUEST_MAX_INFLATED);
 }

@@ -80,6 +80,8 @@ cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **
 
 /* Whether stream is capturing (our libcuda.so.1, frontend/driver/graph.c). */
 bool xgpu_graph_capturing(xgpu_handle_t stream);
+/* A host function on a capturing stream becomes a host node (driver.h). */
+int xgpu_graph_capture_hostfn(xgpu_handle_t stream, void (*fn)(void *), void *user);
 
 /* Reports a runtime function xgpu does not implement; returns
  * cudaErrorNotSupported (recorded). */

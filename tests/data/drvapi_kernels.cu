@@ -21,3 +21,10 @@ extern "C" __global__ void drv_iota(int *out, int base, int n)
 }
 
 __device__ int drv_table[256];
+
+// Called from tests/data/link_extra.cu, linked with this file's relocatable
+// cubin by cuLinkComplete (tests/cuda/drvapi13.c).
+extern "C" __device__ int drv_twice(int x)
+{
+	return 2 * x;
+}

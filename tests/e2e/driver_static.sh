@@ -63,7 +63,7 @@ grep -q "built with relocatable device code .* build it with nvcc's default stat
 
 # Nothing but the program's own unsupported calls was refused, and the
 # daemon saw the work.
-grep -q "called cuIpcGetMemHandle, which xgpu does not support" "$XGPUD_LOG" ||
+grep -q "called cuIpcGetEventHandle, which xgpu does not support" "$XGPUD_LOG" ||
 	fail "the daemon log does not name the unsupported driver call"
 dom=uid-$(id -u)
 [ "$(dom_stat "$dom" calls)" -gt 100 ] || fail "too few calls recorded"

@@ -213,24 +213,44 @@ int main()
 			return 1;
 		}
 
-	// A host function on a capturing stream: refused, never called, and the
-	// capture is void; one on a stream that is not capturing runs.
+	// A host function on a capturing stream becomes a host node: not called
+	// at capture, called at each launch; one on a stream that is not
+	// capturing runs. A stream callback cannot be captured (refused, the
+	// capture void), as in CUDA.
 	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
-	gk_add<<<GRID, BLOCK, 0, s1>>>(d_a, 1, N);
 	CHECK(cudaLaunchHostFunc(s2, count_call, NULL));
-	EXPECT(cudaLaunchHostFunc(s1, count_call, NULL), cudaErrorStreamCaptureUnsupported);
+	CHECK(cudaLaunchHostFunc(s1, count_call, NULL));
 	CHECK(cudaStreamIsCapturing(s1, &st));
-	if (st != cudaStreamCaptureStatusInvalidated) {
-		fprintf(stderr, "graphs_capture: a host function did not invalidate the capture\n");
+	if (st != cudaStreamCaptureStatusActive) {
+		fprintf(stderr, "graphs_capture: a captured host function ended the capture\n");
 		return 1;
 	}
-	EXPECT(cudaStreamAddCallback(s1, count_callback, NULL, 0), cudaErrorStreamCaptureInvalidated);
+	CHECK(cudaStreamEndCapture(s1, &g));
+	CHECK(cudaStreamSynchronize(s2));
+	if (host_calls != 1) {
+		fprintf(stderr, "graphs_capture: a captured host function ran at capture (%d calls)\n",
+			host_calls.load());
+		return 1;
+	}
+	cudaGraphExec_t hx;
+	CHECK(cudaGraphInstantiate(&hx, g, 0));
+	CHECK(cudaGraphLaunch(hx, s1));
+	CHECK(cudaStreamSynchronize(s1));
+	CHECK(cudaGraphExecDestroy(hx));
+	CHECK(cudaGraphDestroy(g));
+	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+	gk_add<<<GRID, BLOCK, 0, s1>>>(d_a, 1, N);
+	EXPECT(cudaStreamAddCallback(s1, count_callback, NULL, 0), cudaErrorStreamCaptureUnsupported);
+	CHECK(cudaStreamIsCapturing(s1, &st));
+	if (st != cudaStreamCaptureStatusInvalidated) {
+		fprintf(stderr, "graphs_capture: a stream callback did not invalidate the capture\n");
+		return 1;
+	}
 	bad = (cudaGraph_t)1;
 	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
-	CHECK(cudaStreamSynchronize(s2));
 	CHECK(cudaStreamSynchronize(s1));
-	if (bad || host_calls != 1) {
-		fprintf(stderr, "graphs_capture: host functions during a capture: %d called, want 1%s\n",
+	if (bad || host_calls != 2) {
+		fprintf(stderr, "graphs_capture: host functions during a capture: %d called, want 2%s\n",
 			host_calls.load(), bad ? "; a graph returned" : "");
 		return 1;
 	}
@@ -246,9 +266,9 @@ int main()
 	CHECK(cudaStreamSynchronize(s1));
 	size_t held_nodes = 0;
 	CHECK(cudaGraphGetNodes(g, NULL, &held_nodes));
-	if (held_nodes != 1 || host_calls != 2) {
+	if (held_nodes != 1 || host_calls != 3) {
 		fprintf(stderr,
-			"graphs_capture: behind a host function: %zu nodes (want 1), %d calls (want 2)\n",
+			"graphs_capture: behind a host function: %zu nodes (want 1), %d calls (want 3)\n",
 			held_nodes, host_calls.load());
 		return 1;
 	}

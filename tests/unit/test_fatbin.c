@@ -1294,12 +1294,16 @@ static struct buf zeros_frame(uint16_t kind, size_t n)
 }
 
 /* Each entry may inflate to XGPU_FATBIN_MAX_UNCOMPRESSED, but all of them
- * together to XGPU_FATBIN_MAX_INFLATED only, ELF and PTX alike: 20 entries
- * of 16 KiB, each inflating to 512 MiB, once took 24 s to parse. */
-static void test_inflate_budget(void **state)
+ * together to xgpu_fatbin_max_inflated() only, ELF and PTX alike: 20 entries
+ * of 16 KiB, each inflating to 512 MiB, once took 24 s to parse. The bound
+ * is a setting: the default, then one set by the setter (as the executor
+ * does from xgpud's --fatbin-inflate-limit), then one from the environment
+ * (as the simulated driver's copy reads it). */
+static void inflate_budget(uint64_t budget, const char *budget_text)
 {
-	const size_t each = 64u << 20, fits = XGPU_FATBIN_MAX_INFLATED / each;
-	assert_int_equal(fits * each, XGPU_FATBIN_MAX_INFLATED);
+	const size_t each = 64u << 20, fits = budget / each;
+	assert_int_equal(xgpu_fatbin_max_inflated(), budget);
+	assert_int_equal(fits * each, budget);
 	struct buf elf = zeros_frame(2, each), ptx = zeros_frame(1, each);
 	struct {
 		size_t nelf, nptx;
@@ -1333,13 +1337,31 @@ static void test_inflate_budget(void **state)
 			assert_int_equal(info.nkernels, cases[i].nptx ? 1 : 0);
 			xgpu_fatbin_free(&info);
 		} else {
-			assert_non_null(strstr(err, "inflate to more than 512 MiB in all"));
+			char want[64];
+			snprintf(want, sizeof want, "inflate to more than %s in all", budget_text);
+			if (!strstr(err, want))
+				fail_msg("case %zu: %s, not naming %s", i, err, budget_text);
 			assert_null(info.kernels);
 		}
 		free(f.d);
 	}
 	free(elf.d);
 	free(ptx.d);
+}
+
+static void test_inflate_budget(void **state)
+{
+	(void)state;
+	unsetenv(XGPU_FATBIN_INFLATE_ENV);
+	xgpu_fatbin_set_max_inflated(0);
+	inflate_budget(XGPU_FATBIN_DEFAULT_MAX_INFLATED, "512 MiB");
+	xgpu_fatbin_set_max_inflated(128u << 20);
+	inflate_budget(128u << 20, "128 MiB");
+	xgpu_fatbin_set_max_inflated(0);
+	setenv(XGPU_FATBIN_INFLATE_ENV, "256M", 1);
+	inflate_budget(256u << 20, "256 MiB");
+	unsetenv(XGPU_FATBIN_INFLATE_ENV);
+	assert_int_equal(xgpu_fatbin_max_inflated(), XGPU_FATBIN_DEFAULT_MAX_INFLATED);
 }
 
 /* ---- kernel names ------------------------------------------------------------------ */

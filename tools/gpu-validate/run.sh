@@ -777,7 +777,7 @@ section_e() {
 			fi
 		done
 		stop_daemon
-		log_check tests "called cudaIpcGetMemHandle, which xgpu does not support" "the unsupported call"
+		log_check tests "called cudaIpcGetEventHandle, which xgpu does not support" "the unsupported call"
 		log_check tests "device context is broken by CUDA_ERROR_ILLEGAL_ADDRESS" "the sticky error"
 	else
 		md "| (default daemon) | | | **not run**: xgpud did not start | |"

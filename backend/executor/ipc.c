@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ipc.c - allocations one process of a domain exports and others open. An
+ * export is (base, token, exporter); the token is random, so a process can
+ * open only what another chose to share. An open adds an alias entry to the
+ * domain's memory map (XGPU_MEMMAP_IPC, owned by the opener), which copies
+ * and launches check like any allocation and which no free reaches. */
+#include "ipc.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static uint64_t new_token(void)
+{
+	uint64_t t = 0;
+	while (!t)
+		if (getrandom(&t, sizeof t, 0) != (ssize_t)sizeof t)
+			t = xgpu_now_ns() * 0x9e3779b97f4a7c15ull;
+	return t;
+}
+
+uint64_t xgpu_ipc_export(struct xgpu_domain *dom, struct xgpu_channel *owner, uint64_t base)
+{
+	for (uint32_t i = 0; i < dom->nipc; i++)
+		if (dom->ipc[i].base == base && dom->ipc[i].owner == owner)
+			return dom->ipc[i].token;
+	if (dom->nipc == dom->capipc) {
+		uint32_t cap = dom->capipc ? dom->capipc * 2 : 16;
+		if (cap > 65536)
+			return 0;
+		struct xgpu_ipc_export *v = realloc(dom->ipc, cap * sizeof *v);
+		if (!v)
+			return 0;
+		dom->ipc = v;
+		dom->capipc = cap;
+	}
+	uint64_t t = new_token();
+	dom->ipc[dom->nipc++] = (struct xgpu_ipc_export){base, t, owner};
+	return t;
+}
+
+struct xgpu_channel *xgpu_ipc_exporter(const struct xgpu_domain *dom, uint64_t base, uint64_t token)
+{
+	for (uint32_t i = 0; i < dom->nipc; i++)
+		if (dom->ipc[i].base == base && dom->ipc[i].token == token)
+			return dom->ipc[i].owner;
+	return NULL;
+}
+
+void xgpu_ipc_forget(struct xgpu_domain *dom, uint64_t base)
+{
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < dom->nipc; i++)
+		if (dom->ipc[i].base != base)
+			dom->ipc[kept++] = dom->ipc[i];
+	dom->nipc = kept;
+	while (xgpu_memmap_del_tagged(&dom->mem, base, XGPU_MEMMAP_IPC, NULL)) {
+	}
+}
+
+void xgpu_ipc_release_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
+{
+	struct xgpu_memmap *m = &dom->mem;
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < m->n; k++)
+		if (!(m->v[k].owner == ch && m->v[k].module == XGPU_MEMMAP_IPC))
+			m->v[kept++] = m->v[k];
+	m->n = kept;
+	kept = 0;
+	for (uint32_t i = 0; i < dom->nipc; i++) {
+		if (dom->ipc[i].owner != ch) {
+			dom->ipc[kept++] = dom->ipc[i];
+			continue;
+		}
+		while (xgpu_memmap_del_tagged(m, dom->ipc[i].base, XGPU_MEMMAP_IPC, NULL)) {
+		}
+	}
+	dom->nipc = kept;
+}
