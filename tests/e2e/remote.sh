@@ -169,4 +169,17 @@ grep -q "lost the connection to remote xgpud at $GPU_IP:$PORT" "$T/kill.out" ||
 echo "---- restart ----" >>"$XGPUD_LOG"
 start_remote_xgpud
 run_ok "$B/bin/vectorAdd" -n 200000 -i 3
+
+# The figure, not a check (the test machine's load decides it): a remote
+# null call (one STREAM_QUERY round trip) against a TCP round trip over the
+# same veth pair.
+ip netns exec "$NSH" "$B/tests/tools/tcprtt" serve "$GPU_IP" $((PORT + 1)) &
+echo_pid=$!
+floor=$(ip netns exec "$NSG" "$B/tests/tools/tcprtt" ping "$GPU_IP" $((PORT + 1)) 2000) || fail "tcprtt failed"
+wait "$echo_pid"
+api=$(remote "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" 1000 2>"$T/bench.err") ||
+	{ cat "$T/bench.err"; fail "xgpu-bench-api failed remotely"; }
+null_p50=$(awk '$1 == "api_runtime_null_p50_us" {print $2}' <<<"$api")
+[ -n "$null_p50" ] || { echo "$api"; fail "no null-call figure"; }
+note "BENCH remote null call p50 ${null_p50} us (TLS 1.3); TCP round trip over the veth pair: $floor"
 stop_xgpud
