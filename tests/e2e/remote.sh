@@ -57,8 +57,10 @@ WRONG=$T/wrong.psk
 
 # xgpud in the GPU host's namespace (ip netns exec execs it: same pid).
 start_remote_xgpud() {
+	local key=(--remote-psk "$PSK")
+	[ "${1:-}" = --remote-insecure ] && key=()
 	ip netns exec "$NSH" "$B/bin/xgpud" --foreground --executor sim --socket "$XGPU_SOCKET" --log-level info \
-		--remote-listen "$GPU_IP:$PORT" --remote-psk "$PSK" "$@" >>"$XGPUD_LOG" 2>&1 &
+		--remote-listen "$GPU_IP:$PORT" "${key[@]}" "$@" >>"$XGPUD_LOG" 2>&1 &
 	XGPUD_PID=$!
 	for _ in $(seq 100); do
 		if "$B/bin/xl-gpu" list >/dev/null 2>&1 && grep -q "remote transport: listening" "$XGPUD_LOG"; then
@@ -182,4 +184,30 @@ api=$(remote "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatb
 null_p50=$(awk '$1 == "api_runtime_null_p50_us" {print $2}' <<<"$api")
 [ -n "$null_p50" ] || { echo "$api"; fail "no null-call figure"; }
 note "BENCH remote null call p50 ${null_p50} us (TLS 1.3); TCP round trip over the veth pair: $floor"
+stop_xgpud
+
+note "plain TCP only when both ends name it"
+echo "---- --remote-insecure ----" >>"$XGPUD_LOG"
+start_remote_xgpud --remote-insecure
+grep -q "PLAIN TCP: --remote-insecure, for tests only" "$XGPUD_LOG" || fail "xgpud does not warn of plain TCP"
+out=$(remote "$B/bin/vectorAdd" -n 1000 2>&1) && fail "a TLS client was served by a plain-TCP xgpud"
+grep -q "the TLS handshake with remote xgpud at $GPU_IP:$PORT failed" <<<"$out" || { echo "$out"; fail "no TLS failure message"; }
+plain() {
+	ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" XGPU_REMOTE_INSECURE=1 \
+		XGPU_DOMAIN=lab LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$@"
+}
+out=$(plain "$B/bin/vectorAdd" -n 200000 -i 3 2>&1) || { echo "$out"; fail "vectorAdd failed over plain TCP"; }
+grep -q "^RESULT .*verified=yes" <<<"$out" || fail "vectorAdd did not verify over plain TCP"
+grep -q "joined domain remote-lab (channel [0-9]*, plain TCP)" "$XGPUD_LOG" || fail "the plain channel was not logged as such"
+
+note "hostile bytes on the port: refused, xgpud unharmed"
+for junk in "GET / HTTP/1.0" "$(head -c 4000 /dev/urandom | tr -d '\0')"; do
+	ip netns exec "$NSG" timeout 10 bash -c "exec 3<>/dev/tcp/$GPU_IP/$PORT; printf '%s' \"\$1\" >&3; cat <&3 >/dev/null" _ "$junk" || true
+done
+# A hello whose frame header claims a huge payload.
+ip netns exec "$NSG" timeout 10 bash -c "exec 3<>/dev/tcp/$GPU_IP/$PORT; printf '\x01\x00\x00\x00\xff\xff\xff\x7f\x00\x00\x00\x00\x00\x00\x00\x00' >&3; cat <&3 >/dev/null" || true
+wait_for 5 grep -q "sent no hello: malformed frame" "$XGPUD_LOG" || fail "xgpud did not refuse a malformed hello"
+api=$(plain "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" 1000 2>"$T/bench.err") ||
+	{ cat "$T/bench.err"; fail "xgpu-bench-api failed over plain TCP"; }
+note "BENCH remote null call p50 $(awk '$1 == "api_runtime_null_p50_us" {print $2}' <<<"$api") us (plain TCP)"
 stop_xgpud
