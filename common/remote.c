@@ -265,6 +265,16 @@ int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool
 	return p - out;
 }
 
+/* How far the local consumer may read before the far producer must hear of
+ * it. Reports also ride on every frame sent anyway, so this only bounds the
+ * wake-ups spent on them: a producer waits for at most one slot, or a quarter
+ * of a data area (client.c, dispatch.c), and a stalled far producer sees at
+ * least size - report_every free, so it never waits on a report not sent. */
+static uint32_t report_every(const struct xgpu_rqueue *q)
+{
+	return q->unit == 1 ? q->size / 4 : q->size / 2;
+}
+
 void xgpu_remote_arm(struct xgpu_relay *r)
 {
 	for (unsigned i = 0; i < XGPU_RQ_COUNT; i++) {
@@ -273,7 +283,8 @@ void xgpu_remote_arm(struct xgpu_relay *r)
 			atomic_store_explicit(&q->q->prod_event, atomic_load(&q->sent) + 1,
 					      memory_order_relaxed);
 		else
-			atomic_store_explicit(&q->q->cons_event, q->reported + 1, memory_order_relaxed);
+			atomic_store_explicit(&q->q->cons_event, q->reported + report_every(q),
+					      memory_order_relaxed);
 	}
 	atomic_thread_fence(memory_order_seq_cst);
 }

@@ -97,6 +97,9 @@ run_ok "$B/bin/vectorAdd" -n 200000 -i 3
 run_ok "$B/bin/BlackScholes" -n 200000 -i 4
 run_ok "$B/bin/callLatency" -i 100
 run_ok "$B/tests/cuda/threads"
+# Copies of 4 MB through 64 KiB data areas: every ring wraps many times and
+# each side waits on the other's reports of what it consumed.
+run_ok env XGPU_DATA_SIZE=64K "$B/bin/vectorAdd" -n 1000000 -i 2
 run_ok "$B/tests/cuda/errors"
 grep -q "remote: $NET.2:[0-9]* joined domain remote-lab (channel [0-9]*, TLS1.3-PSK)" "$XGPUD_LOG" ||
 	fail "the GPU host did not log the remote guest joining remote-lab over TLS"
