@@ -433,8 +433,12 @@ static void tls_load(void)
 	tls.ok = true;
 }
 
-/* TLS 1.3 only, and only key exchanges with forward secrecy over the PSK. */
-static const char tls_priority[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK";
+/* TLS 1.3 only, and only key exchanges with forward secrecy over the PSK.
+ * AES-GCM first: GnuTLS's own order may put ChaCha20 ahead (where it thinks
+ * AES has no hardware help), which on x86 with AES-NI moves bulk data some
+ * fifteen times slower (measured: 64 MiB copies, 0.06 against 0.9 GB/s). */
+static const char tls_priority[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK:-CIPHER-ALL:"
+				   "+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305";
 
 struct xgpu_rconn {
 	int fd;

@@ -187,6 +187,15 @@ api=$(remote "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatb
 null_p50=$(awk '$1 == "api_runtime_null_p50_us" {print $2}' <<<"$api")
 [ -n "$null_p50" ] || { echo "$api"; fail "no null-call figure"; }
 note "BENCH remote null call p50 ${null_p50} us (TLS 1.3); TCP round trip over the veth pair: $floor"
+# Copy bandwidth (64 MiB each way, best of 3) against a plain TCP stream.
+ip netns exec "$NSH" "$B/tests/tools/tcprtt" sink "$GPU_IP" $((PORT + 2)) &
+echo_pid=$!
+stream=$(ip netns exec "$NSG" "$B/tests/tools/tcprtt" stream "$GPU_IP" $((PORT + 2)) 256) || fail "tcprtt stream failed"
+wait "$echo_pid"
+bw=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" XGPU_REMOTE_PSK_FILE="$PSK" \
+	${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$B/bin/xgpu-bench" copy 64 2>"$T/bw.err") ||
+	{ cat "$T/bw.err"; fail "xgpu-bench copy failed remotely"; }
+note "BENCH remote copy 64 MiB (TLS 1.3): h2d $(awk '$1 ~ /h2d_gbps/ {print $2}' <<<"$bw") GB/s, d2h $(awk '$1 ~ /d2h_gbps/ {print $2}' <<<"$bw") GB/s; plain TCP stream floor: $stream"
 stop_xgpud
 
 note "plain TCP only when both ends name it"

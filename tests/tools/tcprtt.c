@@ -6,10 +6,13 @@
  *
  *   tcprtt serve ADDR PORT        echo every byte of one connection, then exit
  *   tcprtt ping ADDR PORT COUNT   print "tcp_rtt_p50_us=... mean_us=..."
- */
+ *   tcprtt sink ADDR PORT         read one connection to its end, answer one byte
+ *   tcprtt stream ADDR PORT MIB   send MIB MiB to a sink: "tcp_stream_gbps=..."
+ * (the stream floor is plain TCP, without encryption) */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,8 @@ static int cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: tcprtt serve ADDR PORT | tcprtt ping ADDR PORT COUNT\n");
+		fprintf(stderr, "usage: tcprtt serve|sink ADDR PORT | tcprtt ping ADDR PORT COUNT | tcprtt "
+				"stream ADDR PORT MIB\n");
 		return 2;
 	}
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[3]))};
@@ -43,7 +47,8 @@ int main(int argc, char **argv)
 	}
 	int one = 1;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (!strcmp(argv[1], "serve")) {
+	if (!strcmp(argv[1], "serve") || !strcmp(argv[1], "sink")) {
+		bool sink = !strcmp(argv[1], "sink");
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 		if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1) < 0) {
 			perror("tcprtt: listen");
@@ -51,14 +56,22 @@ int main(int argc, char **argv)
 		}
 		int c = accept(fd, NULL, NULL);
 		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		if (sink) {
+			static char buf[1 << 16];
+			while (read(c, buf, sizeof buf) > 0)
+				;
+			return write(c, "k", 1) == 1 ? 0 : 1;
+		}
 		char b;
 		while (read(c, &b, 1) == 1)
 			if (write(c, &b, 1) != 1)
 				break;
 		return 0;
 	}
-	if (argc < 5 || strcmp(argv[1], "ping")) {
-		fprintf(stderr, "usage: tcprtt serve ADDR PORT | tcprtt ping ADDR PORT COUNT\n");
+	bool stream = !strcmp(argv[1], "stream");
+	if (argc < 5 || (strcmp(argv[1], "ping") && !stream)) {
+		fprintf(stderr, "usage: tcprtt serve|sink ADDR PORT | tcprtt ping ADDR PORT COUNT | tcprtt "
+				"stream ADDR PORT MIB\n");
 		return 2;
 	}
 	int n = atoi(argv[4]);
@@ -76,6 +89,25 @@ int main(int argc, char **argv)
 		usleep(100000);
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (stream) {
+		static char buf[1 << 16];
+		size_t left = (size_t)n << 20;
+		double t0 = now_us();
+		while (left) {
+			ssize_t w = write(fd, buf, left < sizeof buf ? left : sizeof buf);
+			if (w <= 0) {
+				perror("tcprtt: stream");
+				return 1;
+			}
+			left -= (size_t)w;
+		}
+		shutdown(fd, SHUT_WR);
+		char b;
+		if (read(fd, &b, 1) != 1)
+			return 1;
+		printf("tcp_stream_gbps=%.3f\n", (double)((size_t)n << 20) / (now_us() - t0) / 1e3);
+		return 0;
+	}
 	double *t = malloc(sizeof *t * (size_t)n), sum = 0;
 	if (!t)
 		return 1;
