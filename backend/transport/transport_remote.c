@@ -53,6 +53,9 @@
 #define ACK_TIMEOUT_MS 15000
 #define WRITE_BUF (XGPU_REMOTE_MAX_PAYLOAD + 4096)
 #define REMOTE_PREFIX "remote-"
+/* The GPU host pays for a remote guest's region (a local guest brings its
+ * own memfd): data areas of at most this much per direction. */
+#define REMOTE_MAX_DATA (32u << 20)
 
 struct session;
 
@@ -320,9 +323,12 @@ static void serve(struct session *s)
 	}
 	struct xgpu_shm_params p = {.nr_slots = rh.nr_slots, .data_size = rh.data_size};
 	size_t size = xgpu_shm_region_size(&p);
-	if (!size || size != rh.region_size || rh.hello.kind != XGPU_CONN_CHANNEL) {
-		refuse(s, cudaErrorInvalidValue, "channel parameters refused (%u slots, %u-byte data areas)",
-		       rh.nr_slots, rh.data_size);
+	if (!size || size != rh.region_size || rh.hello.kind != XGPU_CONN_CHANNEL ||
+	    rh.data_size > REMOTE_MAX_DATA) {
+		refuse(s, cudaErrorInvalidValue,
+		       "channel parameters refused (%u slots, %u-byte data areas; remote data areas are at "
+		       "most %u MiB: XGPU_DATA_SIZE)",
+		       rh.nr_slots, rh.data_size, REMOTE_MAX_DATA >> 20);
 		return;
 	}
 	/* The guest's name for its domain, else its key's, in the remote

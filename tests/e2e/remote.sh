@@ -109,6 +109,10 @@ note "domain remote-lab: $calls calls"
 wait_for 10 dom_eq remote-lab channels 0 || fail "remote channels still open after the programs ended"
 [ "$(dom_stat remote-lab mem_bytes)" -eq 0 ] || fail "remote-lab holds memory after every program exited"
 
+note "a region larger than a remote guest may have is refused"
+out=$(remote env XGPU_DATA_SIZE=64M "$B/bin/vectorAdd" -n 1000 2>&1) && fail "a 64 MiB data area was accepted remotely"
+grep -q "remote data areas are at most 32 MiB" <<<"$out" || { echo "$out"; fail "no reason given for the refused region"; }
+
 note "a wrong key is refused"
 out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" \
 	XGPU_REMOTE_PSK_FILE="$WRONG" LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
