@@ -56,6 +56,10 @@ int xgpu_rframe_check(const struct xgpu_rframe *h, bool guest, char *err, size_t
 		if (!guest || h->queue || h->len)
 			goto bad;
 		return 0;
+	case XGPU_RF_PING:
+		if (h->queue || h->len || h->idx)
+			goto bad;
+		return 0;
 	case XGPU_RF_DATA:
 		/* Data arrives on the queues the far end produces into. */
 		if (h->queue >= XGPU_RQ_COUNT || guest_outbound(h->queue) == guest || h->len == 0 ||
@@ -175,6 +179,8 @@ int xgpu_remote_apply(struct xgpu_relay *r, const struct xgpu_rframe *h, const u
 		return apply_data(r, &r->qs[h->queue], h, payload, err, errlen);
 	case XGPU_RF_CONS:
 		return apply_cons(r, &r->qs[h->queue], h, err, errlen);
+	case XGPU_RF_PING:
+		return 0;
 	case XGPU_RF_END:
 		*end_status = (int32_t)h->idx;
 		atomic_store(&r->hdr->backend_end, (int32_t)h->idx);
@@ -371,6 +377,13 @@ void xgpu_remote_tune_socket(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+void xgpu_remote_set_silence_limit(int fd)
+{
+	struct timeval tv = {.tv_sec = XGPU_REMOTE_DEAD_MS / 1000,
+			     .tv_usec = XGPU_REMOTE_DEAD_MS % 1000 * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
 /* ---- GnuTLS, loaded on first use ------------------------------------------------ */

@@ -35,9 +35,13 @@
 #define XGPU_REMOTE_DEFAULT_PORT 7447
 /* The most bytes one frame carries; the receiver's buffer. */
 #define XGPU_REMOTE_MAX_PAYLOAD (256u << 10)
-/* A dead link or peer is noticed within this (TCP keepalive and
- * TCP_USER_TIMEOUT), whether or not anything is in flight. */
+/* A dead link or peer is noticed within this, whether or not anything is
+ * in flight: TCP keepalive and TCP_USER_TIMEOUT for the link, and for a peer
+ * whose host answers but whose relay stalls (a stopped xgpud), each writer
+ * sends PING after XGPU_REMOTE_PING_MS without sending, and each reader gives
+ * up after XGPU_REMOTE_DEAD_MS without receiving. */
 #define XGPU_REMOTE_DEAD_MS 8000
+#define XGPU_REMOTE_PING_MS 2000
 
 enum xgpu_rframe_type {
 	XGPU_RF_HELLO = 1, /* guest -> host: struct xgpu_remote_hello */
@@ -45,6 +49,7 @@ enum xgpu_rframe_type {
 	XGPU_RF_DATA = 3,  /* units of queue `queue` from index idx */
 	XGPU_RF_CONS = 4,  /* the sender's consumer of queue `queue` is at idx */
 	XGPU_RF_END = 5,   /* host -> guest: the executor ended with status idx */
+	XGPU_RF_PING = 6,  /* either way: nothing else to say (liveness) */
 };
 
 enum { XGPU_RQ_REQ = 0, XGPU_RQ_RSP = 1, XGPU_RQ_TX = 2, XGPU_RQ_RX = 3, XGPU_RQ_COUNT = 4 };
@@ -129,6 +134,8 @@ int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t
 
 /* Sets keepalive and TCP_USER_TIMEOUT so that a dead peer is noticed within
  * XGPU_REMOTE_DEAD_MS, and TCP_NODELAY. */
+/* After the handshake: a receive fails after XGPU_REMOTE_DEAD_MS of silence. */
+void xgpu_remote_set_silence_limit(int fd);
 void xgpu_remote_tune_socket(int fd);
 
 /* Wraps connected socket fd (which it takes): TLS 1.3 with the PSK, or

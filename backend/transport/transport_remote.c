@@ -151,6 +151,8 @@ static void *reader_main(void *arg)
 		    xgpu_remote_apply(&s->relay, &h, s->rbuf, &end, err, sizeof err) < 0)
 			break;
 	}
+	if (!strcmp(err, "timed out"))
+		snprintf(err, sizeof err, "nothing heard for %d s", XGPU_REMOTE_DEAD_MS / 1000);
 	end_session(s, err);
 	return NULL;
 }
@@ -165,6 +167,7 @@ static void relay(struct session *s)
 		return;
 	}
 	bool armed = false;
+	uint64_t last_sent = xgpu_now_ns();
 	while (!atomic_load(&s->dead)) {
 		bool more;
 		int64_t n = xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, &more, err, sizeof err);
@@ -172,10 +175,17 @@ static void relay(struct session *s)
 			end_session(s, err);
 			break;
 		}
+		if (n == 0 && xgpu_now_ns() - last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
+			struct xgpu_rframe ping = {.type = XGPU_RF_PING};
+			memcpy(s->wbuf, &ping, sizeof ping);
+			n = sizeof ping;
+		}
 		if (n > 0 && xgpu_rconn_send(s->conn, s->wbuf, (size_t)n, err, sizeof err) < 0) {
 			end_session(s, err);
 			break;
 		}
+		if (n > 0)
+			last_sent = xgpu_now_ns();
 		if (n > 0 || more) {
 			armed = false;
 			continue;
@@ -187,7 +197,7 @@ static void relay(struct session *s)
 		}
 		armed = false;
 		struct pollfd pfd[2] = {{s->local, POLLIN, 0}, {s->stop_fd, POLLIN, 0}};
-		if (poll(pfd, 2, 1000) <= 0 || !pfd[0].revents)
+		if (poll(pfd, 2, XGPU_REMOTE_PING_MS / 2) <= 0 || !pfd[0].revents)
 			continue;
 		bool gone = false;
 		for (int budget = 256; budget > 0; budget--) {
@@ -304,8 +314,7 @@ static void serve(struct session *s)
 		xgpu_log_limited(&l->rl, XGPU_LOG_WARN, "remote: %s sent no hello: %s", s->peer, err);
 		return;
 	}
-	tv.tv_sec = 0;
-	setsockopt(xgpu_rconn_fd(s->conn), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	xgpu_remote_set_silence_limit(xgpu_rconn_fd(s->conn));
 	if (h.type != XGPU_RF_HELLO) {
 		refuse(s, cudaErrorInvalidValue, "expected a hello, got frame type %u", h.type);
 		return;

@@ -98,6 +98,8 @@ static void *reader_main(void *arg)
 		if (r < 0)
 			break;
 	}
+	if (!strcmp(err, "timed out"))
+		snprintf(err, sizeof err, "nothing heard for %d s", XGPU_REMOTE_DEAD_MS / 1000);
 	lost(rc, err);
 	return NULL;
 }
@@ -107,6 +109,7 @@ static void *writer_main(void *arg)
 	struct remote_chan *rc = arg;
 	char err[256];
 	bool armed = false;
+	uint64_t last_sent = xgpu_now_ns();
 	while (!atomic_load(&rc->dead)) {
 		bool more;
 		int64_t n = xgpu_remote_collect(&rc->relay, rc->wbuf, WRITE_BUF, &more, err, sizeof err);
@@ -114,10 +117,17 @@ static void *writer_main(void *arg)
 			lost(rc, err);
 			break;
 		}
+		if (n == 0 && xgpu_now_ns() - last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
+			struct xgpu_rframe ping = {.type = XGPU_RF_PING};
+			memcpy(rc->wbuf, &ping, sizeof ping);
+			n = sizeof ping;
+		}
 		if (n > 0 && xgpu_rconn_send(rc->conn, rc->wbuf, (size_t)n, err, sizeof err) < 0) {
 			lost(rc, err);
 			break;
 		}
+		if (n > 0)
+			last_sent = xgpu_now_ns();
 		if (n > 0 || more) {
 			armed = false;
 			continue;
@@ -129,7 +139,7 @@ static void *writer_main(void *arg)
 			continue;
 		}
 		struct pollfd pfd = {rc->kick_fd, POLLIN, 0};
-		if (poll(&pfd, 1, 1000) > 0)
+		if (poll(&pfd, 1, XGPU_REMOTE_PING_MS / 2) > 0)
 			drain(rc->kick_fd);
 		armed = false;
 	}
@@ -308,8 +318,7 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 			 ah.type);
 		goto fail;
 	}
-	tv.tv_sec = 0;
-	setsockopt(xgpu_rconn_fd(rc->conn), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	xgpu_remote_set_silence_limit(xgpu_rconn_fd(rc->conn));
 	memcpy(ack, rc->rbuf, sizeof *ack);
 	char peer[340];
 	snprintf(peer, sizeof peer, "remote %s is not an xgpud", spec);

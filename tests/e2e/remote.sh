@@ -100,6 +100,9 @@ run_ok "$B/tests/cuda/threads"
 # Copies of 4 MB through 64 KiB data areas: every ring wraps many times and
 # each side waits on the other's reports of what it consumed.
 run_ok env XGPU_DATA_SIZE=64K "$B/bin/vectorAdd" -n 1000000 -i 2
+# Idle longer than the silence limit: the relays' pings keep the channel.
+out=$(remote "$B/tests/cuda/guestload" idle 10 2>&1) || { echo "$out"; fail "an idle remote program lost its channel"; }
+grep -q "^RESULT .*error=cudaSuccess" <<<"$out" || { echo "$out"; fail "an idle remote program failed"; }
 run_ok "$B/tests/cuda/errors"
 grep -q "remote: $NET.2:[0-9]* joined domain remote-lab (channel [0-9]*, TLS1.3-PSK)" "$XGPUD_LOG" ||
 	fail "the GPU host did not log the remote guest joining remote-lab over TLS"
@@ -177,6 +180,29 @@ grep -q "lost the connection to remote xgpud at $GPU_IP:$PORT" "$T/kill.out" ||
 	{ cat "$T/kill.out"; fail "the program's error does not name the remote"; }
 echo "---- restart ----" >>"$XGPUD_LOG"
 start_remote_xgpud
+run_ok "$B/bin/vectorAdd" -n 200000 -i 3
+
+note "xgpud stopped (SIGSTOP): its host still answers TCP, its relay is silent"
+remote "$B/bin/vectorAdd" -n 100000 -t 120 >"$T/stop.out" 2>&1 &
+client=$!
+wait_for 20 dom_gt remote-lab d2h_bytes 1 || fail "the program did not start"
+kill -STOP "$XGPUD_PID"
+t0=$SECONDS
+for _ in $(seq $((BOUND * 10))); do
+	kill -0 "$client" 2>/dev/null || break
+	sleep 0.1
+done
+still=0
+kill -0 "$client" 2>/dev/null && still=1
+kill -CONT "$XGPUD_PID"
+[ "$still" -eq 0 ] || { kill -9 "$client"; fail "the program still hangs $BOUND s after xgpud stopped"; }
+rc=0
+wait "$client" || rc=$?
+note "the program ended $((SECONDS - t0)) s after xgpud stopped (exit $rc)"
+[ "$rc" -ne 0 ] || fail "the program succeeded although xgpud was stopped"
+grep -q "lost the connection to remote xgpud at $GPU_IP:$PORT: nothing heard for 8 s" "$T/stop.out" ||
+	{ cat "$T/stop.out"; fail "the program's error does not say the remote went silent"; }
+wait_for "$BOUND" dom_eq remote-lab channels 0 || fail "the GPU host kept the silent guest's channel"
 run_ok "$B/bin/vectorAdd" -n 200000 -i 3
 
 # The figure, not a check (the test machine's load decides it): a remote
