@@ -46,6 +46,9 @@ struct xgpud_opts {
 	const char *hyp_source; /* hypervisor schedule source spec, NULL: default */
 	unsigned tick_ms;
 	const char *socket_path; /* local transport */
+	const char *remote_listen; /* remote transport: ADDR:PORT, or NULL */
+	const char *remote_psk;
+	bool remote_insecure;
 	const char *config_path;
 	const char *log_file;
 	const char *sim_driver;    /* path of libxgpu-simdrv.so; default beside the binary */

@@ -9,6 +9,7 @@
 #include "schedsrc/hypsrc.h"
 #include "policy.h"
 #include "transport/transport_local.h"
+#include "transport/transport_remote.h"
 #include "util.h"
 #include "transport/xenbus.h"
 #include "xenif.h"
@@ -52,6 +53,11 @@ static void usage(FILE *f)
 		"                          in Xen mode; sim:pcpus=N,weight.DOMID=W,...)\n"
 		"  --socket PATH           local transport socket (default $XGPU_SOCKET, else\n"
 		"                          $XDG_RUNTIME_DIR/xgpu.sock, else /run/xgpu/xgpud.sock)\n"
+		"  --remote-listen ADDR:PORT  serve guests on other hosts over TCP, TLS 1.3 with the\n"
+		"                          key in --remote-psk FILE (psktool's format); each lands\n"
+		"                          in domain remote-NAME (see docs/operations.md)\n"
+		"  --remote-psk FILE       the pre-shared key of --remote-listen (mode 600)\n"
+		"  --remote-insecure       --remote-listen without TLS: plain TCP, for tests only\n"
 		"  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
 		"  --fatbin-inflate-limit SIZE  most a module's compressed fatbin entries may\n"
 		"                          inflate to in all (default 512M; NCCL's need about 1G)\n"
@@ -117,6 +123,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_LOGLEVEL,
 		O_LOGFILE,
 		O_FG,
+		O_RLISTEN,
+		O_RPSK,
+		O_RINSECURE,
 		O_HELP,
 		O_VERSION
 	};
@@ -146,6 +155,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"log-level", required_argument, 0, O_LOGLEVEL},
 	    {"log-file", required_argument, 0, O_LOGFILE},
 	    {"foreground", no_argument, 0, O_FG},
+	    {"remote-listen", required_argument, 0, O_RLISTEN},
+	    {"remote-psk", required_argument, 0, O_RPSK},
+	    {"remote-insecure", no_argument, 0, O_RINSECURE},
 	    {"help", no_argument, 0, O_HELP},
 	    {"version", no_argument, 0, O_VERSION},
 	    {0, 0, 0, 0},
@@ -293,6 +305,15 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		case O_FG:
 			o->foreground = true;
 			break;
+		case O_RLISTEN:
+			o->remote_listen = optarg;
+			break;
+		case O_RPSK:
+			o->remote_psk = optarg;
+			break;
+		case O_RINSECURE:
+			o->remote_insecure = true;
+			break;
 		case O_HELP:
 			usage(stdout);
 			exit(0);
@@ -306,6 +327,15 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "xgpud: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (o->remote_listen && !o->remote_psk == !o->remote_insecure) {
+		fprintf(stderr, "xgpud: --remote-listen needs --remote-psk FILE (or, for tests only, "
+				"--remote-insecure)\n");
+		return -1;
+	}
+	if (!o->remote_listen && (o->remote_psk || o->remote_insecure)) {
+		fprintf(stderr, "xgpud: --remote-psk and --remote-insecure go with --remote-listen\n");
 		return -1;
 	}
 	return 0;
@@ -486,6 +516,23 @@ int main(int argc, char **argv)
 		xgpu_xenbus_process(xb);
 	}
 
+	/* After detaching (threads do not survive the fork) and with the
+	 * signals blocked (they go to the main loop's signalfd). */
+	struct xgpu_remote_listener *remote = NULL;
+	if (d.o.remote_listen) {
+		remote = xgpu_remote_listen(d.o.remote_listen, d.o.remote_psk, path, err, sizeof err);
+		if (!remote) {
+			xlog_err("%s", err);
+			xgpu_local_close(listener);
+			unlink(path);
+			xgpud_shutdown(&d, false);
+			return 1;
+		}
+		xlog_info("remote transport: listening on %s (%s)", d.o.remote_listen,
+			  d.o.remote_psk ? "TLS 1.3, pre-shared key"
+					 : "PLAIN TCP: --remote-insecure, for tests only");
+	}
+
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	struct epoll_event se = {.events = EPOLLIN, .data.ptr = &sfd};
 	if (sfd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &se) < 0) {
@@ -537,6 +584,7 @@ int main(int argc, char **argv)
 		}
 	}
 	xgpu_sd_notify(restart ? "RELOADING=1" : "STOPPING=1");
+	xgpu_remote_close(remote);
 	xgpu_local_close(listener);
 	unlink(path);
 	atomic_store(&d.stopping, true);

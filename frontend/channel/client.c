@@ -142,8 +142,9 @@ int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, s
 	return 0;
 }
 
-/* XGPU_TRANSPORT=local|xen wins; else Xen in a domU (or on xgpu-xenstub),
- * local everywhere else, dom0 included. A domU is recognised with or
+/* XGPU_TRANSPORT=local|xen|remote wins; else remote when XGPU_REMOTE names
+ * a GPU host, Xen in a domU (or on xgpu-xenstub), local everywhere else,
+ * dom0 included. A domU is recognised with or
  * without xenfs (common/xenrole.c); where Xen cannot say which domain this
  * is, the one message names what was looked at. */
 static const struct xgpu_fe_transport_ops *pick_transport(bool loud)
@@ -154,10 +155,16 @@ static const struct xgpu_fe_transport_ops *pick_transport(bool loud)
 			return &xgpu_fe_transport_local;
 		if (!strcmp(t, "xen"))
 			return &xgpu_fe_transport_xen;
+		if (!strcmp(t, "remote"))
+			return &xgpu_fe_transport_remote;
 		if (loud && !quiet())
-			fprintf(stderr, "xgpu: XGPU_TRANSPORT=%s is not a transport (local or xen)\n", t);
+			fprintf(stderr, "xgpu: XGPU_TRANSPORT=%s is not a transport (local, xen or remote)\n",
+				t);
 		return NULL;
 	}
+	const char *remote = getenv("XGPU_REMOTE");
+	if (remote && *remote)
+		return &xgpu_fe_transport_remote;
 	const char *stub = getenv("XGPU_XEN_STUB");
 	if (stub && *stub)
 		return &xgpu_fe_transport_xen;

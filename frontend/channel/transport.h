@@ -49,5 +49,6 @@ int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, s
 
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_local;
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_xen;
+extern const struct xgpu_fe_transport_ops xgpu_fe_transport_remote;
 
 #endif

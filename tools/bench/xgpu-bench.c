@@ -7,8 +7,8 @@
  *   rtt MODE        null-call (NOP) round trips through a running xgpud
  *   ring            bulk bytes through a channel's data area between two
  *                   threads, and single-thread memcpy of the same sizes
- *   copy            cudaMemcpy-sized transfers through xgpud (pageable and
- *                   pinned), against memcpy
+ *   copy [MIB]      cudaMemcpy-sized transfers through xgpud (pageable and
+ *                   pinned), against memcpy; MIB: one size instead of two
  *
  * Output is "key value" lines for tools/bench/run.sh to tabulate.
  */
@@ -354,15 +354,21 @@ static void ring(void)
 
 /* ---- copies through xgpud --------------------------------------------------- */
 
-static int copy(void)
+/* mib: one transfer size in MiB instead of the two default ones. */
+static int copy(unsigned mib)
 {
-	const size_t sizes[] = {64u << 20, 1u << 30};
+	size_t sizes[] = {64u << 20, 1u << 30};
+	int nsizes = 2;
+	if (mib) {
+		sizes[0] = (size_t)mib << 20;
+		nsizes = 1;
+	}
 	struct xgpu_client *c;
 	if (xgpu_client_open("bench", (uint32_t)getpid(), &c)) {
 		fprintf(stderr, "xgpu-bench: cannot open a channel; is xgpud running?\n");
 		return 1;
 	}
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < nsizes; s++) {
 		size_t n = sizes[s];
 		uint8_t *src = fresh(n), *dst = fresh(n);
 		double base = memcpy_gbps(dst, src, n);
@@ -454,9 +460,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 2 && !strcmp(argv[1], "copy"))
-		return copy();
+		return copy(0);
+	if (argc == 3 && !strcmp(argv[1], "copy") && atoi(argv[2]) > 0 && atoi(argv[2]) <= 4096)
+		return copy((unsigned)atoi(argv[2]));
 	bool help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-	fprintf(help ? stdout : stderr, "usage: xgpu-bench floors | rtt spin|block | ring | copy\n"
+	fprintf(help ? stdout : stderr, "usage: xgpu-bench floors | rtt spin|block | ring | copy [MIB]\n"
 					"  (rtt and copy need a running xgpud; see tools/bench/run.sh)\n");
 	return help ? 0 : 2;
 }

@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* remote.c - remote channels (remote.h): the frame checks, the relay that
+ * mirrors a region's queues, and connections over TCP with TLS 1.3 and a
+ * pre-shared key.
+ *
+ * GnuTLS is loaded with dlopen when a remote channel is first made, so that
+ * libcuda.so.1 and xgpud need it only where remote channels are used (a
+ * domU image, for one, need not carry it). */
+#include "remote.h"
+
+#include "util.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- frames ------------------------------------------------------------------ */
+
+static bool is_slots(unsigned q)
+{
+	return q == XGPU_RQ_REQ || q == XGPU_RQ_RSP;
+}
+
+/* The queues a guest's end produces into (requests, bulk out). */
+static bool guest_outbound(unsigned q)
+{
+	return q == XGPU_RQ_REQ || q == XGPU_RQ_TX;
+}
+
+int xgpu_rframe_check(const struct xgpu_rframe *h, bool guest, char *err, size_t errlen)
+{
+	if (h->zero || h->zero2) {
+		snprintf(err, errlen, "frame with reserved bits set");
+		return -1;
+	}
+	switch (h->type) {
+	case XGPU_RF_HELLO:
+		if (guest || h->queue || h->idx || h->len != sizeof(struct xgpu_remote_hello))
+			goto bad;
+		return 0;
+	case XGPU_RF_ACK:
+		if (!guest || h->queue || h->idx || h->len != sizeof(struct xgpu_hello_ack))
+			goto bad;
+		return 0;
+	case XGPU_RF_END:
+		if (!guest || h->queue || h->len)
+			goto bad;
+		return 0;
+	case XGPU_RF_PING:
+		if (h->queue || h->len || h->idx)
+			goto bad;
+		return 0;
+	case XGPU_RF_DATA:
+		/* Data arrives on the queues the far end produces into. */
+		if (h->queue >= XGPU_RQ_COUNT || guest_outbound(h->queue) == guest || h->len == 0 ||
+		    h->len > XGPU_REMOTE_MAX_PAYLOAD || (is_slots(h->queue) && h->len % XGPU_SLOT_SIZE))
+			goto bad;
+		return 0;
+	case XGPU_RF_CONS:
+		/* Reports on the queues we produce into. */
+		if (h->queue >= XGPU_RQ_COUNT || guest_outbound(h->queue) != guest || h->len)
+			goto bad;
+		return 0;
+	default:
+		break;
+	}
+bad:
+	snprintf(err, errlen, "malformed frame (type %u, queue %u, %u bytes)", h->type, h->queue, h->len);
+	return -1;
+}
+
+/* ---- the relay ----------------------------------------------------------------- */
+
+int xgpu_relay_init(struct xgpu_relay *r, bool guest, void *region, size_t size, char *err, size_t errlen)
+{
+	struct xgpu_shm_view v;
+	if (xgpu_shm_attach(region, size, &v, err, errlen) < 0)
+		return -1;
+	memset(r->qs, 0, sizeof r->qs);
+	r->guest = guest;
+	r->hdr = region;
+	const struct xgpu_qend *e[XGPU_RQ_COUNT] = {&v.req, &v.rsp, &v.tx, &v.rx};
+	for (unsigned i = 0; i < XGPU_RQ_COUNT; i++) {
+		struct xgpu_rqueue *q = &r->qs[i];
+		q->q = e[i]->q;
+		q->buf = e[i]->buf;
+		q->size = e[i]->size;
+		q->unit = e[i]->unit;
+		q->outbound = guest_outbound(i) == guest;
+	}
+	return 0;
+}
+
+/* The peer wants a kick if its threshold lies in (old, new]. */
+static bool crossed(uint32_t old_idx, uint32_t new_idx, uint32_t event)
+{
+	return (uint32_t)(new_idx - event) < (uint32_t)(new_idx - old_idx);
+}
+
+static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct xgpu_rframe *h,
+		      const uint8_t *payload, char *err, size_t errlen)
+{
+	uint32_t prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
+	if (h->idx != prod) {
+		snprintf(err, errlen, "data for queue %u at index %u, expected %u", h->queue, h->idx, prod);
+		return -1;
+	}
+	uint32_t n = h->len / q->unit;
+	uint32_t cons = atomic_load_explicit(&q->q->cons, memory_order_acquire);
+	uint32_t used = prod - cons;
+	if (used > q->size) {
+		snprintf(err, errlen, "the local consumer of queue %u moved its index out of range",
+			 h->queue);
+		return -1;
+	}
+	if (n > q->size - used) {
+		snprintf(err, errlen, "the peer sent %u units to queue %u, which has room for %u", n,
+			 h->queue, q->size - used);
+		return -1;
+	}
+	/* Ours before the slots are sealed: a consumer that goes by tags may
+	 * release them before the shared index below is published. */
+	atomic_store_explicit(&q->prod, prod + n, memory_order_release);
+	if (q->unit == 1) {
+		uint32_t off = prod & (q->size - 1);
+		uint32_t first = q->size - off < n ? q->size - off : n;
+		memcpy(q->buf + off, payload, first);
+		memcpy(q->buf, payload + first, n - first);
+	} else {
+		for (uint32_t i = 0; i < n; i++) {
+			uint8_t *slot = q->buf + (size_t)((prod + i) & (q->size - 1)) * q->unit;
+			/* The tag is ours to write, after the body. */
+			memcpy(slot + 4, payload + (size_t)i * q->unit + 4, q->unit - 4);
+			__atomic_store_n((uint32_t *)slot, xgpu_slot_tag(prod + i), __ATOMIC_RELEASE);
+		}
+	}
+	atomic_exchange_explicit(&q->q->prod, prod + n, memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&q->q->prod_event, memory_order_relaxed);
+	if (crossed(prod, prod + n, ev))
+		r->kick(r->kick_arg);
+	return 0;
+}
+
+static int apply_cons(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct xgpu_rframe *h, char *err,
+		      size_t errlen)
+{
+	uint32_t sent = atomic_load_explicit(&q->sent, memory_order_acquire);
+	uint32_t old = q->acked;
+	if ((uint32_t)(h->idx - old) > (uint32_t)(sent - old)) {
+		snprintf(err, errlen, "the peer consumed queue %u to %u, outside [%u, %u]", h->queue, h->idx,
+			 old, sent);
+		return -1;
+	}
+	__atomic_store_n(&q->acked, h->idx, __ATOMIC_RELAXED);
+	atomic_exchange_explicit(&q->q->cons, h->idx, memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&q->q->cons_event, memory_order_relaxed);
+	if (crossed(old, h->idx, ev))
+		r->kick(r->kick_arg);
+	return 0;
+}
+
+int xgpu_remote_apply(struct xgpu_relay *r, const struct xgpu_rframe *h, const uint8_t *payload,
+		      int32_t *end_status, char *err, size_t errlen)
+{
+	if (xgpu_rframe_check(h, r->guest, err, errlen) < 0)
+		return -1;
+	switch (h->type) {
+	case XGPU_RF_DATA:
+		return apply_data(r, &r->qs[h->queue], h, payload, err, errlen);
+	case XGPU_RF_CONS:
+		return apply_cons(r, &r->qs[h->queue], h, err, errlen);
+	case XGPU_RF_PING:
+		return 0;
+	case XGPU_RF_END:
+		*end_status = (int32_t)h->idx;
+		atomic_store(&r->hdr->backend_end, (int32_t)h->idx);
+		return 1;
+	default:
+		snprintf(err, errlen, "frame type %u after the handshake", h->type);
+		return -1;
+	}
+}
+
+static uint8_t *put_header(uint8_t *p, uint8_t type, uint8_t queue, uint32_t len, uint32_t idx)
+{
+	struct xgpu_rframe h = {.type = type, .queue = queue, .len = len, .idx = idx};
+	memcpy(p, &h, sizeof h);
+	return p + sizeof h;
+}
+
+int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool *more, char *err,
+			    size_t errlen)
+{
+	uint8_t *p = out, *end = out + cap;
+	*more = false;
+	/* A packet may refer to bulk bytes its producer wrote before it, so
+	 * the packets' indexes are read first and the bytes go out before
+	 * them: the far consumer never sees a packet before its data. */
+	static const unsigned order[XGPU_RQ_COUNT] = {XGPU_RQ_TX, XGPU_RQ_RX, XGPU_RQ_REQ, XGPU_RQ_RSP};
+	uint32_t slot_prod[XGPU_RQ_COUNT] = {0};
+	for (unsigned i = 0; i < XGPU_RQ_COUNT; i++)
+		if (is_slots(i) && r->qs[i].outbound)
+			slot_prod[i] = atomic_load_explicit(&r->qs[i].q->prod, memory_order_acquire);
+	for (unsigned k = 0; k < XGPU_RQ_COUNT; k++) {
+		unsigned i = order[k];
+		struct xgpu_rqueue *q = &r->qs[i];
+		if (q->outbound) {
+			if (is_slots(i) && *more)
+				continue; /* its bytes did not all fit */
+			uint32_t prod = is_slots(i) ? slot_prod[i]
+						    : atomic_load_explicit(&q->q->prod, memory_order_acquire);
+			uint32_t sent = atomic_load_explicit(&q->sent, memory_order_relaxed);
+			/* q->acked is the reader's; a stale value only makes
+			 * the check looser by what was acknowledged since. */
+			uint32_t acked = __atomic_load_n(&q->acked, __ATOMIC_RELAXED);
+			if ((uint32_t)(prod - acked) > q->size ||
+			    (uint32_t)(sent - acked) > (uint32_t)(prod - acked)) {
+				snprintf(err, errlen,
+					 "the local producer of queue %u moved its index out of range", i);
+				return -1;
+			}
+			while (sent != prod) {
+				uint32_t run = prod - sent;
+				uint32_t to_wrap = q->size - (sent & (q->size - 1));
+				if (run > to_wrap)
+					run = to_wrap;
+				if (run > XGPU_REMOTE_MAX_PAYLOAD / q->unit)
+					run = XGPU_REMOTE_MAX_PAYLOAD / q->unit;
+				size_t room = (size_t)(end - p);
+				if (room < sizeof(struct xgpu_rframe) + q->unit) {
+					*more = true;
+					break;
+				}
+				if (run > (room - sizeof(struct xgpu_rframe)) / q->unit)
+					run = (uint32_t)((room - sizeof(struct xgpu_rframe)) / q->unit);
+				p = put_header(p, XGPU_RF_DATA, (uint8_t)i, run * q->unit, sent);
+				memcpy(p, q->buf + (size_t)(sent & (q->size - 1)) * q->unit,
+				       (size_t)run * q->unit);
+				p += (size_t)run * q->unit;
+				sent += run;
+			}
+			atomic_store_explicit(&q->sent, sent, memory_order_release);
+		} else {
+			uint32_t cons = atomic_load_explicit(&q->q->cons, memory_order_acquire);
+			uint32_t prod = atomic_load_explicit(&q->prod, memory_order_acquire);
+			if ((uint32_t)(cons - q->reported) > (uint32_t)(prod - q->reported)) {
+				snprintf(err, errlen,
+					 "the local consumer of queue %u moved its index out of range", i);
+				return -1;
+			}
+			if (cons != q->reported) {
+				if ((size_t)(end - p) < sizeof(struct xgpu_rframe)) {
+					*more = true;
+					continue;
+				}
+				p = put_header(p, XGPU_RF_CONS, (uint8_t)i, 0, cons);
+				q->reported = cons;
+			}
+		}
+	}
+	return p - out;
+}
+
+/* How far the local consumer may read before the far producer must hear of
+ * it. Reports also ride on every frame sent anyway, so this only bounds the
+ * wake-ups spent on them: a producer waits for at most one slot, or a quarter
+ * of a data area (client.c, dispatch.c), and a stalled far producer sees at
+ * least size - report_every free, so it never waits on a report not sent. */
+static uint32_t report_every(const struct xgpu_rqueue *q)
+{
+	return q->unit == 1 ? q->size / 4 : q->size / 2;
+}
+
+void xgpu_remote_arm(struct xgpu_relay *r)
+{
+	for (unsigned i = 0; i < XGPU_RQ_COUNT; i++) {
+		struct xgpu_rqueue *q = &r->qs[i];
+		if (q->outbound)
+			atomic_store_explicit(&q->q->prod_event, atomic_load(&q->sent) + 1,
+					      memory_order_relaxed);
+		else
+			atomic_store_explicit(&q->q->cons_event, q->reported + report_every(q),
+					      memory_order_relaxed);
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+/* ---- the key ------------------------------------------------------------------- */
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+			 char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	char buf[1024];
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		close(fd);
+		snprintf(err, errlen, "the key file %s is open to other users (mode %03o); chmod 600 it",
+			 path, (unsigned)(st.st_mode & 0777));
+		return -1;
+	}
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 0) {
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	const char *hex = buf;
+	char *colon = strchr(buf, ':');
+	if (colon) {
+		*colon = '\0';
+		hex = colon + 1;
+		if (!*buf || strlen(buf) >= idlen) {
+			snprintf(err, errlen, "the key file %s names an empty or overlong identity", path);
+			return -1;
+		}
+		xgpu_strlcpy(identity, buf, idlen);
+	} else {
+		xgpu_strlcpy(identity, "xgpu", idlen);
+	}
+	size_t len = strlen(hex), cap = *keylen;
+	if (len % 2 || len / 2 < 16 || len / 2 > cap) {
+		snprintf(err, errlen,
+			 "the key file %s holds no key of 16 to %zu bytes in hex (psktool -u NAME -p %s)",
+			 path, cap, path);
+		return -1;
+	}
+	for (size_t i = 0; i < len / 2; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			snprintf(err, errlen, "the key file %s: the key is not hexadecimal", path);
+			return -1;
+		}
+		key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*keylen = len / 2;
+	explicit_bzero(buf, sizeof buf);
+	return 0;
+}
+
+void xgpu_remote_tune_socket(int fd)
+{
+	int one = 1, idle = 2, intvl = 1, cnt = 4;
+	unsigned user_timeout = XGPU_REMOTE_DEAD_MS;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+void xgpu_remote_set_silence_limit(int fd)
+{
+	struct timeval tv = {.tv_sec = XGPU_REMOTE_DEAD_MS / 1000,
+			     .tv_usec = XGPU_REMOTE_DEAD_MS % 1000 * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+/* ---- GnuTLS, loaded on first use ------------------------------------------------ */
+
+#define TLS_FUNCS(X)                                                                                         \
+	X(gnutls_init)                                                                                       \
+	X(gnutls_deinit)                                                                                     \
+	X(gnutls_priority_set_direct)                                                                        \
+	X(gnutls_psk_allocate_client_credentials)                                                            \
+	X(gnutls_psk_set_client_credentials)                                                                 \
+	X(gnutls_psk_free_client_credentials)                                                                \
+	X(gnutls_psk_allocate_server_credentials)                                                            \
+	X(gnutls_psk_set_server_credentials_function)                                                        \
+	X(gnutls_psk_free_server_credentials)                                                                \
+	X(gnutls_credentials_set)                                                                            \
+	X(gnutls_transport_set_int2)                                                                         \
+	X(gnutls_handshake)                                                                                  \
+	X(gnutls_handshake_set_timeout)                                                                      \
+	X(gnutls_record_send)                                                                                \
+	X(gnutls_record_recv)                                                                                \
+	X(gnutls_strerror)                                                                                   \
+	X(gnutls_error_is_fatal)                                                                             \
+	X(gnutls_protocol_get_version)                                                                       \
+	X(gnutls_session_set_ptr)                                                                            \
+	X(gnutls_session_get_ptr)
+
+static struct {
+#define X(f) __typeof__(f) *f;
+	TLS_FUNCS(X)
+#undef X
+	gnutls_alloc_function *malloc_fn;
+	bool ok;
+	char why[256];
+} tls;
+
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+static void tls_load(void)
+{
+	void *h = dlopen("libgnutls.so.30", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(tls.why, sizeof tls.why, "cannot load GnuTLS (libgnutls.so.30): %s", dlerror());
+		return;
+	}
+	void *p;
+#define X(f)                                                                                                 \
+	if (!(p = dlsym(h, #f))) {                                                                           \
+		snprintf(tls.why, sizeof tls.why, "GnuTLS lacks %s", #f);                                    \
+		return;                                                                                      \
+	}                                                                                                    \
+	memcpy(&tls.f, &p, sizeof p);
+	TLS_FUNCS(X)
+#undef X
+	/* A variable holding the allocator the PSK callback must use. */
+	if (!(p = dlsym(h, "gnutls_malloc"))) {
+		snprintf(tls.why, sizeof tls.why, "GnuTLS lacks gnutls_malloc");
+		return;
+	}
+	tls.malloc_fn = p;
+	tls.ok = true;
+}
+
+/* TLS 1.3 only, and only key exchanges with forward secrecy over the PSK.
+ * AES-GCM first: GnuTLS's own order may put ChaCha20 ahead (where it thinks
+ * AES has no hardware help), which on x86 with AES-NI moves bulk data some
+ * fifteen times slower (measured: 64 MiB copies, 0.06 against 0.9 GB/s). */
+static const char tls_priority[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK:-CIPHER-ALL:"
+				   "+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305";
+
+struct xgpu_rconn {
+	int fd;
+	gnutls_session_t s; /* NULL: plain */
+	gnutls_psk_client_credentials_t cc;
+	gnutls_psk_server_credentials_t sc;
+	char identity[128];
+	uint8_t key[64];
+	size_t keylen;
+};
+
+static int server_key(gnutls_session_t s, const char *username, gnutls_datum_t *key)
+{
+	struct xgpu_rconn *c = tls.gnutls_session_get_ptr(s);
+	if (!c || strcmp(username, c->identity) != 0)
+		return -1;
+	key->data = (*tls.malloc_fn)(c->keylen);
+	if (!key->data)
+		return -1;
+	memcpy(key->data, c->key, c->keylen);
+	key->size = (unsigned)c->keylen;
+	return 0;
+}
+
+static void set_timeouts(int fd, int ms)
+{
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, const uint8_t *key,
+				    size_t keylen, int timeout_ms, char *err, size_t errlen)
+{
+	struct xgpu_rconn *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		close(fd);
+		return NULL;
+	}
+	c->fd = fd;
+	if (!key)
+		return c;
+	pthread_once(&tls_once, tls_load);
+	if (!tls.ok) {
+		snprintf(err, errlen, "%s", tls.why);
+		goto fail;
+	}
+	if (keylen > sizeof c->key || strlen(identity) >= sizeof c->identity) {
+		snprintf(err, errlen, "key or identity too long");
+		goto fail;
+	}
+	memcpy(c->key, key, keylen);
+	c->keylen = keylen;
+	xgpu_strlcpy(c->identity, identity, sizeof c->identity);
+	int r = tls.gnutls_init(&c->s, (server ? GNUTLS_SERVER : GNUTLS_CLIENT) | GNUTLS_NO_SIGNAL);
+	if (r < 0) {
+		c->s = NULL;
+		goto tls_fail;
+	}
+	if ((r = tls.gnutls_priority_set_direct(c->s, tls_priority, NULL)) < 0)
+		goto tls_fail;
+	if (server) {
+		if ((r = tls.gnutls_psk_allocate_server_credentials(&c->sc)) < 0)
+			goto tls_fail;
+		tls.gnutls_psk_set_server_credentials_function(c->sc, server_key);
+		tls.gnutls_session_set_ptr(c->s, c);
+		r = tls.gnutls_credentials_set(c->s, GNUTLS_CRD_PSK, c->sc);
+	} else {
+		gnutls_datum_t k = {c->key, (unsigned)c->keylen};
+		if ((r = tls.gnutls_psk_allocate_client_credentials(&c->cc)) < 0 ||
+		    (r = tls.gnutls_psk_set_client_credentials(c->cc, c->identity, &k, GNUTLS_PSK_KEY_RAW)) <
+			0)
+			goto tls_fail;
+		r = tls.gnutls_credentials_set(c->s, GNUTLS_CRD_PSK, c->cc);
+	}
+	if (r < 0)
+		goto tls_fail;
+	tls.gnutls_transport_set_int2(c->s, fd, fd);
+	tls.gnutls_handshake_set_timeout(c->s, (unsigned)timeout_ms);
+	set_timeouts(fd, timeout_ms);
+	do
+		r = tls.gnutls_handshake(c->s);
+	while (r < 0 && !tls.gnutls_error_is_fatal(r) && r != GNUTLS_E_AGAIN);
+	if (r < 0)
+		goto tls_fail;
+	if (tls.gnutls_protocol_get_version(c->s) != GNUTLS_TLS1_3) {
+		snprintf(err, errlen, "the TLS handshake did not settle on TLS 1.3");
+		goto fail;
+	}
+	set_timeouts(fd, 0);
+	return c;
+tls_fail:
+	snprintf(err, errlen, "TLS: %s", r == GNUTLS_E_AGAIN ? "timed out" : tls.gnutls_strerror(r));
+fail:
+	xgpu_rconn_free(c);
+	return NULL;
+}
+
+struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
+				     int timeout_ms, char *err, size_t errlen)
+{
+	return rconn_new(false, fd, identity, key, keylen, timeout_ms, err, errlen);
+}
+
+struct xgpu_rconn *xgpu_rconn_server(int fd, const char *identity, const uint8_t *key, size_t keylen,
+				     int timeout_ms, char *err, size_t errlen)
+{
+	return rconn_new(true, fd, identity, key, keylen, timeout_ms, err, errlen);
+}
+
+/* GnuTLS says "Error in the pull function" where the socket said why. */
+static void tls_error(char *err, size_t errlen, int r)
+{
+	int e = errno;
+	if (r == GNUTLS_E_AGAIN)
+		snprintf(err, errlen, "timed out");
+	else if ((r == GNUTLS_E_PULL_ERROR || r == GNUTLS_E_PUSH_ERROR) && e)
+		snprintf(err, errlen, "%s", strerror(e));
+	else
+		snprintf(err, errlen, "TLS: %s", tls.gnutls_strerror(r));
+}
+
+int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err, size_t errlen)
+{
+	const uint8_t *p = buf;
+	while (len) {
+		ssize_t n;
+		if (c->s) {
+			n = tls.gnutls_record_send(c->s, p, len);
+			if (n == GNUTLS_E_INTERRUPTED)
+				continue;
+			if (n < 0) {
+				tls_error(err, errlen, (int)n);
+				return -1;
+			}
+		} else {
+			n = send(c->fd, p, len, MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				snprintf(err, errlen, "send: %s", strerror(errno));
+				return -1;
+			}
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen)
+{
+	uint8_t *p = buf;
+	while (len) {
+		ssize_t n;
+		if (c->s) {
+			n = tls.gnutls_record_recv(c->s, p, len);
+			if (n == GNUTLS_E_INTERRUPTED)
+				continue;
+			if (n == GNUTLS_E_PREMATURE_TERMINATION)
+				n = 0; /* the peer closed without close_notify: framing is ours */
+			if (n < 0) {
+				tls_error(err, errlen, (int)n);
+				return -1;
+			}
+		} else {
+			n = recv(c->fd, p, len, 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				snprintf(err, errlen, "%s",
+					 errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
+										 : strerror(errno));
+				return -1;
+			}
+		}
+		if (n == 0) {
+			snprintf(err, errlen, "the connection was closed");
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *h, uint8_t *buf, char *err,
+			  size_t errlen)
+{
+	if (xgpu_rconn_recv(c, h, sizeof *h, err, errlen) < 0 || xgpu_rframe_check(h, guest, err, errlen) < 0)
+		return -1;
+	return h->len ? xgpu_rconn_recv(c, buf, h->len, err, errlen) : 0;
+}
+
+int xgpu_rconn_fd(const struct xgpu_rconn *c)
+{
+	return c->fd;
+}
+
+void xgpu_rconn_shutdown(struct xgpu_rconn *c)
+{
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+void xgpu_rconn_free(struct xgpu_rconn *c)
+{
+	if (!c)
+		return;
+	if (c->s)
+		tls.gnutls_deinit(c->s);
+	if (c->cc)
+		tls.gnutls_psk_free_client_credentials(c->cc);
+	if (c->sc)
+		tls.gnutls_psk_free_server_credentials(c->sc);
+	close(c->fd);
+	explicit_bzero(c->key, sizeof c->key);
+	free(c);
+}
+
+const char *xgpu_rconn_protocol(const struct xgpu_rconn *c)
+{
+	return c->s ? "TLS1.3-PSK" : "plain TCP";
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* remote.h - remote channels: one channel region mirrored over a TCP
+ * connection (TLS 1.3 with a pre-shared key; plain TCP only when an operator
+ * asks for it by name).
+ *
+ * Each end keeps a region of the usual layout (shm.h) in its own memory: the
+ * guest process's frontend (frontend/channel/transport_remote.c) and, on the
+ * GPU host, xgpud's relay (backend/transport/transport_remote.c), which hands
+ * its copy to the domain's executor exactly as a local guest's memfd. A relay
+ * at each end stands in for the far side on the four queues: it consumes what
+ * its local producer publishes on the outbound queues and sends it as DATA
+ * frames; it produces what arrives on the inbound queues and reports, in CONS
+ * frames, how far its local consumer has read. An outbound unit is released
+ * to the local producer only when the far consumer has read it, so the far
+ * ring never holds more than a ring's worth and the local ring is the only
+ * buffer.
+ *
+ * Every frame from the network is hostile: xgpu_remote_apply checks each
+ * header, index and length against the relay's own state before anything is
+ * written, and a frame that does not fit ends the connection.
+ */
+#ifndef XGPU_REMOTE_H
+#define XGPU_REMOTE_H
+
+#include "proto.h"
+#include "queue.h"
+#include "shm.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define XGPU_REMOTE_MAGIC 0x4d524758u /* "XGRM" */
+#define XGPU_REMOTE_DEFAULT_PORT 7447
+/* The most bytes one frame carries; the receiver's buffer. */
+#define XGPU_REMOTE_MAX_PAYLOAD (256u << 10)
+/* A dead link or peer is noticed within this, whether or not anything is
+ * in flight: TCP keepalive and TCP_USER_TIMEOUT for the link, and for a peer
+ * whose host answers but whose relay stalls (a stopped xgpud), each writer
+ * sends PING after XGPU_REMOTE_PING_MS without sending, and each reader gives
+ * up after XGPU_REMOTE_DEAD_MS without receiving. */
+#define XGPU_REMOTE_DEAD_MS 8000
+#define XGPU_REMOTE_PING_MS 2000
+
+enum xgpu_rframe_type {
+	XGPU_RF_HELLO = 1, /* guest -> host: struct xgpu_remote_hello */
+	XGPU_RF_ACK = 2,   /* host -> guest: struct xgpu_hello_ack */
+	XGPU_RF_DATA = 3,  /* units of queue `queue` from index idx */
+	XGPU_RF_CONS = 4,  /* the sender's consumer of queue `queue` is at idx */
+	XGPU_RF_END = 5,   /* host -> guest: the executor ended with status idx */
+	XGPU_RF_PING = 6,  /* either way: nothing else to say (liveness) */
+};
+
+enum { XGPU_RQ_REQ = 0, XGPU_RQ_RSP = 1, XGPU_RQ_TX = 2, XGPU_RQ_RX = 3, XGPU_RQ_COUNT = 4 };
+
+struct xgpu_rframe {
+	uint8_t type;
+	uint8_t queue;
+	uint16_t zero;
+	uint32_t len; /* payload bytes after this header */
+	uint32_t idx;
+	uint32_t zero2;
+};
+_Static_assert(sizeof(struct xgpu_rframe) == 16, "frame header is 16 bytes");
+
+struct xgpu_remote_hello {
+	uint32_t magic;   /* XGPU_REMOTE_MAGIC */
+	uint32_t version; /* XGPU_PROTO_VERSION */
+	uint32_t nr_slots;
+	uint32_t data_size;
+	uint64_t region_size;
+	struct xgpu_hello hello;
+};
+
+/* Checks a header on its own (type, queue, direction, length) for a relay at
+ * the guest's end (guest true) or the host's. 0, or -1 with the reason. */
+int xgpu_rframe_check(const struct xgpu_rframe *h, bool guest, char *err, size_t errlen);
+
+/* One end's relay over its copy of the region. */
+struct xgpu_rqueue {
+	struct xgpu_queue *q;
+	uint8_t *buf;
+	uint32_t size, unit;
+	bool outbound; /* our local peer produces it; we send */
+	/* outbound: next index to send (writer) and the far consumer's index
+	 * as last reported (reader, published as q->cons). */
+	_Atomic uint32_t sent;
+	uint32_t acked;
+	/* inbound: our production (reader, published as q->prod) and the
+	 * local consumer's index as last reported (writer). */
+	_Atomic uint32_t prod;
+	uint32_t reported;
+};
+
+struct xgpu_relay {
+	bool guest; /* the guest's end, else the host's */
+	struct xgpu_shm_header *hdr;
+	struct xgpu_rqueue qs[XGPU_RQ_COUNT];
+	/* Wakes the local peer (it asked to be kicked). */
+	void (*kick)(void *arg);
+	void *kick_arg;
+};
+
+/* Builds the relay over a region of size bytes already laid out (guest) or
+ * laid out here from the same parameters (host). -1 with the reason. */
+int xgpu_relay_init(struct xgpu_relay *r, bool guest, void *region, size_t size, char *err, size_t errlen);
+
+/* Applies one checked frame from the network. Returns 0, 1 when it was END
+ * (*end_status set), or -1 with the reason (the connection must end). */
+int xgpu_remote_apply(struct xgpu_relay *r, const struct xgpu_rframe *h, const uint8_t *payload,
+		      int32_t *end_status, char *err, size_t errlen);
+
+/* Collects what the local peer published since the last call into out as
+ * frames (DATA, CONS), at most cap bytes. Returns the bytes written, or -1
+ * when the local peer corrupted an index (reason in err). *more is set when
+ * cap stopped it. */
+int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool *more, char *err,
+			    size_t errlen);
+
+/* Before the writer sleeps: asks the local peer for a kick on anything
+ * new; the caller collects once more before sleeping. */
+void xgpu_remote_arm(struct xgpu_relay *r);
+
+/* ---- connections ------------------------------------------------------------ */
+
+struct xgpu_rconn;
+
+/* Reads a pre-shared key file: one line "identity:hexkey" (psktool's
+ * format) or just "hexkey"; at least 16 bytes of key. The file must not be
+ * readable by others. -1 with the reason. */
+int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+			 char *err, size_t errlen);
+
+/* Sets keepalive and TCP_USER_TIMEOUT so that a dead peer is noticed within
+ * XGPU_REMOTE_DEAD_MS, and TCP_NODELAY. */
+/* After the handshake: a receive fails after XGPU_REMOTE_DEAD_MS of silence. */
+void xgpu_remote_set_silence_limit(int fd);
+void xgpu_remote_tune_socket(int fd);
+
+/* Wraps connected socket fd (which it takes): TLS 1.3 with the PSK, or
+ * plain when key is NULL. Blocks for the handshake up to timeout_ms. NULL
+ * with the reason in err. */
+struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
+				     int timeout_ms, char *err, size_t errlen);
+struct xgpu_rconn *xgpu_rconn_server(int fd, const char *identity, const uint8_t *key, size_t keylen,
+				     int timeout_ms, char *err, size_t errlen);
+/* Exactly len bytes; one thread may send while another receives. 0, or -1
+ * with the reason in err. */
+int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err, size_t errlen);
+int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen);
+/* Reads one frame: a checked header and its payload (into buf of
+ * XGPU_REMOTE_MAX_PAYLOAD bytes). */
+int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *h, uint8_t *buf, char *err,
+			  size_t errlen);
+int xgpu_rconn_fd(const struct xgpu_rconn *c);
+/* Unblocks both directions (another thread may be in send or recv). */
+void xgpu_rconn_shutdown(struct xgpu_rconn *c);
+void xgpu_rconn_free(struct xgpu_rconn *c);
+/* "TLS1.3" or "plain". */
+const char *xgpu_rconn_protocol(const struct xgpu_rconn *c);
+
+#endif

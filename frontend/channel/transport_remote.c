@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* transport_remote.c - the frontend's remote transport (XGPU_REMOTE=host:port):
+ * the channel region lives in this process's memory and two relay threads
+ * (common/remote.h) mirror its queues over one TCP connection to the GPU
+ * host's xgpud, TLS 1.3 with the key in XGPU_REMOTE_PSK_FILE:
+ *
+ *   writer: sleeps on the client's kicks; sends what the client published
+ *           (requests, bulk out) and how far it has read (responses, bulk in);
+ *   reader: applies what arrives, kicking the client when it asked.
+ *
+ * A dead link is noticed within XGPU_REMOTE_DEAD_MS (TCP keepalive and
+ * TCP_USER_TIMEOUT); the channel then reports its peer gone, so a waiting
+ * call returns cudaErrorDevicesUnavailable and stderr names the remote. Host
+ * segments (pinned memory shared with the executor) cannot cross a network:
+ * share_segment says cudaErrorNotSupported. */
+#include "client.h"
+#include "remote.h"
+#include "transport.h"
+#include "util.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONNECT_TIMEOUT_MS 5000
+/* The first channel of a domain starts its executor. */
+#define ACK_TIMEOUT_MS 15000
+#define WRITE_BUF (XGPU_REMOTE_MAX_PAYLOAD + 4096)
+
+struct remote_chan {
+	struct xgpu_rconn *conn;
+	struct xgpu_relay relay;
+	int kick_fd; /* client -> writer */
+	int wake_fd; /* reader -> client */
+	pthread_t reader, writer;
+	_Atomic bool dead, stop;
+	char peer[300];
+	uint8_t *rbuf, *wbuf;
+};
+
+static void wake(int fd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(fd, &one, sizeof one);
+	(void)n; /* a full counter means a wake-up is pending */
+}
+
+static void drain(int fd)
+{
+	uint64_t v;
+	ssize_t n = read(fd, &v, sizeof v);
+	(void)n;
+}
+
+static void kick_client(void *arg)
+{
+	wake(((struct remote_chan *)arg)->wake_fd);
+}
+
+/* The link or the far end is gone: the client learns it at its next wait. */
+static void lost(struct remote_chan *rc, const char *why)
+{
+	if (atomic_exchange(&rc->dead, true))
+		return;
+	if (!atomic_load(&rc->stop) && why)
+		xgpu_fe_warn_once("remote-lost", "lost the connection to remote xgpud at %s: %s", rc->peer,
+				  why);
+	xgpu_rconn_shutdown(rc->conn);
+	wake(rc->wake_fd);
+	wake(rc->kick_fd);
+}
+
+static void *reader_main(void *arg)
+{
+	struct remote_chan *rc = arg;
+	char err[256];
+	struct xgpu_rframe h;
+	int32_t end = 0;
+	for (;;) {
+		if (xgpu_rconn_recv_frame(rc->conn, true, &h, rc->rbuf, err, sizeof err) < 0)
+			break;
+		int r = xgpu_remote_apply(&rc->relay, &h, rc->rbuf, &end, err, sizeof err);
+		if (r == 1) {
+			/* The far executor ended; backend_end says why. */
+			lost(rc, NULL);
+			return NULL;
+		}
+		if (r < 0)
+			break;
+	}
+	if (!strcmp(err, "timed out"))
+		snprintf(err, sizeof err, "nothing heard for %d s", XGPU_REMOTE_DEAD_MS / 1000);
+	lost(rc, err);
+	return NULL;
+}
+
+static void *writer_main(void *arg)
+{
+	struct remote_chan *rc = arg;
+	char err[256];
+	bool armed = false;
+	uint64_t last_sent = xgpu_now_ns();
+	while (!atomic_load(&rc->dead)) {
+		bool more;
+		int64_t n = xgpu_remote_collect(&rc->relay, rc->wbuf, WRITE_BUF, &more, err, sizeof err);
+		if (n < 0) {
+			lost(rc, err);
+			break;
+		}
+		if (n == 0 && xgpu_now_ns() - last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
+			struct xgpu_rframe ping = {.type = XGPU_RF_PING};
+			memcpy(rc->wbuf, &ping, sizeof ping);
+			n = sizeof ping;
+		}
+		if (n > 0 && xgpu_rconn_send(rc->conn, rc->wbuf, (size_t)n, err, sizeof err) < 0) {
+			lost(rc, err);
+			break;
+		}
+		if (n > 0)
+			last_sent = xgpu_now_ns();
+		if (n > 0 || more) {
+			armed = false;
+			continue;
+		}
+		if (!armed) {
+			/* Ask for a kick, then look once more before sleeping. */
+			xgpu_remote_arm(&rc->relay);
+			armed = true;
+			continue;
+		}
+		struct pollfd pfd = {rc->kick_fd, POLLIN, 0};
+		if (poll(&pfd, 1, XGPU_REMOTE_PING_MS / 2) > 0)
+			drain(rc->kick_fd);
+		armed = false;
+	}
+	return NULL;
+}
+
+/* host:port, [v6]:port, or host (the default port). */
+static int split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen)
+{
+	const char *colon;
+	if (*s == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || (size_t)(close - s - 1) >= hostlen || (close[1] && close[1] != ':'))
+			return -1;
+		memcpy(host, s + 1, (size_t)(close - s - 1));
+		host[close - s - 1] = '\0';
+		colon = close[1] ? close + 1 : NULL;
+	} else {
+		colon = strrchr(s, ':');
+		size_t hl = colon ? (size_t)(colon - s) : strlen(s);
+		if (hl == 0 || hl >= hostlen)
+			return -1;
+		memcpy(host, s, hl);
+		host[hl] = '\0';
+	}
+	if (colon)
+		xgpu_strlcpy(port, colon + 1, portlen);
+	else
+		snprintf(port, portlen, "%d", XGPU_REMOTE_DEFAULT_PORT);
+	return *port ? 0 : -1;
+}
+
+static int dial(const char *host, const char *port, char *err, size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+	int g = getaddrinfo(host, port, &hints, &res);
+	if (g) {
+		snprintf(err, errlen, "%s", gai_strerror(g));
+		return -1;
+	}
+	int fd = -1;
+	for (struct addrinfo *a = res; a; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+		if (fd < 0)
+			continue;
+		int r = connect(fd, a->ai_addr, a->ai_addrlen);
+		if (r < 0 && errno == EINPROGRESS) {
+			struct pollfd pfd = {fd, POLLOUT, 0};
+			int soerr = ETIMEDOUT;
+			socklen_t sl = sizeof soerr;
+			if (poll(&pfd, 1, CONNECT_TIMEOUT_MS) == 1)
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+			errno = soerr;
+			r = soerr ? -1 : 0;
+		}
+		if (r == 0) {
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+			break;
+		}
+		snprintf(err, errlen, "%s", strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
+{
+	xgpu_rconn_free(rc->conn);
+	if (rc->kick_fd >= 0)
+		close(rc->kick_fd);
+	if (rc->wake_fd >= 0)
+		close(rc->wake_fd);
+	free(rc->rbuf);
+	free(rc->wbuf);
+	if (region)
+		munmap(region, region_size);
+	free(rc);
+}
+
+static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+		       void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack, char *err,
+		       size_t errlen)
+{
+	const char *spec = getenv("XGPU_REMOTE");
+	const char *keyfile = getenv("XGPU_REMOTE_PSK_FILE");
+	const char *insecure = getenv("XGPU_REMOTE_INSECURE");
+	char host[256], port[32], identity[128], why[256];
+	uint8_t key[64];
+	size_t keylen = sizeof key;
+	bool plain = !keyfile || !*keyfile;
+	if (!spec || split_hostport(spec, host, sizeof host, port, sizeof port) < 0) {
+		snprintf(err, errlen, "XGPU_REMOTE=%s: need host:port", spec ? spec : "");
+		return cudaErrorInvalidValue;
+	}
+	if (plain && !(insecure && !strcmp(insecure, "1"))) {
+		snprintf(err, errlen,
+			 "XGPU_REMOTE needs XGPU_REMOTE_PSK_FILE, the GPU host's key (plain TCP only with "
+			 "XGPU_REMOTE_INSECURE=1, against xgpud --remote-insecure)");
+		return cudaErrorInvalidValue;
+	}
+	if (!plain &&
+	    xgpu_remote_read_psk(keyfile, identity, sizeof identity, key, &keylen, why, sizeof why) < 0) {
+		snprintf(err, errlen, "XGPU_REMOTE_PSK_FILE: %s", why);
+		return cudaErrorInvalidValue;
+	}
+	struct remote_chan *rc = calloc(1, sizeof *rc);
+	void *region = NULL;
+	int status = cudaErrorDevicesUnavailable;
+	if (!rc) {
+		snprintf(err, errlen, "out of memory");
+		return cudaErrorMemoryAllocation;
+	}
+	rc->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rc->rbuf = malloc(XGPU_REMOTE_MAX_PAYLOAD);
+	rc->wbuf = malloc(WRITE_BUF);
+	snprintf(rc->peer, sizeof rc->peer, "%s", spec);
+	region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (region == MAP_FAILED)
+		region = NULL;
+	if (rc->kick_fd < 0 || rc->wake_fd < 0 || !rc->rbuf || !rc->wbuf || !region) {
+		snprintf(err, errlen, "out of memory or descriptors");
+		status = cudaErrorMemoryAllocation;
+		goto fail;
+	}
+	if (init(region, region_size, init_arg) < 0 ||
+	    xgpu_relay_init(&rc->relay, true, region, region_size, why, sizeof why) < 0) {
+		snprintf(err, errlen, "cannot lay out a channel region of %zu bytes", region_size);
+		status = cudaErrorInvalidValue;
+		goto fail;
+	}
+	rc->relay.kick = kick_client;
+	rc->relay.kick_arg = rc;
+	int fd = dial(host, port, why, sizeof why);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot reach remote xgpud at %s: %s", spec, why);
+		goto fail;
+	}
+	xgpu_remote_tune_socket(fd);
+	rc->conn = plain ? xgpu_rconn_client(fd, NULL, NULL, 0, CONNECT_TIMEOUT_MS, why, sizeof why)
+			 : xgpu_rconn_client(fd, identity, key, keylen, CONNECT_TIMEOUT_MS, why, sizeof why);
+	explicit_bzero(key, sizeof key);
+	if (!rc->conn) {
+		snprintf(
+		    err, errlen,
+		    "the TLS handshake with remote xgpud at %s failed: %s (does XGPU_REMOTE_PSK_FILE hold "
+		    "the key of that host's --remote-psk?)",
+		    spec, why);
+		goto fail;
+	}
+	const struct xgpu_shm_header *hdr = region;
+	struct {
+		struct xgpu_rframe h;
+		struct xgpu_remote_hello rh;
+	} msg = {
+	    .h = {.type = XGPU_RF_HELLO, .len = sizeof(struct xgpu_remote_hello)},
+	    .rh = {.magic = XGPU_REMOTE_MAGIC,
+		   .version = XGPU_PROTO_VERSION,
+		   .nr_slots = hdr->nr_slots,
+		   .data_size = (uint32_t)hdr->tx_size,
+		   .region_size = region_size,
+		   .hello = *hello},
+	};
+	struct xgpu_rframe ah;
+	struct timeval tv = {.tv_sec = ACK_TIMEOUT_MS / 1000};
+	setsockopt(xgpu_rconn_fd(rc->conn), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (xgpu_rconn_send(rc->conn, &msg, sizeof msg, why, sizeof why) < 0 ||
+	    xgpu_rconn_recv_frame(rc->conn, true, &ah, rc->rbuf, why, sizeof why) < 0) {
+		snprintf(err, errlen, "remote xgpud at %s did not answer the handshake: %s", spec, why);
+		goto fail;
+	}
+	if (ah.type != XGPU_RF_ACK) {
+		snprintf(err, errlen, "remote xgpud at %s answered the handshake with frame type %u", spec,
+			 ah.type);
+		goto fail;
+	}
+	xgpu_remote_set_silence_limit(xgpu_rconn_fd(rc->conn));
+	memcpy(ack, rc->rbuf, sizeof *ack);
+	char peer[340];
+	snprintf(peer, sizeof peer, "remote %s is not an xgpud", spec);
+	if ((status = xgpu_fe_check_ack(ack, peer, err, errlen)) != 0)
+		goto fail;
+	ch->region = region;
+	ch->region_size = region_size;
+	ch->priv = rc;
+	if (pthread_create(&rc->reader, NULL, reader_main, rc) != 0) {
+		snprintf(err, errlen, "cannot start the remote channel's threads");
+		status = cudaErrorMemoryAllocation;
+		goto fail;
+	}
+	if (pthread_create(&rc->writer, NULL, writer_main, rc) != 0) {
+		atomic_store(&rc->stop, true);
+		xgpu_rconn_shutdown(rc->conn);
+		pthread_join(rc->reader, NULL);
+		snprintf(err, errlen, "cannot start the remote channel's threads");
+		status = cudaErrorMemoryAllocation;
+		goto fail;
+	}
+	return 0;
+fail:
+	ch->priv = NULL;
+	ch->region = NULL;
+	free_chan(rc, region_size, region);
+	return status;
+}
+
+static void remote_kick(struct xgpu_fe_chan *ch)
+{
+	wake(((struct remote_chan *)ch->priv)->kick_fd);
+}
+
+static enum xgpu_wait_result remote_wait(struct xgpu_fe_chan *ch, int timeout_ms)
+{
+	struct remote_chan *rc = ch->priv;
+	if (atomic_load(&rc->dead))
+		return XGPU_WAIT_PEER_GONE;
+	struct pollfd pfd = {rc->wake_fd, POLLIN, 0};
+	int r = poll(&pfd, 1, timeout_ms);
+	if (r > 0)
+		drain(rc->wake_fd);
+	if (atomic_load(&rc->dead))
+		return XGPU_WAIT_PEER_GONE;
+	return r == 0 ? XGPU_WAIT_TIMEOUT : XGPU_WAIT_KICKED;
+}
+
+static int remote_share_segment(struct xgpu_fe_chan *ch, size_t size, void **ptr, uint64_t *token)
+{
+	(void)ch;
+	(void)size;
+	(void)ptr;
+	(void)token;
+	return cudaErrorNotSupported; /* host memory cannot be shared across a network */
+}
+
+static void remote_unshare_segment(struct xgpu_fe_chan *ch, void *ptr, size_t size)
+{
+	(void)ch;
+	munmap(ptr, size);
+}
+
+static void remote_close(struct xgpu_fe_chan *ch)
+{
+	struct remote_chan *rc = ch->priv;
+	if (!rc)
+		return;
+	atomic_store(&rc->stop, true);
+	lost(rc, NULL);
+	pthread_join(rc->reader, NULL);
+	pthread_join(rc->writer, NULL);
+	free_chan(rc, ch->region_size, ch->region);
+	ch->priv = NULL;
+	ch->region = NULL;
+}
+
+static void remote_abandon(struct xgpu_fe_chan *ch)
+{
+	/* A forked child has neither thread; closing its copy of the socket
+	 * leaves the parent's connection up. */
+	struct remote_chan *rc = ch->priv;
+	if (!rc)
+		return;
+	free_chan(rc, ch->region_size, ch->region);
+	ch->priv = NULL;
+	ch->region = NULL;
+}
+
+const struct xgpu_fe_transport_ops xgpu_fe_transport_remote = {
+    .name = "remote",
+    .open = remote_open,
+    .kick = remote_kick,
+    .wait = remote_wait,
+    .share_segment = remote_share_segment,
+    .unshare_segment = remote_unshare_segment,
+    .close = remote_close,
+    .abandon = remote_abandon,
+};

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fuzz_remote.c - libFuzzer harness for remote channels' framing
+ * (common/remote.c): what arrives from the network, checked and applied to
+ * a relay's region, interleaved with what the relay's local peer does to the
+ * same region (consume, produce, or write a hostile index), after each of
+ * which the relay collects what it would send.
+ *
+ * Input: one byte for the end (even: the guest's, odd: the GPU host's), then
+ * a script of one-byte operations:
+ *   op % 4 == 0: a frame follows: a 16-byte header, then its payload (as
+ *                many bytes as the header says, when it passes the check;
+ *                zeros where the input ends first);
+ *   op % 4 == 1: the local consumer of an inbound queue reads up to op/4 units;
+ *   op % 4 == 2: the local producer of an outbound queue publishes op/4 units;
+ *   op % 4 == 3: the local peer writes the next 4 input bytes into one of the
+ *                region's shared indexes (op/4 picks which).
+ * The relay must stay inside its region whatever arrives, and stop at the
+ * first frame it refuses. */
+#include "proto.h"
+#include "remote.h"
+#include "shm.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static unsigned kicks;
+
+static void count_kick(void *arg)
+{
+	(void)arg;
+	kicks++;
+}
+
+static void collect(struct xgpu_relay *r, uint8_t *out, size_t cap)
+{
+	char err[256];
+	bool more;
+	do {
+		if (xgpu_remote_collect(r, out, cap, &more, err, sizeof err) < 0)
+			return;
+	} while (more);
+	xgpu_remote_arm(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 1)
+		return 0;
+	static uint8_t *region, *payload, *out;
+	static size_t region_size;
+	const struct xgpu_shm_params p = {.nr_slots = 8, .data_size = XGPU_SHM_MIN_DATA};
+	const size_t out_cap = 8192; /* small, so that collecting takes several rounds */
+	if (!region) {
+		region_size = xgpu_shm_region_size(&p);
+		region = aligned_alloc(4096, region_size);
+		payload = malloc(XGPU_REMOTE_MAX_PAYLOAD);
+		out = malloc(out_cap);
+	}
+	memset(region, 0, region_size);
+	xgpu_shm_init(region, region_size, &p);
+	struct xgpu_relay r;
+	char err[256];
+	bool guest = !(data[0] & 1);
+	if (xgpu_relay_init(&r, guest, region, region_size, err, sizeof err) < 0)
+		abort(); /* our own layout */
+	r.kick = count_kick;
+	r.kick_arg = NULL;
+	/* The local peer's own view, as the client or executor keeps it. */
+	struct xgpu_shm_view v;
+	xgpu_shm_view_frontend(region, &v);
+	struct xgpu_qend *in[2], *outq[2];
+	if (guest) {
+		in[0] = &v.rsp, in[1] = &v.rx, outq[0] = &v.req, outq[1] = &v.tx;
+	} else {
+		in[0] = &v.req, in[1] = &v.tx, outq[0] = &v.rsp, outq[1] = &v.rx;
+	}
+	bool honest = true; /* the local peer wrote no index of its own */
+	size_t i = 1;
+	while (i < size) {
+		uint8_t op = data[i++];
+		unsigned n = op >> 2;
+		if (op % 4 == 0) {
+			struct xgpu_rframe h;
+			if (size - i < sizeof h)
+				break;
+			memcpy(&h, data + i, sizeof h);
+			i += sizeof h;
+			if (xgpu_rframe_check(&h, guest, err, sizeof err) < 0)
+				break;
+			/* Payloads beyond libFuzzer's input sizes: what the
+			 * input has, then zeros. */
+			size_t have = size - i < h.len ? size - i : h.len;
+			memcpy(payload, data + i, have);
+			memset(payload + have, 0, h.len - have);
+			i += have;
+			int32_t end;
+			int a = xgpu_remote_apply(&r, &h, payload, &end, err, sizeof err);
+			if (a != 0)
+				break; /* refused, or the end */
+			/* However the network lies, an honest local consumer's
+			 * queue never holds more than it can. */
+			for (unsigned k = 0; k < XGPU_RQ_COUNT && honest; k++) {
+				const struct xgpu_rqueue *q = &r.qs[k];
+				if (!q->outbound &&
+				    (uint32_t)(atomic_load(&q->prod) - atomic_load(&q->q->cons)) > q->size)
+					abort();
+			}
+		} else if (op % 4 == 1) {
+			struct xgpu_qend *c = in[n & 1];
+			int64_t avail = xgpu_q_avail(c);
+			if (avail > 0) {
+				uint32_t k = (uint32_t)avail < n / 2 + 1 ? (uint32_t)avail : n / 2 + 1;
+				xgpu_q_release(c, k);
+			}
+		} else if (op % 4 == 2) {
+			struct xgpu_qend *pq = outq[n & 1];
+			int64_t space = xgpu_q_space(pq);
+			uint32_t k = n / 2 + 1;
+			if (pq->unit == 1)
+				k *= 997; /* bulk: enough to wrap and to split frames */
+			if (space > 0) {
+				if ((int64_t)k > space)
+					k = (uint32_t)space;
+				for (uint32_t j = 0; j < k && pq->unit > 1; j++) {
+					memset(xgpu_q_unit(pq, pq->idx), op, pq->unit);
+					xgpu_slot_seal(pq);
+					xgpu_q_publish(pq, 1);
+				}
+				if (pq->unit == 1)
+					xgpu_q_publish(pq, k);
+			}
+			collect(&r, out, out_cap);
+		} else {
+			if (size - i < 4)
+				break;
+			uint32_t val;
+			memcpy(&val, data + i, 4);
+			i += 4;
+			honest = false;
+			struct xgpu_shm_header *hdr = (struct xgpu_shm_header *)region;
+			struct xgpu_queue *qs[4] = {&hdr->req, &hdr->rsp, &hdr->tx, &hdr->rx};
+			struct xgpu_queue *q = qs[n % 4];
+			switch ((n / 4) % 4) {
+			case 0:
+				atomic_store(&q->prod, val);
+				break;
+			case 1:
+				atomic_store(&q->cons, val);
+				break;
+			case 2:
+				atomic_store(&q->prod_event, val);
+				break;
+			default:
+				atomic_store(&q->cons_event, val);
+				break;
+			}
+			collect(&r, out, out_cap);
+		}
+	}
+	return 0;
+}
