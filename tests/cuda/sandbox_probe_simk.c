@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -24,7 +25,8 @@ static int try_it(int what, const char *arg)
 	switch (what) {
 	case 1: { /* connect to a unix socket (xgpud's control socket) */
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
-		strncpy(sa.sun_path, arg, sizeof sa.sun_path - 1);
+		if ((size_t)snprintf(sa.sun_path, sizeof sa.sun_path, "%s", arg) >= sizeof sa.sun_path)
+			return ENAMETOOLONG;
 		int r = EPROTOTYPE;
 		for (int type = SOCK_SEQPACKET; r == EPROTOTYPE && type;
 		     type = type == SOCK_SEQPACKET ? SOCK_STREAM : 0) {
