@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 // ptx_conformance.cu - small kernels, one or more per PTX instruction family,
 // each checked against a host reference. No host implementations exist for
 // them: on the sim they compute only through the simulated driver's PTX
