@@ -289,7 +289,7 @@ static CUresult load_ptx(struct CUmod_st *m, const struct sim_cubin *cb)
 		const struct ptx_kernel *pk = ptx_find(m->ptx, f->ki->name);
 		if (!pk)
 			continue;
-		if (pk->unsupported) {
+		if (pk->unsupported[0]) {
 			sim_log("PTX interpreter: kernel %s uses %s, which it does not support%s", f->ki->name,
 				pk->unsupported,
 				mode == SIM_PTX_STRICT ? "; module refused (XGPU_SIM_PTX=strict)"

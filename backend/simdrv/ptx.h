@@ -224,12 +224,11 @@ struct ptx_kernel {
 	char *name;
 	struct ptx_insn *code;
 	uint32_t ninsns;
-	uint32_t nregs;          /* register slots */
-	uint32_t shared_static;  /* bytes of .shared declared, dynamic goes after */
-	uint32_t local_bytes;    /* per thread */
-	uint32_t param_bytes;    /* as declared */
-	const char *unsupported; /* first construct it cannot run, or NULL (static string or in names) */
-	char unsup_buf[48];
+	uint32_t nregs;         /* register slots */
+	uint32_t shared_static; /* bytes of .shared declared, dynamic goes after */
+	uint32_t local_bytes;   /* per thread */
+	uint32_t param_bytes;   /* as declared */
+	char unsupported[48];   /* the first construct it cannot run, or "" */
 };
 
 struct ptx_module {

@@ -51,7 +51,8 @@ struct blk {
 	const uint16_t *tid[3];
 	size_t cache; /* index of the region last hit */
 	CUresult err;
-	uint64_t insns, polls;
+	uint64_t insns;
+	uint64_t budget; /* warp-instructions until the next cancellation poll */
 };
 
 /* ---- values ---------------------------------------------------------------------- */
@@ -1015,10 +1016,9 @@ static void run_warp(struct blk *b, struct warp *w)
 {
 	const struct ptx_insn *code = b->k->code;
 	const uint32_t ninsns = b->k->ninsns;
-	uint64_t budget = POLL_EVERY;
 	while (!w->done && !b->err) {
-		if (!--budget) {
-			budget = POLL_EVERY;
+		if (!--b->budget) {
+			b->budget = POLL_EVERY;
 			if (b->l->cancelled) {
 				CUresult r = b->l->cancelled(b->l->arg);
 				if (r) {
@@ -1429,14 +1429,15 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 {
 	l->insns = 0;
 	l->fault[0] = 0;
-	if (k->unsupported)
+	if (k->unsupported[0])
 		return CUDA_ERROR_NOT_SUPPORTED;
 	uint64_t nthreads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
 	if (!nthreads || nthreads > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
 	uint32_t nwarps = (uint32_t)((nthreads + 31) / 32);
 	uint64_t shared_bytes = (uint64_t)k->shared_static + l->shared_dyn;
-	struct blk b = {.k = k, .l = l, .nthreads = (uint32_t)nthreads, .nwarps = nwarps};
+	struct blk b = {
+	    .k = k, .l = l, .nthreads = (uint32_t)nthreads, .nwarps = nwarps, .budget = POLL_EVERY};
 	b.shared_bytes = (uint32_t)shared_bytes;
 	b.shared = calloc(1, shared_bytes ? shared_bytes : 1);
 	b.local = calloc((size_t)nwarps * 32, k->local_bytes ? k->local_bytes : 1);

@@ -95,10 +95,8 @@ static void perr(struct parser *P, const char *fmt, ...)
 
 static void unsup(struct parser *P, const char *what)
 {
-	if (P->k && !P->k->unsupported) {
-		snprintf(P->k->unsup_buf, sizeof P->k->unsup_buf, "%s", what);
-		P->k->unsupported = P->k->unsup_buf;
-	}
+	if (P->k && !P->k->unsupported[0])
+		snprintf(P->k->unsupported, sizeof P->k->unsupported, "%s", what[0] ? what : "?");
 }
 
 /* ---- lexer -------------------------------------------------------------------------- */
@@ -1369,7 +1367,13 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 	}
 	next(P); /* { */
 	int depth = 1;
+	const char *before = NULL;
 	while (!P->failed) {
+		if (P->p == before && !at_end(P) && !is(P, "}")) {
+			perr(P, "cannot read the body of %s", k->name);
+			return;
+		}
+		before = P->p;
 		if (at_end(P)) {
 			perr(P, "unterminated body of %s", k->name);
 			return;
@@ -1396,8 +1400,11 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 			skip_line(P);
 			next(P);
 		} else if (is(P, ".pragma") || is(P, ".param") || is(P, ".global") || is(P, ".const")) {
-			if (is(P, ".param") || is(P, ".global") || is(P, ".const"))
+			if (is(P, ".global") || is(P, ".const"))
 				unsup(P, "declaration in a kernel body");
+			/* .param in a body declares a call's arguments. */
+			if (is(P, ".param"))
+				unsup(P, "call");
 			skip_stmt(P);
 		} else if (P->tok[0] == '.') {
 			char b[48];
@@ -1482,6 +1489,11 @@ int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, s
 	    .p = text, .end = text + len, .err = err, .errlen = errlen, .resolve = resolve, .arg = arg};
 	next(&P);
 	while (!at_end(&P) && !P.failed) {
+		const char *before = P.p;
+		if (is(&P, "}") || is(&P, ")")) {
+			next(&P);
+			continue;
+		}
 		if (is(&P, ".version") || is(&P, ".address_size")) {
 			next(&P);
 			next(&P);
@@ -1519,6 +1531,8 @@ int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, s
 			next(&P);
 		} else
 			skip_stmt(&P); /* .global, .const, .tex, .surf, .pragma, ... */
+		if (P.p == before && !at_end(&P))
+			next(&P); /* whatever it was, go past it */
 	}
 	P.k = NULL;
 	reset_kernel_state(&P);
