@@ -174,6 +174,12 @@ $(TST)/data/simdrv_kernels.ptx: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
+# The PTX of the interpreter's conformance suite: a seed for fuzz_ptx.
+TEST_DATA += $(TST)/data/ptx_conformance.ptx
+$(TST)/data/ptx_conformance.ptx: tests/cuda/ptx_conformance.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -ptx -O2 -arch=compute_90 -o $@ $<
 $(TST)/data/simk/simdrv_kernels.so: tests/data/simdrv_kernels_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)

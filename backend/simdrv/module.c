@@ -290,8 +290,8 @@ static CUresult load_ptx(struct CUmod_st *m, const struct sim_cubin *cb)
 		if (!pk)
 			continue;
 		if (pk->unsupported[0]) {
-			sim_log("PTX interpreter: kernel %s uses %s, which it does not support%s", f->ki->name,
-				pk->unsupported,
+			sim_log("PTX interpreter: kernel %s uses %s, which it does not support%s",
+				f->ki->name, pk->unsupported,
 				mode == SIM_PTX_STRICT ? "; module refused (XGPU_SIM_PTX=strict)"
 						       : ": it takes its modeled time and computes nothing");
 			if (mode == SIM_PTX_STRICT)
@@ -907,17 +907,21 @@ static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **warned;
 static size_t nwarned;
 
-/* Says once per kernel name that its results are not computed. */
-static void warn_uncomputed(const char *name)
+/* Says once per kernel name how its results are computed: not at all
+ * (interpreted false), or by the PTX interpreter. */
+static void note_kernel(const char *name, bool interpreted)
 {
 	pthread_mutex_lock(&warned_lock);
 	bool seen = false;
 	for (size_t i = 0; i < nwarned && !seen; i++)
-		seen = !strcmp(warned[i], name);
+		seen = warned[i][0] == (interpreted ? 'i' : 'u') && !strcmp(warned[i] + 1, name);
 	if (!seen) {
 		char **nw = realloc(warned, (nwarned + 1) * sizeof *nw);
-		char *copy = strdup(name);
+		size_t len = strlen(name);
+		char *copy = malloc(len + 2);
 		if (nw && copy) {
+			copy[0] = interpreted ? 'i' : 'u';
+			memcpy(copy + 1, name, len + 1);
 			warned = nw;
 			warned[nwarned++] = copy;
 		} else {
@@ -925,9 +929,13 @@ static void warn_uncomputed(const char *name)
 				warned = nw;
 			free(copy);
 		}
-		sim_log(
-		    "kernel %s has no host implementation: it takes its modeled time but computes nothing",
-		    name);
+		if (interpreted)
+			sim_log("kernel %s has no host implementation: computed from its PTX", name);
+		else
+			sim_log(
+			    "kernel %s has no host implementation: it takes its modeled time but computes "
+			    "nothing",
+			    name);
 	}
 	pthread_mutex_unlock(&warned_lock);
 }
@@ -1059,10 +1067,11 @@ CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
 		int rc = f->impl->run(&l);
 		if (rc)
 			r = launch_error(rc);
-	} else if (f->pk)
+	} else if (f->pk) {
+		note_kernel(f->ki->name, true);
 		r = interpret(op, &spent);
-	else
-		warn_uncomputed(f->ki->name);
+	} else
+		note_kernel(f->ki->name, false);
 	*cost_ns = f->impl && f->impl->cost_ns ? f->impl->cost_ns(&l) : default_cost(op);
 	/* An interpreted kernel occupies the device for its modeled time in
 	 * all: the interpretation's own time counts towards it. */
