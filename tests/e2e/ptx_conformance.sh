@@ -6,8 +6,9 @@
 # must verify every result; an out-of-bounds store in a guest kernel raises
 # CUDA_ERROR_ILLEGAL_ADDRESS as the driver's own fault; with XGPU_SIM_PTX=off
 # the same program computes nothing and fails its checks (so the suite can
-# fail); XGPU_SIM_PTX=strict still runs it (every kernel is covered). Prints
-# the interpreter's speed in thread-instructions per second.
+# fail); XGPU_SIM_PTX=strict still runs it (every kernel is covered); the
+# bundled workloads with no host implementations (XGPU_SIM_KERNELS=none) give
+# the checksums their host implementations give.
 . "$(dirname "$0")/lib.bash"
 P=$B/tests/cuda/ptx_conformance
 
@@ -36,12 +37,32 @@ echo "$out" | tail -n 1
 grep -q "kernel _Z5k_oobPii faulted: out-of-bounds global write" "$XGPUD_LOG" ||
 	fail "the fault was not logged with its address"
 
+# The bundled workloads' checksums with their host implementations.
+checksum() {
+	local out
+	out=$(run_cuda "$@" 2>&1) || { echo "$out"; fail "$* failed"; }
+	grep -q "^RESULT .*verified=yes" <<<"$out" || { echo "$out"; fail "$* did not verify its results"; }
+	sed -n 's/^RESULT .*checksum=\([^ ]*\).*/\1/p' <<<"$out"
+}
+va_host=$(checksum "$B/bin/vectorAdd" -n 100000 -i 1)
+ua_host=$(checksum "$B/tests/cuda/userapp-compressed" -n 4096)
+
 note "speed"
 t0=$(date +%s%N)
 run_ok "$P" --bench 2000000
 t1=$(date +%s%N)
 stop_xgpud
 note "saxpy over 2M elements through xgpu: $(((t1 - t0) / 1000000)) ms"
+
+note "the bundled workloads without host implementations (XGPU_SIM_KERNELS=none)"
+XGPU_SIM_KERNELS=none start_xgpud
+va=$(checksum "$B/bin/vectorAdd" -n 100000 -i 1)
+ua=$(checksum "$B/tests/cuda/userapp-compressed" -n 4096)
+[ "$va" = "$va_host" ] || fail "vectorAdd interpreted: checksum $va, with its host implementation $va_host"
+[ "$ua" = "$ua_host" ] || fail "userapp interpreted: checksum $ua, with its host implementation $ua_host"
+grep -q "kernel _Z9vectorAdd.* computed from its PTX" "$XGPUD_LOG" || fail "vectorAdd was not interpreted"
+note "vectorAdd $va, userapp $ua: as with their host implementations"
+stop_xgpud
 
 note "XGPU_SIM_PTX=off computes nothing"
 XGPU_SIM_PTX=off start_xgpud
