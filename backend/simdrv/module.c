@@ -1014,6 +1014,10 @@ static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
 	*spent_ns = xgpu_now_ns() - t0;
 	atomic_fetch_add(&sim_ptx_insns, l.insns);
 	atomic_fetch_add(&sim_ptx_ns, *spent_ns);
+	if (*spent_ns >= 100000000u)
+		sim_log("kernel %s: %llu thread-instructions interpreted in %.3f s (%.1f M/s)", f->ki->name,
+			(unsigned long long)l.insns, (double)*spent_ns / 1e9,
+			(double)l.insns / ((double)*spent_ns / 1e3));
 	if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_MISALIGNED_ADDRESS ||
 	    r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_LAUNCH_TIMEOUT)
 		sim_log("kernel %s faulted: %s (%s)", f->ki->name, l.fault[0] ? l.fault : "interpreter",

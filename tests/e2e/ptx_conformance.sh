@@ -53,6 +53,9 @@ run_ok "$P" --bench 2000000
 t1=$(date +%s%N)
 stop_xgpud
 note "saxpy over 2M elements through xgpu: $(((t1 - t0) / 1000000)) ms"
+rate=$(sed -n 's/.*kernel _Z7k_saxpy.*thread-instructions interpreted in .* (\(.*\) M\/s).*/\1/p' "$XGPUD_LOG" | tail -1)
+[ -n "$rate" ] || fail "the daemon's log has no interpreter rate for the saxpy kernel"
+note "interpreter: $rate M thread-instructions/s (this build's; -O2 without sanitizers: test_ptx)"
 
 note "the bundled workloads without host implementations (XGPU_SIM_KERNELS=none)"
 XGPU_SIM_KERNELS=none start_xgpud
