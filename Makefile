@@ -176,6 +176,12 @@ $(TST)/data/simdrv_kernels.ptx: tests/data/simdrv_kernels.cu | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -ptx -arch=compute_90 -o $@ $<
+# The PTX of the interpreter's conformance suite: a seed for fuzz_ptx.
+TEST_DATA += $(TST)/data/ptx_conformance.ptx
+$(TST)/data/ptx_conformance.ptx: tests/cuda/ptx_conformance.cu | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call say,NVCC,$@)
+	$(Q)$(NVCC) -ptx -O2 -arch=compute_90 -o $@ $<
 $(TST)/data/simk/simdrv_kernels.so: tests/data/simdrv_kernels_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
@@ -474,6 +480,7 @@ $(BENCH_FATBIN): tools/bench/null_kernel.cu | $(DEPS_STAMP)
 # Each unit test links libxgpu-common.a plus the archives named in
 # TEST_LIBS_<test name> (set below, before the rules are generated).
 TEST_LIBS_test_simdrv := $(SIMDRV_A)
+TEST_LIBS_test_ptx := $(SIMDRV_A)
 TEST_LIBS_test_simkernels :=
 # Frontend pieces tested on their own, without the whole (changing) frontend archive.
 TEST_LIBS_test_errors := $(OBJ)/frontend/runtime/errors.o

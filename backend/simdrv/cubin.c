@@ -487,6 +487,8 @@ struct pick {
 	uint64_t ehsz, psz;
 };
 
+static int cubin_from_pick(const struct pick *p, bool is_ptx, struct sim_cubin *out, char *err, size_t errlen);
+
 /* Keeps the entry a GPU of this arch would use: the exact architecture,
  * else the newest older one (SASS runs on later revisions, PTX is JIT
  * compiled forward). */
@@ -521,7 +523,43 @@ int sim_cubin_from_fatbin(const uint8_t *fb, size_t len, uint32_t arch, struct s
 		off += ehsz + psz;
 	}
 	out->has_ptx = ptx_pick.e != NULL;
-	const struct pick *p = elf_pick.e ? &elf_pick : &ptx_pick;
+	/* The PTX text itself, for the interpreter (ptx_exec.c). */
+	char *ptx = NULL;
+	size_t ptxlen = 0;
+	const uint8_t *tl = NULL;
+	size_t tlen = 0;
+	uint8_t *town = NULL;
+	if (ptx_pick.e) {
+		if (entry_payload(ptx_pick.e, ptx_pick.ehsz, ptx_pick.psz, &tl, &tlen, &town, err, errlen) < 0) {
+			if (!elf_pick.e)
+				return -1;
+			tl = NULL; /* the cubin is what gets loaded; no interpretation */
+		}
+	}
+	if (tl) {
+		tlen = strnlen((const char *)tl, tlen);
+		ptx = malloc(tlen + 1);
+		if (!ptx) {
+			free(town);
+			return fail(err, errlen, "out of memory");
+		}
+		memcpy(ptx, tl, tlen);
+		ptx[tlen] = 0;
+		ptxlen = tlen;
+		free(town);
+	}
+	int rc = cubin_from_pick(elf_pick.e ? &elf_pick : &ptx_pick, elf_pick.e == NULL, out, err, errlen);
+	if (rc < 0) {
+		free(ptx);
+		return rc;
+	}
+	out->ptx = ptx;
+	out->ptxlen = ptxlen;
+	return 0;
+}
+
+static int cubin_from_pick(const struct pick *p, bool is_ptx, struct sim_cubin *out, char *err, size_t errlen)
+{
 	if (!p->e)
 		return 0;
 	const uint8_t *pl = NULL;
@@ -529,7 +567,7 @@ int sim_cubin_from_fatbin(const uint8_t *fb, size_t len, uint32_t arch, struct s
 	uint8_t *owned = NULL;
 	if (entry_payload(p->e, p->ehsz, p->psz, &pl, &pllen, &owned, err, errlen) < 0)
 		return -1;
-	if (p == &ptx_pick) {
+	if (is_ptx) {
 		/* Variables own their initial values: the text can go. */
 		int rc = sim_ptx_vars((const char *)pl, pllen, out);
 		free(owned);
@@ -578,5 +616,6 @@ void sim_cubin_free(struct sim_cubin *c)
 	free(c->vars);
 	free(c->funcs);
 	free(c->owned);
+	free(c->ptx);
 	memset(c, 0, sizeof *c);
 }

@@ -18,6 +18,7 @@
 #include "simdrv_int.h"
 #include "cuerr.h"
 #include "cuimage.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ static void module_release(struct sim_obj *o)
 {
 	struct CUmod_st *m = (struct CUmod_st *)o;
 	xgpu_fatbin_free(&m->info);
+	ptx_free(m->ptx);
 	for (uint32_t i = 0; i < m->nglobals; i++)
 		free(m->globals[i].name);
 	free(m->globals);
@@ -226,6 +228,79 @@ static void release_allocs(struct CUctx_st *ctx, uint64_t fence, struct sim_allo
 static uint64_t managed_step(size_t size)
 {
 	return ((uint64_t)(size ? size : 1) + 255) / 256 * 256;
+}
+
+/* ---- the PTX interpreter's view of a module ----------------------------------------- */
+
+atomic_uint_least64_t sim_ptx_insns, sim_ptx_ns;
+
+enum sim_ptx_mode sim_ptx_mode(void)
+{
+	const char *e = getenv("XGPU_SIM_PTX");
+	if (!e || !*e || !strcmp(e, "on") || !strcmp(e, "1"))
+		return SIM_PTX_ON;
+	if (!strcmp(e, "strict"))
+		return SIM_PTX_STRICT;
+	if (!strcmp(e, "off") || !strcmp(e, "0"))
+		return SIM_PTX_OFF;
+	static atomic_bool warned;
+	if (!atomic_exchange(&warned, true))
+		sim_log("XGPU_SIM_PTX=\"%s\" is not on, strict or off; taken as on", e);
+	return SIM_PTX_ON;
+}
+
+static bool resolve_global(void *arg, const char *name, uint64_t *addr)
+{
+	const struct CUmod_st *m = arg;
+	for (uint32_t i = 0; i < m->nglobals; i++)
+		if (!strcmp(m->globals[i].name, name)) {
+			*addr = m->globals[i].addr;
+			return true;
+		}
+	return false;
+}
+
+/* Decodes the module's PTX for the kernels that have no host implementation
+ * (ctx->lock held: its variables have their addresses). Kernels it cannot
+ * run are named in the log and keep today's behaviour (modeled time, no
+ * results), or with XGPU_SIM_PTX=strict fail the load. */
+static CUresult load_ptx(struct CUmod_st *m, const struct sim_cubin *cb)
+{
+	enum sim_ptx_mode mode = sim_ptx_mode();
+	if (mode == SIM_PTX_OFF || !cb->ptx)
+		return CUDA_SUCCESS;
+	bool needed = false;
+	for (uint32_t i = 0; i < m->nfuncs; i++)
+		needed |= !m->funcs[i]->impl;
+	if (!needed)
+		return CUDA_SUCCESS;
+	char err[160];
+	if (ptx_parse(cb->ptx, cb->ptxlen, resolve_global, m, &m->ptx, err, sizeof err) < 0) {
+		sim_log("PTX interpreter: cannot read the module's PTX (%s)%s", err,
+			mode == SIM_PTX_STRICT ? "; refused (XGPU_SIM_PTX=strict)"
+					       : ": its kernels take their modeled time and compute nothing");
+		return mode == SIM_PTX_STRICT ? CUDA_ERROR_INVALID_PTX : CUDA_SUCCESS;
+	}
+	CUresult r = CUDA_SUCCESS;
+	for (uint32_t i = 0; i < m->nfuncs; i++) {
+		struct CUfunc_st *f = m->funcs[i];
+		if (f->impl)
+			continue;
+		const struct ptx_kernel *pk = ptx_find(m->ptx, f->ki->name);
+		if (!pk)
+			continue;
+		if (pk->unsupported[0]) {
+			sim_log("PTX interpreter: kernel %s uses %s, which it does not support%s",
+				f->ki->name, pk->unsupported,
+				mode == SIM_PTX_STRICT ? "; module refused (XGPU_SIM_PTX=strict)"
+						       : ": it takes its modeled time and computes nothing");
+			if (mode == SIM_PTX_STRICT)
+				r = CUDA_ERROR_NOT_SUPPORTED;
+			continue;
+		}
+		f->pk = pk;
+	}
+	return r;
 }
 
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
@@ -342,6 +417,8 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
 			       (size_t)(cb.vars[i].init_len < m->globals[i].size ? cb.vars[i].init_len
 										 : m->globals[i].size));
 	}
+	if (!r)
+		r = load_ptx(m, &cb);
 	if (r) {
 		nundo = remove_globals_locked(c, m, m->nglobals, undo);
 		fence = sim_ctx_fence(c);
@@ -830,17 +907,21 @@ static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **warned;
 static size_t nwarned;
 
-/* Says once per kernel name that its results are not computed. */
-static void warn_uncomputed(const char *name)
+/* Says once per kernel name how its results are computed: not at all
+ * (interpreted false), or by the PTX interpreter. */
+static void note_kernel(const char *name, bool interpreted)
 {
 	pthread_mutex_lock(&warned_lock);
 	bool seen = false;
 	for (size_t i = 0; i < nwarned && !seen; i++)
-		seen = !strcmp(warned[i], name);
+		seen = warned[i][0] == (interpreted ? 'i' : 'u') && !strcmp(warned[i] + 1, name);
 	if (!seen) {
 		char **nw = realloc(warned, (nwarned + 1) * sizeof *nw);
-		char *copy = strdup(name);
+		size_t len = strlen(name);
+		char *copy = malloc(len + 2);
 		if (nw && copy) {
+			copy[0] = interpreted ? 'i' : 'u';
+			memcpy(copy + 1, name, len + 1);
 			warned = nw;
 			warned[nwarned++] = copy;
 		} else {
@@ -848,9 +929,13 @@ static void warn_uncomputed(const char *name)
 				warned = nw;
 			free(copy);
 		}
-		sim_log(
-		    "kernel %s has no host implementation: it takes its modeled time but computes nothing",
-		    name);
+		if (interpreted)
+			sim_log("kernel %s has no host implementation: computed from its PTX", name);
+		else
+			sim_log(
+			    "kernel %s has no host implementation: it takes its modeled time but computes "
+			    "nothing",
+			    name);
 	}
 	pthread_mutex_unlock(&warned_lock);
 }
@@ -864,6 +949,87 @@ void sim_module_fini(void)
 	warned = NULL;
 	nwarned = 0;
 	pthread_mutex_unlock(&warned_lock);
+}
+
+struct interp_cancel {
+	struct sim_op *op;
+	uint64_t deadline; /* 0: none */
+};
+
+static CUresult interp_cancelled(void *arg)
+{
+	struct interp_cancel *c = arg;
+	struct CUctx_st *ctx = c->op->ctx;
+	if (atomic_load(&ctx->sticky) || atomic_load(&ctx->dying))
+		return CUDA_ERROR_LAUNCH_FAILED;
+	if (c->deadline && xgpu_now_ns() > c->deadline)
+		return CUDA_ERROR_LAUNCH_TIMEOUT;
+	pthread_mutex_lock(&ctx->dev->lock);
+	bool stop = ctx->dev->stop;
+	pthread_mutex_unlock(&ctx->dev->lock);
+	return stop ? CUDA_ERROR_LAUNCH_FAILED : CUDA_SUCCESS;
+}
+
+/* Runs kernel op's PTX over the context's memory; *spent_ns: the wall time it
+ * took. */
+static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
+{
+	const struct CUfunc_st *f = op->u.kernel.func;
+	struct CUctx_st *ctx = op->ctx;
+	uint64_t t0 = xgpu_now_ns();
+	/* The allocations it may reach: those live when it starts. Memory freed
+	 * later is released only once this kernel is done (release_allocs and
+	 * cuMemFree wait for the work queued before them). */
+	pthread_mutex_lock(&ctx->lock);
+	size_t n = 0;
+	struct ptx_region *mem = malloc((ctx->allocs.n ? ctx->allocs.n : 1) * sizeof *mem);
+	for (size_t i = 0; mem && i < ctx->allocs.n; i++) {
+		const struct sim_alloc *a = &ctx->allocs.v[i];
+		if (!a->dead)
+			mem[n++] = (struct ptx_region){a->base, a->size, a->host};
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (!mem)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* A kernel that loops for ever is cut by the watchdog, given room for
+	 * the interpreter's slowness. */
+	struct interp_cancel cancel = {op, 0};
+	if (sim.watchdog_ns) {
+		uint64_t limit = sim.watchdog_ns < 30000000000ull ? 30000000000ull : sim.watchdog_ns;
+		cancel.deadline = t0 + limit;
+	}
+	struct ptx_launch l = {
+	    .grid = {op->u.kernel.grid[0], op->u.kernel.grid[1], op->u.kernel.grid[2]},
+	    .block = {op->u.kernel.block[0], op->u.kernel.block[1], op->u.kernel.block[2]},
+	    .shared_dyn = op->u.kernel.shared,
+	    .params = op->u.kernel.params,
+	    .param_bytes = op->u.kernel.param_bytes,
+	    .mem = mem,
+	    .nmem = n,
+	    .cancelled = interp_cancelled,
+	    .arg = &cancel,
+	};
+	CUresult r = ptx_run(f->pk, &l);
+	free(mem);
+	*spent_ns = xgpu_now_ns() - t0;
+	atomic_fetch_add(&sim_ptx_insns, l.insns);
+	atomic_fetch_add(&sim_ptx_ns, *spent_ns);
+	if (*spent_ns >= 100000000u)
+		sim_log("kernel %s: %llu thread-instructions interpreted in %.3f s (%.1f M/s)", f->ki->name,
+			(unsigned long long)l.insns, (double)*spent_ns / 1e9,
+			(double)l.insns / ((double)*spent_ns / 1e3));
+	if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_MISALIGNED_ADDRESS ||
+	    r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_LAUNCH_TIMEOUT)
+		sim_log("kernel %s faulted: %s (%s)", f->ki->name, l.fault[0] ? l.fault : "interpreter",
+			r == CUDA_ERROR_ILLEGAL_ADDRESS      ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+			: r == CUDA_ERROR_MISALIGNED_ADDRESS ? "CUDA_ERROR_MISALIGNED_ADDRESS"
+			: r == CUDA_ERROR_LAUNCH_TIMEOUT     ? "CUDA_ERROR_LAUNCH_TIMEOUT"
+							     : "CUDA_ERROR_ILLEGAL_INSTRUCTION");
+	else if (r && !atomic_load(&ctx->sticky) && !atomic_load(&ctx->dying))
+		sim_log("kernel %s: the PTX interpreter failed with error %d", f->ki->name, (int)r);
+	if (r && (atomic_load(&ctx->dying) || r == CUDA_ERROR_OUT_OF_MEMORY))
+		r = r == CUDA_ERROR_OUT_OF_MEMORY ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES : CUDA_SUCCESS;
+	return r;
 }
 
 static uint64_t default_cost(const struct sim_op *op)
@@ -900,13 +1066,21 @@ CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
 	    .object = kernel_object,
 	};
 	CUresult r = CUDA_SUCCESS;
+	uint64_t spent = 0;
 	if (f->impl) {
 		int rc = f->impl->run(&l);
 		if (rc)
 			r = launch_error(rc);
+	} else if (f->pk) {
+		note_kernel(f->ki->name, true);
+		r = interpret(op, &spent);
 	} else
-		warn_uncomputed(f->ki->name);
+		note_kernel(f->ki->name, false);
 	*cost_ns = f->impl && f->impl->cost_ns ? f->impl->cost_ns(&l) : default_cost(op);
+	/* An interpreted kernel occupies the device for its modeled time in
+	 * all: the interpretation's own time counts towards it. */
+	double spent_model = (double)spent * sim.speed;
+	*cost_ns = spent_model >= (double)*cost_ns ? 0 : *cost_ns - (uint64_t)spent_model;
 	return r;
 }
 

@@ -108,6 +108,10 @@ static void load_path(const char *path, bool explicit_path)
 void sim_plugins_load(void)
 {
 	const char *env = getenv("XGPU_SIM_KERNELS");
+	/* "none": no host implementations at all, the bundled ones included
+	 * (every kernel with PTX is then interpreted). */
+	if (env && !strcmp(env, "none"))
+		return;
 	if (env && *env) {
 		char *copy = strdup(env), *save = NULL;
 		for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p; p = strtok_r(NULL, ":", &save))

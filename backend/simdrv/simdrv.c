@@ -19,6 +19,10 @@
  *                         modeled longer fails its context with
  *                         CUDA_ERROR_LAUNCH_TIMEOUT after that long (exec.c)
  *   XGPU_SIM_KERNELS      host kernel plugins (plugins.c)
+ *   XGPU_SIM_PTX          on (default): kernels without a host implementation
+ *                         run from their PTX (ptx_exec.c); strict: also refuse
+ *                         modules with kernels it cannot run; off: never
+ *                         (read at each module load, module.c)
  */
 #include "simdrv_int.h"
 

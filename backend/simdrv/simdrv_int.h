@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "fatbin.h"
+#include "ptx.h"
 #include "simkernel.h"
 
 #define SIM_HIDDEN __attribute__((visibility("hidden")))
@@ -402,6 +403,7 @@ struct CUmod_st {
 	uint32_t arch;
 	bool unloaded; /* ctx->lock */
 	struct sim_link link;
+	struct ptx_module *ptx; /* its kernels decoded for the interpreter, or NULL */
 };
 
 struct CUfunc_st {
@@ -409,6 +411,7 @@ struct CUfunc_st {
 	struct CUmod_st *mod; /* referenced */
 	const struct xgpu_kernel_info *ki;
 	const struct xgpu_simk_kernel *impl; /* host implementation or NULL */
+	const struct ptx_kernel *pk;         /* its PTX, when the interpreter can run it */
 	struct xgpu_simk_param *layout;      /* ki's layout in the plugin ABI's form */
 	uint32_t regs;
 	uint32_t static_shared;
@@ -457,6 +460,8 @@ struct sim_cubin {
 	bool has_ptx;         /* the container carries PTX this device can JIT */
 	bool has_elf;         /* it carries a cubin (of any architecture) */
 	bool bad_ptx;         /* set when sim_cubin_from_fatbin failed on the PTX */
+	char *ptx;            /* the PTX text the device would JIT (NUL-terminated), or NULL */
+	size_t ptxlen;
 };
 /* Reads the ELF entry of fatbin container fb that best fits arch (exact,
  * else the newest older one). Without one, reads the device variables of
@@ -471,6 +476,14 @@ void sim_cubin_free(struct sim_cubin *c) SIM_HIDDEN;
  * for text it refuses (initializers nested too deeply), else 0; other
  * declarations it cannot read are skipped. */
 int sim_ptx_vars(const char *ptx, size_t len, struct sim_cubin *out) SIM_HIDDEN;
+
+/* XGPU_SIM_PTX: interpret kernels without a host implementation from their
+ * PTX (default), refuse modules with kernels it cannot run (strict), or
+ * never interpret (off). */
+enum sim_ptx_mode { SIM_PTX_ON, SIM_PTX_STRICT, SIM_PTX_OFF };
+enum sim_ptx_mode sim_ptx_mode(void) SIM_HIDDEN;
+/* Totals of the interpreter, for benchmarks and logs. */
+extern atomic_uint_least64_t sim_ptx_insns, sim_ptx_ns;
 
 void sim_plugins_load(void) SIM_HIDDEN;
 const struct xgpu_simk_kernel *sim_plugin_find(const char *name) SIM_HIDDEN;

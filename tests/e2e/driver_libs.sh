@@ -10,7 +10,7 @@
 # asks for are compared with CUDA 13.0's (tests/data/exptab-*-cuda13.0.txt).
 # The products are not judged: the sim driver has no host implementation
 # of NVIDIA's kernels (it says so in its log, which is checked for the
-# launches).
+# launches; a kernel whose PTX the interpreter runs is computed from it).
 . "$(dirname "$0")/lib.bash"
 start_xgpud
 

@@ -63,6 +63,9 @@ $(FUZZ_BUILD)/bin/%: $(FZ_OBJ)/tests/fuzz/%.o $(FUZZ_BACKEND_A) $(FUZZ_COMMON_A)
 	$(call say,LD,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -Wl,--start-group $^ -Wl,--end-group -o $@ -pthread $(LIBS_DAEMON)
 
+# The PTX interpreter, on its own.
+$(FUZZ_BUILD)/bin/fuzz_ptx: $(call fzobj,backend/simdrv/ptx_parse.c backend/simdrv/ptx_exec.c)
+
 # xgpud's xenbus logic against the in-memory Xen, in-process.
 $(FUZZ_BUILD)/bin/fuzz_xenbus: $(FUZZ_XENSTUB_A)
 
@@ -82,7 +85,7 @@ $(FUZZ_SEEDS_STAMP): $(FUZZ_MKSEEDS) tests/fuzz/make-seeds.sh $(FUZZ_HARNESS_SRC
 		$(patsubst %,$(TST)/data/fatbin_%.fatbin,$(FATBIN_VARIANTS)) \
 		$(patsubst %,$(TST)/data/globals_%.fatbin,$(GLOBALS_VARIANTS)) $(TST)/data/simdrv_kernels_ptx.fatbin \
 		$(TST)/data/simdrv_kernels.cubin $(TST)/data/simdrv_kernels.ptx $(TST)/data/drvapi_kernels.fatbin \
-		$(TST)/data/drvapi_kernels.cubin
+		$(TST)/data/drvapi_kernels.cubin $(TST)/data/ptx_conformance.ptx
 	$(call say,SEEDS,$(FUZZ_BUILD)/seeds)
 	$(Q)tests/fuzz/make-seeds.sh $(FUZZ_BUILD) $(TST)/data
 	@touch $@

@@ -31,6 +31,9 @@ done
 { printf '\x01'; cat "$data/drvapi_kernels.fatbin"; } >"$seeds/fuzz_drvimage/wrapped-drvapi_kernels.fatbin"
 { printf '\x00'; cat "$data/simdrv_kernels.ptx"; printf '\x00'; } >"$seeds/fuzz_drvimage/simdrv_kernels.ptx"
 
+# PTX text: the test kernels and the interpreter's conformance suite.
+cp "$data/simdrv_kernels.ptx" "$data/ptx_conformance.ptx" "$seeds/fuzz_ptx/"
+
 # xentrace: the harness's 12-byte header (PCPUs, TSC kHz, ring cons/prod),
 # then a recorded buffer.
 for f in "$src"/tests/data/xentrace/*.bin; do

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ptx.h - the simulated driver's PTX interpreter: PTX text decoded once per
+ * module into an instruction array per kernel (ptx_parse.c), executed warp by
+ * warp over the launch's real arguments and the context's real memory
+ * (ptx_exec.c).
+ *
+ * Addresses: global and const space are device addresses; shared, local and
+ * param space are offsets in the block's shared memory, the thread's local
+ * memory and the launch's parameter buffer. A generic address of those three
+ * is the offset plus a window base (cvta adds it, cvta.to takes it off), far
+ * above any device allocation.
+ */
+#ifndef XGPU_SIMDRV_PTX_H
+#define XGPU_SIMDRV_PTX_H
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTX_WIN_SHARED 0xf000000000000000ull
+#define PTX_WIN_LOCAL 0xf100000000000000ull
+#define PTX_WIN_PARAM 0xf200000000000000ull
+#define PTX_WIN_SIZE 0x0100000000000000ull
+
+/* Bounds on what one module may ask for. */
+#define PTX_MAX_TEXT ((size_t)64 << 20)
+#define PTX_MAX_INSNS (1u << 22)    /* per kernel */
+#define PTX_MAX_REGS 8192u          /* register slots per thread */
+#define PTX_MAX_KERNELS 4096u       /* per module */
+#define PTX_MAX_LOCAL (64u << 10)   /* local bytes per thread */
+#define PTX_MAX_SHARED (256u << 10) /* static shared bytes per block */
+
+/* Operand types. */
+enum ptx_kind { PK_B, PK_U, PK_S, PK_F, PK_P };
+enum ptx_type {
+	PT_NONE,
+	PT_B8,
+	PT_B16,
+	PT_B32,
+	PT_B64,
+	PT_B128,
+	PT_U8,
+	PT_U16,
+	PT_U32,
+	PT_U64,
+	PT_S8,
+	PT_S16,
+	PT_S32,
+	PT_S64,
+	PT_F16,
+	PT_F16X2,
+	PT_BF16,
+	PT_BF16X2,
+	PT_F32,
+	PT_F64,
+	PT_PRED,
+	PT_NTYPES
+};
+
+enum ptx_space { PS_GENERIC, PS_GLOBAL, PS_SHARED, PS_LOCAL, PS_PARAM, PS_CONST };
+
+enum ptx_opk {
+	PO_NONE,
+	PO_REG,   /* r */
+	PO_IMM,   /* imm: raw bits in the instruction's type */
+	PO_SREG,  /* r: special register id */
+	PO_ADDR,  /* [r + imm], r = PTX_NOREG for an absolute one */
+	PO_VEC,   /* v[0..n): registers, PTX_NOREG for a sink */
+	PO_LABEL, /* imm: instruction index */
+};
+#define PTX_NOREG 0xffffffffu
+
+enum ptx_sreg {
+	SR_TID_X,
+	SR_TID_Y,
+	SR_TID_Z,
+	SR_NTID_X,
+	SR_NTID_Y,
+	SR_NTID_Z,
+	SR_CTAID_X,
+	SR_CTAID_Y,
+	SR_CTAID_Z,
+	SR_NCTAID_X,
+	SR_NCTAID_Y,
+	SR_NCTAID_Z,
+	SR_LANEID,
+	SR_WARPID,
+	SR_NWARPID,
+	SR_SMID,
+	SR_NSMID,
+	SR_GRIDID,
+	SR_LANEMASK_EQ,
+	SR_LANEMASK_LT,
+	SR_LANEMASK_LE,
+	SR_LANEMASK_GT,
+	SR_LANEMASK_GE,
+	SR_CLOCK,
+	SR_CLOCK64,
+	SR_GLOBALTIMER,
+	SR_DYN_SMEM,
+	SR_TOTAL_SMEM,
+};
+
+struct ptx_opnd {
+	uint8_t k;   /* enum ptx_opk */
+	uint8_t neg; /* !%p */
+	uint8_t n;   /* PO_VEC: elements */
+	uint8_t pad;
+	uint32_t r;
+	uint64_t imm;
+	uint32_t v[4];
+};
+
+enum ptx_op {
+	OP_NOP,
+	OP_LD,
+	OP_ST,
+	OP_MOV,
+	OP_ADD,
+	OP_SUB,
+	OP_MUL,
+	OP_MAD,
+	OP_FMA,
+	OP_DIV,
+	OP_REM,
+	OP_MIN,
+	OP_MAX,
+	OP_NEG,
+	OP_ABS,
+	OP_AND,
+	OP_OR,
+	OP_XOR,
+	OP_NOT,
+	OP_CNOT,
+	OP_SHL,
+	OP_SHR,
+	OP_SETP,
+	OP_SELP,
+	OP_BRA,
+	OP_CVT,
+	OP_CVTA,
+	OP_BAR,
+	OP_ATOM,
+	OP_RED,
+	OP_SQRT,
+	OP_RSQRT,
+	OP_RCP,
+	OP_EX2,
+	OP_LG2,
+	OP_SIN,
+	OP_COS,
+	OP_TANH,
+	OP_RET,
+	OP_EXIT,
+	OP_SHFL,
+	OP_VOTE,
+	OP_ACTIVEMASK,
+	OP_POPC,
+	OP_CLZ,
+	OP_BREV,
+	OP_BFE,
+	OP_BFI,
+	OP_LOP3,
+	OP_SHF,
+	OP_PRMT,
+	OP_COPYSIGN,
+	OP_TESTP,
+	OP_SET,
+	OP_MUL24,
+	OP_MAD24,
+	OP_SAD,
+	OP_FNS,
+	OP_TRAP,
+};
+
+/* Modifiers (struct ptx_insn.mod). */
+enum { M_LO = 1, M_HI, M_WIDE };                                     /* mul, mad */
+enum { R_NONE, R_RN, R_RZ, R_RM, R_RP, R_RNI, R_RZI, R_RMI, R_RPI }; /* rnd */
+enum {
+	C_EQ,
+	C_NE,
+	C_LT,
+	C_LE,
+	C_GT,
+	C_GE,
+	C_LO,
+	C_LS,
+	C_HI,
+	C_HS,
+	C_EQU,
+	C_NEU,
+	C_LTU,
+	C_LEU,
+	C_GTU,
+	C_GEU,
+	C_NUM,
+	C_NAN
+};                                   /* setp */
+enum { B_NONE, B_AND, B_OR, B_XOR }; /* setp bool op */
+enum { A_ADD, A_MIN, A_MAX, A_EXCH, A_CAS, A_AND, A_OR, A_XOR, A_INC, A_DEC };
+enum { SH_UP, SH_DOWN, SH_BFLY, SH_IDX };
+enum { V_ALL, V_ANY, V_UNI, V_BALLOT };
+
+struct ptx_insn {
+	uint8_t op;    /* enum ptx_op */
+	uint8_t type;  /* enum ptx_type: the instruction's (destination) type */
+	uint8_t type2; /* cvt's source type, setp/set's compare type */
+	uint8_t space; /* enum ptx_space */
+	uint8_t mod;   /* M_*, A_*, SH_*, V_*, C_* (setp) */
+	uint8_t rnd;   /* R_* */
+	uint8_t vec;   /* ld/st: 1, 2, 4 */
+	uint8_t bop;   /* setp: B_* ; shf: 1 = left; bar: 1 = arrive only */
+	uint8_t sat;   /* .sat */
+	uint8_t nops;
+	uint8_t to;     /* cvta.to */
+	uint8_t gneg;   /* guard negated */
+	uint8_t pipe;   /* o[5] holds a second destination (d|p) */
+	uint32_t guard; /* predicate register, PTX_NOREG if none */
+	struct ptx_opnd o[6];
+};
+
+struct ptx_kernel {
+	char *name;
+	struct ptx_insn *code;
+	uint32_t ninsns;
+	uint32_t nregs;         /* register slots */
+	uint32_t shared_static; /* bytes of .shared declared, dynamic goes after */
+	uint32_t local_bytes;   /* per thread */
+	uint32_t param_bytes;   /* as declared */
+	char unsupported[48];   /* the first construct it cannot run, or "" */
+};
+
+struct ptx_module {
+	struct ptx_kernel *kernels;
+	uint32_t nkernels;
+};
+
+/* Resolves a module-scope .global / .const variable to its device address. */
+typedef bool (*ptx_resolve_fn)(void *arg, const char *name, uint64_t *addr);
+
+/* Decodes PTX text (len bytes, need not be NUL-terminated). Returns 0, or -1
+ * with a reason in err for text it cannot read at all; a kernel using
+ * something the interpreter lacks is decoded with ->unsupported set. */
+int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, struct ptx_module **out,
+	      char *err, size_t errlen) __attribute__((visibility("hidden")));
+const struct ptx_kernel *ptx_find(const struct ptx_module *m, const char *name)
+    __attribute__((visibility("hidden")));
+void ptx_free(struct ptx_module *m) __attribute__((visibility("hidden")));
+
+/* One device allocation a kernel may reach. */
+struct ptx_region {
+	uint64_t base, size;
+	uint8_t *host;
+};
+
+struct ptx_launch {
+	uint32_t grid[3], block[3];
+	uint32_t shared_dyn;
+	const uint8_t *params;
+	uint32_t param_bytes;
+	const struct ptx_region *mem; /* sorted by base, disjoint */
+	size_t nmem;
+	/* Polled now and then: nonzero ends the kernel with that error. */
+	CUresult (*cancelled)(void *arg);
+	void *arg;
+	uint64_t insns;  /* out: thread-instructions executed */
+	char fault[160]; /* out: what faulted */
+};
+
+/* Runs kernel k to its end; CUDA_SUCCESS, or the fault it raised. */
+CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l) __attribute__((visibility("hidden")));
+
+#endif
