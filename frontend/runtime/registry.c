@@ -471,7 +471,7 @@ static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args
 }
 
 static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
-			     size_t shared, cudaStream_t stream, uint32_t flags)
+			     size_t shared, cudaStream_t stream, const struct xgpu_launch_attrs *la)
 {
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
 	uint32_t len;
@@ -489,9 +489,12 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 					    .block = req.block,
 					    .shared_bytes = req.shared_bytes,
 					    .stream = req.stream,
-					    .flags = flags};
+					    .flags = la->flags,
+					    .cluster = {la->cluster[0], la->cluster[1], la->cluster[2]},
+					    .cluster_policy = la->cluster_policy};
 	struct xgpu_rsp_LAUNCH_EX rsp_ex;
-	struct xgpu_rpc r = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
+	struct xgpu_rpc r =
+	    xgpu_launch_attrs_ex(la) ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	r.out = params;
 	r.out_len = len;
 	return xgpu_rt_ret(xgpu_rpc(c, &r));
@@ -500,7 +503,8 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
 			  size_t shared, cudaStream_t stream)
 {
-	return launch_ex(c, f, grid, block, args, shared, stream, 0);
+	const struct xgpu_launch_attrs none = {0};
+	return launch_ex(c, f, grid, block, args, shared, stream, &none);
 }
 
 cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
@@ -540,7 +544,8 @@ XGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid,
 	struct xgpu_client *c;
 	struct fe_func *f;
 	cudaError_t e = resolve_func(func, &c, &f);
-	return e ? e : launch_ex(c, f, grid, block, args, shared, stream, XGPU_LAUNCH_COOPERATIVE);
+	const struct xgpu_launch_attrs coop = {.flags = XGPU_LAUNCH_COOPERATIVE};
+	return e ? e : launch_ex(c, f, grid, block, args, shared, stream, &coop);
 }
 
 XGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
@@ -566,7 +571,7 @@ XGPU_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, co
 	cudaError_t e = resolve_func(func, &c, &f);
 	if (!e)
 		e = launch_ex(c, f, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-			      config->stream, la.flags);
+			      config->stream, &la);
 	for (unsigned i = 0; i < 2 && !e; i++)
 		if (la.after[i])
 			e = cudaEventRecord((cudaEvent_t)(uintptr_t)la.after[i], config->stream);

@@ -31,7 +31,6 @@ for msg in \
 	"cuCtxCreate with execution affinity (CUctxCreateParams.execAffinityParams)" \
 	"cuCtxCreate in CUDA-in-graphics mode" \
 	"cuCtxGetDevResource (green contexts" \
-	"cuLaunchKernelEx (launch attribute 4: thread block clusters larger than 1x1x1" \
 	"cuLaunchKernelEx (launch attribute 13: device-updatable kernel nodes" \
 	"cuLaunchKernelEx (launch attribute 15: not one CUDA 13.0 defines)" \
 	"virtual memory management of host memory" \
