@@ -118,8 +118,29 @@ int main()
 	EXPECT_E(launch(d, 0, s, cl, 1), cudaErrorInvalidClusterSize);
 	cl[0].val.clusterDim.x = 16; // more than 8 without the non-portable attribute
 	EXPECT_E(launch(d, 0, s, cl, 1), cudaErrorInvalidClusterSize);
+	cudaLaunchConfig_t occ = {};
+	occ.gridDim = dim3(N / 256);
+	occ.blockDim = dim3(256);
+	int csize = 0, nclusters = 0;
+	EXPECT_E(cudaOccupancyMaxPotentialClusterSize(&csize, (void *)rt13_iota, &occ), cudaSuccess);
+	if (csize != 8) {
+		printf("FAIL: cudaOccupancyMaxPotentialClusterSize answered %d, expected 8\n", csize);
+		failures++;
+	}
 	EXPECT_E(cudaFuncSetAttribute(rt13_iota, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
 		 cudaSuccess);
+	EXPECT_E(cudaOccupancyMaxPotentialClusterSize(&csize, (void *)rt13_iota, &occ), cudaSuccess);
+	if (csize != 16) {
+		printf("FAIL: cudaOccupancyMaxPotentialClusterSize answered %d, expected 16\n", csize);
+		failures++;
+	}
+	occ.attrs = cl;
+	occ.numAttrs = 1;
+	EXPECT_E(cudaOccupancyMaxActiveClusters(&nclusters, (void *)rt13_iota, &occ), cudaSuccess);
+	if (nclusters <= 0) {
+		printf("FAIL: cudaOccupancyMaxActiveClusters answered %d\n", nclusters);
+		failures++;
+	}
 	EXPECT_E(launch(d, 12, s, cl, 1), cudaSuccess);
 	EXPECT_E(cudaStreamSynchronize(s), cudaSuccess);
 	failures += check_dev(d, 12) != 0;
