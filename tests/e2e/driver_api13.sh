@@ -43,6 +43,12 @@ for msg in \
 	}
 	grep -qF "called $msg" "$XGPUD_LOG" || fail "the daemon log does not name: $msg"
 done
+# The daemon checked the guest's cluster shapes itself, before its driver.
+for shape in "cluster 3x1x1, grid 16x1x1, at most 8" "cluster 16x1x1, grid 16x1x1, at most 8" \
+	"cluster 32x1x1, grid 16x1x1, at most 16"; do
+	grep -qF "cluster launch refused: $shape blocks a cluster" "$XGPUD_LOG" ||
+		fail "the daemon did not refuse the cluster launch: $shape"
+done
 # Nothing else was refused.
 if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource" -e "launch attribute" \
 	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" -e "holding a host node" "$T/drvapi13.err" |
