@@ -15,7 +15,7 @@
 #define XGPU_PROTO_MAGIC 0x55504758u /* "XGPU" little-endian */
 /* Bump on any change to the wire format or calls.def; the handshake refuses a
  * mismatch on both sides with a message naming both versions. */
-#define XGPU_PROTO_VERSION 4u
+#define XGPU_PROTO_VERSION 5u
 
 /* Ring slots carry a header and fixed-size arguments; variable-length data
  * (names, images, parameters, copies) always streams through a data area. */
@@ -39,6 +39,10 @@
 
 /* LAUNCH_EX flags. */
 #define XGPU_LAUNCH_COOPERATIVE 0x1u
+/* LAUNCH_EX clusters: at most this many blocks, or XGPU_CLUSTER_MAX_NONPORTABLE
+ * where the kernel sets CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED. */
+#define XGPU_CLUSTER_MAX_PORTABLE 8u
+#define XGPU_CLUSTER_MAX_NONPORTABLE 16u
 
 /* Stream handle 0 is the context's legacy default stream. */
 #define XGPU_STREAM_DEFAULT 0u

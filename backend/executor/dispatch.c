@@ -1670,8 +1670,52 @@ static int check_cooperative(struct call *c, CUfunction fn, const struct xgpu_di
 	return cudaSuccess;
 }
 
+/* A thread block cluster (LAUNCH_EX): each side nonzero and dividing the
+ * grid's, at most XGPU_CLUSTER_MAX_PORTABLE blocks, or _NONPORTABLE where the
+ * kernel allows it, on a device that launches clusters; checked before the
+ * driver sees it, as NVIDIA's driver answers each (the shape comes from the
+ * guest). *use: whether the launch carries the attribute (0x0x0 and 1x1x1
+ * are launches without clusters). */
+static int check_cluster(struct call *c, CUfunction fn, const struct xgpu_dim3 *grid,
+			 const struct xgpu_dim3 *cl, uint32_t policy, bool *use)
+{
+	*use = false;
+	if (policy > CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+		return cudaErrorInvalidValue;
+	if (!cl->x && !cl->y && !cl->z)
+		return cudaSuccess;
+	if (!cl->x || !cl->y || !cl->z)
+		return cudaErrorInvalidValue;
+	if (cl->x == 1 && cl->y == 1 && cl->z == 1)
+		return cudaSuccess;
+	if (!c->dom->gpu->attrs[CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH])
+		return cudaErrorNotSupported;
+	uint64_t blocks = (uint64_t)cl->x * cl->y * cl->z;
+	uint64_t most = XGPU_CLUSTER_MAX_PORTABLE;
+	if (blocks > most) {
+		int nonportable = 0;
+		int r = drv(c, c->drv->cuFuncGetAttribute(
+				   &nonportable, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, fn));
+		if (r)
+			return r;
+		if (nonportable)
+			most = XGPU_CLUSTER_MAX_NONPORTABLE;
+	}
+	if (blocks > most || grid->x % cl->x || grid->y % cl->y || grid->z % cl->z) {
+		dlog_info(
+		    c->dom,
+		    "domain %s: cluster launch refused: cluster %ux%ux%u, grid %ux%ux%u, at most %" PRIu64
+		    " blocks a cluster",
+		    c->dom->name, cl->x, cl->y, cl->z, grid->x, grid->y, grid->z, most);
+		return cudaErrorInvalidClusterSize;
+	}
+	*use = true;
+	return cudaSuccess;
+}
+
 static int launch(struct call *c, const struct xgpu_obj *func, const struct xgpu_dim3 *grid,
-		  const struct xgpu_dim3 *block, uint32_t shared_bytes, CUstream stream, uint32_t flags)
+		  const struct xgpu_dim3 *block, uint32_t shared_bytes, CUstream stream, uint32_t flags,
+		  const struct xgpu_dim3 *cluster, uint32_t cluster_policy)
 {
 	const struct xgpu_kernel_info *k = func->u.func.kinfo;
 	/* Up to the 32764 bytes CUDA 12.1 allows. */
@@ -1694,13 +1738,32 @@ static int launch(struct call *c, const struct xgpu_obj *func, const struct xgpu
 		if (r)
 			return r;
 	}
+	bool clustered = false;
+	if (cluster) {
+		r = check_cluster(c, func->u.func.fn, grid, cluster, cluster_policy, &clustered);
+		if (r)
+			return r;
+	}
 	size_t size = k->param_bytes;
 	void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, params, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
 			 CU_LAUNCH_PARAM_END};
 	struct xgpu_busy_mark *mark;
 	xgpu_exec_busy_begin(c->dom, stream, &mark);
-	if (flags & XGPU_LAUNCH_COOPERATIVE) {
-		CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+	if ((flags & XGPU_LAUNCH_COOPERATIVE) || clustered || (cluster && cluster_policy)) {
+		CUlaunchAttribute attrs[3];
+		unsigned n = 0;
+		if (flags & XGPU_LAUNCH_COOPERATIVE)
+			attrs[n++] = (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE,
+							 .value.cooperative = 1};
+		if (clustered)
+			attrs[n++] =
+			    (CUlaunchAttribute){.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+						.value.clusterDim = {cluster->x, cluster->y, cluster->z}};
+		if (cluster && cluster_policy)
+			attrs[n++] = (CUlaunchAttribute){
+			    .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+			    .value.clusterSchedulingPolicyPreference =
+				(CUclusterSchedulingPolicy)cluster_policy};
 		CUlaunchConfig cfg = {.gridDimX = grid->x,
 				      .gridDimY = grid->y,
 				      .gridDimZ = grid->z,
@@ -1709,8 +1772,8 @@ static int launch(struct call *c, const struct xgpu_obj *func, const struct xgpu
 				      .blockDimZ = block->z,
 				      .sharedMemBytes = shared_bytes,
 				      .hStream = stream,
-				      .attrs = &coop,
-				      .numAttrs = 1};
+				      .attrs = attrs,
+				      .numAttrs = n};
 		r = drv(c, c->drv->cuLaunchKernelEx(&cfg, func->u.func.fn, NULL, size ? extra : NULL));
 	} else
 		r = drv(c,
@@ -1724,12 +1787,13 @@ static int launch(struct call *c, const struct xgpu_obj *func, const struct xgpu
 
 HANDLER(LAUNCH)
 {
-	return launch(c, res->func, &req->grid, &req->block, req->shared_bytes, res->stream, 0);
+	return launch(c, res->func, &req->grid, &req->block, req->shared_bytes, res->stream, 0, NULL, 0);
 }
 
 HANDLER(LAUNCH_EX)
 {
-	return launch(c, res->func, &req->grid, &req->block, req->shared_bytes, res->stream, req->flags);
+	return launch(c, res->func, &req->grid, &req->block, req->shared_bytes, res->stream, req->flags,
+		      &req->cluster, req->cluster_policy);
 }
 
 /* The flags are cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags's:

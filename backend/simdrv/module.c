@@ -1093,12 +1093,39 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
 	if (!config || (config->numAttrs && !config->attrs))
 		return CUDA_ERROR_INVALID_VALUE;
 	bool cooperative = false;
+	CUlaunchAttributeValue cl = {.clusterDim = {1, 1, 1}};
 	for (unsigned i = 0; i < config->numAttrs; i++) {
 		const CUlaunchAttribute *a = &config->attrs[i];
 		if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE)
 			cooperative = a->value.cooperative != 0;
-		else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE)
+		else if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+			cl = a->value;
+		else if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE) {
+			if ((unsigned)a->value.clusterSchedulingPolicyPreference >
+			    CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+				return CUDA_ERROR_INVALID_VALUE;
+		} else if (a->id != CU_LAUNCH_ATTRIBUTE_IGNORE)
 			return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	if (cl.clusterDim.x != 1 || cl.clusterDim.y != 1 || cl.clusterDim.z != 1) {
+		/* Thread block clusters: the blocks run as usual (the simulated
+		 * device has no distributed shared memory to give them), after
+		 * the checks NVIDIA's driver makes. */
+		if (!cl.clusterDim.x || !cl.clusterDim.y || !cl.clusterDim.z)
+			return CUDA_ERROR_INVALID_VALUE;
+		struct CUfunc_st *fn;
+		CUresult r = func_get(f, &fn);
+		if (r)
+			return r;
+		bool can = fn->mod->ctx->dev->p.cc_major >= 9;
+		unsigned most = atomic_load(&fn->non_portable_cluster) ? 16 : 8;
+		sim_obj_put(&fn->obj);
+		if (!can)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		uint64_t blocks = (uint64_t)cl.clusterDim.x * cl.clusterDim.y * cl.clusterDim.z;
+		if (blocks > most || config->gridDimX % cl.clusterDim.x ||
+		    config->gridDimY % cl.clusterDim.y || config->gridDimZ % cl.clusterDim.z)
+			return CUDA_ERROR_INVALID_CLUSTER_SIZE;
 	}
 	if (cooperative) {
 		struct CUfunc_st *fn;

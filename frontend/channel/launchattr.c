@@ -6,8 +6,9 @@
  *   1  ACCESS_POLICY_WINDOW        an L2 persistence hint: checked, not used
  *   2  COOPERATIVE                 the daemon checks residency (LAUNCH_EX)
  *   3  SYNCHRONIZATION_POLICY      how a host waits: the daemon's to choose
- *   4  CLUSTER_DIMENSION           1x1x1 only: the wire carries no clusters
- *   5  CLUSTER_SCHEDULING_POLICY   a hint, meaningless without clusters
+ *   4  CLUSTER_DIMENSION           carried (LAUNCH_EX); the daemon checks
+ *                                  the shape (INVALID_CLUSTER_SIZE)
+ *   5  CLUSTER_SCHEDULING_POLICY   carried (LAUNCH_EX), 0 to 2
  *   6  PROGRAMMATIC_STREAM_SERIALIZATION  allows the kernel to overlap the
  *                                  one before it; xgpu never overlaps them,
  *                                  which every kernel must cope with
@@ -50,7 +51,6 @@ int xgpu_launch_attrs_check(const CUlaunchAttribute *attrs, unsigned n, const ch
 		switch ((int)a->id) {
 		case CU_LAUNCH_ATTRIBUTE_IGNORE:
 		case CU_LAUNCH_ATTRIBUTE_PRIORITY:
-		case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
 		case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
 		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
 			break;
@@ -73,10 +73,15 @@ int xgpu_launch_attrs_check(const CUlaunchAttribute *attrs, unsigned n, const ch
 		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
 			if (!v->clusterDim.x || !v->clusterDim.y || !v->clusterDim.z)
 				return cudaErrorInvalidValue;
-			if (v->clusterDim.x != 1 || v->clusterDim.y != 1 || v->clusterDim.z != 1)
-				return refuse(api, a->id,
-					      "thread block clusters larger than 1x1x1 are not "
-					      "carried to the daemon");
+			out->cluster[0] = v->clusterDim.x;
+			out->cluster[1] = v->clusterDim.y;
+			out->cluster[2] = v->clusterDim.z;
+			break;
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+			if ((unsigned)v->clusterSchedulingPolicyPreference >
+			    CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING)
+				return cudaErrorInvalidValue;
+			out->cluster_policy = (uint32_t)v->clusterSchedulingPolicyPreference;
 			break;
 		case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
 			if (!v->preferredClusterDim.x || !v->preferredClusterDim.y ||

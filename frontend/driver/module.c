@@ -754,6 +754,46 @@ CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const C
 	return r;
 }
 
+/* The largest cluster at least one of which fits: the kernel's compile-time
+ * or required shape where it has one, else 8 blocks (16 where it allows
+ * non-portable sizes), bounded by the blocks that fit on the device at once
+ * (0 when none does). */
+CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config)
+{
+	if (!clusterSize || !config || (config->numAttrs && !config->attrs))
+		return CUDA_ERROR_INVALID_VALUE;
+	uint64_t threads = (uint64_t)config->blockDimX * config->blockDimY * config->blockDimZ;
+	if (!threads || threads > INT32_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	int req[3] = {0, 0, 0}, nonportable = 0, can = 0, per_sm = 0, sms = 0;
+	CUresult r = CUDA_SUCCESS;
+	for (int i = 0; i < 3 && !r; i++)
+		r = cuFuncGetAttribute(
+		    &req[i], (CUfunction_attribute)(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH + i), func);
+	if (!r)
+		r = cuFuncGetAttribute(&nonportable, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+				       func);
+	if (!r)
+		r = cuDeviceGetAttribute(&can, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 0);
+	if (!r)
+		r = cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&per_sm, func, (int)threads,
+									 config->sharedMemBytes, 0);
+	if (!r)
+		r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+	if (r)
+		return r;
+	if (!can)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	uint64_t fit = (uint64_t)(per_sm > 0 ? per_sm : 0) * (uint64_t)(sms > 0 ? sms : 0);
+	uint64_t most = nonportable ? XGPU_CLUSTER_MAX_NONPORTABLE : XGPU_CLUSTER_MAX_PORTABLE;
+	if (req[0] > 0 && req[1] > 0 && req[2] > 0) {
+		most = (uint64_t)req[0] * (uint64_t)req[1] * (uint64_t)req[2];
+		*clusterSize = (int)(most <= fit ? most : 0);
+	} else
+		*clusterSize = (int)(most <= fit ? most : fit);
+	return CUDA_SUCCESS;
+}
+
 CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
 						     size_t dynamicSMemSize)
 {
@@ -831,7 +871,7 @@ CUresult xgpu_drv_kernel_wire(CUfunction func, const unsigned grid[3], const uns
 static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
 		       unsigned int blockX, unsigned int blockY, unsigned int blockZ,
 		       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
-		       uint32_t flags)
+		       const struct xgpu_launch_attrs *la)
 {
 	struct xgpu_client *c;
 	CUresult r = xgpu_drv_client_ctx(&c);
@@ -855,9 +895,12 @@ static CUresult launch(CUfunction func, unsigned int gridX, unsigned int gridY, 
 					    .block = req.block,
 					    .shared_bytes = req.shared_bytes,
 					    .stream = req.stream,
-					    .flags = flags};
+					    .flags = la->flags,
+					    .cluster = {la->cluster[0], la->cluster[1], la->cluster[2]},
+					    .cluster_policy = la->cluster_policy};
 	struct xgpu_rsp_LAUNCH_EX rsp_ex;
-	struct xgpu_rpc rpc = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
+	struct xgpu_rpc rpc =
+	    xgpu_launch_attrs_ex(la) ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	rpc.out = params;
 	rpc.out_len = len;
 	int e = xgpu_rpc(c, &rpc);
@@ -867,8 +910,9 @@ CUresult cuLaunchKernel(CUfunction func, unsigned int gridX, unsigned int gridY,
 			unsigned int blockX, unsigned int blockY, unsigned int blockZ,
 			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
+	const struct xgpu_launch_attrs none = {0};
 	return launch(func, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedMemBytes, hStream,
-		      kernelParams, extra, 0);
+		      kernelParams, extra, &none);
 }
 CUresult cuLaunchKernel_ptsz(CUfunction func, unsigned int gridX, unsigned int gridY, unsigned int gridZ,
 			     unsigned int blockX, unsigned int blockY, unsigned int blockZ,
@@ -883,8 +927,9 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
 				   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 				   void **kernelParams)
 {
+	const struct xgpu_launch_attrs coop = {.flags = XGPU_LAUNCH_COOPERATIVE};
 	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-		      hStream, kernelParams, NULL, XGPU_LAUNCH_COOPERATIVE);
+		      hStream, kernelParams, NULL, &coop);
 }
 CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
 					unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
@@ -903,7 +948,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
 		return xgpu_drv_result(e);
 	CUresult r = launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
 			    config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
-			    kernelParams, extra, la.flags);
+			    kernelParams, extra, &la);
 	for (unsigned i = 0; i < 2 && !r; i++)
 		if (la.after[i])
 			r = cuEventRecord((CUevent)(uintptr_t)la.after[i], config->hStream);

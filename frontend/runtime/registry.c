@@ -471,7 +471,7 @@ static cudaError_t marshal(struct fe_func *f, dim3 grid, dim3 block, void **args
 }
 
 static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
-			     size_t shared, cudaStream_t stream, uint32_t flags)
+			     size_t shared, cudaStream_t stream, const struct xgpu_launch_attrs *la)
 {
 	uint8_t params[XGPU_MAX_PARAM_BYTES];
 	uint32_t len;
@@ -489,9 +489,12 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 					    .block = req.block,
 					    .shared_bytes = req.shared_bytes,
 					    .stream = req.stream,
-					    .flags = flags};
+					    .flags = la->flags,
+					    .cluster = {la->cluster[0], la->cluster[1], la->cluster[2]},
+					    .cluster_policy = la->cluster_policy};
 	struct xgpu_rsp_LAUNCH_EX rsp_ex;
-	struct xgpu_rpc r = flags ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
+	struct xgpu_rpc r =
+	    xgpu_launch_attrs_ex(la) ? xgpu_rpc_LAUNCH_EX(&req_ex, &rsp_ex) : xgpu_rpc_LAUNCH(&req, &rsp);
 	r.out = params;
 	r.out_len = len;
 	return xgpu_rt_ret(xgpu_rpc(c, &r));
@@ -500,7 +503,8 @@ static cudaError_t launch_ex(struct xgpu_client *c, struct fe_func *f, dim3 grid
 static cudaError_t launch(struct xgpu_client *c, struct fe_func *f, dim3 grid, dim3 block, void **args,
 			  size_t shared, cudaStream_t stream)
 {
-	return launch_ex(c, f, grid, block, args, shared, stream, 0);
+	const struct xgpu_launch_attrs none = {0};
+	return launch_ex(c, f, grid, block, args, shared, stream, &none);
 }
 
 cudaError_t xgpu_rt_kernel_wire(const void *func, dim3 grid, dim3 block, void **args, size_t shared,
@@ -540,7 +544,8 @@ XGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 grid,
 	struct xgpu_client *c;
 	struct fe_func *f;
 	cudaError_t e = resolve_func(func, &c, &f);
-	return e ? e : launch_ex(c, f, grid, block, args, shared, stream, XGPU_LAUNCH_COOPERATIVE);
+	const struct xgpu_launch_attrs coop = {.flags = XGPU_LAUNCH_COOPERATIVE};
+	return e ? e : launch_ex(c, f, grid, block, args, shared, stream, &coop);
 }
 
 XGPU_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 grid, dim3 block, void **args,
@@ -566,7 +571,7 @@ XGPU_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, co
 	cudaError_t e = resolve_func(func, &c, &f);
 	if (!e)
 		e = launch_ex(c, f, config->gridDim, config->blockDim, args, config->dynamicSmemBytes,
-			      config->stream, la.flags);
+			      config->stream, &la);
 	for (unsigned i = 0; i < 2 && !e; i++)
 		if (la.after[i])
 			e = cudaEventRecord((cudaEvent_t)(uintptr_t)la.after[i], config->stream);
@@ -735,6 +740,85 @@ XGPU_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *block
 								      int block_size, size_t dyn_smem)
 {
 	return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(blocks, func, block_size, dyn_smem, 0);
+}
+
+/* Clusters, as cuOccupancyMaxPotentialClusterSize and
+ * cuOccupancyMaxActiveClusters answer them (frontend/driver/module.c): the
+ * blocks that fit per SM over all SMs, read from the daemon. */
+static cudaError_t cluster_fit(const void *func, const cudaLaunchConfig_t *config, struct xgpu_client **c,
+			       struct fe_func **f, uint64_t *fit)
+{
+	if (!config || (config->numAttrs && !config->attrs))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	uint64_t threads = (uint64_t)config->blockDim.x * config->blockDim.y * config->blockDim.z;
+	if (!threads || threads > INT32_MAX)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	cudaError_t e = resolve_func(func, c, f);
+	if (e)
+		return e;
+	const struct xgpu_device_info *di;
+	e = xgpu_rt_devinfo(&di);
+	if (e)
+		return e;
+	if (di->nattrs <= CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH ||
+	    !di->attrs[CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH])
+		return xgpu_rt_ret(cudaErrorNotSupported);
+	struct xgpu_req_OCCUPANCY req = {
+	    .func = (*f)->remote, .block_size = (int32_t)threads, .dynamic_smem = config->dynamicSmemBytes};
+	struct xgpu_rsp_OCCUPANCY rsp;
+	e = xgpu_call_OCCUPANCY(*c, &req, &rsp);
+	if (e)
+		return xgpu_rt_ret(e);
+	int sms = di->attrs[CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT];
+	*fit = (uint64_t)(rsp.blocks > 0 ? rsp.blocks : 0) * (uint64_t)(sms > 0 ? sms : 0);
+	return cudaSuccess;
+}
+
+XGPU_EXPORT cudaError_t cudaOccupancyMaxPotentialClusterSize(int *size, const void *func,
+							     const cudaLaunchConfig_t *config)
+{
+	if (!size)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	struct fe_func *f;
+	uint64_t fit;
+	cudaError_t e = cluster_fit(func, config, &c, &f, &fit);
+	int req[3] = {0, 0, 0}, nonportable = 0;
+	for (int i = 0; i < 3 && !e; i++)
+		e = func_attr(c, f, cudaFuncAttributeRequiredClusterWidth + i, &req[i]);
+	if (!e)
+		e = func_attr(c, f, cudaFuncAttributeNonPortableClusterSizeAllowed, &nonportable);
+	if (e)
+		return xgpu_rt_ret(e);
+	uint64_t most = nonportable ? XGPU_CLUSTER_MAX_NONPORTABLE : XGPU_CLUSTER_MAX_PORTABLE;
+	if (req[0] > 0 && req[1] > 0 && req[2] > 0) {
+		most = (uint64_t)req[0] * (uint64_t)req[1] * (uint64_t)req[2];
+		*size = (int)(most <= fit ? most : 0);
+	} else
+		*size = (int)(most <= fit ? most : fit);
+	return cudaSuccess;
+}
+
+XGPU_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *clusters, const void *func,
+						       const cudaLaunchConfig_t *config)
+{
+	if (!clusters)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	struct fe_func *f;
+	uint64_t fit;
+	cudaError_t e = cluster_fit(func, config, &c, &f, &fit);
+	if (e)
+		return e;
+	uint64_t cluster = 1;
+	for (unsigned i = 0; i < config->numAttrs; i++)
+		if (config->attrs[i].id == cudaLaunchAttributeClusterDimension)
+			cluster = (uint64_t)config->attrs[i].val.clusterDim.x *
+				  config->attrs[i].val.clusterDim.y * config->attrs[i].val.clusterDim.z;
+	if (!cluster)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	*clusters = (int)(fit / cluster);
+	return cudaSuccess;
 }
 
 /* ---- symbols -------------------------------------------------------------- */

@@ -197,6 +197,71 @@ static void contexts(CUdevice dev, CUcontext primary)
 
 /* ---- launch attributes ------------------------------------------------------------------ */
 
+/* Thread block clusters, carried to the daemon (the grid: N / 256 blocks). */
+static void clusters(CUstream s, CUdeviceptr d)
+{
+	_Static_assert(N / 256 == 16, "the shapes below assume a grid of 16 blocks");
+	CUlaunchAttribute a[2];
+	memset(a, 0, sizeof a);
+	a[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	a[0].value.clusterDim.x = 2;
+	a[0].value.clusterDim.y = a[0].value.clusterDim.z = 1;
+	a[1].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+	a[1].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING;
+	CHECK(cuFuncSetAttribute(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+	static const struct {
+		unsigned x, y, z;
+		CUresult want;
+	} shapes[] = {
+	    {2, 1, 1, CUDA_SUCCESS},
+	    {8, 1, 1, CUDA_SUCCESS},
+	    {3, 1, 1, CUDA_ERROR_INVALID_CLUSTER_SIZE},  /* does not divide the grid */
+	    {1, 2, 1, CUDA_ERROR_INVALID_CLUSTER_SIZE},  /* the grid's y is 1 */
+	    {16, 1, 1, CUDA_ERROR_INVALID_CLUSTER_SIZE}, /* more than 8: not portable */
+	    {0x80000000u, 1, 1, CUDA_ERROR_INVALID_CLUSTER_SIZE},
+	    {1, 0, 1, CUDA_ERROR_INVALID_VALUE},
+	};
+	for (unsigned i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+		a[0].value.clusterDim.x = shapes[i].x;
+		a[0].value.clusterDim.y = shapes[i].y;
+		a[0].value.clusterDim.z = shapes[i].z;
+		CHECK(cuMemsetD32(d, 0, N));
+		EXPECT_R(launch_iota(d, 500 + (int)i, N, s, a, 2), shapes[i].want);
+		CHECK(cuStreamSynchronize(s));
+		if (shapes[i].want == CUDA_SUCCESS && check_iota(d, 500 + (int)i, N)) {
+			fprintf(stderr, "drvapi13: cluster launch %u computed wrong values\n", i);
+			failures++;
+		}
+	}
+	/* 16 blocks once the kernel allows non-portable sizes, never 32. */
+	int size = 0;
+	CUlaunchConfig cfg = {
+	    .gridDimX = 16, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1, .blockDimZ = 1};
+	CHECK(cuOccupancyMaxPotentialClusterSize(&size, iota, &cfg));
+	EXPECT_R(size == 8 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN, CUDA_SUCCESS);
+	CHECK(cuFuncSetAttribute(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+	CHECK(cuOccupancyMaxPotentialClusterSize(&size, iota, &cfg));
+	EXPECT_R(size == 16 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN, CUDA_SUCCESS);
+	a[0].value.clusterDim.x = 16;
+	a[0].value.clusterDim.y = a[0].value.clusterDim.z = 1;
+	EXPECT_R(launch_iota(d, 600, N, s, a, 1), CUDA_SUCCESS);
+	CHECK(cuStreamSynchronize(s));
+	if (check_iota(d, 600, N)) {
+		fprintf(stderr, "drvapi13: a non-portable cluster launch computed wrong values\n");
+		failures++;
+	}
+	int clusters = 0;
+	cfg.attrs = a;
+	cfg.numAttrs = 1;
+	CHECK(cuOccupancyMaxActiveClusters(&clusters, iota, &cfg));
+	EXPECT_R(clusters > 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN, CUDA_SUCCESS);
+	a[0].value.clusterDim.x = 32;
+	EXPECT_R(launch_iota(d, 0, N, s, a, 1), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+	a[1].value.clusterSchedulingPolicyPreference = (CUclusterSchedulingPolicy)3;
+	EXPECT_R(launch_iota(d, 0, N, s, &a[1], 1), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuFuncSetAttribute(iota, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+}
+
 static void launch_attributes(void)
 {
 	CUdeviceptr d;
@@ -277,14 +342,13 @@ static void launch_attributes(void)
 			}
 		}
 	}
+	clusters(s, d);
 	/* Refused by name, and bad values. */
 	CUlaunchAttribute a[3];
 	memset(a, 0, sizeof a);
 	a[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-	a[0].value.clusterDim.x = 2;
-	a[0].value.clusterDim.y = a[0].value.clusterDim.z = 1;
-	EXPECT_R(launch_iota(d, 0, N, s, a, 1), CUDA_ERROR_NOT_SUPPORTED);
 	a[0].value.clusterDim.x = 0;
+	a[0].value.clusterDim.y = a[0].value.clusterDim.z = 1;
 	EXPECT_R(launch_iota(d, 0, N, s, a, 1), CUDA_ERROR_INVALID_VALUE);
 	a[0].id = CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE;
 	memset(&a[0].value, 0, sizeof a[0].value);

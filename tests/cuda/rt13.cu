@@ -17,6 +17,14 @@ extern "C" __global__ void rt13_iota(int *out, int base, int n)
 		out[i] = base + i;
 }
 
+// The same with a compile-time cluster shape: launched in pairs of blocks.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) rt13_iota_cluster(int *out, int base, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		out[i] = base + i;
+}
+
 static int failures;
 
 #define EXPECT_E(call, want)                                                                                 \
@@ -90,13 +98,62 @@ int main()
 	failures += check_dev(d, 3) != 0;
 	cudaLaunchAttribute c = {};
 	c.id = cudaLaunchAttributeClusterDimension;
-	c.val.clusterDim.x = 2;
-	c.val.clusterDim.y = c.val.clusterDim.z = 1;
-	EXPECT_E(launch(d, 0, s, &c, 1), cudaErrorNotSupported);
 	c.val.clusterDim.x = 1;
+	c.val.clusterDim.y = c.val.clusterDim.z = 1;
 	EXPECT_E(launch(d, 9, s, &c, 1), cudaSuccess);
 	EXPECT_E(cudaStreamSynchronize(s), cudaSuccess);
 	failures += check_dev(d, 9) != 0;
+
+	// Thread block clusters (grid: 16 blocks): carried to the daemon.
+	cudaLaunchAttribute cl[2] = {};
+	cl[0].id = cudaLaunchAttributeClusterDimension;
+	cl[0].val.clusterDim.x = 4;
+	cl[0].val.clusterDim.y = cl[0].val.clusterDim.z = 1;
+	cl[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+	cl[1].val.clusterSchedulingPolicyPreference = cudaClusterSchedulingPolicySpread;
+	EXPECT_E(launch(d, 11, s, cl, 2), cudaSuccess);
+	EXPECT_E(cudaStreamSynchronize(s), cudaSuccess);
+	failures += check_dev(d, 11) != 0;
+	cl[0].val.clusterDim.x = 3; // does not divide the grid
+	EXPECT_E(launch(d, 0, s, cl, 1), cudaErrorInvalidClusterSize);
+	cl[0].val.clusterDim.x = 16; // more than 8 without the non-portable attribute
+	EXPECT_E(launch(d, 0, s, cl, 1), cudaErrorInvalidClusterSize);
+	cudaLaunchConfig_t occ = {};
+	occ.gridDim = dim3(N / 256);
+	occ.blockDim = dim3(256);
+	int csize = 0, nclusters = 0;
+	EXPECT_E(cudaOccupancyMaxPotentialClusterSize(&csize, (void *)rt13_iota, &occ), cudaSuccess);
+	if (csize != 8) {
+		printf("FAIL: cudaOccupancyMaxPotentialClusterSize answered %d, expected 8\n", csize);
+		failures++;
+	}
+	EXPECT_E(cudaFuncSetAttribute(rt13_iota, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+		 cudaSuccess);
+	EXPECT_E(cudaOccupancyMaxPotentialClusterSize(&csize, (void *)rt13_iota, &occ), cudaSuccess);
+	if (csize != 16) {
+		printf("FAIL: cudaOccupancyMaxPotentialClusterSize answered %d, expected 16\n", csize);
+		failures++;
+	}
+	occ.attrs = cl;
+	occ.numAttrs = 1;
+	EXPECT_E(cudaOccupancyMaxActiveClusters(&nclusters, (void *)rt13_iota, &occ), cudaSuccess);
+	if (nclusters <= 0) {
+		printf("FAIL: cudaOccupancyMaxActiveClusters answered %d\n", nclusters);
+		failures++;
+	}
+	EXPECT_E(launch(d, 12, s, cl, 1), cudaSuccess);
+	EXPECT_E(cudaStreamSynchronize(s), cudaSuccess);
+	failures += check_dev(d, 12) != 0;
+	cl[0].val.clusterDim.x = 1;
+	cl[0].val.clusterDim.y = 32; // more than 16, and the grid's y is 1
+	EXPECT_E(launch(d, 0, s, cl, 1), cudaErrorInvalidClusterSize);
+	cl[1].val.clusterSchedulingPolicyPreference = (cudaClusterSchedulingPolicy)7;
+	EXPECT_E(launch(d, 0, s, &cl[1], 1), cudaErrorInvalidValue);
+	// A kernel with a compile-time cluster shape, launched as any other.
+	rt13_iota_cluster<<<N / 256, 256, 0, s>>>(d, 13, N);
+	EXPECT_E(cudaGetLastError(), cudaSuccess);
+	EXPECT_E(cudaStreamSynchronize(s), cudaSuccess);
+	failures += check_dev(d, 13) != 0;
 
 	// Managed memory attached to one stream.
 	int *m;

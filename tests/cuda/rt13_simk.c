@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rt13_simk.c - host implementation of tests/cuda/rt13.cu's kernel. */
+/* rt13_simk.c - host implementation of tests/cuda/rt13.cu's kernels. */
 #include "simdrv/simkernel.h"
 
 static int iota(const struct xgpu_simk_launch *l)
@@ -21,5 +21,6 @@ static int iota(const struct xgpu_simk_launch *l)
 
 static const struct xgpu_simk_kernel kernels[] = {
     {"rt13_iota", iota, NULL},
+    {"rt13_iota_cluster", iota, NULL},
 };
 XGPU_SIMK_EXPORT(kernels);

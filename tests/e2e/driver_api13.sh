@@ -31,7 +31,6 @@ for msg in \
 	"cuCtxCreate with execution affinity (CUctxCreateParams.execAffinityParams)" \
 	"cuCtxCreate in CUDA-in-graphics mode" \
 	"cuCtxGetDevResource (green contexts" \
-	"cuLaunchKernelEx (launch attribute 4: thread block clusters larger than 1x1x1" \
 	"cuLaunchKernelEx (launch attribute 13: device-updatable kernel nodes" \
 	"cuLaunchKernelEx (launch attribute 15: not one CUDA 13.0 defines)" \
 	"virtual memory management of host memory" \
@@ -43,6 +42,12 @@ for msg in \
 		fail "stderr does not name: $msg"
 	}
 	grep -qF "called $msg" "$XGPUD_LOG" || fail "the daemon log does not name: $msg"
+done
+# The daemon checked the guest's cluster shapes itself, before its driver.
+for shape in "cluster 3x1x1, grid 16x1x1, at most 8" "cluster 16x1x1, grid 16x1x1, at most 8" \
+	"cluster 32x1x1, grid 16x1x1, at most 16"; do
+	grep -qF "cluster launch refused: $shape blocks a cluster" "$XGPUD_LOG" ||
+		fail "the daemon did not refuse the cluster launch: $shape"
 done
 # Nothing else was refused.
 if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource" -e "launch attribute" \

@@ -268,6 +268,21 @@ static void module_seed(const char *name, const char *fatbin_path)
 		 .block = {1024, 1, 1}, .shared_bytes = 0, .stream = 0, .flags = XGPU_LAUNCH_COOPERATIVE);
 	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {1, 1, 1}, .block = {16, 1, 1},
 		 .shared_bytes = 0, .stream = 0, .flags = 0x80);
+	/* Thread block clusters: one that divides the grid (with a policy),
+	 * one that does not, one too large, one with a zero side, an unknown
+	 * policy, and a cooperative launch of clusters. */
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {4, 2, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = 0, .cluster = {2, 2, 1}, .cluster_policy = 1);
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {4, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = 0, .cluster = {3, 1, 1});
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {64, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = 0, .cluster = {0xffffffffu, 0xffffffffu, 16});
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {4, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = 0, .cluster = {2, 0, 1});
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {4, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = 0, .cluster_policy = 9);
+	REQ_BULK(LAUNCH_EX, &params, sizeof params, .func = MARK(2), .grid = {8, 1, 1}, .block = {16, 1, 1},
+		 .shared_bytes = 0, .stream = 0, .flags = XGPU_LAUNCH_COOPERATIVE, .cluster = {8, 1, 1});
 	REQ_BULK(MODULE_GET_GLOBAL, "dev_table", 10, .module = MARK(3));
 	/* GET_GLOBAL added its size and pointer. */
 	REQ(FUNC_SET_ATTRIBUTE, .func = MARK(4), .attr = 8, .value = 1024);

@@ -984,8 +984,28 @@ static void test_cooperative_priorities(void **state)
 	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
 	coop.value.cooperative = 0; /* an ordinary launch may have more blocks */
 	CU(cuLaunchKernelEx(&cfg, f, args, NULL));
+	/* Thread block clusters: the shape checked as NVIDIA's driver checks
+	 * it, the blocks run as usual. */
 	CUlaunchAttribute cluster = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
 	cfg.attrs = &cluster;
+	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_INVALID_VALUE); /* 0x0x0 */
+	cfg.gridDimX = 16;
+	cluster.value.clusterDim.x = 2;
+	cluster.value.clusterDim.y = cluster.value.clusterDim.z = 1;
+	CU(cuLaunchKernelEx(&cfg, f, args, NULL));
+	cluster.value.clusterDim.x = 3; /* does not divide the grid */
+	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+	cluster.value.clusterDim.x = 16; /* more than 8, not allowed non-portable sizes */
+	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+	CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+	CU(cuLaunchKernelEx(&cfg, f, args, NULL));
+	CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+	cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+	cluster.value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+	CU(cuLaunchKernelEx(&cfg, f, args, NULL));
+	cluster.value.clusterSchedulingPolicyPreference = (CUclusterSchedulingPolicy)5;
+	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_INVALID_VALUE);
+	cluster.id = CU_LAUNCH_ATTRIBUTE_PRIORITY; /* no meaning to the simulated device */
 	CUERR(cuLaunchKernelEx(&cfg, f, args, NULL), CUDA_ERROR_NOT_SUPPORTED);
 	CUERR(cuLaunchKernelEx(NULL, f, args, NULL), CUDA_ERROR_INVALID_VALUE);
 	CU(cuCtxSynchronize());
