@@ -401,12 +401,16 @@ $(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/runtime/errors
 		-Wl,--whole-archive $(DRIVER_A) -Wl,--no-whole-archive $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/runtime/errors.o \
 		$(OBJ)/frontend/runtime/devprop.o $(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
 
+# Outside sanitized builds (whose runtime resolves at load), every symbol the
+# simulated driver uses must resolve at link time: an executor that cannot
+# load it fails every domain.
+SIMDRV_DEFS := $(if $(filter 1,$(SAN)),,-Wl,-z,defs)
 $(SIMDRV): $(SIMDRV_A) $(COMMON_A) backend/simdrv/simdrv.map
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,libxgpu-simdrv.so -Wl,--version-script=backend/simdrv/simdrv.map \
 		-Wl,--whole-archive $(SIMDRV_A) -Wl,--no-whole-archive $(COMMON_A) \
-		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+		-o $@ $(LDFLAGS_ALL) $(LIBS_COMMON) -lm $(SIMDRV_DEFS)
 
 $(XGPUD): $(call obj,backend/xgpud/xgpud.c) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)
