@@ -538,3 +538,37 @@ struct xgpu_gnttab *xgpu_gnttab_open_real(char *err, size_t errlen)
 	r->base.ops = &real_gnttab_ops;
 	return &r->base;
 }
+
+/* ---- one domain's handles, for another process -------------------------------- */
+
+struct xgpu_evtchn *xgpu_evtchn_open_for_real(uint32_t domid, char *err, size_t errlen)
+{
+	(void)domid;
+	snprintf(err, errlen, "handing a real Xen event channel to an executor is not built yet");
+	errno = ENOTSUP;
+	return NULL;
+}
+
+struct xgpu_gnttab *xgpu_gnttab_open_for_real(uint32_t domid, char *err, size_t errlen)
+{
+	(void)domid;
+	snprintf(err, errlen, "handing real Xen grants to an executor is not built yet");
+	errno = ENOTSUP;
+	return NULL;
+}
+
+struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+{
+	(void)domid, (void)fds, (void)nfds;
+	snprintf(err, errlen, "real Xen event channels from xgpud are not built yet");
+	errno = ENOTSUP;
+	return NULL;
+}
+
+struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+{
+	(void)domid, (void)fds, (void)nfds;
+	snprintf(err, errlen, "real Xen grants from xgpud are not built yet");
+	errno = ENOTSUP;
+	return NULL;
+}

@@ -51,6 +51,9 @@ struct xgpu_transport_host {
 	 * -1 with the reason in err. */
 	int (*add_channel)(void *core, struct xgpud_domain *dom, struct xgpud_handover *h, char *err,
 			   size_t errlen);
+	/* Asks dom's executor to close channel id (a Xen guest's detach):
+	 * the channel's ended() follows once it is gone. */
+	void (*close_channel)(void *core, struct xgpud_domain *dom, uint32_t id, const char *why);
 
 	/* Answers a control request on conn (which it takes). */
 	void (*control_request)(void *core, int conn, uid_t uid);

@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* transport_xen.c - the dom0 end of a vgpu channel (xenvgpu.h): binding the
- * guest's event channel, mapping the root page it granted (with an unmap
- * notification that clears be_alive), the directory pages and the region,
- * validating all of it, answering in the root page, and the be transport ops
- * over the result; host segments are shared the same way (root page +
- * directory pages) and imported by the root page's ref.
+/* transport_xen.c - the dom0 end of a vgpu channel (xenvgpu.h) as xgpud
+ * keeps it: binding the guest's event channel, mapping the root page it
+ * granted, the directory pages and the region, validating all of it,
+ * answering in the root page, and handing the channel to its domain's
+ * executor (backend/executor/chan_xen.c serves it there) on handles that
+ * reach that one domain's ports and grants (xenif.h open_for): the
+ * executor holds no Xen privilege of its own.
  *
  * Everything in a granted page is the guest's: the root header and every
  * directory ref are copied out before they are checked or used, and the
  * region is mapped only from refs of that one domain, only as many as
- * ring-pages says. A channel's wait fd is an epoll set of its event-channel
- * fd and an eventfd through which the main thread asks the poller to close
- * it, so closing is always the poller's (it owns the channel).
+ * ring-pages says. xgpud keeps its own map of the root page and region (to
+ * write why the executor ended before the guest sees its backend go) and
+ * its copies of the executor's handles; the executor's map of the root page
+ * carries the be_alive unmap notification. A channel ends when its
+ * executor says so or ends itself (executors.c calls chan_ended); the xenbus
+ * logic learns of it from the notice queue.
  */
 #include "transport_xen.h"
 
+#include "fdpass.h"
 #include "log.h"
 #include "shm.h"
 #include "util.h"
@@ -26,13 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-/* Pending ports consumed per wake-up: a guest that floods its port costs
- * only its own poller's time, in bounded slices. */
-#define SERVICE_BUDGET 256
 
 struct xgpu_xen_transport {
 	const struct xgpu_transport_host *host;
@@ -45,17 +45,23 @@ struct xgpu_xen_chan {
 	struct xgpu_xen_transport *t;
 	void *cookie;
 	struct xgpu_xen_chan_params p;
+	struct xgpud_domain *dom;
+	struct xgpud_channel *ch; /* the domain's while its executor serves it */
+	/* Handles reaching domain p.domid alone (xenif.h): evt with the
+	 * guest's port bound and gnt_x, both handed to the executor (our
+	 * copies keep them until the channel ends, so that the guest sees
+	 * its backend go only after xgpud wrote why); gnt, xgpud's own, for
+	 * the root page (the answer, be_alive) and the region (the end code). */
 	struct xgpu_evtchn *evt;
-	struct xgpu_gnttab *gnt;
+	struct xgpu_gnttab *gnt, *gnt_x;
 	int lport; /* our end of the event channel; -1 before binding */
-	int epfd;  /* the wait fd: evtchn fd + kill_fd */
-	int kill_fd;
-	struct xgpu_xen_root *root; /* the mapped root page */
+	struct xgpu_xen_root *root;
 	void *region;
 	size_t region_size;
-	_Atomic bool killed; /* main thread asked */
-	bool fe_dead;        /* poller saw fe_alive == 0 */
-	bool torn_down;      /* resources released (close ran) */
+	bool killed;    /* the xenbus logic asked */
+	bool ended;     /* gone from its domain; the notice is posted */
+	bool torn_down; /* resources released */
+	enum xgpu_xen_end why;
 	struct xgpu_xen_chan *next_closed;
 };
 
@@ -114,9 +120,7 @@ struct xgpu_xen_chan *xgpu_xen_next_closed(struct xgpu_xen_transport *t, void **
 	pthread_mutex_unlock(&t->lock);
 	if (c) {
 		*cookie = c->cookie;
-		*why = atomic_load(&c->killed) ? XGPU_XEN_END_KILLED
-		       : c->fe_dead            ? XGPU_XEN_END_FE_DEAD
-					       : XGPU_XEN_END_BROKEN;
+		*why = c->why;
 		/* More may wait: keep the fd readable for the next round. */
 		uint64_t one = 1;
 		if (t->closed && write(t->notify_fd, &one, sizeof one) < 0)
@@ -125,8 +129,10 @@ struct xgpu_xen_chan *xgpu_xen_next_closed(struct xgpu_xen_transport *t, void **
 	return c;
 }
 
-/* Unmaps, unbinds and closes what the channel holds (either thread, once). */
-static void release(struct xgpu_xen_chan *c)
+/* Unmaps, unbinds and closes what the channel holds (once). handed_on: the
+ * executor goes on serving it for the next xgpud, so the guest must see
+ * nothing: only our copies and our own maps go. */
+static void release(struct xgpu_xen_chan *c, bool handed_on)
 {
 	if (c->torn_down)
 		return;
@@ -134,15 +140,20 @@ static void release(struct xgpu_xen_chan *c)
 	if (c->region)
 		c->gnt->ops->unmap(c->gnt, c->region, (unsigned)(c->region_size / XGPU_XEN_PAGE_SIZE));
 	if (c->root) {
-		/* The unmap notification clears it too; this covers a stub or
-		 * kernel that signals only. */
-		__atomic_store_n(&c->root->be_alive, 0, __ATOMIC_RELEASE);
+		/* The executor's map of it carries the unmap notification
+		 * that clears it; this covers one that never mapped it. */
+		if (!handed_on)
+			__atomic_store_n(&c->root->be_alive, 0, __ATOMIC_RELEASE);
 		c->gnt->ops->unmap(c->gnt, c->root, 1);
 	}
-	if (c->lport >= 0)
+	/* The executor's grant handle before the port: with the last copy
+	 * of it goes its root map, whose notification signals the port. */
+	if (c->gnt_x)
+		c->gnt_x->ops->close(c->gnt_x);
+	if (c->lport >= 0 && !handed_on) {
+		c->evt->ops->notify(c->evt, (uint32_t)c->lport);
 		c->evt->ops->unbind(c->evt, (uint32_t)c->lport);
-	if (c->epfd >= 0)
-		close(c->epfd);
+	}
 	if (c->evt)
 		c->evt->ops->close(c->evt);
 	if (c->gnt)
@@ -150,105 +161,61 @@ static void release(struct xgpu_xen_chan *c)
 	c->region = NULL;
 	c->root = NULL;
 	c->lport = -1;
-	c->epfd = -1;
 	c->evt = NULL;
-	c->gnt = NULL;
+	c->gnt = c->gnt_x = NULL;
 }
 
 void xgpu_xen_chan_free(struct xgpu_xen_chan *c)
 {
 	if (!c)
 		return;
-	release(c);
-	if (c->kill_fd >= 0)
-		close(c->kill_fd);
+	if (c->ch) /* still its domain's: it forgets the channel */
+		c->ch->ended = NULL, c->ch->tpriv = NULL, c->ch->region = NULL;
+	release(c, false);
 	free(c);
+}
+
+static void post_closed(struct xgpu_xen_chan *c)
+{
+	struct xgpu_xen_transport *t = c->t;
+	pthread_mutex_lock(&t->lock);
+	c->next_closed = NULL;
+	*t->closed_tail = c;
+	t->closed_tail = &c->next_closed;
+	pthread_mutex_unlock(&t->lock);
+	uint64_t one = 1;
+	if (write(t->notify_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		xlog_err("xen transport: cannot post a closed channel: %s", strerror(errno));
+}
+
+/* The channel left its domain (core.h): its executor closed it, or ended. */
+static void chan_ended(struct xgpud_channel *ch, bool handed_on)
+{
+	struct xgpu_xen_chan *c = ch->tpriv;
+	c->ch = NULL;
+	c->ended = true;
+	if (handed_on) {
+		/* xgpud restarts in place: the xenbus logic is not told (the
+		 * next xgpud finds the channel in its executor). */
+		release(c, true);
+		return;
+	}
+	/* Ours to read, whatever the executor said: fe_alive is cleared by
+	 * the guest's own unmap notification when its process goes. */
+	bool fe_dead = c->root && __atomic_load_n(&c->root->fe_alive, __ATOMIC_ACQUIRE) == 0;
+	c->why = c->killed ? XGPU_XEN_END_KILLED : fe_dead ? XGPU_XEN_END_FE_DEAD : XGPU_XEN_END_BROKEN;
+	release(c, false);
+	/* xenstore is the xenbus logic's: it learns of the end from the notice. */
+	post_closed(c);
 }
 
 void xgpu_xen_channel_kill(struct xgpu_xen_chan *c, const char *why)
 {
-	(void)why;
-	atomic_store(&c->killed, true);
-	uint64_t one = 1;
-	if (write(c->kill_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-		xlog_err("domain %u: channel %u: cannot ask its poller to close it: %s", c->p.domid, c->p.n,
-			 strerror(errno));
-}
-
-/* Maps npages region pages that domid listed through a root page it granted
- * as root_ref: the root header and directory refs are copied before use.
- * With root_out, the root page stays mapped there (with the be_alive
- * notification on notify_port), even on failure; otherwise it is unmapped. */
-static void *map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref, uint32_t npages,
-			int32_t notify_port, struct xgpu_xen_root **root_out, struct xgpu_xen_root *hdr,
-			char *err, size_t errlen)
-{
-	struct xgpu_xen_root *root =
-	    root_out ? g->ops->map_grant_ref_notify(g, domid, root_ref, true,
-						    (int32_t)XGPU_XEN_ROOT_BE_ALIVE_OFFSET, notify_port)
-		     : g->ops->map_domain_grant_refs(g, 1, domid, &root_ref, false);
-	if (!root) {
-		snprintf(err, errlen, "cannot map root page grant %u of domain %u: %s", root_ref, domid,
-			 strerror(errno));
-		return NULL;
-	}
-	uint32_t *refs = NULL, *dirs = NULL;
-	void *region = NULL;
-	memcpy(hdr, root, sizeof *hdr);
-	if (hdr->magic != XGPU_XEN_ROOT_MAGIC) {
-		snprintf(err, errlen, "root page has magic 0x%08x, not 0x%08x", hdr->magic,
-			 XGPU_XEN_ROOT_MAGIC);
-		goto out;
-	}
-	if (hdr->version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen,
-			 "protocol version mismatch: the guest's root page speaks xgpu protocol %u, xgpud "
-			 "speaks %u",
-			 hdr->version, XGPU_PROTO_VERSION);
-		goto out;
-	}
-	if (hdr->npages != npages) {
-		snprintf(err, errlen, "root page lists %u pages, %u announced", hdr->npages, npages);
-		goto out;
-	}
-	uint32_t ndir = (npages + XGPU_XEN_REFS_PER_DIR - 1) / XGPU_XEN_REFS_PER_DIR;
-	if (hdr->ndir != ndir || ndir > XGPU_XEN_ROOT_MAX_DIRS) {
-		snprintf(err, errlen, "root page has %u directory pages, %u pages need %u", hdr->ndir, npages,
-			 ndir);
-		goto out;
-	}
-	dirs = malloc(ndir * sizeof *dirs);
-	refs = malloc((size_t)npages * sizeof *refs);
-	if (!dirs || !refs) {
-		snprintf(err, errlen, "out of memory for %u refs", npages);
-		goto out;
-	}
-	memcpy(dirs, root->dir_refs, ndir * sizeof *dirs);
-	for (uint32_t i = 0; i < ndir; i++) {
-		const uint32_t *dp = g->ops->map_domain_grant_refs(g, 1, domid, &dirs[i], false);
-		if (!dp) {
-			snprintf(err, errlen, "cannot map directory page %u (grant %u) of domain %u: %s", i,
-				 dirs[i], domid, strerror(errno));
-			goto out;
-		}
-		uint32_t first = i * XGPU_XEN_REFS_PER_DIR;
-		uint32_t cnt =
-		    npages - first < XGPU_XEN_REFS_PER_DIR ? npages - first : XGPU_XEN_REFS_PER_DIR;
-		memcpy(refs + first, dp, cnt * sizeof *refs);
-		g->ops->unmap(g, (void *)dp, 1);
-	}
-	region = g->ops->map_domain_grant_refs(g, npages, domid, refs, true);
-	if (!region)
-		snprintf(err, errlen, "cannot map the %u region pages domain %u listed: %s", npages, domid,
-			 strerror(errno));
-out:
-	free(dirs);
-	free(refs);
-	if (root_out)
-		*root_out = root; /* even on failure: the caller answers there */
-	else
-		g->ops->unmap(g, root, 1);
-	return region;
+	if (c->ended || c->killed)
+		return;
+	c->killed = true;
+	const struct xgpu_transport_host *host = c->t->host;
+	host->close_channel(host->core, c->dom, c->ch->id, why);
 }
 
 /* ---- opening (main thread) ---------------------------------------------------- */
@@ -269,6 +236,7 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
 	struct xgpud_channel *ch = calloc(1, sizeof *ch);
 	int status = cudaErrorInvalidValue;
+	struct xgpud_handover ho = {.kind = XGPU_CHAN_XEN, .ch = ch};
 	if (!c || !ch) {
 		free(c);
 		free(ch);
@@ -278,15 +246,16 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	c->t = t;
 	c->cookie = cookie;
 	c->p = *p;
+	c->dom = dom;
 	c->lport = -1;
-	c->epfd = -1;
-	c->kill_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ch->sock = -1;
 	char why[256];
-	c->evt = xgpu_evtchn_open(why, sizeof why);
-	c->gnt = c->evt ? xgpu_gnttab_open(why, sizeof why) : NULL;
-	if (c->kill_fd < 0 || !c->evt || !c->gnt) {
-		snprintf(err, errlen, "%s", c->kill_fd < 0 ? strerror(errno) : why);
-		status = cudaErrorMemoryAllocation;
+	c->evt = xgpu_evtchn_open_for(p->domid, why, sizeof why);
+	c->gnt = c->evt ? xgpu_gnttab_open_for(p->domid, why, sizeof why) : NULL;
+	c->gnt_x = c->gnt ? xgpu_gnttab_open_for(p->domid, why, sizeof why) : NULL;
+	if (!c->gnt_x) {
+		snprintf(err, errlen, "%s", why);
+		status = errno == ENOTSUP ? cudaErrorNotSupported : cudaErrorMemoryAllocation;
 		goto fail;
 	}
 	int lport = c->evt->ops->bind_interdomain(c->evt, p->domid, p->port);
@@ -297,10 +266,10 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	}
 	c->lport = lport;
 	struct xgpu_xen_root hdr;
-	c->region =
-	    map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, lport, &c->root, &hdr, err, errlen);
+	c->region = xgpu_xen_map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, -1, &c->root, &hdr, err,
+					errlen);
 	if (!c->region) {
-		if (strstr(err, "version mismatch"))
+		if (errno == ESTALE)
 			status = cudaErrorInsufficientDriver;
 		goto fail;
 	}
@@ -308,8 +277,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	struct xgpu_hello h;
 	memcpy(&h, &hdr.hello, sizeof h);
 	if (h.magic != XGPU_PROTO_MAGIC || h.version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen, "root page's hello has magic 0x%08x version %u (xgpud speaks %u)",
-			 h.magic, h.version, XGPU_PROTO_VERSION);
+		snprintf(err, errlen, "root page's hello has magic 0x%08x version %u (xgpud speaks %u)", h.magic,
+			 h.version, XGPU_PROTO_VERSION);
 		goto fail;
 	}
 	if (h.task != p->task) {
@@ -322,13 +291,51 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 		snprintf(err, errlen, "channel region refused: %s", serr);
 		goto fail;
 	}
-	/* Serving a Xen channel from the domain's executor (the event channel
-	 * and grants handed over on the domain's own handles) is not built
-	 * yet: refuse it by name rather than serve it from here. */
-	(void)host;
-	snprintf(err, errlen, "Xen channels are not yet served by executors");
-	status = cudaErrorNotSupported;
-	goto fail;
+	int nevt = c->evt->ops->export_fds ? c->evt->ops->export_fds(c->evt, ho.fds) : -1;
+	int ngnt = nevt > 0 && c->gnt_x->ops->export_fds ? c->gnt_x->ops->export_fds(c->gnt_x, ho.fds + nevt) : -1;
+	if (nevt <= 0 || ngnt <= 0 || nevt + ngnt > XGPU_LINK_CHAN_FDS) {
+		snprintf(err, errlen, "cannot hand the channel's event channel and grants over: %s", strerror(errno));
+		if (nevt > 0)
+			xgpu_close_fds(ho.fds, nevt);
+		if (ngnt > 0)
+			xgpu_close_fds(ho.fds + nevt, ngnt);
+		status = cudaErrorMemoryAllocation;
+		goto fail;
+	}
+	ho.nfds = nevt + ngnt;
+	ho.xen = (struct xgpu_link_xen){.impl = xgpu_xen_impl(),
+					.domid = p->domid,
+					.ring_ref = p->ring_ref,
+					.ring_pages = p->ring_pages,
+					.port = (uint32_t)lport,
+					.evt_fds = (uint32_t)nevt};
+	struct xgpu_hello_ack ack;
+	if (host->admit_channel(host->core, dom, ch, &ack, &status, err, errlen) < 0) {
+		xgpu_close_fds(ho.fds, ho.nfds);
+		goto fail;
+	}
+	ch->task = p->task;
+	ch->pid = 0; /* a guest's process: no pid of ours */
+	ch->uid = 0;
+	ch->region = c->region;
+	ch->region_size = c->region_size;
+	ch->ended = chan_ended;
+	ch->tpriv = c;
+	c->ch = ch;
+	answer(c, &ack);
+	__atomic_store_n(&c->root->be_alive, 1, __ATOMIC_RELEASE);
+	uint32_t id = ch->id;
+	if (host->add_channel(host->core, dom, &ho, err, errlen) < 0) {
+		ch->ended = NULL;
+		ch->region = NULL;
+		c->ch = NULL;
+		status = cudaErrorDevicesUnavailable;
+		goto fail;
+	}
+	/* The domain holds ch now; its executor serves the guest. */
+	dlog_info(dom, "domain %s: channel %u opened as vgpu channel %u (task %u, %u ring pages, runtime %d)",
+		  dom->name, id, p->n, p->task, p->ring_pages, h.runtime_version);
+	return c;
 fail : {
 	struct xgpu_hello_ack nack = {
 	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .status = status};

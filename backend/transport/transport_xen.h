@@ -4,9 +4,8 @@
  * (xenbus.c) from the values a guest published, and the queue through which
  * a closing channel tells the xenbus logic it is gone.
  *
- * Threads: xgpu_xen_channel_open and the notice queue's reader run in the
- * main thread; the ops run in the domain's poller. Each channel has its own
- * event-channel and grant-table handles, so neither thread shares a handle.
+ * Everything here runs in xgpud's main thread; the channel's I/O is its
+ * domain's executor's (backend/executor/chan_xen.c).
  */
 #ifndef XGPU_TRANSPORT_XEN_H
 #define XGPU_TRANSPORT_XEN_H
@@ -27,7 +26,7 @@ struct xgpu_xen_chan_params {
 enum xgpu_xen_end {
 	XGPU_XEN_END_KILLED = 1, /* the xenbus logic asked (xgpu_xen_channel_kill) */
 	XGPU_XEN_END_FE_DEAD,    /* fe_alive went 0: the guest process died */
-	XGPU_XEN_END_BROKEN,     /* the poller closed it (bad ring, violation, stop) */
+	XGPU_XEN_END_BROKEN,     /* its executor closed it or ended (bad ring, stop, fault) */
 };
 
 /* The transport's state of one channel. The xenbus logic holds it from
@@ -44,13 +43,13 @@ int xgpu_xen_transport_fd(const struct xgpu_xen_transport *t);
 void xgpu_xen_transport_free(struct xgpu_xen_transport *t);
 
 /* Binds, maps and validates channel p of dom, answers the guest in the root
- * page and hands the channel to dom's poller. cookie comes back with the
+ * page and hands the channel to dom's executor. cookie comes back with the
  * channel's notice. NULL with the reason in err (everything released). */
 struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
 					    const struct xgpu_xen_chan_params *p, void *cookie, char *err,
 					    size_t errlen);
-/* Asks the poller to close the channel (main thread; never blocks). Its
- * notice follows. */
+/* Asks the channel's executor to close it (never blocks). Its notice
+ * follows. */
 void xgpu_xen_channel_kill(struct xgpu_xen_chan *c, const char *why);
 
 /* The next notice of a closed channel, or NULL: its cookie and why it

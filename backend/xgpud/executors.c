@@ -124,9 +124,11 @@ int xgpu_executors_fd(struct xgpud *d)
 
 /* ---- channels' ends ------------------------------------------------------------ */
 
-static void free_channel(struct xgpud_channel *ch)
+static void end_channel(struct xgpud_channel *ch, bool handed_on)
 {
-	if (ch->region)
+	if (ch->ended)
+		ch->ended(ch, handed_on);
+	else if (ch->region)
 		munmap(ch->region, ch->region_size);
 	if (ch->sock >= 0)
 		close(ch->sock);
@@ -177,7 +179,7 @@ static void drop_channel(struct xgpud_domain *dom, uint32_t id, const char *why)
 			continue;
 		*pp = ch->next;
 		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid, why);
-		free_channel(ch);
+		end_channel(ch, false);
 		atomic_fetch_sub(&dom->nchannels, 1);
 		publish_pids(dom);
 		return;
@@ -281,7 +283,7 @@ static void reap(struct xgpud *d, struct xgpud_executor *ex)
 			struct xgpud_channel *ch = dom->channels;
 			dom->channels = ch->next;
 			mark_end(ch, code);
-			free_channel(ch);
+			end_channel(ch, false);
 			n++;
 		}
 		atomic_store(&dom->nchannels, 0);
@@ -716,7 +718,7 @@ static void let_go(struct xgpud *d, struct xgpud_domain *dom)
 	while (dom->channels) {
 		struct xgpud_channel *ch = dom->channels;
 		dom->channels = ch->next;
-		free_channel(ch);
+		end_channel(ch, false);
 	}
 	atomic_store(&dom->nchannels, 0);
 	detach(dom, ex);
@@ -738,7 +740,8 @@ int xgpu_executors_add_channel(struct xgpud_domain *dom, struct xgpud_handover *
 						 .task = h->ch->task,
 						 .pid = h->ch->pid,
 						 .uid = h->ch->uid,
-						 .region_size = h->ch->region_size};
+						 .region_size = h->ch->region_size,
+						 .xen = h->xen};
 	if (xgpu_link_send(ex->link_fd, XGPU_LINK_CHANNEL, &m, h->fds, h->nfds) < 0) {
 		snprintf(err, errlen, "cannot hand the channel to executor pid %d: %s", (int)ex->pid, strerror(errno));
 		goto out;
@@ -761,8 +764,8 @@ void xgpu_executors_close_channel(struct xgpud_domain *dom, uint32_t id, const c
 	struct xgpud_executor *ex = dom->ex;
 	struct xgpu_link_msg m = {.chan_id = id};
 	snprintf(m.text, sizeof m.text, "%s", why);
-	if (ex && ex->link_fd >= 0)
-		xgpu_link_send(ex->link_fd, XGPU_LINK_CLOSE, &m, NULL, 0);
+	if (ex && ex->link_fd >= 0 && xgpu_link_send(ex->link_fd, XGPU_LINK_CLOSE, &m, NULL, 0) < 0)
+		kill_ex(ex, XGPU_END_DIED, "its link failed");
 }
 
 void xgpu_executors_set_mem_limit(struct xgpud_domain *dom, uint64_t bytes)
@@ -916,7 +919,7 @@ void xgpu_executors_release_all(struct xgpud *d)
 		while (dom->channels) {
 			struct xgpud_channel *ch = dom->channels;
 			dom->channels = ch->next;
-			free_channel(ch);
+			end_channel(ch, true);
 		}
 		detach(dom, ex);
 		free_executor(d, ex);
@@ -1134,7 +1137,7 @@ fail:
 	while (held) {
 		struct xgpud_channel *ch = held;
 		held = ch->next;
-		free_channel(ch);
+		end_channel(ch, false);
 	}
 	xgpu_close_fds(logp, 2);
 	if (conn >= 0)

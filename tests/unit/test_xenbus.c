@@ -27,6 +27,7 @@
 #include "xenif.h"
 #include "xenvgpu.h"
 #include "daemon.h"
+#include "executors.h"
 #include "../../tools/xenstub/xenstub.h"
 
 #include <errno.h>
@@ -53,8 +54,13 @@ static void pump(int ms)
 {
 	int fds[2];
 	xgpu_xenbus_fds(T.xb, fds);
-	struct pollfd p[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
-	poll(p, 2, ms);
+	struct pollfd p[3] = {{.fd = fds[0], .events = POLLIN},
+			      {.fd = fds[1], .events = POLLIN},
+			      {.fd = xgpu_executors_fd(&T.d), .events = POLLIN}};
+	poll(p, 3, ms);
+	/* As xgpud's main loop: the executors' links and exits, then xenstore. */
+	xgpu_executors_event(&T.d);
+	xgpu_executors_tick(&T.d, xgpu_now_ns());
 	xgpu_xenbus_process(T.xb);
 }
 
@@ -882,15 +888,17 @@ static int setup(void **state)
 	setvbuf(stderr, NULL, _IONBF, 0);
 	xgpu_log_init("xgpud", XGPU_LOG_DEBUG, false);
 
-	static char simdrv[512];
+	static char simdrv[512], executor[512];
 	const char *build = getenv("XGPU_BUILD");
 	snprintf(simdrv, sizeof simdrv, "%s/lib/libxgpu-simdrv.so", build && *build ? build : "build");
+	snprintf(executor, sizeof executor, "%s/bin/xgpu-executor", build && *build ? build : "build");
 	T.d.o = (struct xgpud_opts){
 	    .transport = "xen",
 	    .executor = "sim",
 	    .policy = "rr",
 	    .tick_ms = 10,
 	    .sim_driver = simdrv,
+	    .executor_path = executor,
 	    .log_level = XGPU_LOG_DEBUG,
 	    .spin_ns = 0,
 	    .stall_timeout_s = 60,
@@ -899,6 +907,8 @@ static int setup(void **state)
 	    .max_domains = 64,
 	    .pinned_limit = 1ull << 30,
 	};
+	/* The executors' sockets go beside it. */
+	snprintf(T.d.socket_path, sizeof T.d.socket_path, "%.200s/xgpud.sock", T.dir);
 	if (xgpud_init(&T.d, err, sizeof err) < 0) {
 		fprintf(stderr, "xgpud_init: %s\n", err);
 		return -1;
