@@ -160,13 +160,14 @@ static bool log_line_starts(const char *what)
 	return found;
 }
 
-/* The tee thread may be a moment behind. */
+/* The tee thread may be a moment behind, and an executor's lines reach
+ * xgpud's log as xgpud reads them. */
 static bool log_has(const char *what)
 {
 	for (int i = 0; i < 100; i++) {
 		if (log_has_now(what))
 			return true;
-		usleep(10000);
+		pump(10);
 	}
 	print_message("no log line with '%s'\n", what);
 	return false;
