@@ -64,8 +64,8 @@ static bool be_service(struct xgpu_channel *ch)
 		if (port < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
-			dlog_warn(ch->dom, "domain %s: channel %u: event channel failed: %s", ch->dom->name, ch->id,
-				  strerror(errno));
+			dlog_warn(ch->dom, "domain %s: channel %u: event channel failed: %s", ch->dom->name,
+				  ch->id, strerror(errno));
 			return false;
 		}
 		b->evt->ops->unmask(b->evt, (uint32_t)port);
@@ -81,15 +81,16 @@ static int be_import_segment(struct xgpu_channel *ch, uint64_t token, uint64_t s
 	struct xen_be *b = xb(ch);
 	if (token > UINT32_MAX || size == 0 || size % XGPU_XEN_PAGE_SIZE ||
 	    size / XGPU_XEN_PAGE_SIZE > XGPU_XEN_MAX_REGION_PAGES) {
-		snprintf(err, errlen,
-			 "segment token %llu or size %llu is not a grant ref and a whole number of pages up to "
-			 "1 GiB",
-			 (unsigned long long)token, (unsigned long long)size);
+		snprintf(
+		    err, errlen,
+		    "segment token %llu or size %llu is not a grant ref and a whole number of pages up to "
+		    "1 GiB",
+		    (unsigned long long)token, (unsigned long long)size);
 		return -1;
 	}
 	struct xgpu_xen_root hdr;
-	void *m = xgpu_xen_map_shared(b->gnt, b->domid, (uint32_t)token, (uint32_t)(size / XGPU_XEN_PAGE_SIZE), -1,
-				      NULL, &hdr, err, errlen);
+	void *m = xgpu_xen_map_shared(b->gnt, b->domid, (uint32_t)token,
+				      (uint32_t)(size / XGPU_XEN_PAGE_SIZE), -1, NULL, &hdr, err, errlen);
 	if (!m)
 		return -1;
 	*ptr = m;
@@ -146,8 +147,9 @@ static const struct xgpu_be_transport_ops xen_ops = {
     .close = be_close,
 };
 
-struct xgpu_channel *xgpu_chan_xen_open(struct xgpu_domain *dom, uint32_t id, const struct xgpu_link_channel *lc,
-					int *fds, int nfds, char *err, size_t errlen)
+struct xgpu_channel *xgpu_chan_xen_open(struct xgpu_domain *dom, uint32_t id,
+					const struct xgpu_link_channel *lc, int *fds, int nfds, char *err,
+					size_t errlen)
 {
 	uint32_t nevt = lc->xen.evt_fds;
 	struct xgpu_channel *ch = calloc(1, sizeof *ch);
@@ -160,7 +162,8 @@ struct xgpu_channel *xgpu_chan_xen_open(struct xgpu_domain *dom, uint32_t id, co
 	}
 	if (nevt < 1 || nevt >= (uint32_t)nfds || lc->xen.domid != dom->domid || lc->xen.ring_pages == 0 ||
 	    lc->xen.ring_pages > XGPU_XEN_MAX_REGION_PAGES) {
-		snprintf(err, errlen, "channel of domain %u with %u ring pages and %u of %d descriptors for events",
+		snprintf(err, errlen,
+			 "channel of domain %u with %u ring pages and %u of %d descriptors for events",
 			 lc->xen.domid, lc->xen.ring_pages, nevt, nfds);
 		goto fail;
 	}
@@ -181,8 +184,8 @@ struct xgpu_channel *xgpu_chan_xen_open(struct xgpu_domain *dom, uint32_t id, co
 	for (int i = (int)nevt; i < nfds; i++)
 		fds[i] = -1;
 	struct xgpu_xen_root hdr;
-	region = xgpu_xen_map_shared(b->gnt, b->domid, lc->xen.ring_ref, lc->xen.ring_pages, (int32_t)b->lport,
-				     &b->root, &hdr, why, sizeof why);
+	region = xgpu_xen_map_shared(b->gnt, b->domid, lc->xen.ring_ref, lc->xen.ring_pages,
+				     (int32_t)b->lport, &b->root, &hdr, why, sizeof why);
 	if (!region) {
 		snprintf(err, errlen, "its region: %s", why);
 		goto fail;

@@ -12,7 +12,8 @@
  * reaches the guest's domain alone). The region is mapped and laid out anew
  * here. Takes the descriptors it uses (setting them to -1), on failure too;
  * NULL with the reason in err. */
-struct xgpu_channel *xgpu_chan_xen_open(struct xgpu_domain *dom, uint32_t id, const struct xgpu_link_channel *lc,
-					int *fds, int nfds, char *err, size_t errlen);
+struct xgpu_channel *xgpu_chan_xen_open(struct xgpu_domain *dom, uint32_t id,
+					const struct xgpu_link_channel *lc, int *fds, int nfds, char *err,
+					size_t errlen);
 
 #endif

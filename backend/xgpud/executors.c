@@ -245,7 +245,7 @@ static void free_executor(struct xgpud *d, struct xgpud_executor *ex)
 }
 
 static void log_line(struct xgpud_executor *ex, char *line);
-static void drain_log(struct xgpud_executor *ex);
+static void drain_log(struct xgpud *d, struct xgpud_executor *ex);
 static void read_link(struct xgpud *d, struct xgpud_executor *ex);
 
 /* ex has exited: what it said last, why it ended, its channels' ends. */
@@ -254,7 +254,7 @@ static void reap(struct xgpud *d, struct xgpud_executor *ex)
 	/* Messages and lines it wrote before it went come first. */
 	if (ex->link_fd >= 0)
 		read_link(d, ex);
-	drain_log(ex);
+	drain_log(d, ex);
 	if (ex->loglen) {
 		ex->logbuf[ex->loglen] = '\0';
 		log_line(ex, ex->logbuf);
@@ -419,12 +419,21 @@ static void log_line(struct xgpud_executor *ex, char *line)
 	xgpu_log_limited(&ex->log_rl, level, "executor %d: %s", (int)ex->pid, xgpu_log_clean(text));
 }
 
-static void drain_log(struct xgpud_executor *ex)
+static void drain_log(struct xgpud *d, struct xgpud_executor *ex)
 {
 	for (int budget = 64; budget > 0 && ex->log_fd >= 0; budget--) {
 		ssize_t n = read(ex->log_fd, ex->logbuf + ex->loglen, sizeof ex->logbuf - 1 - ex->loglen);
-		if (n <= 0)
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		if (n <= 0) {
+			/* Its end is closed (it exited, or is exiting): a hung-up
+			 * pipe stays readable, so it leaves the epoll set, or the
+			 * main loop would spin until the exit is reaped. */
+			epoll_ctl(S(d)->epfd, EPOLL_CTL_DEL, ex->log_fd, NULL);
+			close(ex->log_fd);
+			ex->log_fd = -1;
+			return;
+		}
 		ex->loglen += (size_t)n;
 		char *start = ex->logbuf, *nl;
 		while ((nl = memchr(start, '\n', ex->loglen - (size_t)(start - ex->logbuf)))) {
@@ -457,7 +466,7 @@ void xgpu_executors_event(struct xgpud *d)
 			if (pass == 0 && kind == EV_LINK && ex->link_fd >= 0)
 				read_link(d, ex);
 			else if (pass == 0 && kind == EV_LOG)
-				drain_log(ex);
+				drain_log(d, ex);
 			else if (pass == 1 && kind == EV_EXIT) {
 				for (int k = i + 1; k < n; k++)
 					if ((ev[k].data.u64 & ~(uint64_t)EV_MASK) == (uintptr_t)ex)
