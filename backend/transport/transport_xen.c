@@ -31,12 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 struct xgpu_xen_transport {
 	const struct xgpu_transport_host *host;
 	int notify_fd;
+	int epfd; /* notify_fd and the channels' grant brokers (real Xen) */
 	pthread_mutex_t lock;
 	struct xgpu_xen_chan *closed, **closed_tail; /* notices, oldest first */
 };
@@ -54,7 +56,8 @@ struct xgpu_xen_chan {
 	 * the root page (the answer, be_alive) and the region (the end code). */
 	struct xgpu_evtchn *evt;
 	struct xgpu_gnttab *gnt, *gnt_x;
-	int lport; /* our end of the event channel; -1 before binding */
+	int lport;     /* our end of the event channel; -1 before binding */
+	int broker_fd; /* gnt_x's grant broker while watched, else -1 */
 	struct xgpu_xen_root *root;
 	void *region;
 	size_t region_size;
@@ -80,6 +83,16 @@ struct xgpu_xen_transport *xgpu_xen_transport_new(const struct xgpu_transport_ho
 		free(t);
 		return NULL;
 	}
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	if (t->epfd < 0 || epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->notify_fd, &ev) < 0) {
+		snprintf(err, errlen, "epoll: %s", strerror(errno));
+		if (t->epfd >= 0)
+			close(t->epfd);
+		close(t->notify_fd);
+		free(t);
+		return NULL;
+	}
 	pthread_mutex_init(&t->lock, NULL);
 	t->closed_tail = &t->closed;
 	return t;
@@ -87,7 +100,34 @@ struct xgpu_xen_transport *xgpu_xen_transport_new(const struct xgpu_transport_ho
 
 int xgpu_xen_transport_fd(const struct xgpu_xen_transport *t)
 {
-	return t->notify_fd;
+	return t->epfd;
+}
+
+static void unwatch_broker(struct xgpu_xen_chan *c)
+{
+	if (c->broker_fd >= 0)
+		epoll_ctl(c->t->epfd, EPOLL_CTL_DEL, c->broker_fd, NULL);
+	c->broker_fd = -1;
+}
+
+void xgpu_xen_transport_serve(struct xgpu_xen_transport *t)
+{
+	struct epoll_event ev[16];
+	int n = epoll_wait(t->epfd, ev, 16, 0);
+	for (int i = 0; i < n; i++) {
+		struct xgpu_xen_chan *c = ev[i].data.ptr;
+		if (!c || c->broker_fd < 0 || !c->gnt_x)
+			continue;
+		if (c->gnt_x->ops->broker_serve(c->gnt_x) < 0) {
+			/* Its executor left, or broke the broker's rules: it
+			 * gets no more grants; the channel's end follows. */
+			unwatch_broker(c);
+			dlog_warn(c->dom,
+				  "domain %s: vgpu channel %u: its executor's grant requests stopped or "
+				  "broke the rules",
+				  c->dom->name, c->p.n);
+		}
+	}
 }
 
 void xgpu_xen_transport_free(struct xgpu_xen_transport *t)
@@ -100,6 +140,7 @@ void xgpu_xen_transport_free(struct xgpu_xen_transport *t)
 	while ((c = xgpu_xen_next_closed(t, &cookie, &why)))
 		xgpu_xen_chan_free(c);
 	close(t->notify_fd);
+	close(t->epfd);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
@@ -148,6 +189,7 @@ static void release(struct xgpu_xen_chan *c, bool handed_on)
 	}
 	/* The executor's grant handle before the port: with the last copy
 	 * of it goes its root map, whose notification signals the port. */
+	unwatch_broker(c);
 	if (c->gnt_x)
 		c->gnt_x->ops->close(c->gnt_x);
 	if (c->lport >= 0 && !handed_on) {
@@ -248,6 +290,7 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	c->p = *p;
 	c->dom = dom;
 	c->lport = -1;
+	c->broker_fd = -1;
 	ch->sock = -1;
 	char why[256];
 	c->evt = xgpu_evtchn_open_for(p->domid, why, sizeof why);
@@ -277,8 +320,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	struct xgpu_hello h;
 	memcpy(&h, &hdr.hello, sizeof h);
 	if (h.magic != XGPU_PROTO_MAGIC || h.version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen, "root page's hello has magic 0x%08x version %u (xgpud speaks %u)", h.magic,
-			 h.version, XGPU_PROTO_VERSION);
+		snprintf(err, errlen, "root page's hello has magic 0x%08x version %u (xgpud speaks %u)",
+			 h.magic, h.version, XGPU_PROTO_VERSION);
 		goto fail;
 	}
 	if (h.task != p->task) {
@@ -292,9 +335,11 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 		goto fail;
 	}
 	int nevt = c->evt->ops->export_fds ? c->evt->ops->export_fds(c->evt, ho.fds) : -1;
-	int ngnt = nevt > 0 && c->gnt_x->ops->export_fds ? c->gnt_x->ops->export_fds(c->gnt_x, ho.fds + nevt) : -1;
+	int ngnt =
+	    nevt > 0 && c->gnt_x->ops->export_fds ? c->gnt_x->ops->export_fds(c->gnt_x, ho.fds + nevt) : -1;
 	if (nevt <= 0 || ngnt <= 0 || nevt + ngnt > XGPU_LINK_CHAN_FDS) {
-		snprintf(err, errlen, "cannot hand the channel's event channel and grants over: %s", strerror(errno));
+		snprintf(err, errlen, "cannot hand the channel's event channel and grants over: %s",
+			 strerror(errno));
 		if (nevt > 0)
 			xgpu_close_fds(ho.fds, nevt);
 		if (ngnt > 0)
@@ -303,6 +348,17 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 		goto fail;
 	}
 	ho.nfds = nevt + ngnt;
+	int bfd = c->gnt_x->ops->broker_fd ? c->gnt_x->ops->broker_fd(c->gnt_x) : -1;
+	struct epoll_event bev = {.events = EPOLLIN, .data.ptr = c};
+	if (bfd >= 0) {
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, bfd, &bev) < 0) {
+			snprintf(err, errlen, "cannot watch the channel's grant broker: %s", strerror(errno));
+			xgpu_close_fds(ho.fds, ho.nfds);
+			status = cudaErrorMemoryAllocation;
+			goto fail;
+		}
+		c->broker_fd = bfd;
+	}
 	ho.xen = (struct xgpu_link_xen){.impl = xgpu_xen_impl(),
 					.domid = p->domid,
 					.ring_ref = p->ring_ref,

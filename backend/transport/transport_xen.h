@@ -36,10 +36,13 @@ struct xgpu_xen_chan;
 struct xgpu_xen_transport;
 
 /* Channels reach the daemon through host, which must outlive the transport.
- * notify_fd: an eventfd the main loop watches; readable while notices wait. */
+ * Its fd (an epoll set) is readable while notices or grant requests wait. */
 struct xgpu_xen_transport *xgpu_xen_transport_new(const struct xgpu_transport_host *host, char *err,
 						  size_t errlen);
 int xgpu_xen_transport_fd(const struct xgpu_xen_transport *t);
+/* Answers the grant requests executors made (real Xen's grant broker,
+ * xenif.h) without blocking; the fd above is readable while some wait. */
+void xgpu_xen_transport_serve(struct xgpu_xen_transport *t);
 void xgpu_xen_transport_free(struct xgpu_xen_transport *t);
 
 /* Binds, maps and validates channel p of dom, answers the guest in the root

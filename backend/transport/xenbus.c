@@ -955,6 +955,8 @@ void xgpu_xenbus_process(struct xgpu_xenbus *x)
 	enum xgpu_xen_end why;
 	void *cookie;
 	struct xgpu_xen_chan *tc;
+	/* Executors' grant requests (real Xen) first: one may wait on them. */
+	xgpu_xen_transport_serve(x->t);
 	while ((tc = xgpu_xen_next_closed(x->t, &cookie, &why)))
 		channel_closed(x, tc, cookie, why);
 	for (int k = 0; k < EVENT_BUDGET; k++) {
