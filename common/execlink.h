@@ -115,6 +115,8 @@ struct xgpu_link_xen {
 	uint32_t impl; /* enum xgpu_xen_impl */
 	uint32_t domid, ring_ref, ring_pages, port;
 	uint32_t evt_fds;
+	uint32_t n, guest_port, task; /* the vgpu channel number, its event-channel key */
+	uint32_t reserved;
 };
 
 struct xgpu_link_channel {

@@ -364,7 +364,10 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 					.ring_ref = p->ring_ref,
 					.ring_pages = p->ring_pages,
 					.port = (uint32_t)lport,
-					.evt_fds = (uint32_t)nevt};
+					.evt_fds = (uint32_t)nevt,
+					.n = p->n,
+					.guest_port = p->port,
+					.task = p->task};
 	struct xgpu_hello_ack ack;
 	if (host->admit_channel(host->core, dom, ch, &ack, &status, err, errlen) < 0) {
 		xgpu_close_fds(ho.fds, ho.nfds);
@@ -401,4 +404,73 @@ fail : {
 	xgpu_xen_chan_free(c);
 	return NULL;
 }
+}
+
+struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
+					     struct xgpud_channel *ch, const struct xgpu_xen_chan_params *p,
+					     void *cookie, char *err, size_t errlen)
+{
+	const struct xgpu_link_xen *x = &ch->xen;
+	if (x->ring_ref != p->ring_ref || x->ring_pages != p->ring_pages || x->guest_port != p->port ||
+	    x->task != p->task || (int)x->evt_fds >= ch->nxfds) {
+		snprintf(err, errlen,
+			 "its executor's record of it (ring-ref %u, %u pages, port %u) is not xenstore's",
+			 x->ring_ref, x->ring_pages, x->guest_port);
+		return NULL;
+	}
+	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->t = t;
+	c->cookie = cookie;
+	c->p = *p;
+	c->dom = dom;
+	c->lport = -1;
+	c->broker_fd = -1;
+	char why[256];
+	int nevt = (int)x->evt_fds;
+	c->evt = xgpu_evtchn_import(x->impl, p->domid, ch->xfds, nevt, why, sizeof why);
+	if (c->evt) {
+		for (int i = 0; i < nevt; i++)
+			ch->xfds[i] = -1;
+		c->lport = (int)x->port;
+		c->gnt_x =
+		    xgpu_gnttab_import(x->impl, p->domid, ch->xfds + nevt, ch->nxfds - nevt, why, sizeof why);
+	}
+	if (c->gnt_x) {
+		for (int i = nevt; i < ch->nxfds; i++)
+			ch->xfds[i] = -1;
+		c->gnt = xgpu_gnttab_open_for(p->domid, why, sizeof why);
+	}
+	if (!c->gnt) {
+		snprintf(err, errlen, "%s", why);
+		goto fail;
+	}
+	struct xgpu_xen_root hdr;
+	c->region = xgpu_xen_map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, -1, &c->root, &hdr, err,
+					errlen);
+	if (!c->region)
+		goto fail;
+	c->region_size = (size_t)p->ring_pages * XGPU_XEN_PAGE_SIZE;
+	struct xgpu_shm_view v;
+	if (xgpu_shm_attach(c->region, c->region_size, &v, why, sizeof why) < 0) {
+		snprintf(err, errlen, "channel region refused: %s", why);
+		goto fail;
+	}
+	ch->nxfds = 0;
+	ch->region = c->region;
+	ch->region_size = c->region_size;
+	ch->ended = chan_ended;
+	ch->tpriv = c;
+	c->ch = ch;
+	dlog_info(dom, "domain %s: channel %u (vgpu channel %u) adopted with its executor", dom->name, ch->id,
+		  p->n);
+	return c;
+fail:
+	/* Its executor is asked to close it (close_untaken): the port stays. */
+	c->lport = -1;
+	xgpu_xen_chan_free(c);
+	return NULL;
 }

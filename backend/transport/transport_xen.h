@@ -51,6 +51,13 @@ void xgpu_xen_transport_free(struct xgpu_xen_transport *t);
 struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
 					    const struct xgpu_xen_chan_params *p, void *cookie, char *err,
 					    size_t errlen);
+/* Takes channel ch of dom, which a restarted xgpud's adopted executor serves
+ * (host.h take_xen_channel), after checking its executor's record against
+ * p (what xenstore says now) and mapping it anew; NULL with the reason in
+ * err, ch left as it was. */
+struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
+					     struct xgpud_channel *ch, const struct xgpu_xen_chan_params *p, void *cookie,
+					     char *err, size_t errlen);
 /* Asks the channel's executor to close it (never blocks). Its notice
  * follows. */
 void xgpu_xen_channel_kill(struct xgpu_xen_chan *c, const char *why);

@@ -96,6 +96,13 @@ struct xgpud_channel {
 	 * it goes on in its executor for the next xgpud (a restart). */
 	void (*ended)(struct xgpud_channel *ch, bool handed_on);
 	void *tpriv;
+	/* A Xen channel adopted from a previous xgpud's executor, waiting for
+	 * the Xen transport to take it (host.h take_xen_channel): what its
+	 * executor said of it (checked against xenstore then) and the
+	 * copies of its handles; nxfds 0 otherwise. */
+	struct xgpu_link_xen xen;
+	int xfds[XGPU_LINK_CHAN_FDS];
+	int nxfds;
 	struct xgpud_channel *next;
 };
 

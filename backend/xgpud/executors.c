@@ -28,6 +28,8 @@
 #include "log.h"
 #include "shm.h"
 #include "util.h"
+#include "xenif.h"
+#include "xenvgpu.h"
 
 #include <cuda_runtime_api.h>
 #include <dirent.h>
@@ -51,7 +53,7 @@
 
 extern char **environ;
 
-#define STOP_GRACE_NS 1000000000ull    /* a stopped executor's time to exit before SIGKILL */
+#define STOP_GRACE_NS 1000000000ull /* a stopped executor's time to exit before SIGKILL */
 #define ADOPT_TIMEOUT_MS 3000
 #define EXEC_LOG_BURST 200 /* an executor's lines per 10 s in xgpud's log */
 
@@ -93,7 +95,8 @@ int xgpu_executors_init(struct xgpud *d, char *err, size_t errlen)
 	}
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0 || xgpu_exec_socket_dir(d->socket_path, s->dir, sizeof s->dir) < 0) {
-		snprintf(err, errlen, "cannot set up the executors' epoll or socket directory (%s)", d->socket_path);
+		snprintf(err, errlen, "cannot set up the executors' epoll or socket directory (%s)",
+			 d->socket_path);
 		free(s);
 		return -1;
 	}
@@ -108,7 +111,8 @@ int xgpu_executors_init(struct xgpud *d, char *err, size_t errlen)
 	struct stat st;
 	if (lstat(s->dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 	    chmod(s->dir, 0700) < 0) {
-		snprintf(err, errlen, "%s is not a directory of xgpud's own (uid %u)", s->dir, (unsigned)geteuid());
+		snprintf(err, errlen, "%s is not a directory of xgpud's own (uid %u)", s->dir,
+			 (unsigned)geteuid());
 		close(s->epfd);
 		free(s);
 		return -1;
@@ -130,6 +134,7 @@ static void end_channel(struct xgpud_channel *ch, bool handed_on)
 		ch->ended(ch, handed_on);
 	else if (ch->region)
 		munmap(ch->region, ch->region_size);
+	xgpu_close_fds(ch->xfds, ch->nxfds);
 	if (ch->sock >= 0)
 		close(ch->sock);
 	free(ch);
@@ -178,7 +183,8 @@ static void drop_channel(struct xgpud_domain *dom, uint32_t id, const char *why)
 		if (ch->id != id)
 			continue;
 		*pp = ch->next;
-		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid, why);
+		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid,
+			  why);
 		end_channel(ch, false);
 		atomic_fetch_sub(&dom->nchannels, 1);
 		publish_pids(dom);
@@ -221,7 +227,8 @@ static void detach(struct xgpud_domain *dom, struct xgpud_executor *ex)
 		RETIRE(wait[b]);
 	}
 #undef RETIRE
-	atomic_fetch_add(&dom->sd.held_ns, atomic_load_explicit(&ex->st->slot.ungated_ns, memory_order_relaxed));
+	atomic_fetch_add(&dom->sd.held_ns,
+			 atomic_load_explicit(&ex->st->slot.ungated_ns, memory_order_relaxed));
 	pthread_mutex_lock(&dom->d->domains_lock);
 	if (dom->ex == ex)
 		dom->ex = NULL;
@@ -232,7 +239,8 @@ static void detach(struct xgpud_domain *dom, struct xgpud_executor *ex)
 static void free_executor(struct xgpud *d, struct xgpud_executor *ex)
 {
 	unwatch(d, ex);
-	int fds[] = {ex->link_fd, ex->pidfd, ex->log_fd, ex->wake_fd, ex->notify_fd, ex->ctl_fd, ex->status_fd};
+	int fds[] = {ex->link_fd,   ex->pidfd,  ex->log_fd,   ex->wake_fd,
+		     ex->notify_fd, ex->ctl_fd, ex->status_fd};
 	for (size_t i = 0; i < XGPU_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -288,10 +296,12 @@ static void reap(struct xgpud *d, struct xgpud_executor *ex)
 		}
 		atomic_store(&dom->nchannels, 0);
 		if (ex->end == XGPU_END_STOPPED && !n)
-			xlog_info("domain %s: executor pid %d %s (%s)", dom->name, (int)ex->pid, how, ex->end_why);
+			xlog_info("domain %s: executor pid %d %s (%s)", dom->name, (int)ex->pid, how,
+				  ex->end_why);
 		else
-			xlog_warn("domain %s: executor pid %d %s: %s; %u process%s of the domain get%s %s", dom->name,
-				  (int)ex->pid, how, ex->end_why, n, n == 1 ? "" : "es", n == 1 ? "s" : "", xgpu_rt_error_name(code));
+			xlog_warn("domain %s: executor pid %d %s: %s; %u process%s of the domain get%s %s",
+				  dom->name, (int)ex->pid, how, ex->end_why, n, n == 1 ? "" : "es",
+				  n == 1 ? "s" : "", xgpu_rt_error_name(code));
 		detach(dom, ex);
 		publish_pids(dom);
 	}
@@ -355,8 +365,8 @@ static void read_link(struct xgpud *d, struct xgpud_executor *ex)
 		if (r <= 0) {
 			/* Gone, or it broke the protocol: either way it ends. */
 			if (r < 0 && dom)
-				xlog_warn("domain %s: executor pid %d broke its link (%s); ending it", dom->name,
-					  (int)ex->pid, strerror(errno));
+				xlog_warn("domain %s: executor pid %d broke its link (%s); ending it",
+					  dom->name, (int)ex->pid, strerror(errno));
 			epoll_ctl(S(d)->epfd, EPOLL_CTL_DEL, ex->link_fd, NULL);
 			close(ex->link_fd);
 			ex->link_fd = -1;
@@ -481,8 +491,15 @@ void xgpu_executors_event(struct xgpud *d)
 
 static bool passes_env(const char *e)
 {
-	static const char *const keep[] = {"XGPU_SIM_", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=",
-					   "LD_LIBRARY_PATH=", "CUDA_", "NVIDIA_", "__GL_", "TZ="};
+	static const char *const keep[] = {"XGPU_SIM_",
+					   "ASAN_OPTIONS=",
+					   "UBSAN_OPTIONS=",
+					   "LSAN_OPTIONS=",
+					   "LD_LIBRARY_PATH=",
+					   "CUDA_",
+					   "NVIDIA_",
+					   "__GL_",
+					   "TZ="};
 	for (size_t i = 0; i < XGPU_ARRAY_SIZE(keep); i++)
 		if (!strncmp(e, keep[i], strlen(keep[i])))
 			return true;
@@ -562,7 +579,7 @@ static void spawn_args(struct xgpud *d, struct xgpud_domain *dom, char **argv, c
 #define ARG(...)                                                                                             \
 	do {                                                                                                 \
 		argv[n++] = bufs + off;                                                                      \
-		off += (size_t)snprintf(bufs + off, buflen - off, __VA_ARGS__) + 1;                           \
+		off += (size_t)snprintf(bufs + off, buflen - off, __VA_ARGS__) + 1;                          \
 	} while (0)
 	ARG("%s", d->executor_path);
 	ARG("--domain");
@@ -752,7 +769,8 @@ int xgpu_executors_add_channel(struct xgpud_domain *dom, struct xgpud_handover *
 						 .region_size = h->ch->region_size,
 						 .xen = h->xen};
 	if (xgpu_link_send(ex->link_fd, XGPU_LINK_CHANNEL, &m, h->fds, h->nfds) < 0) {
-		snprintf(err, errlen, "cannot hand the channel to executor pid %d: %s", (int)ex->pid, strerror(errno));
+		snprintf(err, errlen, "cannot hand the channel to executor pid %d: %s", (int)ex->pid,
+			 strerror(errno));
 		goto out;
 	}
 	h->ch->next = dom->channels;
@@ -817,11 +835,12 @@ static void check_timeout(struct xgpud_domain *dom, uint64_t now)
 		return;
 	atomic_fetch_add(&dom->c.timeouts, 1);
 	char why[160];
-	snprintf(why, sizeof why, "an operation ran for %.1f s, past its kernel timeout of %u s", (double)ran / 1e9,
-		 limit);
-	xlog_warn("domain %s: %s: its executor (pid %d) is ended, and with it the operation; its processes get "
-		  "cudaErrorLaunchTimeout",
-		  dom->name, why, (int)ex->pid);
+	snprintf(why, sizeof why, "an operation ran for %.1f s, past its kernel timeout of %u s",
+		 (double)ran / 1e9, limit);
+	xlog_warn(
+	    "domain %s: %s: its executor (pid %d) is ended, and with it the operation; its processes get "
+	    "cudaErrorLaunchTimeout",
+	    dom->name, why, (int)ex->pid);
 	kill_ex(ex, XGPU_END_TIMEOUT, why);
 	/* Before the guests' sockets hang up. */
 	for (struct xgpud_channel *ch = dom->channels; ch; ch = ch->next)
@@ -837,8 +856,9 @@ void xgpu_executors_tick(struct xgpud *d, uint64_t now)
 			continue;
 		if (ex->stopping) {
 			if (now > ex->stop_at_ns) {
-				xlog_warn("domain %s: executor pid %d did not stop within a second; killing it",
-					  dom->name, (int)ex->pid);
+				xlog_warn(
+				    "domain %s: executor pid %d did not stop within a second; killing it",
+				    dom->name, (int)ex->pid);
 				kill_ex(ex, XGPU_END_STOPPED, ex->end_why);
 				ex->stop_at_ns = UINT64_MAX;
 			}
@@ -899,8 +919,8 @@ void xgpu_executors_stop_all(struct xgpud *d, const char *why)
 	 * its processes are told now, and init reaps it. */
 	for (struct xgpud_domain *dom = d->domains; dom; dom = dom->next)
 		if (dom->ex) {
-			xlog_warn("domain %s: executor pid %d has not exited; leaving it to the kernel", dom->name,
-				  (int)dom->ex->pid);
+			xlog_warn("domain %s: executor pid %d has not exited; leaving it to the kernel",
+				  dom->name, (int)dom->ex->pid);
 			dom->ex->child = false;
 			reap(d, dom->ex);
 		}
@@ -922,8 +942,9 @@ void xgpu_executors_release_all(struct xgpud *d)
 		struct xgpud_executor *ex = dom->ex;
 		if (!ex)
 			continue;
-		xlog_info("domain %s: executor pid %d goes on serving %u process%s for the next xgpud", dom->name,
-			  (int)ex->pid, atomic_load(&dom->nchannels), atomic_load(&dom->nchannels) == 1 ? "" : "es");
+		xlog_info("domain %s: executor pid %d goes on serving %u process%s for the next xgpud",
+			  dom->name, (int)ex->pid, atomic_load(&dom->nchannels),
+			  atomic_load(&dom->nchannels) == 1 ? "" : "es");
 		/* Its channels stay its own; only our copies go. */
 		while (dom->channels) {
 			struct xgpud_channel *ch = dom->channels;
@@ -966,7 +987,9 @@ void xgpu_executor_stats(const struct xgpud_domain *dom, struct xgpu_dom_stats *
 	memset(out, 0, sizeof *out);
 	const struct xgpud_counters *c = &dom->c;
 	const struct xgpu_dom_stats *st = dom->ex ? &dom->ex->st->stats : NULL;
-#define SUM(f) atomic_store_explicit(&out->f, atomic_load(&c->f) + (st ? atomic_load(&st->f) : 0), memory_order_relaxed)
+#define SUM(f)                                                                                               \
+	atomic_store_explicit(&out->f, atomic_load(&c->f) + (st ? atomic_load(&st->f) : 0),                  \
+			      memory_order_relaxed)
 	SUM(calls);
 	SUM(errors);
 	SUM(h2d_bytes);
@@ -989,9 +1012,39 @@ void xgpu_executor_stats(const struct xgpud_domain *dom, struct xgpu_dom_stats *
 
 /* One of the adopted executor's channels, as xgpud keeps it: who the guest
  * is comes from its socket (SO_PEERCRED), not from the executor. */
+/* A Xen channel: only its handles' copies and what the executor says of it,
+ * all checked again by the Xen transport against xenstore when it takes the
+ * channel (take_xen_channel); until then the channel is the domain's but no
+ * transport's. The stub's handles alone can be handed on: on real Xen the
+ * grant broker's other end went with the previous xgpud. */
+static struct xgpud_channel *adopt_xen_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m,
+					       int *fds, int nfds)
+{
+	const struct xgpu_link_xen *x = &m->u.channel.xen;
+	if (!dom->xen || x->domid != dom->domid || x->impl != XGPU_XEN_IMPL_STUB ||
+	    xgpu_xen_impl() != x->impl || x->evt_fds < 1 || (int)x->evt_fds >= nfds ||
+	    nfds > XGPU_LINK_CHAN_FDS || x->ring_pages == 0 || x->ring_pages > XGPU_XEN_MAX_REGION_PAGES ||
+	    x->n >= XGPU_XEN_MAX_CHANNELS)
+		return NULL;
+	for (struct xgpud_channel *o = dom->channels; o; o = o->next)
+		if (o->nxfds && o->xen.n == x->n)
+			return NULL;
+	struct xgpud_channel *ch = calloc(1, sizeof *ch);
+	if (!ch)
+		return NULL;
+	*ch = (struct xgpud_channel){.id = m->chan_id, .task = x->task, .sock = -1, .xen = *x, .nxfds = nfds};
+	for (int i = 0; i < nfds; i++) {
+		ch->xfds[i] = fds[i];
+		fds[i] = -1;
+	}
+	return ch;
+}
+
 static struct xgpud_channel *adopt_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m, int *fds,
 					   int nfds)
 {
+	if (m->u.channel.kind == XGPU_CHAN_XEN)
+		return adopt_xen_channel(dom, m, fds, nfds);
 	struct ucred cred;
 	socklen_t cl = sizeof cred;
 	struct stat st;
@@ -1056,8 +1109,8 @@ static int adopt_one(struct xgpud *d, struct xgpud_domain *dom, const char *path
 	}
 	struct xgpu_link_msg m = {0};
 	if (xgpu_link_send(conn, XGPU_LINK_ADOPT, &m, NULL, 0) < 0 ||
-	    xgpu_link_recv(conn, &m, fds, &nfds, XGPU_MAX_PASSED_FDS, false) != 1 || m.type != XGPU_LINK_ADOPTING ||
-	    nfds != 3) {
+	    xgpu_link_recv(conn, &m, fds, &nfds, XGPU_MAX_PASSED_FDS, false) != 1 ||
+	    m.type != XGPU_LINK_ADOPTING || nfds != 3) {
 		snprintf(err, errlen, "it did not hand itself over");
 		xgpu_close_fds(fds, nfds);
 		goto fail;
@@ -1077,8 +1130,9 @@ static int adopt_one(struct xgpud *d, struct xgpud_domain *dom, const char *path
 		}
 		if (m.type == XGPU_LINK_HELD_DONE)
 			break;
-		struct xgpud_channel *ch =
-		    m.type == XGPU_LINK_HELD && n < d->o.max_channels_per_domain ? adopt_channel(dom, &m, fds, nfds) : NULL;
+		struct xgpud_channel *ch = m.type == XGPU_LINK_HELD && n < d->o.max_channels_per_domain
+					       ? adopt_channel(dom, &m, fds, nfds)
+					       : NULL;
 		xgpu_close_fds(fds, nfds);
 		if (!ch) {
 			snprintf(err, errlen, "it handed over a channel that is not one");
@@ -1173,21 +1227,42 @@ int xgpu_executors_adopt(struct xgpud *d)
 		while (dom && dom->domid != (uint32_t)domid)
 			dom = dom->next;
 		if (!dom || !dom->adopt_pid) {
-			xlog_warn("an executor's socket for domid %ld has no record of the previous xgpud; "
-				  "removing it (that executor, if it runs, serves on unscheduled until it ends)",
-				  domid);
+			xlog_warn(
+			    "an executor's socket for domid %ld has no record of the previous xgpud; "
+			    "removing it (that executor, if it runs, serves on unscheduled until it ends)",
+			    domid);
 			unlink(path);
 			continue;
 		}
 		if (adopt_one(d, dom, path, err, sizeof err) == 0) {
 			adopted++;
 		} else {
-			xlog_warn("domain %s: cannot adopt its executor (pid %d): %s", dom->name, (int)dom->adopt_pid,
-				  err);
+			xlog_warn("domain %s: cannot adopt its executor (pid %d): %s", dom->name,
+				  (int)dom->adopt_pid, err);
 			unlink(path);
 		}
 		dom->adopt_pid = 0;
 	}
 	closedir(dir);
 	return adopted;
+}
+
+/* ---- adopted Xen channels ---------------------------------------------------------- */
+
+struct xgpud_channel *xgpu_executors_take_xen_channel(struct xgpud_domain *dom, uint32_t n)
+{
+	for (struct xgpud_channel *ch = dom->channels; ch; ch = ch->next)
+		if (ch->nxfds && ch->xen.n == n)
+			return ch;
+	return NULL;
+}
+
+void xgpu_executors_close_untaken(struct xgpud_domain *dom, const char *why)
+{
+	for (struct xgpud_channel *ch = dom->channels; ch; ch = ch->next)
+		if (ch->nxfds && !ch->ended) {
+			xgpu_close_fds(ch->xfds, ch->nxfds);
+			ch->nxfds = 0;
+			xgpu_executors_close_channel(dom, ch->id, why);
+		}
 }
