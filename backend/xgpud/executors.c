@@ -53,7 +53,7 @@
 
 extern char **environ;
 
-#define STOP_GRACE_NS 1000000000ull /* a stopped executor's time to exit before SIGKILL */
+#define STOP_GRACE_NS 1000000000ull    /* a stopped executor's time to exit before SIGKILL */
 #define ADOPT_TIMEOUT_MS 3000
 #define EXEC_LOG_BURST 200 /* an executor's lines per 10 s in xgpud's log */
 
@@ -95,8 +95,7 @@ int xgpu_executors_init(struct xgpud *d, char *err, size_t errlen)
 	}
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0 || xgpu_exec_socket_dir(d->socket_path, s->dir, sizeof s->dir) < 0) {
-		snprintf(err, errlen, "cannot set up the executors' epoll or socket directory (%s)",
-			 d->socket_path);
+		snprintf(err, errlen, "cannot set up the executors' epoll or socket directory (%s)", d->socket_path);
 		free(s);
 		return -1;
 	}
@@ -111,8 +110,7 @@ int xgpu_executors_init(struct xgpud *d, char *err, size_t errlen)
 	struct stat st;
 	if (lstat(s->dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
 	    chmod(s->dir, 0700) < 0) {
-		snprintf(err, errlen, "%s is not a directory of xgpud's own (uid %u)", s->dir,
-			 (unsigned)geteuid());
+		snprintf(err, errlen, "%s is not a directory of xgpud's own (uid %u)", s->dir, (unsigned)geteuid());
 		close(s->epfd);
 		free(s);
 		return -1;
@@ -183,8 +181,7 @@ static void drop_channel(struct xgpud_domain *dom, uint32_t id, const char *why)
 		if (ch->id != id)
 			continue;
 		*pp = ch->next;
-		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid,
-			  why);
+		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid, why);
 		end_channel(ch, false);
 		atomic_fetch_sub(&dom->nchannels, 1);
 		publish_pids(dom);
@@ -227,8 +224,7 @@ static void detach(struct xgpud_domain *dom, struct xgpud_executor *ex)
 		RETIRE(wait[b]);
 	}
 #undef RETIRE
-	atomic_fetch_add(&dom->sd.held_ns,
-			 atomic_load_explicit(&ex->st->slot.ungated_ns, memory_order_relaxed));
+	atomic_fetch_add(&dom->sd.held_ns, atomic_load_explicit(&ex->st->slot.ungated_ns, memory_order_relaxed));
 	pthread_mutex_lock(&dom->d->domains_lock);
 	if (dom->ex == ex)
 		dom->ex = NULL;
@@ -239,8 +235,7 @@ static void detach(struct xgpud_domain *dom, struct xgpud_executor *ex)
 static void free_executor(struct xgpud *d, struct xgpud_executor *ex)
 {
 	unwatch(d, ex);
-	int fds[] = {ex->link_fd,   ex->pidfd,  ex->log_fd,   ex->wake_fd,
-		     ex->notify_fd, ex->ctl_fd, ex->status_fd};
+	int fds[] = {ex->link_fd, ex->pidfd, ex->log_fd, ex->wake_fd, ex->notify_fd, ex->ctl_fd, ex->status_fd};
 	for (size_t i = 0; i < XGPU_ARRAY_SIZE(fds); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -296,12 +291,10 @@ static void reap(struct xgpud *d, struct xgpud_executor *ex)
 		}
 		atomic_store(&dom->nchannels, 0);
 		if (ex->end == XGPU_END_STOPPED && !n)
-			xlog_info("domain %s: executor pid %d %s (%s)", dom->name, (int)ex->pid, how,
-				  ex->end_why);
+			xlog_info("domain %s: executor pid %d %s (%s)", dom->name, (int)ex->pid, how, ex->end_why);
 		else
-			xlog_warn("domain %s: executor pid %d %s: %s; %u process%s of the domain get%s %s",
-				  dom->name, (int)ex->pid, how, ex->end_why, n, n == 1 ? "" : "es",
-				  n == 1 ? "s" : "", xgpu_rt_error_name(code));
+			xlog_warn("domain %s: executor pid %d %s: %s; %u process%s of the domain get%s %s", dom->name,
+				  (int)ex->pid, how, ex->end_why, n, n == 1 ? "" : "es", n == 1 ? "s" : "", xgpu_rt_error_name(code));
 		detach(dom, ex);
 		publish_pids(dom);
 	}
@@ -365,8 +358,8 @@ static void read_link(struct xgpud *d, struct xgpud_executor *ex)
 		if (r <= 0) {
 			/* Gone, or it broke the protocol: either way it ends. */
 			if (r < 0 && dom)
-				xlog_warn("domain %s: executor pid %d broke its link (%s); ending it",
-					  dom->name, (int)ex->pid, strerror(errno));
+				xlog_warn("domain %s: executor pid %d broke its link (%s); ending it", dom->name,
+					  (int)ex->pid, strerror(errno));
 			epoll_ctl(S(d)->epfd, EPOLL_CTL_DEL, ex->link_fd, NULL);
 			close(ex->link_fd);
 			ex->link_fd = -1;
@@ -491,15 +484,8 @@ void xgpu_executors_event(struct xgpud *d)
 
 static bool passes_env(const char *e)
 {
-	static const char *const keep[] = {"XGPU_SIM_",
-					   "ASAN_OPTIONS=",
-					   "UBSAN_OPTIONS=",
-					   "LSAN_OPTIONS=",
-					   "LD_LIBRARY_PATH=",
-					   "CUDA_",
-					   "NVIDIA_",
-					   "__GL_",
-					   "TZ="};
+	static const char *const keep[] = {"XGPU_SIM_", "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=",
+					   "LD_LIBRARY_PATH=", "CUDA_", "NVIDIA_", "__GL_", "TZ="};
 	for (size_t i = 0; i < XGPU_ARRAY_SIZE(keep); i++)
 		if (!strncmp(e, keep[i], strlen(keep[i])))
 			return true;
@@ -579,7 +565,7 @@ static void spawn_args(struct xgpud *d, struct xgpud_domain *dom, char **argv, c
 #define ARG(...)                                                                                             \
 	do {                                                                                                 \
 		argv[n++] = bufs + off;                                                                      \
-		off += (size_t)snprintf(bufs + off, buflen - off, __VA_ARGS__) + 1;                          \
+		off += (size_t)snprintf(bufs + off, buflen - off, __VA_ARGS__) + 1;                           \
 	} while (0)
 	ARG("%s", d->executor_path);
 	ARG("--domain");
@@ -769,8 +755,7 @@ int xgpu_executors_add_channel(struct xgpud_domain *dom, struct xgpud_handover *
 						 .region_size = h->ch->region_size,
 						 .xen = h->xen};
 	if (xgpu_link_send(ex->link_fd, XGPU_LINK_CHANNEL, &m, h->fds, h->nfds) < 0) {
-		snprintf(err, errlen, "cannot hand the channel to executor pid %d: %s", (int)ex->pid,
-			 strerror(errno));
+		snprintf(err, errlen, "cannot hand the channel to executor pid %d: %s", (int)ex->pid, strerror(errno));
 		goto out;
 	}
 	h->ch->next = dom->channels;
@@ -835,12 +820,11 @@ static void check_timeout(struct xgpud_domain *dom, uint64_t now)
 		return;
 	atomic_fetch_add(&dom->c.timeouts, 1);
 	char why[160];
-	snprintf(why, sizeof why, "an operation ran for %.1f s, past its kernel timeout of %u s",
-		 (double)ran / 1e9, limit);
-	xlog_warn(
-	    "domain %s: %s: its executor (pid %d) is ended, and with it the operation; its processes get "
-	    "cudaErrorLaunchTimeout",
-	    dom->name, why, (int)ex->pid);
+	snprintf(why, sizeof why, "an operation ran for %.1f s, past its kernel timeout of %u s", (double)ran / 1e9,
+		 limit);
+	xlog_warn("domain %s: %s: its executor (pid %d) is ended, and with it the operation; its processes get "
+		  "cudaErrorLaunchTimeout",
+		  dom->name, why, (int)ex->pid);
 	kill_ex(ex, XGPU_END_TIMEOUT, why);
 	/* Before the guests' sockets hang up. */
 	for (struct xgpud_channel *ch = dom->channels; ch; ch = ch->next)
@@ -856,9 +840,8 @@ void xgpu_executors_tick(struct xgpud *d, uint64_t now)
 			continue;
 		if (ex->stopping) {
 			if (now > ex->stop_at_ns) {
-				xlog_warn(
-				    "domain %s: executor pid %d did not stop within a second; killing it",
-				    dom->name, (int)ex->pid);
+				xlog_warn("domain %s: executor pid %d did not stop within a second; killing it",
+					  dom->name, (int)ex->pid);
 				kill_ex(ex, XGPU_END_STOPPED, ex->end_why);
 				ex->stop_at_ns = UINT64_MAX;
 			}
@@ -919,8 +902,8 @@ void xgpu_executors_stop_all(struct xgpud *d, const char *why)
 	 * its processes are told now, and init reaps it. */
 	for (struct xgpud_domain *dom = d->domains; dom; dom = dom->next)
 		if (dom->ex) {
-			xlog_warn("domain %s: executor pid %d has not exited; leaving it to the kernel",
-				  dom->name, (int)dom->ex->pid);
+			xlog_warn("domain %s: executor pid %d has not exited; leaving it to the kernel", dom->name,
+				  (int)dom->ex->pid);
 			dom->ex->child = false;
 			reap(d, dom->ex);
 		}
@@ -942,9 +925,8 @@ void xgpu_executors_release_all(struct xgpud *d)
 		struct xgpud_executor *ex = dom->ex;
 		if (!ex)
 			continue;
-		xlog_info("domain %s: executor pid %d goes on serving %u process%s for the next xgpud",
-			  dom->name, (int)ex->pid, atomic_load(&dom->nchannels),
-			  atomic_load(&dom->nchannels) == 1 ? "" : "es");
+		xlog_info("domain %s: executor pid %d goes on serving %u process%s for the next xgpud", dom->name,
+			  (int)ex->pid, atomic_load(&dom->nchannels), atomic_load(&dom->nchannels) == 1 ? "" : "es");
 		/* Its channels stay its own; only our copies go. */
 		while (dom->channels) {
 			struct xgpud_channel *ch = dom->channels;
@@ -987,9 +969,7 @@ void xgpu_executor_stats(const struct xgpud_domain *dom, struct xgpu_dom_stats *
 	memset(out, 0, sizeof *out);
 	const struct xgpud_counters *c = &dom->c;
 	const struct xgpu_dom_stats *st = dom->ex ? &dom->ex->st->stats : NULL;
-#define SUM(f)                                                                                               \
-	atomic_store_explicit(&out->f, atomic_load(&c->f) + (st ? atomic_load(&st->f) : 0),                  \
-			      memory_order_relaxed)
+#define SUM(f) atomic_store_explicit(&out->f, atomic_load(&c->f) + (st ? atomic_load(&st->f) : 0), memory_order_relaxed)
 	SUM(calls);
 	SUM(errors);
 	SUM(h2d_bytes);
@@ -1017,14 +997,13 @@ void xgpu_executor_stats(const struct xgpud_domain *dom, struct xgpu_dom_stats *
  * channel (take_xen_channel); until then the channel is the domain's but no
  * transport's. The stub's handles alone can be handed on: on real Xen the
  * grant broker's other end went with the previous xgpud. */
-static struct xgpud_channel *adopt_xen_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m,
-					       int *fds, int nfds)
+static struct xgpud_channel *adopt_xen_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m, int *fds,
+					       int nfds)
 {
 	const struct xgpu_link_xen *x = &m->u.channel.xen;
-	if (!dom->xen || x->domid != dom->domid || x->impl != XGPU_XEN_IMPL_STUB ||
-	    xgpu_xen_impl() != x->impl || x->evt_fds < 1 || (int)x->evt_fds >= nfds ||
-	    nfds > XGPU_LINK_CHAN_FDS || x->ring_pages == 0 || x->ring_pages > XGPU_XEN_MAX_REGION_PAGES ||
-	    x->n >= XGPU_XEN_MAX_CHANNELS)
+	if (!dom->xen || x->domid != dom->domid || x->impl != XGPU_XEN_IMPL_STUB || xgpu_xen_impl() != x->impl ||
+	    x->evt_fds < 1 || (int)x->evt_fds >= nfds || nfds > XGPU_LINK_CHAN_FDS || x->ring_pages == 0 ||
+	    x->ring_pages > XGPU_XEN_MAX_REGION_PAGES || x->n >= XGPU_XEN_MAX_CHANNELS)
 		return NULL;
 	for (struct xgpud_channel *o = dom->channels; o; o = o->next)
 		if (o->nxfds && o->xen.n == x->n)
@@ -1109,8 +1088,8 @@ static int adopt_one(struct xgpud *d, struct xgpud_domain *dom, const char *path
 	}
 	struct xgpu_link_msg m = {0};
 	if (xgpu_link_send(conn, XGPU_LINK_ADOPT, &m, NULL, 0) < 0 ||
-	    xgpu_link_recv(conn, &m, fds, &nfds, XGPU_MAX_PASSED_FDS, false) != 1 ||
-	    m.type != XGPU_LINK_ADOPTING || nfds != 3) {
+	    xgpu_link_recv(conn, &m, fds, &nfds, XGPU_MAX_PASSED_FDS, false) != 1 || m.type != XGPU_LINK_ADOPTING ||
+	    nfds != 3) {
 		snprintf(err, errlen, "it did not hand itself over");
 		xgpu_close_fds(fds, nfds);
 		goto fail;
@@ -1130,9 +1109,8 @@ static int adopt_one(struct xgpud *d, struct xgpud_domain *dom, const char *path
 		}
 		if (m.type == XGPU_LINK_HELD_DONE)
 			break;
-		struct xgpud_channel *ch = m.type == XGPU_LINK_HELD && n < d->o.max_channels_per_domain
-					       ? adopt_channel(dom, &m, fds, nfds)
-					       : NULL;
+		struct xgpud_channel *ch =
+		    m.type == XGPU_LINK_HELD && n < d->o.max_channels_per_domain ? adopt_channel(dom, &m, fds, nfds) : NULL;
 		xgpu_close_fds(fds, nfds);
 		if (!ch) {
 			snprintf(err, errlen, "it handed over a channel that is not one");
@@ -1227,18 +1205,17 @@ int xgpu_executors_adopt(struct xgpud *d)
 		while (dom && dom->domid != (uint32_t)domid)
 			dom = dom->next;
 		if (!dom || !dom->adopt_pid) {
-			xlog_warn(
-			    "an executor's socket for domid %ld has no record of the previous xgpud; "
-			    "removing it (that executor, if it runs, serves on unscheduled until it ends)",
-			    domid);
+			xlog_warn("an executor's socket for domid %ld has no record of the previous xgpud; "
+				  "removing it (that executor, if it runs, serves on unscheduled until it ends)",
+				  domid);
 			unlink(path);
 			continue;
 		}
 		if (adopt_one(d, dom, path, err, sizeof err) == 0) {
 			adopted++;
 		} else {
-			xlog_warn("domain %s: cannot adopt its executor (pid %d): %s", dom->name,
-				  (int)dom->adopt_pid, err);
+			xlog_warn("domain %s: cannot adopt its executor (pid %d): %s", dom->name, (int)dom->adopt_pid,
+				  err);
 			unlink(path);
 		}
 		dom->adopt_pid = 0;
