@@ -746,6 +746,9 @@ static void test_live_keys(void **state)
 	roundtrip(&honest);
 }
 
+/* Answers the flood has had so far. */
+static _Atomic uint64_t flood_got;
+
 /* Keeps a channel's poller busy with NOPs, never letting it sleep, until
  * xgpud lets go of the root page (or 10 s pass). */
 static void *flood(void *arg)
@@ -757,7 +760,7 @@ static void *flood(void *arg)
 			break;
 		while (xgpu_slot_ready(&g->v.rsp)) {
 			xgpu_q_release(&g->v.rsp, 1);
-			got++;
+			atomic_store(&flood_got, ++got);
 		}
 		if (sent - got < 8 && xgpu_q_space_for(&g->v.req, 1) > 0) {
 			uint8_t *slot = xgpu_q_unit(&g->v.req, g->v.req.idx);
@@ -783,8 +786,11 @@ static void test_detach(void **state)
 	roundtrip(&g);
 	/* A guest that keeps its poller busy is detached all the same. */
 	pthread_t t;
+	atomic_store(&flood_got, 0);
 	assert_int_equal(pthread_create(&t, NULL, flood, &g), 0);
-	usleep(50000);
+	/* Its executor busy with it (however long a loaded host takes). */
+	for (int i = 0; i < 500 && atomic_load(&flood_got) <= 10; i++)
+		usleep(10000);
 	wr(BE "/2/0/state", "5");
 	WAIT_UNTIL(num(BE "/2/0/state") == 6);
 	void *got;
