@@ -110,8 +110,8 @@ void *xgpu_xen_map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_r
 	struct xgpu_xen_root *root =
 	    !root_out ? g->ops->map_domain_grant_refs(g, 1, domid, &root_ref, false)
 	    : notify_port >= 0
-		? g->ops->map_grant_ref_notify(g, domid, root_ref, true, (int32_t)XGPU_XEN_ROOT_BE_ALIVE_OFFSET,
-					       notify_port)
+		? g->ops->map_grant_ref_notify(g, domid, root_ref, true,
+					       (int32_t)XGPU_XEN_ROOT_BE_ALIVE_OFFSET, notify_port)
 		: g->ops->map_domain_grant_refs(g, 1, domid, &root_ref, true);
 	if (!root) {
 		snprintf(err, errlen, "cannot map root page grant %u of domain %u: %s", root_ref, domid,
@@ -123,7 +123,8 @@ void *xgpu_xen_map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_r
 	int e = EINVAL;
 	memcpy(hdr, root, sizeof *hdr);
 	if (hdr->magic != XGPU_XEN_ROOT_MAGIC) {
-		snprintf(err, errlen, "root page has magic 0x%08x, not 0x%08x", hdr->magic, XGPU_XEN_ROOT_MAGIC);
+		snprintf(err, errlen, "root page has magic 0x%08x, not 0x%08x", hdr->magic,
+			 XGPU_XEN_ROOT_MAGIC);
 		goto out;
 	}
 	if (hdr->version != XGPU_PROTO_VERSION) {
@@ -156,12 +157,13 @@ void *xgpu_xen_map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_r
 		const uint32_t *dp = g->ops->map_domain_grant_refs(g, 1, domid, &dirs[i], false);
 		if (!dp) {
 			e = errno;
-			snprintf(err, errlen, "cannot map directory page %u (grant %u) of domain %u: %s", i, dirs[i],
-				 domid, strerror(errno));
+			snprintf(err, errlen, "cannot map directory page %u (grant %u) of domain %u: %s", i,
+				 dirs[i], domid, strerror(errno));
 			goto out;
 		}
 		uint32_t first = i * XGPU_XEN_REFS_PER_DIR;
-		uint32_t cnt = npages - first < XGPU_XEN_REFS_PER_DIR ? npages - first : XGPU_XEN_REFS_PER_DIR;
+		uint32_t cnt =
+		    npages - first < XGPU_XEN_REFS_PER_DIR ? npages - first : XGPU_XEN_REFS_PER_DIR;
 		memcpy(refs + first, dp, cnt * sizeof *refs);
 		g->ops->unmap(g, (void *)dp, 1);
 	}

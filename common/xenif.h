@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #define XGPU_XEN_PAGE_SIZE 4096u
-#define XGPU_XEN_EXPORT_FDS 2 /* descriptors an exported handle takes at most */
+#define XGPU_XEN_EXPORT_FDS 2      /* descriptors an exported handle takes at most */
 #define XGPU_XEN_DOMID_MAX 0x7fefu /* DOMID_FIRST_RESERVED - 1 */
 
 /* ---- xenstore ------------------------------------------------------------ */
@@ -191,15 +191,19 @@ struct xgpu_gnttab *xgpu_gnttab_import(uint32_t impl, uint32_t domid, const int 
 /* The implementations' own (xenif_real.c, xenif_stub.c). */
 struct xgpu_evtchn *xgpu_evtchn_open_for_real(uint32_t domid, char *err, size_t errlen);
 struct xgpu_gnttab *xgpu_gnttab_open_for_real(uint32_t domid, char *err, size_t errlen);
-struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen);
-struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen);
+struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
 /* A stub handle of domain self, restricted to domid. */
 struct xgpu_evtchn *xgpu_evtchn_open_for_stub(const char *path, uint32_t self, uint32_t domid, char *err,
 					      size_t errlen);
 struct xgpu_gnttab *xgpu_gnttab_open_for_stub(const char *path, uint32_t self, uint32_t domid, char *err,
 					      size_t errlen);
-struct xgpu_evtchn *xgpu_evtchn_import_stub(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen);
-struct xgpu_gnttab *xgpu_gnttab_import_stub(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen);
+struct xgpu_evtchn *xgpu_evtchn_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
 
 /* ---- shared regions (xenvgpu.h) ---------------------------------------------- */
 struct xgpu_xen_root;

@@ -693,14 +693,16 @@ struct xgpu_evtchn *xgpu_evtchn_open_for_real(uint32_t domid, char *err, size_t 
 	int fd = open(node, O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		int e = errno;
-		explain(err, errlen, "event channels", node, "load the xen-evtchn module: modprobe xen-evtchn", e);
+		explain(err, errlen, "event channels", node,
+			"load the xen-evtchn module: modprobe xen-evtchn", e);
 		errno = e;
 		return NULL;
 	}
 	struct ioctl_evtchn_restrict_domid r = {.domid = (domid_t)domid};
 	if (domid > XGPU_XEN_DOMID_MAX || ioctl(fd, IOCTL_EVTCHN_RESTRICT_DOMID, &r) < 0) {
 		int e = domid > XGPU_XEN_DOMID_MAX ? EINVAL : errno;
-		snprintf(err, errlen, "cannot restrict an event-channel handle to domain %u: %s", domid, strerror(e));
+		snprintf(err, errlen, "cannot restrict an event-channel handle to domain %u: %s", domid,
+			 strerror(e));
 		close(fd);
 		errno = e;
 		return NULL;
@@ -711,12 +713,14 @@ struct xgpu_evtchn *xgpu_evtchn_open_for_real(uint32_t domid, char *err, size_t 
 	return ev;
 }
 
-struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen)
 {
 	(void)domid; /* the handle was restricted to it by xgpud */
 	struct stat st;
 	if (nfds != 1 || fstat(fds[0], &st) < 0 || !S_ISCHR(st.st_mode)) {
-		snprintf(err, errlen, "an event-channel handle is one character device, not %d descriptors", nfds);
+		snprintf(err, errlen, "an event-channel handle is one character device, not %d descriptors",
+			 nfds);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -735,10 +739,10 @@ struct raw_map {
 
 struct raw_gnt {
 	struct xgpu_gnttab pub;
-	int fd;          /* /dev/xen/gntdev */
-	uint32_t domid;  /* the only domain whose grants it maps */
-	int broker;      /* xgpud: its end of the broker (-1 before export); executor: its end */
-	bool executor;   /* maps through the broker */
+	int fd;         /* /dev/xen/gntdev */
+	uint32_t domid; /* the only domain whose grants it maps */
+	int broker;     /* xgpud: its end of the broker (-1 before export); executor: its end */
+	bool executor;  /* maps through the broker */
 	uint64_t broker_pages;
 	pthread_mutex_t mu;
 	struct raw_map *maps;
@@ -751,8 +755,8 @@ static struct raw_gnt *RG(struct xgpu_gnttab *g)
 
 /* IOCTL_GNTDEV_MAP_GRANT_REF of count refs of domid on fd: the offset to
  * mmap, and with a notification (count 1) on it. */
-static int gntdev_map(int fd, uint32_t domid, const uint32_t *refs, unsigned count, int32_t noff, int32_t nport,
-		      uint64_t *index)
+static int gntdev_map(int fd, uint32_t domid, const uint32_t *refs, unsigned count, int32_t noff,
+		      int32_t nport, uint64_t *index)
 {
 	struct ioctl_gntdev_map_grant_ref *op = malloc(sizeof *op + count * sizeof op->refs[0]);
 	if (!op) {
@@ -768,11 +772,12 @@ static int gntdev_map(int fd, uint32_t domid, const uint32_t *refs, unsigned cou
 	if (r < 0)
 		return -1;
 	if (noff >= 0 || nport >= 0) {
-		struct ioctl_gntdev_unmap_notify n = {
-		    .index = *index + (uint64_t)(noff >= 0 ? noff : 0),
-		    .action = (noff >= 0 ? UNMAP_NOTIFY_CLEAR_BYTE : 0) | (nport >= 0 ? UNMAP_NOTIFY_SEND_EVENT : 0),
-		    .event_channel_port = nport >= 0 ? (uint32_t)nport : 0};
-		if (count != 1 || noff >= (int32_t)XGPU_XEN_PAGE_SIZE || ioctl(fd, IOCTL_GNTDEV_SET_UNMAP_NOTIFY, &n) < 0) {
+		struct ioctl_gntdev_unmap_notify n = {.index = *index + (uint64_t)(noff >= 0 ? noff : 0),
+						      .action = (noff >= 0 ? UNMAP_NOTIFY_CLEAR_BYTE : 0) |
+								(nport >= 0 ? UNMAP_NOTIFY_SEND_EVENT : 0),
+						      .event_channel_port = nport >= 0 ? (uint32_t)nport : 0};
+		if (count != 1 || noff >= (int32_t)XGPU_XEN_PAGE_SIZE ||
+		    ioctl(fd, IOCTL_GNTDEV_SET_UNMAP_NOTIFY, &n) < 0) {
 			int e = count != 1 || noff >= (int32_t)XGPU_XEN_PAGE_SIZE ? EINVAL : errno;
 			struct ioctl_gntdev_unmap_grant_ref u = {.index = *index, .count = count};
 			ioctl(fd, IOCTL_GNTDEV_UNMAP_GRANT_REF, &u);
@@ -812,8 +817,8 @@ static int broker_call(struct raw_gnt *g, struct broker_req *q, size_t qlen, uin
 	return 0;
 }
 
-static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, const uint32_t *refs, bool writable,
-		    int32_t noff, int32_t nport)
+static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, const uint32_t *refs,
+		    bool writable, int32_t noff, int32_t nport)
 {
 	struct raw_gnt *g = RG(gt);
 	if (domid != g->domid) {
@@ -839,7 +844,8 @@ static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, cons
 	}
 	pthread_mutex_lock(&g->mu);
 	for (unsigned c = 0; c < nchunks && !e; c++) {
-		unsigned first = c * BROKER_CHUNK, n = g->executor && count - first > BROKER_CHUNK ? BROKER_CHUNK : count - first;
+		unsigned first = c * BROKER_CHUNK,
+			 n = g->executor && count - first > BROKER_CHUNK ? BROKER_CHUNK : count - first;
 		uint64_t index = 0;
 		int r;
 		if (g->executor) {
@@ -849,8 +855,11 @@ static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, cons
 				e = ENOMEM;
 				break;
 			}
-			*q = (struct broker_req){.op = BROKER_MAP, .count = n, .writable = writable,
-						 .notify_off = noff, .notify_port = nport};
+			*q = (struct broker_req){.op = BROKER_MAP,
+						 .count = n,
+						 .writable = writable,
+						 .notify_off = noff,
+						 .notify_port = nport};
 			memcpy(q->refs, refs + first, n * sizeof(uint32_t));
 			r = broker_call(g, q, qlen, &index);
 			free(q);
@@ -862,15 +871,18 @@ static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, cons
 			break;
 		}
 		m->index[m->nchunks++] = index;
-		void *p = mmap((char *)addr + (size_t)first * XGPU_XEN_PAGE_SIZE, (size_t)n * XGPU_XEN_PAGE_SIZE, prot,
-			       MAP_SHARED | MAP_FIXED, g->fd, (off_t)index);
+		void *p =
+		    mmap((char *)addr + (size_t)first * XGPU_XEN_PAGE_SIZE, (size_t)n * XGPU_XEN_PAGE_SIZE,
+			 prot, MAP_SHARED | MAP_FIXED, g->fd, (off_t)index);
 		if (p == MAP_FAILED)
 			e = errno;
 	}
 	if (e) {
 		munmap(addr, len);
 		for (unsigned c = 0; c < m->nchunks; c++) {
-			unsigned first = c * BROKER_CHUNK, n = g->executor && count - first > BROKER_CHUNK ? BROKER_CHUNK : count - first;
+			unsigned first = c * BROKER_CHUNK, n = g->executor && count - first > BROKER_CHUNK
+								   ? BROKER_CHUNK
+								   : count - first;
 			if (g->executor) {
 				struct broker_req q = {.op = BROKER_UNMAP, .count = n, .index = m->index[c]};
 				broker_call(g, &q, sizeof q, NULL);
@@ -891,7 +903,8 @@ static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, cons
 	return addr;
 }
 
-static void *rg_map_refs(struct xgpu_gnttab *g, unsigned count, uint32_t domid, const uint32_t *refs, bool writable)
+static void *rg_map_refs(struct xgpu_gnttab *g, unsigned count, uint32_t domid, const uint32_t *refs,
+			 bool writable)
 {
 	return rg_map(g, count, domid, refs, writable, -1, -1);
 }
@@ -1018,7 +1031,8 @@ static int rg_broker_serve(struct xgpu_gnttab *gt)
 				rep.err = errno ? errno : EIO;
 			else
 				g->broker_pages += q->count;
-		} else if (q->op == BROKER_UNMAP && (size_t)n == sizeof *q && q->count >= 1 && q->count <= BROKER_CHUNK) {
+		} else if (q->op == BROKER_UNMAP && (size_t)n == sizeof *q && q->count >= 1 &&
+			   q->count <= BROKER_CHUNK) {
 			struct ioctl_gntdev_unmap_grant_ref u = {.index = q->index, .count = q->count};
 			if (ioctl(g->fd, IOCTL_GNTDEV_UNMAP_GRANT_REF, &u) < 0)
 				rep.err = errno ? errno : EIO;
@@ -1067,7 +1081,8 @@ struct xgpu_gnttab *xgpu_gnttab_open_for_real(uint32_t domid, char *err, size_t 
 	int fd = open(node, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		int e = errno;
-		explain(err, errlen, "grant mapping", node, "load the xen-gntdev module: modprobe xen-gntdev", e);
+		explain(err, errlen, "grant mapping", node, "load the xen-gntdev module: modprobe xen-gntdev",
+			e);
 		errno = e;
 		return NULL;
 	}
@@ -1084,14 +1099,16 @@ struct xgpu_gnttab *xgpu_gnttab_open_for_real(uint32_t domid, char *err, size_t 
 	return &g->pub;
 }
 
-struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen)
 {
 	struct stat st;
 	int type = 0;
 	socklen_t tl = sizeof type;
 	if (nfds != 2 || fstat(fds[0], &st) < 0 || !S_ISCHR(st.st_mode) ||
 	    getsockopt(fds[1], SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET) {
-		snprintf(err, errlen, "a grant handle is gntdev and a broker socket, not these %d descriptors", nfds);
+		snprintf(err, errlen,
+			 "a grant handle is gntdev and a broker socket, not these %d descriptors", nfds);
 		errno = EINVAL;
 		return NULL;
 	}

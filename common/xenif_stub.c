@@ -988,7 +988,8 @@ static int import_conn(struct sconn *c, uint32_t domid, const int *fds, int nfds
 	return 0;
 }
 
-struct xgpu_evtchn *xgpu_evtchn_import_stub(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+struct xgpu_evtchn *xgpu_evtchn_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen)
 {
 	struct stub_ev *x = calloc(1, sizeof *x);
 	if (!x || import_conn(&x->c, domid, fds, nfds, 2, err, errlen)) {
@@ -1001,7 +1002,8 @@ struct xgpu_evtchn *xgpu_evtchn_import_stub(uint32_t domid, const int *fds, int 
 	return &x->pub;
 }
 
-struct xgpu_gnttab *xgpu_gnttab_import_stub(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+struct xgpu_gnttab *xgpu_gnttab_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen)
 {
 	struct stub_gnt *x = calloc(1, sizeof *x);
 	if (!x || import_conn(&x->c, domid, fds, nfds, 1, err, errlen)) {

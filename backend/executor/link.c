@@ -190,12 +190,12 @@ static void add_channel(struct xgpu_executor *x, const struct xgpu_link_msg *m, 
 	if (dup_id)
 		snprintf(err, sizeof err, "channel %u exists already", m->chan_id);
 	else if (!known)
-		snprintf(err, sizeof err, "channel kind %u with %d descriptors is not one this executor serves", kind,
-			 nfds);
+		snprintf(err, sizeof err,
+			 "channel kind %u with %d descriptors is not one this executor serves", kind, nfds);
 	else if (!dups)
 		snprintf(err, sizeof err, "dup: %s", strerror(errno));
-	else if (kind == XGPU_CHAN_LOCAL && (ch = xgpu_chan_local_open(&x->dom, m->chan_id, &m->u.channel, fds[0],
-								      fds[1], err, sizeof err)))
+	else if (kind == XGPU_CHAN_LOCAL && (ch = xgpu_chan_local_open(&x->dom, m->chan_id, &m->u.channel,
+								       fds[0], fds[1], err, sizeof err)))
 		fds[0] = -1; /* the channel took the socket */
 	else if (kind == XGPU_CHAN_XEN)
 		ch = xgpu_chan_xen_open(&x->dom, m->chan_id, &m->u.channel, fds, nfds, err, sizeof err);

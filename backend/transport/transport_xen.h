@@ -56,8 +56,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
  * p (what xenstore says now) and mapping it anew; NULL with the reason in
  * err, ch left as it was. */
 struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
-					     struct xgpud_channel *ch, const struct xgpu_xen_chan_params *p, void *cookie,
-					     char *err, size_t errlen);
+					     struct xgpud_channel *ch, const struct xgpu_xen_chan_params *p,
+					     void *cookie, char *err, size_t errlen);
 /* Asks the channel's executor to close it (never blocks). Its notice
  * follows. */
 void xgpu_xen_channel_kill(struct xgpu_xen_chan *c, const char *why);
