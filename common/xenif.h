@@ -140,6 +140,9 @@ struct xgpu_gnttab_ops {
 	 * rules. NULL for none. */
 	int (*broker_fd)(struct xgpu_gnttab *g);
 	int (*broker_serve)(struct xgpu_gnttab *g);
+	/* The one event-channel port the broker lets an unmap notification
+	 * signal (the channel's own); -1: none. NULL where there is no broker. */
+	void (*broker_notify_port)(struct xgpu_gnttab *g, int32_t port);
 };
 
 /* ---- opening -------------------------------------------------------------- */

@@ -739,10 +739,11 @@ struct raw_map {
 
 struct raw_gnt {
 	struct xgpu_gnttab pub;
-	int fd;         /* /dev/xen/gntdev */
-	uint32_t domid; /* the only domain whose grants it maps */
-	int broker;     /* xgpud: its end of the broker (-1 before export); executor: its end */
-	bool executor;  /* maps through the broker */
+	int fd;              /* /dev/xen/gntdev */
+	uint32_t domid;      /* the only domain whose grants it maps */
+	int broker;          /* xgpud: its end of the broker (-1 before export); executor: its end */
+	bool executor;       /* maps through the broker */
+	int32_t notify_port; /* the broker's only port for unmap notifications, -1: none */
 	uint64_t broker_pages;
 	pthread_mutex_t mu;
 	struct raw_map *maps;
@@ -1026,6 +1027,8 @@ static int rg_broker_serve(struct xgpu_gnttab *gt)
 		    (size_t)n == sizeof *q + q->count * sizeof(uint32_t)) {
 			if (g->broker_pages + q->count > BROKER_MAX_PAGES)
 				rep.err = ENOSPC;
+			else if (q->notify_port >= 0 && q->notify_port != g->notify_port)
+				rep.err = EPERM; /* another domain's port, perhaps */
 			else if (gntdev_map(g->fd, g->domid, q->refs, q->count, q->notify_off, q->notify_port,
 					    &rep.index) < 0)
 				rep.err = errno ? errno : EIO;
@@ -1051,7 +1054,13 @@ static int rg_broker_serve(struct xgpu_gnttab *gt)
 	return rc;
 }
 
+static void rg_broker_notify_port(struct xgpu_gnttab *gt, int32_t port)
+{
+	RG(gt)->notify_port = port;
+}
+
 static const struct xgpu_gnttab_ops raw_gnt_ops = {
+    .broker_notify_port = rg_broker_notify_port,
     .close = rg_close,
     .map_domain_grant_refs = rg_map_refs,
     .map_grant_ref_notify = rg_map_notify,
@@ -1071,6 +1080,7 @@ static struct raw_gnt *raw_gnt_new(int fd, uint32_t domid, int broker, bool exec
 	g->domid = domid;
 	g->broker = broker;
 	g->executor = executor;
+	g->notify_port = -1;
 	pthread_mutex_init(&g->mu, NULL);
 	return g;
 }

@@ -349,6 +349,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	}
 	ho.nfds = nevt + ngnt;
 	int bfd = c->gnt_x->ops->broker_fd ? c->gnt_x->ops->broker_fd(c->gnt_x) : -1;
+	if (c->gnt_x->ops->broker_notify_port)
+		c->gnt_x->ops->broker_notify_port(c->gnt_x, lport);
 	struct epoll_event bev = {.events = EPOLLIN, .data.ptr = c};
 	if (bfd >= 0) {
 		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, bfd, &bev) < 0) {
