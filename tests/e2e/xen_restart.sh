@@ -24,6 +24,11 @@ prog=$B/tests/cuda/guestload
 
 stub_cleanup() {
 	local rc=$?
+	# xgpud before the stub: its stop tidies xenstore through it.
+	if [ -n "$XGPUD_PID" ]; then
+		kill -TERM "$XGPUD_PID" 2>/dev/null || true
+		wait "$XGPUD_PID" 2>/dev/null || true
+	fi
 	if [ -n "$STUB_PID" ]; then
 		kill -TERM "$STUB_PID" 2>/dev/null || true
 		wait "$STUB_PID" 2>/dev/null || true
