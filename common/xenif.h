@@ -136,8 +136,8 @@ struct xgpu_gnttab_ops {
 	/* A handle open_for made on real Xen answers the process it was
 	 * exported to on a socket (its grant broker): broker_fd is readable
 	 * while requests wait (-1: no broker), broker_serve answers them
-	 * without blocking and returns -1 once the peer left or broke the
-	 * rules. NULL for none. */
+	 * without blocking and returns -1 once the peer left (EPIPE) or broke
+	 * the rules (EPROTO). NULL for none. */
 	int (*broker_fd)(struct xgpu_gnttab *g);
 	int (*broker_serve)(struct xgpu_gnttab *g);
 	/* The one event-channel port the broker lets an unmap notification

@@ -1019,7 +1019,8 @@ static int rg_broker_serve(struct xgpu_gnttab *gt)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
 		if (n <= 0 || (size_t)n < sizeof *q || (size_t)n > cap) {
-			rc = -1; /* gone, or not a request of ours */
+			rc = -1; /* gone (EPIPE), or not a request of ours */
+			errno = n == 0 ? EPIPE : EPROTO;
 			break;
 		}
 		struct broker_rep rep = {0};
@@ -1043,10 +1044,12 @@ static int rg_broker_serve(struct xgpu_gnttab *gt)
 				g->broker_pages -= q->count <= g->broker_pages ? q->count : g->broker_pages;
 		} else {
 			rc = -1;
+			errno = EPROTO;
 			break;
 		}
 		if (send(g->broker, &rep, sizeof rep, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof rep) {
 			rc = -1;
+			errno = EPROTO; /* it does not read its answers */
 			break;
 		}
 	}

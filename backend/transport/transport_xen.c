@@ -121,11 +121,13 @@ void xgpu_xen_transport_serve(struct xgpu_xen_transport *t)
 		if (c->gnt_x->ops->broker_serve(c->gnt_x) < 0) {
 			/* Its executor left, or broke the broker's rules: it
 			 * gets no more grants; the channel's end follows. */
+			bool left = errno == EPIPE;
 			unwatch_broker(c);
-			dlog_warn(c->dom,
-				  "domain %s: vgpu channel %u: its executor's grant requests stopped or "
-				  "broke the rules",
-				  c->dom->name, c->p.n);
+			if (!left)
+				dlog_warn(
+				    c->dom,
+				    "domain %s: vgpu channel %u: its executor broke the grant broker's rules",
+				    c->dom->name, c->p.n);
 		}
 	}
 }
