@@ -33,7 +33,7 @@
 #include <sys/types.h>
 
 #define XGPU_EXEC_MAGIC 0x43455847u /* "GXEC" */
-#define XGPU_EXEC_VERSION 1u
+#define XGPU_EXEC_VERSION 2u
 #define XGPU_EXEC_PAGE_BYTES 8192u
 
 /* Descriptors an executor starts with (posix_spawn puts them there). */
@@ -100,6 +100,23 @@ enum xgpu_link_type {
 /* The channel kinds an executor serves (the transport that opened them). */
 enum xgpu_link_chan_kind {
 	XGPU_CHAN_LOCAL = 1, /* fds: the guest's socket, its region memfd */
+	/* fds: the channel's event-channel handle's (xen.evt_fds of them), then
+	 * its grant handle's (xenif.h: reaching domain xen.domid alone) */
+	XGPU_CHAN_XEN,
+};
+
+/* The most descriptors a channel comes with. */
+#define XGPU_LINK_CHAN_FDS 4
+
+/* XGPU_CHAN_XEN: what the guest published (xenvgpu.h) and xgpud checked,
+ * the local port xgpud bound on the event-channel handle, and how many of
+ * the descriptors are that handle's. */
+struct xgpu_link_xen {
+	uint32_t impl; /* enum xgpu_xen_impl */
+	uint32_t domid, ring_ref, ring_pages, port;
+	uint32_t evt_fds;
+	uint32_t n, guest_port, task; /* the vgpu channel number, its event-channel key */
+	uint32_t reserved;
 };
 
 struct xgpu_link_channel {
@@ -108,6 +125,7 @@ struct xgpu_link_channel {
 	int32_t pid; /* a local guest's pid (SO_PEERCRED), 0 under Xen */
 	uint32_t uid;
 	uint64_t region_size;
+	struct xgpu_link_xen xen;
 };
 
 /* START: who the executor serves. */

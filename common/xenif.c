@@ -5,6 +5,7 @@
  * writer. Values read from xenstore may come from a guest, so the reader
  * accepts digits only, bounded, and says ENOENT or EINVAL. */
 #include "xenif.h"
+#include "xenvgpu.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -70,6 +71,119 @@ OPEN_BY_ENV(xs)
 OPEN_BY_ENV(evtchn)
 OPEN_BY_ENV(gntshr)
 OPEN_BY_ENV(gnttab)
+
+enum xgpu_xen_impl xgpu_xen_impl(void)
+{
+	return stub_path() ? XGPU_XEN_IMPL_STUB : XGPU_XEN_IMPL_REAL;
+}
+
+#define OPEN_FOR(kind)                                                                                       \
+	struct xgpu_##kind *xgpu_##kind##_open_for(uint32_t domid, char *err, size_t errlen)                 \
+	{                                                                                                    \
+		const char *path = stub_path();                                                              \
+		if (!path)                                                                                   \
+			return xgpu_##kind##_open_for_real(domid, err, errlen);                              \
+		uint32_t self;                                                                               \
+		if (stub_domid(&self, err, errlen))                                                          \
+			return NULL;                                                                         \
+		return xgpu_##kind##_open_for_stub(path, self, domid, err, errlen);                          \
+	}                                                                                                    \
+	struct xgpu_##kind *xgpu_##kind##_import(uint32_t impl, uint32_t domid, const int *fds, int nfds,    \
+						 char *err, size_t errlen)                                   \
+	{                                                                                                    \
+		if (impl == XGPU_XEN_IMPL_REAL)                                                              \
+			return xgpu_##kind##_import_real(domid, fds, nfds, err, errlen);                     \
+		if (impl == XGPU_XEN_IMPL_STUB)                                                              \
+			return xgpu_##kind##_import_stub(domid, fds, nfds, err, errlen);                     \
+		snprintf(err, errlen, "no Xen implementation %u", impl);                                     \
+		errno = EINVAL;                                                                              \
+		return NULL;                                                                                 \
+	}
+
+OPEN_FOR(evtchn)
+OPEN_FOR(gnttab)
+
+void *xgpu_xen_map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref, uint32_t npages,
+			  int32_t notify_port, struct xgpu_xen_root **root_out, struct xgpu_xen_root *hdr,
+			  char *err, size_t errlen)
+{
+	struct xgpu_xen_root *root =
+	    !root_out ? g->ops->map_domain_grant_refs(g, 1, domid, &root_ref, false)
+	    : notify_port >= 0
+		? g->ops->map_grant_ref_notify(g, domid, root_ref, true,
+					       (int32_t)XGPU_XEN_ROOT_BE_ALIVE_OFFSET, notify_port)
+		: g->ops->map_domain_grant_refs(g, 1, domid, &root_ref, true);
+	if (!root) {
+		snprintf(err, errlen, "cannot map root page grant %u of domain %u: %s", root_ref, domid,
+			 strerror(errno));
+		return NULL;
+	}
+	uint32_t *refs = NULL, *dirs = NULL;
+	void *region = NULL;
+	int e = EINVAL;
+	memcpy(hdr, root, sizeof *hdr);
+	if (hdr->magic != XGPU_XEN_ROOT_MAGIC) {
+		snprintf(err, errlen, "root page has magic 0x%08x, not 0x%08x", hdr->magic,
+			 XGPU_XEN_ROOT_MAGIC);
+		goto out;
+	}
+	if (hdr->version != XGPU_PROTO_VERSION) {
+		snprintf(err, errlen,
+			 "protocol version mismatch: the guest's root page speaks xgpu protocol %u, xgpud "
+			 "speaks %u",
+			 hdr->version, XGPU_PROTO_VERSION);
+		e = ESTALE;
+		goto out;
+	}
+	if (hdr->npages != npages) {
+		snprintf(err, errlen, "root page lists %u pages, %u announced", hdr->npages, npages);
+		goto out;
+	}
+	uint32_t ndir = (npages + XGPU_XEN_REFS_PER_DIR - 1) / XGPU_XEN_REFS_PER_DIR;
+	if (hdr->ndir != ndir || ndir > XGPU_XEN_ROOT_MAX_DIRS) {
+		snprintf(err, errlen, "root page has %u directory pages, %u pages need %u", hdr->ndir, npages,
+			 ndir);
+		goto out;
+	}
+	dirs = malloc(ndir * sizeof *dirs);
+	refs = malloc((size_t)npages * sizeof *refs);
+	if (!dirs || !refs) {
+		snprintf(err, errlen, "out of memory for %u refs", npages);
+		e = ENOMEM;
+		goto out;
+	}
+	memcpy(dirs, root->dir_refs, ndir * sizeof *dirs);
+	for (uint32_t i = 0; i < ndir; i++) {
+		const uint32_t *dp = g->ops->map_domain_grant_refs(g, 1, domid, &dirs[i], false);
+		if (!dp) {
+			e = errno;
+			snprintf(err, errlen, "cannot map directory page %u (grant %u) of domain %u: %s", i,
+				 dirs[i], domid, strerror(errno));
+			goto out;
+		}
+		uint32_t first = i * XGPU_XEN_REFS_PER_DIR;
+		uint32_t cnt =
+		    npages - first < XGPU_XEN_REFS_PER_DIR ? npages - first : XGPU_XEN_REFS_PER_DIR;
+		memcpy(refs + first, dp, cnt * sizeof *refs);
+		g->ops->unmap(g, (void *)dp, 1);
+	}
+	region = g->ops->map_domain_grant_refs(g, npages, domid, refs, true);
+	if (!region) {
+		e = errno;
+		snprintf(err, errlen, "cannot map the %u region pages domain %u listed: %s", npages, domid,
+			 strerror(errno));
+	}
+out:
+	free(dirs);
+	free(refs);
+	if (root_out)
+		*root_out = root; /* even on failure: the caller answers there */
+	else
+		g->ops->unmap(g, root, 1);
+	if (!region)
+		errno = e;
+	return region;
+}
 
 int xgpu_xs_read_u64(struct xgpu_xs *xs, xgpu_xs_tx tx, const char *path, uint64_t max, uint64_t *out)
 {

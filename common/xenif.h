@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #define XGPU_XEN_PAGE_SIZE 4096u
+#define XGPU_XEN_EXPORT_FDS 2      /* descriptors an exported handle takes at most */
 #define XGPU_XEN_DOMID_MAX 0x7fefu /* DOMID_FIRST_RESERVED - 1 */
 
 /* ---- xenstore ------------------------------------------------------------ */
@@ -89,6 +90,10 @@ struct xgpu_evtchn_ops {
 	/* A pending port (masked until unmask), or -1 with EAGAIN if none. */
 	int (*pending)(struct xgpu_evtchn *e);
 	int (*unmask)(struct xgpu_evtchn *e, uint32_t port);
+	/* Dups of the descriptors another process needs to use this handle
+	 * (xgpu_evtchn_import there): their count, or -1 with errno. NULL
+	 * where a handle cannot be handed over. */
+	int (*export_fds)(struct xgpu_evtchn *e, int fds[XGPU_XEN_EXPORT_FDS]);
 };
 
 /* ---- grants: the sharing side (guest) ------------------------------------ */
@@ -126,6 +131,18 @@ struct xgpu_gnttab_ops {
 	void *(*map_grant_ref_notify)(struct xgpu_gnttab *g, uint32_t domid, uint32_t ref, bool writable,
 				      int32_t notify_offset, int32_t notify_port);
 	int (*unmap)(struct xgpu_gnttab *g, void *addr, unsigned count);
+	/* As for event channels; NULL where a handle cannot be handed over. */
+	int (*export_fds)(struct xgpu_gnttab *g, int fds[XGPU_XEN_EXPORT_FDS]);
+	/* A handle open_for made on real Xen answers the process it was
+	 * exported to on a socket (its grant broker): broker_fd is readable
+	 * while requests wait (-1: no broker), broker_serve answers them
+	 * without blocking and returns -1 once the peer left (EPIPE) or broke
+	 * the rules (EPROTO). NULL for none. */
+	int (*broker_fd)(struct xgpu_gnttab *g);
+	int (*broker_serve)(struct xgpu_gnttab *g);
+	/* The one event-channel port the broker lets an unmap notification
+	 * signal (the channel's own); -1: none. NULL where there is no broker. */
+	void (*broker_notify_port)(struct xgpu_gnttab *g, int32_t port);
 };
 
 /* ---- opening -------------------------------------------------------------- */
@@ -150,6 +167,60 @@ struct xgpu_xs *xgpu_xs_open_stub(const char *path, uint32_t domid, char *err, s
 struct xgpu_evtchn *xgpu_evtchn_open_stub(const char *path, uint32_t domid, char *err, size_t errlen);
 struct xgpu_gntshr *xgpu_gntshr_open_stub(const char *path, uint32_t domid, char *err, size_t errlen);
 struct xgpu_gnttab *xgpu_gnttab_open_stub(const char *path, uint32_t domid, char *err, size_t errlen);
+
+/* ---- one domain's handles, for another process ------------------------------ */
+/* xgpud binds and maps a guest's event channel and grants; the domain's
+ * executor, which holds no Xen privilege, gets handles that reach that one
+ * domain's ports and grants and nothing else:
+ *  - event channels: a handle restricted to domid (real Xen:
+ *    IOCTL_EVTCHN_RESTRICT_DOMID on its own /dev/xen/evtchn; the stub:
+ *    XSW_RESTRICT), on which xgpud binds the guest's port before handing it
+ *    over; the executor notifies, reads and unmasks it;
+ *  - grants: the stub's handle restricted the same way; on real Xen the
+ *    executor gets /dev/xen/gntdev and a socket to xgpud's grant broker,
+ *    which maps (IOCTL_GNTDEV_MAP_GRANT_REF, domid forced) what the
+ *    executor asks for and answers the offset the executor mmaps.
+ * open_for makes such a handle (xgpud); export_fds (the ops) gives the
+ * descriptors for the link; import makes the handle in the executor from
+ * them, taking them on success. impl says which Xen made them. */
+enum xgpu_xen_impl { XGPU_XEN_IMPL_REAL = 1, XGPU_XEN_IMPL_STUB = 2 };
+enum xgpu_xen_impl xgpu_xen_impl(void);
+struct xgpu_evtchn *xgpu_evtchn_open_for(uint32_t domid, char *err, size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_open_for(uint32_t domid, char *err, size_t errlen);
+struct xgpu_evtchn *xgpu_evtchn_import(uint32_t impl, uint32_t domid, const int *fds, int nfds, char *err,
+				       size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_import(uint32_t impl, uint32_t domid, const int *fds, int nfds, char *err,
+				       size_t errlen);
+/* The implementations' own (xenif_real.c, xenif_stub.c). */
+struct xgpu_evtchn *xgpu_evtchn_open_for_real(uint32_t domid, char *err, size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_open_for_real(uint32_t domid, char *err, size_t errlen);
+struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
+/* A stub handle of domain self, restricted to domid. */
+struct xgpu_evtchn *xgpu_evtchn_open_for_stub(const char *path, uint32_t self, uint32_t domid, char *err,
+					      size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_open_for_stub(const char *path, uint32_t self, uint32_t domid, char *err,
+					      size_t errlen);
+struct xgpu_evtchn *xgpu_evtchn_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen);
+
+/* ---- shared regions (xenvgpu.h) ---------------------------------------------- */
+struct xgpu_xen_root;
+/* Maps the npages region pages that domid listed through the root page it
+ * granted as root_ref: the root header (copied to *hdr) and the directory
+ * refs are copied before they are checked or used. With root_out, the root
+ * page stays mapped there, writable, even on failure (with the be_alive
+ * unmap notification on notify_port, or none at all for -1); otherwise it
+ * is unmapped.
+ * NULL with the reason in err (ESTALE in errno for a protocol version
+ * mismatch). */
+void *xgpu_xen_map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref, uint32_t npages,
+			  int32_t notify_port, struct xgpu_xen_root **root_out, struct xgpu_xen_root *hdr,
+			  char *err, size_t errlen);
 
 /* ---- helpers ---------------------------------------------------------------- */
 /* Reads path as an unsigned decimal in [0, max]: 0, or -1 with errno

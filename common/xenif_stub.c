@@ -10,6 +10,7 @@
 #include "../tools/xenstub/wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -564,7 +565,32 @@ static int ev_pending(struct xgpu_evtchn *e)
 	return (int)port;
 }
 
+/* The connection and its event stream: whoever holds them is the handle. */
+static int export_conn(struct sconn *c, int *fds)
+{
+	int n = 0;
+	fds[n] = fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+	if (fds[n++] < 0)
+		return -1;
+	if (c->evfd >= 0) {
+		fds[n] = fcntl(c->evfd, F_DUPFD_CLOEXEC, 0);
+		if (fds[n++] < 0) {
+			int e = errno;
+			xgpu_close_fds(fds, n - 1);
+			errno = e;
+			return -1;
+		}
+	}
+	return n;
+}
+
+static int ev_export(struct xgpu_evtchn *e, int fds[XGPU_XEN_EXPORT_FDS])
+{
+	return export_conn(EVC(e), fds);
+}
+
 static const struct xgpu_evtchn_ops stub_ev_ops = {
+    .export_fds = ev_export,
     .close = ev_close,
     .fd = ev_fd,
     .notify = ev_notify,
@@ -854,7 +880,13 @@ static int gnttab_unmap(struct xgpu_gnttab *g, void *addr, unsigned count)
 	return gnt_end((struct stub_gnt *)g, XSW_GT_UNMAP, addr, count);
 }
 
+static int gnttab_export(struct xgpu_gnttab *g, int fds[XGPU_XEN_EXPORT_FDS])
+{
+	return export_conn(&((struct stub_gnt *)g)->c, fds);
+}
+
 static const struct xgpu_gnttab_ops stub_gnttab_ops = {
+    .export_fds = gnttab_export,
     .close = gnttab_close,
     .map_domain_grant_refs = gnttab_map_domain_grant_refs,
     .map_grant_ref_notify = gnttab_map_grant_ref_notify,
@@ -891,6 +923,95 @@ struct xgpu_gnttab *xgpu_gnttab_open_stub(const char *path, uint32_t domid, char
 	struct stub_gnt *x = gnt_open(path, domid, XSW_GNTTAB, err, errlen);
 	if (!x)
 		return NULL;
+	x->pub.tab.ops = &stub_gnttab_ops;
+	return &x->pub.tab;
+}
+
+/* ---- one domain's handles, for another process -------------------------------- */
+
+static int restrict_to(struct sconn *c, uint32_t domid, const char *what, char *err, size_t errlen)
+{
+	struct xsw_ev q = {.a = domid};
+	if (rpc(c, XSW_RESTRICT, &q, sizeof q, NULL, 0, NULL, 0, NULL, NULL) == 0)
+		return 0;
+	snprintf(err, errlen, "xenstub: cannot restrict a %s handle to domain %u: %s", what, domid,
+		 strerror(errno));
+	return -1;
+}
+
+struct xgpu_evtchn *xgpu_evtchn_open_for_stub(const char *path, uint32_t self, uint32_t domid, char *err,
+					      size_t errlen)
+{
+	struct xgpu_evtchn *e = xgpu_evtchn_open_stub(path, self, err, errlen);
+	if (e && restrict_to(EVC(e), domid, "event-channel", err, errlen)) {
+		ev_close(e);
+		return NULL;
+	}
+	return e;
+}
+
+struct xgpu_gnttab *xgpu_gnttab_open_for_stub(const char *path, uint32_t self, uint32_t domid, char *err,
+					      size_t errlen)
+{
+	struct xgpu_gnttab *g = xgpu_gnttab_open_stub(path, self, err, errlen);
+	if (g && restrict_to(&((struct stub_gnt *)g)->c, domid, "grant-table", err, errlen)) {
+		gnttab_close(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* A handle over a connection another process opened (and restricted). The
+ * server knows which domain it plays; domid is only the one it was
+ * restricted to, which the server enforces. */
+static int import_conn(struct sconn *c, uint32_t domid, const int *fds, int nfds, int want, char *err,
+		       size_t errlen)
+{
+	if (nfds != want) {
+		snprintf(err, errlen, "a stub handle comes as %d descriptors, not %d", want, nfds);
+		errno = EINVAL;
+		return -1;
+	}
+	for (int i = 0; i < nfds; i++) {
+		int type = 0;
+		socklen_t tl = sizeof type;
+		if (getsockopt(fds[i], SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM) {
+			snprintf(err, errlen, "a stub handle's descriptor %d is not a stream socket", i);
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	c->fd = fds[0];
+	c->evfd = nfds > 1 ? fds[1] : -1;
+	c->domid = domid;
+	pthread_mutex_init(&c->mu, NULL);
+	return 0;
+}
+
+struct xgpu_evtchn *xgpu_evtchn_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen)
+{
+	struct stub_ev *x = calloc(1, sizeof *x);
+	if (!x || import_conn(&x->c, domid, fds, nfds, 2, err, errlen)) {
+		if (!x)
+			snprintf(err, errlen, "out of memory");
+		free(x);
+		return NULL;
+	}
+	x->pub.ops = &stub_ev_ops;
+	return &x->pub;
+}
+
+struct xgpu_gnttab *xgpu_gnttab_import_stub(uint32_t domid, const int *fds, int nfds, char *err,
+					    size_t errlen)
+{
+	struct stub_gnt *x = calloc(1, sizeof *x);
+	if (!x || import_conn(&x->c, domid, fds, nfds, 1, err, errlen)) {
+		if (!x)
+			snprintf(err, errlen, "out of memory");
+		free(x);
+		return NULL;
+	}
 	x->pub.tab.ops = &stub_gnttab_ops;
 	return &x->pub.tab;
 }

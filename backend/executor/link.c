@@ -11,11 +11,13 @@
 #include "link.h"
 
 #include "chan_local.h"
+#include "chan_xen.h"
 #include "fdpass.h"
 #include "inbox.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +42,8 @@ struct held {
 	uint32_t id;
 	struct xgpu_channel *ch; /* the poller's; valid while listed */
 	struct xgpu_link_channel info;
-	int fds[2]; /* by kind: the guest's socket and region memfd */
+	int fds[XGPU_LINK_CHAN_FDS]; /* copies of what xgpud handed over, by kind (execlink.h) */
+	int nfds;
 };
 
 static struct {
@@ -181,24 +184,30 @@ static void add_channel(struct xgpu_executor *x, const struct xgpu_link_msg *m, 
 	struct xgpu_link_msg reply = {.chan_id = m->chan_id};
 	char err[256] = "";
 	struct xgpu_channel *ch = NULL;
-	int keep[2] = {-1, -1};
+	int keep[XGPU_LINK_CHAN_FDS] = {-1, -1, -1, -1};
+	uint32_t kind = m->u.channel.kind;
 	pthread_mutex_lock(&L.lock);
 	bool dup_id = find_held(m->chan_id) != NULL;
 	pthread_mutex_unlock(&L.lock);
-	if (dup_id) {
+	bool known = (kind == XGPU_CHAN_LOCAL && nfds == 2) ||
+		     (kind == XGPU_CHAN_XEN && nfds >= 2 && nfds <= XGPU_LINK_CHAN_FDS);
+	bool dups = known;
+	/* Copies for an adopting xgpud: the channel takes the originals. */
+	for (int i = 0; dups && i < nfds; i++)
+		dups = (keep[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 0)) >= 0;
+	if (dup_id)
 		snprintf(err, sizeof err, "channel %u exists already", m->chan_id);
-	} else if (m->u.channel.kind != XGPU_CHAN_LOCAL || nfds != 2) {
+	else if (!known)
 		snprintf(err, sizeof err,
-			 "channel kind %u with %d descriptors is not one this executor serves",
-			 m->u.channel.kind, nfds);
-	} else if ((keep[0] = dup(fds[0])) < 0 || (keep[1] = dup(fds[1])) < 0) {
+			 "channel kind %u with %d descriptors is not one this executor serves", kind, nfds);
+	else if (!dups)
 		snprintf(err, sizeof err, "dup: %s", strerror(errno));
-	} else {
-		ch =
-		    xgpu_chan_local_open(&x->dom, m->chan_id, &m->u.channel, fds[0], fds[1], err, sizeof err);
-	}
-	if (ch) {
+	else if (kind == XGPU_CHAN_LOCAL && (ch = xgpu_chan_local_open(&x->dom, m->chan_id, &m->u.channel,
+								       fds[0], fds[1], err, sizeof err)))
 		fds[0] = -1; /* the channel took the socket */
+	else if (kind == XGPU_CHAN_XEN)
+		ch = xgpu_chan_xen_open(&x->dom, m->chan_id, &m->u.channel, fds, nfds, err, sizeof err);
+	if (ch) {
 		pthread_mutex_lock(&L.lock);
 		if (L.nheld == L.cap) {
 			size_t cap = L.cap ? 2 * L.cap : 16;
@@ -209,16 +218,19 @@ static void add_channel(struct xgpu_executor *x, const struct xgpu_link_msg *m, 
 			}
 		}
 		if (L.nheld < L.cap) {
-			L.held[L.nheld++] = (struct held){m->chan_id, ch, m->u.channel, {keep[0], keep[1]}};
-			keep[0] = keep[1] = -1;
+			struct held *h = &L.held[L.nheld++];
+			*h = (struct held){.id = m->chan_id, .ch = ch, .info = m->u.channel, .nfds = nfds};
+			memcpy(h->fds, keep, sizeof keep);
+			for (int i = 0; i < XGPU_LINK_CHAN_FDS; i++)
+				keep[i] = -1;
 		}
 		pthread_mutex_unlock(&L.lock);
 		/* Without a record an adopting xgpud would not know it, but
 		 * the guest is served all the same. */
-		close_fds(keep, 2);
+		close_fds(keep, XGPU_LINK_CHAN_FDS);
 		xgpu_inbox_add_channel(&x->dom, ch);
 	} else {
-		close_fds(keep, 2);
+		close_fds(keep, XGPU_LINK_CHAN_FDS);
 		xlog_warn("domain %s: channel %u refused: %s", x->dom.name, m->chan_id, err);
 		snprintf(reply.text, sizeof reply.text, "refused by the executor: %.200s", err);
 		link_send(x, XGPU_LINK_CLOSED, &reply, NULL, 0);
@@ -232,7 +244,7 @@ void xgpu_link_unlist_channel(struct xgpu_executor *x, struct xgpu_channel *ch)
 	pthread_mutex_lock(&L.lock);
 	for (size_t i = 0; i < L.nheld; i++)
 		if (L.held[i].ch == ch) {
-			close_fds(L.held[i].fds, 2);
+			close_fds(L.held[i].fds, L.held[i].nfds);
 			L.held[i] = L.held[--L.nheld];
 			break;
 		}
@@ -320,7 +332,7 @@ static void adopt(struct xgpu_executor *x)
 	for (size_t i = 0; ok && i < L.nheld; i++) {
 		struct xgpu_link_msg h = {.chan_id = L.held[i].id};
 		h.u.channel = L.held[i].info;
-		ok = xgpu_link_send(conn, XGPU_LINK_HELD, &h, L.held[i].fds, 2) == 0;
+		ok = xgpu_link_send(conn, XGPU_LINK_HELD, &h, L.held[i].fds, L.held[i].nfds) == 0;
 	}
 	pthread_mutex_unlock(&L.lock);
 	struct xgpu_link_msg done = {0};
@@ -519,7 +531,7 @@ void xgpu_link_stop(struct xgpu_executor *x)
 	L.started = false;
 	pthread_mutex_lock(&L.lock);
 	for (size_t i = 0; i < L.nheld; i++)
-		close_fds(L.held[i].fds, 2);
+		close_fds(L.held[i].fds, L.held[i].nfds);
 	free(L.held);
 	L.held = NULL;
 	L.nheld = L.cap = 0;

@@ -51,6 +51,16 @@ struct xgpu_transport_host {
 	 * -1 with the reason in err. */
 	int (*add_channel)(void *core, struct xgpud_domain *dom, struct xgpud_handover *h, char *err,
 			   size_t errlen);
+	/* Asks dom's executor to close channel id (a Xen guest's detach):
+	 * the channel's ended() follows once it is gone. */
+	void (*close_channel)(void *core, struct xgpud_domain *dom, uint32_t id, const char *why);
+	/* A restarted xgpud's adopted executor still serves dom's Xen
+	 * channel n: the channel, its descriptors (ch->xfds) and what the
+	 * executor said of it (ch->xen, to be checked), or NULL. The
+	 * transport takes it (sets ch->ended) or leaves it; close_untaken
+	 * then closes those left. */
+	struct xgpud_channel *(*take_xen_channel)(void *core, struct xgpud_domain *dom, uint32_t n);
+	void (*close_untaken)(void *core, struct xgpud_domain *dom, const char *why);
 
 	/* Answers a control request on conn (which it takes). */
 	void (*control_request)(void *core, int conn, uid_t uid);

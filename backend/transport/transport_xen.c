@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* transport_xen.c - the dom0 end of a vgpu channel (xenvgpu.h): binding the
- * guest's event channel, mapping the root page it granted (with an unmap
- * notification that clears be_alive), the directory pages and the region,
- * validating all of it, answering in the root page, and the be transport ops
- * over the result; host segments are shared the same way (root page +
- * directory pages) and imported by the root page's ref.
+/* transport_xen.c - the dom0 end of a vgpu channel (xenvgpu.h) as xgpud
+ * keeps it: binding the guest's event channel, mapping the root page it
+ * granted, the directory pages and the region, validating all of it,
+ * answering in the root page, and handing the channel to its domain's
+ * executor (backend/executor/chan_xen.c serves it there) on handles that
+ * reach that one domain's ports and grants (xenif.h open_for): the
+ * executor holds no Xen privilege of its own.
  *
  * Everything in a granted page is the guest's: the root header and every
  * directory ref are copied out before they are checked or used, and the
  * region is mapped only from refs of that one domain, only as many as
- * ring-pages says. A channel's wait fd is an epoll set of its event-channel
- * fd and an eventfd through which the main thread asks the poller to close
- * it, so closing is always the poller's (it owns the channel).
+ * ring-pages says. xgpud keeps its own map of the root page and region (to
+ * write why the executor ended before the guest sees its backend go) and
+ * its copies of the executor's handles; the executor's map of the root page
+ * carries the be_alive unmap notification. A channel ends when its
+ * executor says so or ends itself (executors.c calls chan_ended); the xenbus
+ * logic learns of it from the notice queue.
  */
 #include "transport_xen.h"
 
+#include "fdpass.h"
 #include "log.h"
 #include "shm.h"
 #include "util.h"
@@ -30,13 +35,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-/* Pending ports consumed per wake-up: a guest that floods its port costs
- * only its own poller's time, in bounded slices. */
-#define SERVICE_BUDGET 256
-
 struct xgpu_xen_transport {
 	const struct xgpu_transport_host *host;
 	int notify_fd;
+	int epfd; /* notify_fd and the channels' grant brokers (real Xen) */
 	pthread_mutex_t lock;
 	struct xgpu_xen_chan *closed, **closed_tail; /* notices, oldest first */
 };
@@ -45,17 +47,24 @@ struct xgpu_xen_chan {
 	struct xgpu_xen_transport *t;
 	void *cookie;
 	struct xgpu_xen_chan_params p;
+	struct xgpud_domain *dom;
+	struct xgpud_channel *ch; /* the domain's while its executor serves it */
+	/* Handles reaching domain p.domid alone (xenif.h): evt with the
+	 * guest's port bound and gnt_x, both handed to the executor (our
+	 * copies keep them until the channel ends, so that the guest sees
+	 * its backend go only after xgpud wrote why); gnt, xgpud's own, for
+	 * the root page (the answer, be_alive) and the region (the end code). */
 	struct xgpu_evtchn *evt;
-	struct xgpu_gnttab *gnt;
-	int lport; /* our end of the event channel; -1 before binding */
-	int epfd;  /* the wait fd: evtchn fd + kill_fd */
-	int kill_fd;
-	struct xgpu_xen_root *root; /* the mapped root page */
+	struct xgpu_gnttab *gnt, *gnt_x;
+	int lport;     /* our end of the event channel; -1 before binding */
+	int broker_fd; /* gnt_x's grant broker while watched, else -1 */
+	struct xgpu_xen_root *root;
 	void *region;
 	size_t region_size;
-	_Atomic bool killed; /* main thread asked */
-	bool fe_dead;        /* poller saw fe_alive == 0 */
-	bool torn_down;      /* resources released (close ran) */
+	bool killed;    /* the xenbus logic asked */
+	bool ended;     /* gone from its domain; the notice is posted */
+	bool torn_down; /* resources released */
+	enum xgpu_xen_end why;
 	struct xgpu_xen_chan *next_closed;
 };
 
@@ -74,6 +83,16 @@ struct xgpu_xen_transport *xgpu_xen_transport_new(const struct xgpu_transport_ho
 		free(t);
 		return NULL;
 	}
+	t->epfd = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+	if (t->epfd < 0 || epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->notify_fd, &ev) < 0) {
+		snprintf(err, errlen, "epoll: %s", strerror(errno));
+		if (t->epfd >= 0)
+			close(t->epfd);
+		close(t->notify_fd);
+		free(t);
+		return NULL;
+	}
 	pthread_mutex_init(&t->lock, NULL);
 	t->closed_tail = &t->closed;
 	return t;
@@ -81,7 +100,36 @@ struct xgpu_xen_transport *xgpu_xen_transport_new(const struct xgpu_transport_ho
 
 int xgpu_xen_transport_fd(const struct xgpu_xen_transport *t)
 {
-	return t->notify_fd;
+	return t->epfd;
+}
+
+static void unwatch_broker(struct xgpu_xen_chan *c)
+{
+	if (c->broker_fd >= 0)
+		epoll_ctl(c->t->epfd, EPOLL_CTL_DEL, c->broker_fd, NULL);
+	c->broker_fd = -1;
+}
+
+void xgpu_xen_transport_serve(struct xgpu_xen_transport *t)
+{
+	struct epoll_event ev[16];
+	int n = epoll_wait(t->epfd, ev, 16, 0);
+	for (int i = 0; i < n; i++) {
+		struct xgpu_xen_chan *c = ev[i].data.ptr;
+		if (!c || c->broker_fd < 0 || !c->gnt_x)
+			continue;
+		if (c->gnt_x->ops->broker_serve(c->gnt_x) < 0) {
+			/* Its executor left, or broke the broker's rules: it
+			 * gets no more grants; the channel's end follows. */
+			bool left = errno == EPIPE;
+			unwatch_broker(c);
+			if (!left)
+				dlog_warn(
+				    c->dom,
+				    "domain %s: vgpu channel %u: its executor broke the grant broker's rules",
+				    c->dom->name, c->p.n);
+		}
+	}
 }
 
 void xgpu_xen_transport_free(struct xgpu_xen_transport *t)
@@ -94,6 +142,7 @@ void xgpu_xen_transport_free(struct xgpu_xen_transport *t)
 	while ((c = xgpu_xen_next_closed(t, &cookie, &why)))
 		xgpu_xen_chan_free(c);
 	close(t->notify_fd);
+	close(t->epfd);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
@@ -114,9 +163,7 @@ struct xgpu_xen_chan *xgpu_xen_next_closed(struct xgpu_xen_transport *t, void **
 	pthread_mutex_unlock(&t->lock);
 	if (c) {
 		*cookie = c->cookie;
-		*why = atomic_load(&c->killed) ? XGPU_XEN_END_KILLED
-		       : c->fe_dead            ? XGPU_XEN_END_FE_DEAD
-					       : XGPU_XEN_END_BROKEN;
+		*why = c->why;
 		/* More may wait: keep the fd readable for the next round. */
 		uint64_t one = 1;
 		if (t->closed && write(t->notify_fd, &one, sizeof one) < 0)
@@ -125,8 +172,10 @@ struct xgpu_xen_chan *xgpu_xen_next_closed(struct xgpu_xen_transport *t, void **
 	return c;
 }
 
-/* Unmaps, unbinds and closes what the channel holds (either thread, once). */
-static void release(struct xgpu_xen_chan *c)
+/* Unmaps, unbinds and closes what the channel holds (once). handed_on: the
+ * executor goes on serving it for the next xgpud, so the guest must see
+ * nothing: only our copies and our own maps go. */
+static void release(struct xgpu_xen_chan *c, bool handed_on)
 {
 	if (c->torn_down)
 		return;
@@ -134,15 +183,21 @@ static void release(struct xgpu_xen_chan *c)
 	if (c->region)
 		c->gnt->ops->unmap(c->gnt, c->region, (unsigned)(c->region_size / XGPU_XEN_PAGE_SIZE));
 	if (c->root) {
-		/* The unmap notification clears it too; this covers a stub or
-		 * kernel that signals only. */
-		__atomic_store_n(&c->root->be_alive, 0, __ATOMIC_RELEASE);
+		/* The executor's map of it carries the unmap notification
+		 * that clears it; this covers one that never mapped it. */
+		if (!handed_on)
+			__atomic_store_n(&c->root->be_alive, 0, __ATOMIC_RELEASE);
 		c->gnt->ops->unmap(c->gnt, c->root, 1);
 	}
-	if (c->lport >= 0)
+	/* The executor's grant handle before the port: with the last copy
+	 * of it goes its root map, whose notification signals the port. */
+	unwatch_broker(c);
+	if (c->gnt_x)
+		c->gnt_x->ops->close(c->gnt_x);
+	if (c->lport >= 0 && !handed_on) {
+		c->evt->ops->notify(c->evt, (uint32_t)c->lport);
 		c->evt->ops->unbind(c->evt, (uint32_t)c->lport);
-	if (c->epfd >= 0)
-		close(c->epfd);
+	}
 	if (c->evt)
 		c->evt->ops->close(c->evt);
 	if (c->gnt)
@@ -150,105 +205,61 @@ static void release(struct xgpu_xen_chan *c)
 	c->region = NULL;
 	c->root = NULL;
 	c->lport = -1;
-	c->epfd = -1;
 	c->evt = NULL;
-	c->gnt = NULL;
+	c->gnt = c->gnt_x = NULL;
 }
 
 void xgpu_xen_chan_free(struct xgpu_xen_chan *c)
 {
 	if (!c)
 		return;
-	release(c);
-	if (c->kill_fd >= 0)
-		close(c->kill_fd);
+	if (c->ch) /* still its domain's: it forgets the channel */
+		c->ch->ended = NULL, c->ch->tpriv = NULL, c->ch->region = NULL;
+	release(c, false);
 	free(c);
+}
+
+static void post_closed(struct xgpu_xen_chan *c)
+{
+	struct xgpu_xen_transport *t = c->t;
+	pthread_mutex_lock(&t->lock);
+	c->next_closed = NULL;
+	*t->closed_tail = c;
+	t->closed_tail = &c->next_closed;
+	pthread_mutex_unlock(&t->lock);
+	uint64_t one = 1;
+	if (write(t->notify_fd, &one, sizeof one) < 0 && errno != EAGAIN)
+		xlog_err("xen transport: cannot post a closed channel: %s", strerror(errno));
+}
+
+/* The channel left its domain (core.h): its executor closed it, or ended. */
+static void chan_ended(struct xgpud_channel *ch, bool handed_on)
+{
+	struct xgpu_xen_chan *c = ch->tpriv;
+	c->ch = NULL;
+	c->ended = true;
+	if (handed_on) {
+		/* xgpud restarts in place: the xenbus logic is not told (the
+		 * next xgpud finds the channel in its executor). */
+		release(c, true);
+		return;
+	}
+	/* Ours to read, whatever the executor said: fe_alive is cleared by
+	 * the guest's own unmap notification when its process goes. */
+	bool fe_dead = c->root && __atomic_load_n(&c->root->fe_alive, __ATOMIC_ACQUIRE) == 0;
+	c->why = c->killed ? XGPU_XEN_END_KILLED : fe_dead ? XGPU_XEN_END_FE_DEAD : XGPU_XEN_END_BROKEN;
+	release(c, false);
+	/* xenstore is the xenbus logic's: it learns of the end from the notice. */
+	post_closed(c);
 }
 
 void xgpu_xen_channel_kill(struct xgpu_xen_chan *c, const char *why)
 {
-	(void)why;
-	atomic_store(&c->killed, true);
-	uint64_t one = 1;
-	if (write(c->kill_fd, &one, sizeof one) < 0 && errno != EAGAIN)
-		xlog_err("domain %u: channel %u: cannot ask its poller to close it: %s", c->p.domid, c->p.n,
-			 strerror(errno));
-}
-
-/* Maps npages region pages that domid listed through a root page it granted
- * as root_ref: the root header and directory refs are copied before use.
- * With root_out, the root page stays mapped there (with the be_alive
- * notification on notify_port), even on failure; otherwise it is unmapped. */
-static void *map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref, uint32_t npages,
-			int32_t notify_port, struct xgpu_xen_root **root_out, struct xgpu_xen_root *hdr,
-			char *err, size_t errlen)
-{
-	struct xgpu_xen_root *root =
-	    root_out ? g->ops->map_grant_ref_notify(g, domid, root_ref, true,
-						    (int32_t)XGPU_XEN_ROOT_BE_ALIVE_OFFSET, notify_port)
-		     : g->ops->map_domain_grant_refs(g, 1, domid, &root_ref, false);
-	if (!root) {
-		snprintf(err, errlen, "cannot map root page grant %u of domain %u: %s", root_ref, domid,
-			 strerror(errno));
-		return NULL;
-	}
-	uint32_t *refs = NULL, *dirs = NULL;
-	void *region = NULL;
-	memcpy(hdr, root, sizeof *hdr);
-	if (hdr->magic != XGPU_XEN_ROOT_MAGIC) {
-		snprintf(err, errlen, "root page has magic 0x%08x, not 0x%08x", hdr->magic,
-			 XGPU_XEN_ROOT_MAGIC);
-		goto out;
-	}
-	if (hdr->version != XGPU_PROTO_VERSION) {
-		snprintf(err, errlen,
-			 "protocol version mismatch: the guest's root page speaks xgpu protocol %u, xgpud "
-			 "speaks %u",
-			 hdr->version, XGPU_PROTO_VERSION);
-		goto out;
-	}
-	if (hdr->npages != npages) {
-		snprintf(err, errlen, "root page lists %u pages, %u announced", hdr->npages, npages);
-		goto out;
-	}
-	uint32_t ndir = (npages + XGPU_XEN_REFS_PER_DIR - 1) / XGPU_XEN_REFS_PER_DIR;
-	if (hdr->ndir != ndir || ndir > XGPU_XEN_ROOT_MAX_DIRS) {
-		snprintf(err, errlen, "root page has %u directory pages, %u pages need %u", hdr->ndir, npages,
-			 ndir);
-		goto out;
-	}
-	dirs = malloc(ndir * sizeof *dirs);
-	refs = malloc((size_t)npages * sizeof *refs);
-	if (!dirs || !refs) {
-		snprintf(err, errlen, "out of memory for %u refs", npages);
-		goto out;
-	}
-	memcpy(dirs, root->dir_refs, ndir * sizeof *dirs);
-	for (uint32_t i = 0; i < ndir; i++) {
-		const uint32_t *dp = g->ops->map_domain_grant_refs(g, 1, domid, &dirs[i], false);
-		if (!dp) {
-			snprintf(err, errlen, "cannot map directory page %u (grant %u) of domain %u: %s", i,
-				 dirs[i], domid, strerror(errno));
-			goto out;
-		}
-		uint32_t first = i * XGPU_XEN_REFS_PER_DIR;
-		uint32_t cnt =
-		    npages - first < XGPU_XEN_REFS_PER_DIR ? npages - first : XGPU_XEN_REFS_PER_DIR;
-		memcpy(refs + first, dp, cnt * sizeof *refs);
-		g->ops->unmap(g, (void *)dp, 1);
-	}
-	region = g->ops->map_domain_grant_refs(g, npages, domid, refs, true);
-	if (!region)
-		snprintf(err, errlen, "cannot map the %u region pages domain %u listed: %s", npages, domid,
-			 strerror(errno));
-out:
-	free(dirs);
-	free(refs);
-	if (root_out)
-		*root_out = root; /* even on failure: the caller answers there */
-	else
-		g->ops->unmap(g, root, 1);
-	return region;
+	if (c->ended || c->killed)
+		return;
+	c->killed = true;
+	const struct xgpu_transport_host *host = c->t->host;
+	host->close_channel(host->core, c->dom, c->ch->id, why);
 }
 
 /* ---- opening (main thread) ---------------------------------------------------- */
@@ -269,6 +280,7 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
 	struct xgpud_channel *ch = calloc(1, sizeof *ch);
 	int status = cudaErrorInvalidValue;
+	struct xgpud_handover ho = {.kind = XGPU_CHAN_XEN, .ch = ch};
 	if (!c || !ch) {
 		free(c);
 		free(ch);
@@ -278,15 +290,17 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	c->t = t;
 	c->cookie = cookie;
 	c->p = *p;
+	c->dom = dom;
 	c->lport = -1;
-	c->epfd = -1;
-	c->kill_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	c->broker_fd = -1;
+	ch->sock = -1;
 	char why[256];
-	c->evt = xgpu_evtchn_open(why, sizeof why);
-	c->gnt = c->evt ? xgpu_gnttab_open(why, sizeof why) : NULL;
-	if (c->kill_fd < 0 || !c->evt || !c->gnt) {
-		snprintf(err, errlen, "%s", c->kill_fd < 0 ? strerror(errno) : why);
-		status = cudaErrorMemoryAllocation;
+	c->evt = xgpu_evtchn_open_for(p->domid, why, sizeof why);
+	c->gnt = c->evt ? xgpu_gnttab_open_for(p->domid, why, sizeof why) : NULL;
+	c->gnt_x = c->gnt ? xgpu_gnttab_open_for(p->domid, why, sizeof why) : NULL;
+	if (!c->gnt_x) {
+		snprintf(err, errlen, "%s", why);
+		status = errno == ENOTSUP ? cudaErrorNotSupported : cudaErrorMemoryAllocation;
 		goto fail;
 	}
 	int lport = c->evt->ops->bind_interdomain(c->evt, p->domid, p->port);
@@ -297,10 +311,10 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	}
 	c->lport = lport;
 	struct xgpu_xen_root hdr;
-	c->region =
-	    map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, lport, &c->root, &hdr, err, errlen);
+	c->region = xgpu_xen_map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, -1, &c->root, &hdr, err,
+					errlen);
 	if (!c->region) {
-		if (strstr(err, "version mismatch"))
+		if (errno == ESTALE)
 			status = cudaErrorInsufficientDriver;
 		goto fail;
 	}
@@ -322,13 +336,69 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 		snprintf(err, errlen, "channel region refused: %s", serr);
 		goto fail;
 	}
-	/* Serving a Xen channel from the domain's executor (the event channel
-	 * and grants handed over on the domain's own handles) is not built
-	 * yet: refuse it by name rather than serve it from here. */
-	(void)host;
-	snprintf(err, errlen, "Xen channels are not yet served by executors");
-	status = cudaErrorNotSupported;
-	goto fail;
+	int nevt = c->evt->ops->export_fds ? c->evt->ops->export_fds(c->evt, ho.fds) : -1;
+	int ngnt =
+	    nevt > 0 && c->gnt_x->ops->export_fds ? c->gnt_x->ops->export_fds(c->gnt_x, ho.fds + nevt) : -1;
+	if (nevt <= 0 || ngnt <= 0 || nevt + ngnt > XGPU_LINK_CHAN_FDS) {
+		snprintf(err, errlen, "cannot hand the channel's event channel and grants over: %s",
+			 strerror(errno));
+		if (nevt > 0)
+			xgpu_close_fds(ho.fds, nevt);
+		if (ngnt > 0)
+			xgpu_close_fds(ho.fds + nevt, ngnt);
+		status = cudaErrorMemoryAllocation;
+		goto fail;
+	}
+	ho.nfds = nevt + ngnt;
+	int bfd = c->gnt_x->ops->broker_fd ? c->gnt_x->ops->broker_fd(c->gnt_x) : -1;
+	if (c->gnt_x->ops->broker_notify_port)
+		c->gnt_x->ops->broker_notify_port(c->gnt_x, lport);
+	struct epoll_event bev = {.events = EPOLLIN, .data.ptr = c};
+	if (bfd >= 0) {
+		if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, bfd, &bev) < 0) {
+			snprintf(err, errlen, "cannot watch the channel's grant broker: %s", strerror(errno));
+			xgpu_close_fds(ho.fds, ho.nfds);
+			status = cudaErrorMemoryAllocation;
+			goto fail;
+		}
+		c->broker_fd = bfd;
+	}
+	ho.xen = (struct xgpu_link_xen){.impl = xgpu_xen_impl(),
+					.domid = p->domid,
+					.ring_ref = p->ring_ref,
+					.ring_pages = p->ring_pages,
+					.port = (uint32_t)lport,
+					.evt_fds = (uint32_t)nevt,
+					.n = p->n,
+					.guest_port = p->port,
+					.task = p->task};
+	struct xgpu_hello_ack ack;
+	if (host->admit_channel(host->core, dom, ch, &ack, &status, err, errlen) < 0) {
+		xgpu_close_fds(ho.fds, ho.nfds);
+		goto fail;
+	}
+	ch->task = p->task;
+	ch->pid = 0; /* a guest's process: no pid of ours */
+	ch->uid = 0;
+	ch->region = c->region;
+	ch->region_size = c->region_size;
+	ch->ended = chan_ended;
+	ch->tpriv = c;
+	c->ch = ch;
+	answer(c, &ack);
+	__atomic_store_n(&c->root->be_alive, 1, __ATOMIC_RELEASE);
+	uint32_t id = ch->id;
+	if (host->add_channel(host->core, dom, &ho, err, errlen) < 0) {
+		ch->ended = NULL;
+		ch->region = NULL;
+		c->ch = NULL;
+		status = cudaErrorDevicesUnavailable;
+		goto fail;
+	}
+	/* The domain holds ch now; its executor serves the guest. */
+	dlog_info(dom, "domain %s: channel %u opened as vgpu channel %u (task %u, %u ring pages, runtime %d)",
+		  dom->name, id, p->n, p->task, p->ring_pages, h.runtime_version);
+	return c;
 fail : {
 	struct xgpu_hello_ack nack = {
 	    .magic = XGPU_PROTO_MAGIC, .version = XGPU_PROTO_VERSION, .status = status};
@@ -338,4 +408,73 @@ fail : {
 	xgpu_xen_chan_free(c);
 	return NULL;
 }
+}
+
+struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
+					     struct xgpud_channel *ch, const struct xgpu_xen_chan_params *p,
+					     void *cookie, char *err, size_t errlen)
+{
+	const struct xgpu_link_xen *x = &ch->xen;
+	if (x->ring_ref != p->ring_ref || x->ring_pages != p->ring_pages || x->guest_port != p->port ||
+	    x->task != p->task || (int)x->evt_fds >= ch->nxfds) {
+		snprintf(err, errlen,
+			 "its executor's record of it (ring-ref %u, %u pages, port %u) is not xenstore's",
+			 x->ring_ref, x->ring_pages, x->guest_port);
+		return NULL;
+	}
+	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	c->t = t;
+	c->cookie = cookie;
+	c->p = *p;
+	c->dom = dom;
+	c->lport = -1;
+	c->broker_fd = -1;
+	char why[256];
+	int nevt = (int)x->evt_fds;
+	c->evt = xgpu_evtchn_import(x->impl, p->domid, ch->xfds, nevt, why, sizeof why);
+	if (c->evt) {
+		for (int i = 0; i < nevt; i++)
+			ch->xfds[i] = -1;
+		c->lport = (int)x->port;
+		c->gnt_x =
+		    xgpu_gnttab_import(x->impl, p->domid, ch->xfds + nevt, ch->nxfds - nevt, why, sizeof why);
+	}
+	if (c->gnt_x) {
+		for (int i = nevt; i < ch->nxfds; i++)
+			ch->xfds[i] = -1;
+		c->gnt = xgpu_gnttab_open_for(p->domid, why, sizeof why);
+	}
+	if (!c->gnt) {
+		snprintf(err, errlen, "%s", why);
+		goto fail;
+	}
+	struct xgpu_xen_root hdr;
+	c->region = xgpu_xen_map_shared(c->gnt, p->domid, p->ring_ref, p->ring_pages, -1, &c->root, &hdr, err,
+					errlen);
+	if (!c->region)
+		goto fail;
+	c->region_size = (size_t)p->ring_pages * XGPU_XEN_PAGE_SIZE;
+	struct xgpu_shm_view v;
+	if (xgpu_shm_attach(c->region, c->region_size, &v, why, sizeof why) < 0) {
+		snprintf(err, errlen, "channel region refused: %s", why);
+		goto fail;
+	}
+	ch->nxfds = 0;
+	ch->region = c->region;
+	ch->region_size = c->region_size;
+	ch->ended = chan_ended;
+	ch->tpriv = c;
+	c->ch = ch;
+	dlog_info(dom, "domain %s: channel %u (vgpu channel %u) adopted with its executor", dom->name, ch->id,
+		  p->n);
+	return c;
+fail:
+	/* Its executor is asked to close it (close_untaken): the port stays. */
+	c->lport = -1;
+	xgpu_xen_chan_free(c);
+	return NULL;
 }

@@ -360,6 +360,48 @@ static void refuse_dev(struct xb_dev *dev, const char *fmt, ...)
 	xset(dev->x, path, msg);
 }
 
+static int read_params(struct xb_chan *c, struct xgpu_xen_chan_params *p, char *err, size_t errlen);
+
+/* The channels of dev's domain that a restarted xgpud's adopted executor
+ * still serves, taken again where the guest's keys still say what the
+ * executor's record says; the others' backend directories go, and their
+ * executor closes them. Whether any was taken. */
+static bool adopt_channels(struct xgpu_xenbus *x, struct xb_dev *dev)
+{
+	const struct xgpu_transport_host *host = x->host;
+	bool any = false;
+	for (uint32_t n = 0; n < XGPU_XEN_MAX_CHANNELS; n++) {
+		struct xgpud_channel *ch = host->take_xen_channel(host->core, dev->dom, n);
+		struct xb_chan *c = &dev->ch[n];
+		char err[256];
+		struct xgpu_xen_chan_params p;
+		if (!ch)
+			continue;
+		if (c->st != CH_NONE) {
+			snprintf(err, sizeof err, "it is in use");
+		} else if (read_params(c, &p, err, sizeof err) == 0 &&
+			   (c->tc = xgpu_xen_channel_adopt(x->t, dev->dom, ch, &p, c, err, sizeof err))) {
+			c->p = p;
+			c->why[0] = '\0';
+			c->remove_after = false;
+			c->st = CH_OPEN;
+			any = true;
+			continue;
+		}
+		glog(dev, XGPU_LOG_WARN, "vgpu channel %u of the adopted executor not taken again: %s", n,
+		     err);
+	}
+	host->close_untaken(host->core, dev->dom, "not found again after xgpud restarted");
+	if (any)
+		for (uint32_t n = 0; n < XGPU_XEN_MAX_CHANNELS; n++)
+			if (dev->ch[n].st != CH_OPEN) {
+				char path[PATH_MAX_LEN + 32];
+				chan_path(dev, false, n, NULL, path, sizeof path);
+				xrm(x, path);
+			}
+	return any;
+}
+
 static void adopt(struct xgpu_xenbus *x, uint32_t domid)
 {
 	struct xb_dev *dev = find_dev(x, domid);
@@ -414,9 +456,12 @@ static void adopt(struct xgpu_xenbus *x, uint32_t domid)
 	dev->refused[0] = '\0';
 	snprintf(path, sizeof path, "%s/error", dev->be);
 	xrm(x, path);
-	/* Channels of an earlier attach (or an earlier xgpud) are gone. */
-	snprintf(path, sizeof path, "%s/channel", dev->be);
-	xrm(x, path);
+	/* Channels of an earlier attach (or an earlier xgpud) are gone, but
+	 * for those an adopted executor still serves (xgpud restarted). */
+	if (!adopt_channels(x, dev)) {
+		snprintf(path, sizeof path, "%s/channel", dev->be);
+		xrm(x, path);
+	}
 	snprintf(path, sizeof path, "%s/state", dev->be);
 	xset(x, path, "2");
 	xlog_info("domain %s (domid %u): vgpu device adopted on GPU %d", dev->dom->name, domid,
@@ -955,6 +1000,8 @@ void xgpu_xenbus_process(struct xgpu_xenbus *x)
 	enum xgpu_xen_end why;
 	void *cookie;
 	struct xgpu_xen_chan *tc;
+	/* Executors' grant requests (real Xen) first: one may wait on them. */
+	xgpu_xen_transport_serve(x->t);
 	while ((tc = xgpu_xen_next_closed(x->t, &cookie, &why)))
 		channel_closed(x, tc, cookie, why);
 	for (int k = 0; k < EVENT_BUDGET; k++) {

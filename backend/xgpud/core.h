@@ -98,6 +98,18 @@ struct xgpud_channel {
 	void *region; /* xgpud's mapping of the region */
 	size_t region_size;
 	int sock; /* a local guest's socket, kept until the executor is done with it; -1 if none */
+	/* A transport with state of its own for the channel (Xen), which then
+	 * owns region: told once when the channel leaves the domain. handed_on:
+	 * it goes on in its executor for the next xgpud (a restart). */
+	void (*ended)(struct xgpud_channel *ch, bool handed_on);
+	void *tpriv;
+	/* A Xen channel adopted from a previous xgpud's executor, waiting for
+	 * the Xen transport to take it (host.h take_xen_channel): what its
+	 * executor said of it (checked against xenstore then) and the
+	 * copies of its handles; nxfds 0 otherwise. */
+	struct xgpu_link_xen xen;
+	int xfds[XGPU_LINK_CHAN_FDS];
+	int nxfds;
 	struct xgpud_channel *next;
 };
 
@@ -105,8 +117,9 @@ struct xgpud_channel {
 struct xgpud_handover {
 	uint32_t kind; /* enum xgpu_link_chan_kind */
 	struct xgpud_channel *ch;
-	int fds[2]; /* by kind; the executor gets copies, xgpud keeps none of them */
+	int fds[XGPU_LINK_CHAN_FDS]; /* by kind; the executor gets copies, xgpud keeps none of them */
 	int nfds;
+	struct xgpu_link_xen xen; /* XGPU_CHAN_XEN */
 };
 
 /* ---- executors ----------------------------------------------------------- */

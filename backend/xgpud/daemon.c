@@ -292,6 +292,24 @@ static int host_add_channel(void *core, struct xgpud_domain *dom, struct xgpud_h
 	return xgpu_domain_add_channel(dom, h, err, errlen);
 }
 
+static void host_close_channel(void *core, struct xgpud_domain *dom, uint32_t id, const char *why)
+{
+	(void)core;
+	xgpu_executors_close_channel(dom, id, why);
+}
+
+static struct xgpud_channel *host_take_xen_channel(void *core, struct xgpud_domain *dom, uint32_t n)
+{
+	(void)core;
+	return xgpu_executors_take_xen_channel(dom, n);
+}
+
+static void host_close_untaken(void *core, struct xgpud_domain *dom, const char *why)
+{
+	(void)core;
+	xgpu_executors_close_untaken(dom, why);
+}
+
 static void host_control_request(void *core, int conn, uid_t uid)
 {
 	xgpu_control_spawn(core, conn, uid);
@@ -381,6 +399,9 @@ void xgpud_transport_host(struct xgpud *d, struct xgpu_transport_host *host)
 	    .reserve_domids_below = host_reserve_domids_below,
 	    .admit_channel = host_admit_channel,
 	    .add_channel = host_add_channel,
+	    .close_channel = host_close_channel,
+	    .take_xen_channel = host_take_xen_channel,
+	    .close_untaken = host_close_untaken,
 	    .control_request = host_control_request,
 	    .set_share = host_set_share,
 	    .set_mem_limit = host_set_mem_limit,

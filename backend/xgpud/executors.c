@@ -28,6 +28,8 @@
 #include "log.h"
 #include "shm.h"
 #include "util.h"
+#include "xenif.h"
+#include "xenvgpu.h"
 
 #include <cuda_runtime_api.h>
 #include <dirent.h>
@@ -126,10 +128,13 @@ int xgpu_executors_fd(struct xgpud *d)
 
 /* ---- channels' ends ------------------------------------------------------------ */
 
-static void free_channel(struct xgpud_channel *ch)
+static void end_channel(struct xgpud_channel *ch, bool handed_on)
 {
-	if (ch->region)
+	if (ch->ended)
+		ch->ended(ch, handed_on);
+	else if (ch->region)
 		munmap(ch->region, ch->region_size);
+	xgpu_close_fds(ch->xfds, ch->nxfds);
 	if (ch->sock >= 0)
 		close(ch->sock);
 	free(ch);
@@ -178,9 +183,8 @@ static void drop_channel(struct xgpud_domain *dom, uint32_t id, const char *why)
 		if (ch->id != id)
 			continue;
 		*pp = ch->next;
-		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid,
-			  why);
-		free_channel(ch);
+		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid, why);
+		end_channel(ch, false);
 		atomic_fetch_sub(&dom->nchannels, 1);
 		publish_pids(dom);
 		return;
@@ -248,7 +252,7 @@ static void free_executor(struct xgpud *d, struct xgpud_executor *ex)
 }
 
 static void log_line(struct xgpud_executor *ex, char *line);
-static void drain_log(struct xgpud_executor *ex);
+static void drain_log(struct xgpud *d, struct xgpud_executor *ex);
 static void read_link(struct xgpud *d, struct xgpud_executor *ex);
 
 /* ex has exited: what it said last, why it ended, its channels' ends. */
@@ -257,7 +261,7 @@ static void reap(struct xgpud *d, struct xgpud_executor *ex)
 	/* Messages and lines it wrote before it went come first. */
 	if (ex->link_fd >= 0)
 		read_link(d, ex);
-	drain_log(ex);
+	drain_log(d, ex);
 	if (ex->loglen) {
 		ex->logbuf[ex->loglen] = '\0';
 		log_line(ex, ex->logbuf);
@@ -286,7 +290,7 @@ static void reap(struct xgpud *d, struct xgpud_executor *ex)
 			struct xgpud_channel *ch = dom->channels;
 			dom->channels = ch->next;
 			mark_end(ch, code);
-			free_channel(ch);
+			end_channel(ch, false);
 			n++;
 		}
 		atomic_store(&dom->nchannels, 0);
@@ -424,12 +428,21 @@ static void log_line(struct xgpud_executor *ex, char *line)
 	xgpu_log_limited(&ex->log_rl, level, "executor %d: %s", (int)ex->pid, xgpu_log_clean(text));
 }
 
-static void drain_log(struct xgpud_executor *ex)
+static void drain_log(struct xgpud *d, struct xgpud_executor *ex)
 {
 	for (int budget = 64; budget > 0 && ex->log_fd >= 0; budget--) {
 		ssize_t n = read(ex->log_fd, ex->logbuf + ex->loglen, sizeof ex->logbuf - 1 - ex->loglen);
-		if (n <= 0)
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		if (n <= 0) {
+			/* Its end is closed (it exited, or is exiting): a hung-up
+			 * pipe stays readable, so it leaves the epoll set, or the
+			 * main loop would spin until the exit is reaped. */
+			epoll_ctl(S(d)->epfd, EPOLL_CTL_DEL, ex->log_fd, NULL);
+			close(ex->log_fd);
+			ex->log_fd = -1;
+			return;
+		}
 		ex->loglen += (size_t)n;
 		char *start = ex->logbuf, *nl;
 		while ((nl = memchr(start, '\n', ex->loglen - (size_t)(start - ex->logbuf)))) {
@@ -462,7 +475,7 @@ void xgpu_executors_event(struct xgpud *d)
 			if (pass == 0 && kind == EV_LINK && ex->link_fd >= 0)
 				read_link(d, ex);
 			else if (pass == 0 && kind == EV_LOG)
-				drain_log(ex);
+				drain_log(d, ex);
 			else if (pass == 1 && kind == EV_EXIT) {
 				for (int k = i + 1; k < n; k++)
 					if ((ev[k].data.u64 & ~(uint64_t)EV_MASK) == (uintptr_t)ex)
@@ -732,7 +745,7 @@ static void let_go(struct xgpud *d, struct xgpud_domain *dom)
 	while (dom->channels) {
 		struct xgpud_channel *ch = dom->channels;
 		dom->channels = ch->next;
-		free_channel(ch);
+		end_channel(ch, false);
 	}
 	atomic_store(&dom->nchannels, 0);
 	detach(dom, ex);
@@ -756,7 +769,8 @@ int xgpu_executors_add_channel(struct xgpud_domain *dom, struct xgpud_handover *
 						 .task = h->ch->task,
 						 .pid = h->ch->pid,
 						 .uid = h->ch->uid,
-						 .region_size = h->ch->region_size};
+						 .region_size = h->ch->region_size,
+						 .xen = h->xen};
 	if (xgpu_link_send(ex->link_fd, XGPU_LINK_CHANNEL, &m, h->fds, h->nfds) < 0) {
 		snprintf(err, errlen, "cannot hand the channel to executor pid %d: %s", (int)ex->pid,
 			 strerror(errno));
@@ -780,8 +794,8 @@ void xgpu_executors_close_channel(struct xgpud_domain *dom, uint32_t id, const c
 	struct xgpud_executor *ex = dom->ex;
 	struct xgpu_link_msg m = {.chan_id = id};
 	snprintf(m.text, sizeof m.text, "%s", why);
-	if (ex && ex->link_fd >= 0)
-		xgpu_link_send(ex->link_fd, XGPU_LINK_CLOSE, &m, NULL, 0);
+	if (ex && ex->link_fd >= 0 && xgpu_link_send(ex->link_fd, XGPU_LINK_CLOSE, &m, NULL, 0) < 0)
+		kill_ex(ex, XGPU_END_DIED, "its link failed");
 }
 
 void xgpu_executors_set_mem_limit(struct xgpud_domain *dom, uint64_t bytes)
@@ -938,7 +952,7 @@ void xgpu_executors_release_all(struct xgpud *d)
 		while (dom->channels) {
 			struct xgpud_channel *ch = dom->channels;
 			dom->channels = ch->next;
-			free_channel(ch);
+			end_channel(ch, true);
 		}
 		detach(dom, ex);
 		free_executor(d, ex);
@@ -1001,9 +1015,38 @@ void xgpu_executor_stats(const struct xgpud_domain *dom, struct xgpu_dom_stats *
 
 /* One of the adopted executor's channels, as xgpud keeps it: who the guest
  * is comes from its socket (SO_PEERCRED), not from the executor. */
+/* A Xen channel: only its handles' copies and what the executor says of it,
+ * all checked again by the Xen transport against xenstore when it takes the
+ * channel (take_xen_channel); until then the channel is the domain's but no
+ * transport's. The stub's handles alone can be handed on: on real Xen the
+ * grant broker's other end went with the previous xgpud. */
+static struct xgpud_channel *adopt_xen_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m, int *fds,
+					       int nfds)
+{
+	const struct xgpu_link_xen *x = &m->u.channel.xen;
+	if (!dom->xen || x->domid != dom->domid || x->impl != XGPU_XEN_IMPL_STUB || xgpu_xen_impl() != x->impl ||
+	    x->evt_fds < 1 || (int)x->evt_fds >= nfds || nfds > XGPU_LINK_CHAN_FDS || x->ring_pages == 0 ||
+	    x->ring_pages > XGPU_XEN_MAX_REGION_PAGES || x->n >= XGPU_XEN_MAX_CHANNELS)
+		return NULL;
+	for (struct xgpud_channel *o = dom->channels; o; o = o->next)
+		if (o->nxfds && o->xen.n == x->n)
+			return NULL;
+	struct xgpud_channel *ch = calloc(1, sizeof *ch);
+	if (!ch)
+		return NULL;
+	*ch = (struct xgpud_channel){.id = m->chan_id, .task = x->task, .sock = -1, .xen = *x, .nxfds = nfds};
+	for (int i = 0; i < nfds; i++) {
+		ch->xfds[i] = fds[i];
+		fds[i] = -1;
+	}
+	return ch;
+}
+
 static struct xgpud_channel *adopt_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m, int *fds,
 					   int nfds)
 {
+	if (m->u.channel.kind == XGPU_CHAN_XEN)
+		return adopt_xen_channel(dom, m, fds, nfds);
 	struct ucred cred;
 	socklen_t cl = sizeof cred;
 	struct stat st;
@@ -1159,7 +1202,7 @@ fail:
 	while (held) {
 		struct xgpud_channel *ch = held;
 		held = ch->next;
-		free_channel(ch);
+		end_channel(ch, false);
 	}
 	xgpu_close_fds(logp, 2);
 	if (conn >= 0)
@@ -1204,4 +1247,24 @@ int xgpu_executors_adopt(struct xgpud *d)
 	}
 	closedir(dir);
 	return adopted;
+}
+
+/* ---- adopted Xen channels ---------------------------------------------------------- */
+
+struct xgpud_channel *xgpu_executors_take_xen_channel(struct xgpud_domain *dom, uint32_t n)
+{
+	for (struct xgpud_channel *ch = dom->channels; ch; ch = ch->next)
+		if (ch->nxfds && ch->xen.n == n)
+			return ch;
+	return NULL;
+}
+
+void xgpu_executors_close_untaken(struct xgpud_domain *dom, const char *why)
+{
+	for (struct xgpud_channel *ch = dom->channels; ch; ch = ch->next)
+		if (ch->nxfds && !ch->ended) {
+			xgpu_close_fds(ch->xfds, ch->nxfds);
+			ch->nxfds = 0;
+			xgpu_executors_close_channel(dom, ch->id, why);
+		}
 }

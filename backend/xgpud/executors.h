@@ -30,6 +30,11 @@ void xgpu_executors_tick(struct xgpud *d, uint64_t now);
 int xgpu_executors_add_channel(struct xgpud_domain *dom, struct xgpud_handover *h, char *err, size_t errlen);
 /* Asks dom's executor to close channel id (a Xen guest's detach). */
 void xgpu_executors_close_channel(struct xgpud_domain *dom, uint32_t id, const char *why);
+/* An adopted Xen channel n of dom still waiting for the Xen transport
+ * (core.h nxfds), or NULL; the transport takes its descriptors. */
+struct xgpud_channel *xgpu_executors_take_xen_channel(struct xgpud_domain *dom, uint32_t n);
+/* Asks dom's executor to close the adopted Xen channels no transport took. */
+void xgpu_executors_close_untaken(struct xgpud_domain *dom, const char *why);
 /* A domain's memory limit, now and for its executor. */
 void xgpu_executors_set_mem_limit(struct xgpud_domain *dom, uint64_t bytes);
 /* Ends dom's executor at once (SIGKILL): end says why, for its processes. */

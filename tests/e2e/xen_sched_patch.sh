@@ -40,7 +40,8 @@ san=(--file "$SRC/tests/lsan.supp:/xgpu/lsan.supp"
 	--env "LSAN_OPTIONS=suppressions=/xgpu/lsan.supp:print_suppressions=0")
 rc=0
 "$XTB/boot.sh" --timeout 400 --log "$T/serial.log" --xen-elf "$elf" --xen-args "sched=credit" \
-	--file "$B/bin/xgpud:/xgpu/bin/xgpud" --file "$B/bin/xl-gpu:/xgpu/bin/xl-gpu" \
+	--file "$B/bin/xgpud:/xgpu/bin/xgpud" --file "$B/bin/xgpu-executor:/xgpu/bin/xgpu-executor" \
+	--file "$B/bin/xl-gpu:/xgpu/bin/xl-gpu" \
 	--file "$B/bin/xgpu-schedexp:/xgpu/bin/xgpu-schedexp" --dir "$B/lib:/xgpu/lib" \
 	--env "XGPU_SIM_KERNELS=/xgpu/lib/simkernels" --file "$(command -v jq):/usr/bin/jq" \
 	--file "$T/domu-busy.cpio:/xtb/domu-busy.cpio" "${san[@]}" \
@@ -63,7 +64,8 @@ check_clean "$T/dom0.out" "dom0 programs"
 if [ "${XGPU_XSP_STOCK:-1}" = 1 ]; then
 	rc=0
 	"$XTB/boot.sh" --timeout 300 --log "$T/serial-stock.log" --xen-args "sched=credit" \
-		--file "$B/bin/xgpud:/xgpu/bin/xgpud" --file "$B/bin/xl-gpu:/xgpu/bin/xl-gpu" \
+		--file "$B/bin/xgpud:/xgpu/bin/xgpud" --file "$B/bin/xgpu-executor:/xgpu/bin/xgpu-executor" \
+		--file "$B/bin/xl-gpu:/xgpu/bin/xl-gpu" \
 		--file "$B/bin/xgpu-schedexp:/xgpu/bin/xgpu-schedexp" --dir "$B/lib:/xgpu/lib" \
 		--env "XGPU_SIM_KERNELS=/xgpu/lib/simkernels" --env XSP_MODE=stock "${san[@]}" \
 		"$X/dom0-schedexp.sh" | tee "$T/dom0-stock.out" || rc=$?

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_xenbus.c - libFuzzer harness for xgpud's xenbus side
  * (backend/transport/xenbus.c) over the in-memory Xen (tools/xenstub,
- * in-process): a real struct xgpud (sim executor) adopts a vgpu device of
+ * in-process): a real struct xgpud (sim executors: xgpu-executor processes
+ * beside the harness, stopped when it exits) adopts a vgpu device of
  * guest domain 5, attached as `xl-gpu attach` does, and the input is a script
  * of what the guest (and the toolstack) then do to xenstore, with xgpud's
  * watch handling run between every two steps. At the end the domain dies and
@@ -21,9 +22,11 @@
  *   p             wait up to 5 ms for xgpud to act
  *   d             the domain dies now */
 #include "daemon.h"
+#include "executors.h"
 #include "log.h"
 #include "proto.h"
 #include "shm.h"
+#include "util.h"
 #include "xenif.h"
 #include "xenvgpu.h"
 #include "transport/xenbus.h"
@@ -75,16 +78,29 @@ static void pump(int ms)
 {
 	int fds[2];
 	xgpu_xenbus_fds(T.xb, fds);
-	struct pollfd p[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
-	poll(p, 2, ms);
+	struct pollfd p[3] = {{.fd = fds[0], .events = POLLIN},
+			      {.fd = fds[1], .events = POLLIN},
+			      {.fd = xgpu_executors_fd(&T.d), .events = POLLIN}};
+	poll(p, 3, ms);
+	/* As xgpud's main loop: the executors' links and exits, then xenstore. */
+	xgpu_executors_event(&T.d);
+	xgpu_executors_tick(&T.d, xgpu_now_ns());
 	xgpu_xenbus_process(T.xb);
 }
 
-/* The stub's socket and its folder (in $TMPDIR, else /tmp) go when the
- * fuzzer exits (at the end of -max_total_time, -runs or a seed replay):
- * every run used to leave one in /tmp. A crash exits without this. */
+/* The executors stop, and the stub's socket and its folder (in $TMPDIR,
+ * else /tmp) go when the fuzzer exits (at the end of -max_total_time, -runs
+ * or a seed replay): every run used to leave one in /tmp. A crash exits
+ * without this. */
 static void remove_socket_dir(void)
 {
+	if (T.d.executors)
+		xgpu_executors_stop_all(&T.d, "the fuzzer exits");
+	char exec_dir[320], exec_sock[340];
+	snprintf(exec_dir, sizeof exec_dir, "%.200s/xgpud.sock.exec", T.dir);
+	snprintf(exec_sock, sizeof exec_sock, "%s/%u", exec_dir, DOMID);
+	unlink(exec_sock);
+	rmdir(exec_dir);
 	unlink(T.sock);
 	rmdir(T.dir);
 }
@@ -119,7 +135,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	    .executor = "sim",
 	    .policy = "rr",
 	    .tick_ms = 10,
-	    .log_level = XGPU_LOG_ERROR,
+	    .log_level = getenv("FUZZ_LOG") ? XGPU_LOG_DEBUG : XGPU_LOG_ERROR,
 	    .mem_limit = 256ull << 20,
 	    .spin_ns = 0,
 	    .stall_timeout_s = 1,
@@ -128,6 +144,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	    .max_domains = 16,
 	    .pinned_limit = 4ull << 20,
 	};
+	/* The executors' sockets go beside it (T.dir). */
+	snprintf(T.d.socket_path, sizeof T.d.socket_path, "%.200s/xgpud.sock", T.dir);
 	if (!T.xs0 || xgpud_init(&T.d, err, sizeof err) < 0) {
 		fprintf(stderr, "fuzz_xenbus: xgpud_init: %s\n", err);
 		exit(1);
@@ -323,8 +341,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The domain dies; xgpud must forget it. */
 	if (!g.dead)
 		xgpu_xenstub_release(T.stub, DOMID);
-	uint64_t deadline = 200;
-	while (!gone(&g) && deadline--)
+	/* 2 s by the clock: a pump returns early whenever something is ready. */
+	uint64_t deadline = xgpu_now_ns() + 2000000000ull;
+	while (!gone(&g) && xgpu_now_ns() < deadline)
 		pump(10);
 	if (!gone(&g))
 		abort(); /* the domain or its backend directory outlived it */

@@ -27,6 +27,7 @@
 #include "xenif.h"
 #include "xenvgpu.h"
 #include "daemon.h"
+#include "executors.h"
 #include "../../tools/xenstub/xenstub.h"
 
 #include <errno.h>
@@ -53,8 +54,13 @@ static void pump(int ms)
 {
 	int fds[2];
 	xgpu_xenbus_fds(T.xb, fds);
-	struct pollfd p[2] = {{.fd = fds[0], .events = POLLIN}, {.fd = fds[1], .events = POLLIN}};
-	poll(p, 2, ms);
+	struct pollfd p[3] = {{.fd = fds[0], .events = POLLIN},
+			      {.fd = fds[1], .events = POLLIN},
+			      {.fd = xgpu_executors_fd(&T.d), .events = POLLIN}};
+	poll(p, 3, ms);
+	/* As xgpud's main loop: the executors' links and exits, then xenstore. */
+	xgpu_executors_event(&T.d);
+	xgpu_executors_tick(&T.d, xgpu_now_ns());
 	xgpu_xenbus_process(T.xb);
 }
 
@@ -154,13 +160,14 @@ static bool log_line_starts(const char *what)
 	return found;
 }
 
-/* The tee thread may be a moment behind. */
+/* The tee thread may be a moment behind, and an executor's lines reach
+ * xgpud's log as xgpud reads them. */
 static bool log_has(const char *what)
 {
 	for (int i = 0; i < 100; i++) {
 		if (log_has_now(what))
 			return true;
-		usleep(10000);
+		pump(10);
 	}
 	print_message("no log line with '%s'\n", what);
 	return false;
@@ -739,6 +746,9 @@ static void test_live_keys(void **state)
 	roundtrip(&honest);
 }
 
+/* Answers the flood has had so far. */
+static _Atomic uint64_t flood_got;
+
 /* Keeps a channel's poller busy with NOPs, never letting it sleep, until
  * xgpud lets go of the root page (or 10 s pass). */
 static void *flood(void *arg)
@@ -750,7 +760,7 @@ static void *flood(void *arg)
 			break;
 		while (xgpu_slot_ready(&g->v.rsp)) {
 			xgpu_q_release(&g->v.rsp, 1);
-			got++;
+			atomic_store(&flood_got, ++got);
 		}
 		if (sent - got < 8 && xgpu_q_space_for(&g->v.req, 1) > 0) {
 			uint8_t *slot = xgpu_q_unit(&g->v.req, g->v.req.idx);
@@ -776,8 +786,11 @@ static void test_detach(void **state)
 	roundtrip(&g);
 	/* A guest that keeps its poller busy is detached all the same. */
 	pthread_t t;
+	atomic_store(&flood_got, 0);
 	assert_int_equal(pthread_create(&t, NULL, flood, &g), 0);
-	usleep(50000);
+	/* Its executor busy with it (however long a loaded host takes). */
+	for (int i = 0; i < 500 && atomic_load(&flood_got) <= 10; i++)
+		usleep(10000);
 	wr(BE "/2/0/state", "5");
 	WAIT_UNTIL(num(BE "/2/0/state") == 6);
 	void *got;
@@ -882,15 +895,17 @@ static int setup(void **state)
 	setvbuf(stderr, NULL, _IONBF, 0);
 	xgpu_log_init("xgpud", XGPU_LOG_DEBUG, false);
 
-	static char simdrv[512];
+	static char simdrv[512], executor[512];
 	const char *build = getenv("XGPU_BUILD");
 	snprintf(simdrv, sizeof simdrv, "%s/lib/libxgpu-simdrv.so", build && *build ? build : "build");
+	snprintf(executor, sizeof executor, "%s/bin/xgpu-executor", build && *build ? build : "build");
 	T.d.o = (struct xgpud_opts){
 	    .transport = "xen",
 	    .executor = "sim",
 	    .policy = "rr",
 	    .tick_ms = 10,
 	    .sim_driver = simdrv,
+	    .executor_path = executor,
 	    .log_level = XGPU_LOG_DEBUG,
 	    .spin_ns = 0,
 	    .stall_timeout_s = 60,
@@ -899,6 +914,8 @@ static int setup(void **state)
 	    .max_domains = 64,
 	    .pinned_limit = 1ull << 30,
 	};
+	/* The executors' sockets go beside it. */
+	snprintf(T.d.socket_path, sizeof T.d.socket_path, "%.200s/xgpud.sock", T.dir);
 	if (xgpud_init(&T.d, err, sizeof err) < 0) {
 		fprintf(stderr, "xgpud_init: %s\n", err);
 		return -1;

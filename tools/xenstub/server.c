@@ -401,6 +401,22 @@ static int handle_hello(struct xgpu_xenstub *s, struct xm_conn *c, const char *b
 	return reply(c->fd, 0, NULL, 0, NULL, 0);
 }
 
+/* As IOCTL_EVTCHN_RESTRICT_DOMID: the handle binds (or maps) domain a's
+ * ports (grants) alone from now on, and cannot be widened again. */
+static int handle_restrict(struct xgpu_xenstub *s, struct xm_conn *c, const char *body, uint32_t len)
+{
+	struct xsw_ev q;
+	if (len != sizeof q)
+		return -1;
+	memcpy(&q, body, sizeof q);
+	if (q.a > XGPU_XEN_DOMID_MAX || (c->restricted && c->only_domid != q.a))
+		return reply(c->fd, EPERM, NULL, 0, NULL, 0);
+	c->restricted = true;
+	c->only_domid = q.a;
+	xm_log(&s->m, "dom%u: %s handle restricted to domain %u", c->domid, kind_name(c->kind), q.a);
+	return reply(c->fd, 0, NULL, 0, NULL, 0);
+}
+
 /* One request; -1 drops the connection. */
 static int handle(struct xgpu_xenstub *s, struct xm_conn *c)
 {
@@ -439,6 +455,8 @@ static int handle(struct xgpu_xenstub *s, struct xm_conn *c)
 		r = handle_gnt(s, c, h.op, body, h.len);
 	} else if (c->kind == XSW_GNTTAB && (h.op == XSW_GT_MAP || h.op == XSW_GT_UNMAP)) {
 		r = handle_gnt(s, c, h.op, body, h.len);
+	} else if ((c->kind == XSW_EVTCHN || c->kind == XSW_GNTTAB) && h.op == XSW_RESTRICT) {
+		r = handle_restrict(s, c, body, h.len);
 	} else if (c->kind == XSW_CTL && h.op >= XSW_CTL_INTRODUCE && h.op <= XSW_CTL_DUMP) {
 		r = handle_ctl(s, c, h.op, body, h.len);
 	}

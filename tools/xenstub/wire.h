@@ -47,7 +47,8 @@ enum xsw_op {
 	XSW_CTL_RELEASE,
 	XSW_CTL_FAILTX,
 	XSW_CTL_DUMP,
-	XSW_FDS, /* server -> client: more descriptors of the previous reply */
+	XSW_FDS,      /* server -> client: more descriptors of the previous reply */
+	XSW_RESTRICT, /* evtchn or gnttab handle: from now on only domain a's ports or grants */
 	XSW_OP_MAX,
 };
 

@@ -977,6 +977,8 @@ static struct xm_port *own_port(struct xm *m, struct xm_conn *c, uint32_t port)
 
 int xm_ev_bind_unbound(struct xm *m, struct xm_conn *c, uint32_t rdom)
 {
+	if (c->restricted && rdom != c->only_domid)
+		return -EPERM;
 	if (!xm_dom_live(m, rdom))
 		return -ESRCH;
 	int port = port_alloc(m, c->domid);
@@ -992,6 +994,8 @@ int xm_ev_bind_unbound(struct xm *m, struct xm_conn *c, uint32_t rdom)
 
 int xm_ev_bind_inter(struct xm *m, struct xm_conn *c, uint32_t rdom, uint32_t rport)
 {
+	if (c->restricted && rdom != c->only_domid)
+		return -EPERM;
 	struct xm_port *r = port_get(m, rdom, rport);
 	if (!r || r->state != XM_UNBOUND || r->rdom != c->domid || r->closing || !r->owner)
 		return -EINVAL;
@@ -1214,6 +1218,8 @@ int xm_map(struct xm *m, struct xm_conn *c, uint32_t domid, uint32_t count, cons
 		return -EINVAL;
 	if (c->nregions >= XM_REGIONS)
 		return -ENOSPC;
+	if (c->restricted && domid != c->only_domid)
+		return -EACCES;
 	if (!xm_dom_live(m, domid))
 		return -ENOENT;
 	struct xm_dom *d = m->doms[domid];

@@ -80,6 +80,8 @@ struct xm_conn {
 	int fd, evfd;
 	uint32_t kind, domid;
 	bool hello, dead, overflow;
+	bool restricted; /* XSW_RESTRICT: binds and maps of only_domid's alone */
+	uint32_t only_domid;
 	char *obuf; /* event bytes the socket did not take yet */
 	size_t olen, ocap;
 	struct xm_watch *watches;
