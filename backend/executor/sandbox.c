@@ -497,16 +497,16 @@ static int apply_seccomp(bool enforce, char *what, size_t whatlen, char *err, si
 	r = r ? r : rule(f, SCMP_ACT_ALLOW, "clone", 1, &thread, err, errlen);
 	r = r ? r : rule(f, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err, errlen);
 	/* Signals to itself only (raise, abort, a thread of its own). */
-	struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, pid);
+	struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, pid, 0);
 	const char *self_only[] = {"kill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"};
 	for (size_t i = 0; !r && i < sizeof self_only / sizeof self_only[0]; i++, n++)
 		r = rule(f, SCMP_ACT_ALLOW, self_only[i], 1, &self, err, errlen);
 	/* Its own limits only (pid 0). */
-	struct scmp_arg_cmp zero = SCMP_A0(SCMP_CMP_EQ, 0);
+	struct scmp_arg_cmp zero = SCMP_A0(SCMP_CMP_EQ, 0, 0);
 	r = r ? r : rule(f, SCMP_ACT_ALLOW, "prlimit64", 1, &zero, err, errlen);
 	r = r ? r : rule(f, SCMP_ACT_ALLOW, "sched_setaffinity", 1, &zero, err, errlen);
 	for (size_t i = 0; !r && i < sizeof prctl_allowed / sizeof prctl_allowed[0]; i++) {
-		struct scmp_arg_cmp opt = SCMP_A0(SCMP_CMP_EQ, (uint64_t)prctl_allowed[i]);
+		struct scmp_arg_cmp opt = SCMP_A0(SCMP_CMP_EQ, (uint64_t)prctl_allowed[i], 0);
 		r = rule(f, SCMP_ACT_ALLOW, "prctl", 1, &opt, err, errlen);
 	}
 	/* ioctl on its descriptors (a driver's device nodes, under Landlock's

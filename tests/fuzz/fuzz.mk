@@ -70,11 +70,11 @@ $(FUZZ_BUILD)/bin/fuzz_ptx: $(call fzobj,backend/simdrv/ptx_parse.c backend/simd
 # it opens are served by executors it starts (xgpu-executor beside it,
 # instrumented alike: the sanitizer runtime supplies the coverage hooks).
 $(FUZZ_BUILD)/bin/fuzz_xenbus: $(FUZZ_XENSTUB_A) | $(FUZZ_BUILD)/bin/xgpu-executor
-$(FUZZ_BUILD)/bin/xgpu-executor: $(call fzobj,backend/executor/main.c) $(FUZZ_EXECUTOR_A) $(FUZZ_COMMON_A)
+$(FUZZ_BUILD)/bin/xgpu-executor: $(call fzobj,backend/executor/main.c backend/executor/sandbox.c) $(FUZZ_EXECUTOR_A) $(FUZZ_COMMON_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -Wl,--start-group $^ -Wl,--end-group -o $@ -pthread \
-		$(LIBS_COMMON)
+		$(LIBS_COMMON) -lseccomp
 
 # The dispatcher harnesses share an in-process executor and channel (fzchan.c).
 $(FUZZ_BUILD)/bin/fuzz_dispatch $(FUZZ_BUILD)/bin/fuzz_drvimage: $(FZ_OBJ)/tests/fuzz/fzchan.o $(FUZZ_EXECUTOR_A)
