@@ -639,7 +639,7 @@ bench: all
 
 # This design against an older revision (OLD=REV), both measured in one run
 # (tools/bench/compare.sh); docs/results/bench-compare.md.
-bench-compare: all $(TST)/cuda/guestload
+bench-compare: all $(TST)/cuda/guestload $(TST)/simkernels/guestload.so
 	@tools/bench/compare.sh $(BUILD) $(OLD)
 
 # Pegasus's evaluation in local mode (tools/experiment/run.sh); EXP_ARGS=--quick

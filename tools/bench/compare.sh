@@ -7,7 +7,8 @@
 # docs/results/bench-compare.md (BENCH_COMPARE_OUT):
 #   - the spinning null call (xgpu-bench rtt spin) and, through
 #     libcudart.so.13, the null call and an empty launch (xgpu-bench-api);
-#   - a scheduling decision (xgpu-sched-bench, rr and wfq at 64 domains);
+#   - the cost of a domain's request for the slot (xgpu-sched-bench, rr and
+#     wfq at 64 domains; the decisions themselves are in bench-sched.md);
 #   - copies through the daemon against memcpy (xgpu-bench copy);
 #   - the slot hand-over: two domains launching and synchronising empty
 #     kernels under rr with a 1 ms tick (every slot a hand-over) against the
@@ -26,6 +27,10 @@ rounds=${BENCH_ROUNDS:-2}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-bench-compare.XXXXXX")
 export XGPU_SOCKET=$work/xgpud.sock
 guestload=$NEW/tests/cuda/guestload
+# guestload's kernels as the simulated driver's host implementations, for
+# both designs: its spin kernel with 0 ns is endless as device code (the
+# newer driver would interpret it from its PTX).
+export XGPU_SIM_KERNELS=$NEW/tests/simkernels
 daemon=
 stop() {
 	if [ -n "$daemon" ]; then
@@ -50,7 +55,8 @@ make -C "$oldsrc" -j"$(nproc)" DEPS_STAMP= all >"$work/old-build.log" 2>&1 || {
 	exit 1
 }
 OLD=$oldsrc/build
-[ -x "$guestload" ] || { echo "bench-compare: no $guestload (make bench-compare builds it)" >&2; exit 1; }
+[ -x "$guestload" ] && [ -f "$XGPU_SIM_KERNELS/guestload.so" ] ||
+	{ echo "bench-compare: no $guestload or its simulated kernels (make bench-compare builds them)" >&2; exit 1; }
 pin_daemon=()
 [ "$(nproc)" -gt 1 ] && pin_daemon=(taskset -c 1)
 
@@ -117,6 +123,7 @@ measure() { # DESIGN BUILD: appends "key value" lines to $work/DESIGN
 	t0=$EPOCHREALTIME c0=$(cpu_ticks)
 	sleep 10
 	t1=$EPOCHREALTIME c1=$(cpu_ticks)
+	echo "idle64_processes $(($(pgrep -P "$daemon" | wc -l) + 1))" >>"$r"
 	echo "idle64_busy_cpu_pct $(awk -v c="$((c1 - c0))" -v hz="$hz" -v t="$t0" -v u="$t1" 'BEGIN {printf "%.2f", 100 * c / hz / (u - t)}')" >>"$r"
 	wait "${idlers[@]}" || true
 	sleep 6 # past the executors' linger: domains with no process
@@ -124,7 +131,6 @@ measure() { # DESIGN BUILD: appends "key value" lines to $work/DESIGN
 	sleep 10
 	t1=$EPOCHREALTIME c1=$(cpu_ticks)
 	echo "idle64_empty_cpu_pct $(awk -v c="$((c1 - c0))" -v hz="$hz" -v t="$t0" -v u="$t1" 'BEGIN {printf "%.2f", 100 * c / hz / (u - t)}')" >>"$r"
-	echo "idle64_processes $(($(pgrep -P "$daemon" | wc -l) + 1))" >>"$r"
 	stop
 }
 
@@ -160,8 +166,8 @@ row() { # LABEL KEY UNIT
 	row "cudaStreamQuery(0) through libcudart.so.13, p50 (us)" api_runtime_null_p50_us
 	row "empty launch through libcudart.so.13, p50 (us)" api_runtime_launch_p50_us
 	row "empty launch through libcudart.so.13, mean (us)" api_runtime_launch_batch_us
-	row "scheduling decision, rr, 64 domains (ns)" sched_rr_64_ns
-	row "scheduling decision, wfq, 64 domains (ns)" sched_wfq_64_ns
+	row "a domain asks for the slot (xgpu_sched_request), rr, 64 domains (ns)" sched_rr_64_ns
+	row "a domain asks for the slot (xgpu_sched_request), wfq, 64 domains (ns)" sched_wfq_64_ns
 	row "memcpy 64 MiB (GB/s)" copy_64MiB_memcpy_gbps
 	row "H2D pageable 64 MiB (GB/s)" copy_64MiB_h2d_gbps
 	row "D2H pageable 64 MiB (GB/s)" copy_64MiB_d2h_gbps
@@ -172,7 +178,7 @@ row() { # LABEL KEY UNIT
 	row "the same under rr, 1 ms tick: a hand-over per slot (kernels/s)" handover_rr_kernels_per_s
 	row "64 idle processes in 64 domains: CPU of daemon + executors (% of a core)" idle64_busy_cpu_pct
 	row "64 domains with no process left: CPU (% of a core)" idle64_empty_cpu_pct
-	row "processes then (daemon + executors)" idle64_processes
+	row "processes while the 64 are idle (daemon + executors)" idle64_processes
 	echo
 	echo "## Raw output"
 	echo
