@@ -159,9 +159,11 @@ wait_for 10 ip netns exec "$NSG" timeout 1 bash -c "exec 3<>/dev/tcp/$GPU_IP/$PO
 run_ok "$B/bin/vectorAdd" -n 100000 -i 2
 
 note "xgpud killed and restarted"
+# The domain keeps its counters across programs: wait for this one's bytes.
+d2h=$(dom_stat remote-lab d2h_bytes)
 remote "$B/bin/vectorAdd" -n 1000000 -t 120 >"$T/kill.out" 2>&1 &
 client=$!
-wait_for 20 dom_gt remote-lab d2h_bytes 1 || fail "the program did not start"
+wait_for 20 dom_gt remote-lab d2h_bytes "$d2h" || fail "the program did not start"
 sleep 1
 kill -9 "$XGPUD_PID"
 wait "$XGPUD_PID" 2>/dev/null || true
@@ -183,9 +185,10 @@ start_remote_xgpud
 run_ok "$B/bin/vectorAdd" -n 200000 -i 3
 
 note "xgpud stopped (SIGSTOP): its host still answers TCP, its relay is silent"
+d2h=$(dom_stat remote-lab d2h_bytes)
 remote "$B/bin/vectorAdd" -n 100000 -t 120 >"$T/stop.out" 2>&1 &
 client=$!
-wait_for 20 dom_gt remote-lab d2h_bytes 1 || fail "the program did not start"
+wait_for 20 dom_gt remote-lab d2h_bytes "$d2h" || fail "the program did not start"
 kill -STOP "$XGPUD_PID"
 t0=$SECONDS
 for _ in $(seq $((BOUND * 10))); do
