@@ -676,3 +676,32 @@ const char *xgpu_rconn_protocol(const struct xgpu_rconn *c)
 {
 	return c->s ? "TLS1.3-PSK" : "plain TCP";
 }
+
+int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *buf, size_t cap,
+			  uint64_t *last_sent, bool *armed, char *err, size_t errlen)
+{
+	bool more;
+	int64_t n = xgpu_remote_collect(r, buf, cap, &more, err, errlen);
+	if (n < 0)
+		return -1;
+	if (n == 0 && xgpu_now_ns() - *last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
+		struct xgpu_rframe ping = {.type = XGPU_RF_PING};
+		memcpy(buf, &ping, sizeof ping);
+		n = sizeof ping;
+	}
+	if (n > 0 && xgpu_rconn_send(c, buf, (size_t)n, err, errlen) < 0)
+		return -1;
+	if (n > 0)
+		*last_sent = xgpu_now_ns();
+	if (n > 0 || more) {
+		*armed = false;
+		return 1;
+	}
+	if (!*armed) {
+		/* Ask for a kick, then look once more before sleeping. */
+		xgpu_remote_arm(r);
+		*armed = true;
+		return 1;
+	}
+	return 0;
+}

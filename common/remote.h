@@ -149,6 +149,13 @@ struct xgpu_rconn *xgpu_rconn_server(int fd, const char *identity, const uint8_t
  * with the reason in err. */
 int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err, size_t errlen);
 int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen);
+/* One turn of a relay's sending side: the frames the local rings hold, or a
+ * ping after XGPU_REMOTE_PING_MS of silence, sent on c from buf (cap bytes).
+ * 1: go round again at once; 0: nothing to send and the relay is armed, so
+ * the caller sleeps until its kick (then clears *armed); -1: the rings or the
+ * connection failed (err). *last_sent and *armed are the caller's state. */
+int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *buf, size_t cap,
+			  uint64_t *last_sent, bool *armed, char *err, size_t errlen);
 /* Reads one frame: a checked header and its payload (into buf of
  * XGPU_REMOTE_MAX_PAYLOAD bytes). */
 int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *h, uint8_t *buf, char *err,

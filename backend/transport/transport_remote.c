@@ -169,32 +169,14 @@ static void relay(struct session *s)
 	bool armed = false;
 	uint64_t last_sent = xgpu_now_ns();
 	while (!atomic_load(&s->dead)) {
-		bool more;
-		int64_t n = xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, &more, err, sizeof err);
-		if (n < 0) {
+		int turn = xgpu_remote_send_turn(&s->relay, s->conn, s->wbuf, WRITE_BUF, &last_sent, &armed,
+						 err, sizeof err);
+		if (turn < 0) {
 			end_session(s, err);
 			break;
 		}
-		if (n == 0 && xgpu_now_ns() - last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
-			struct xgpu_rframe ping = {.type = XGPU_RF_PING};
-			memcpy(s->wbuf, &ping, sizeof ping);
-			n = sizeof ping;
-		}
-		if (n > 0 && xgpu_rconn_send(s->conn, s->wbuf, (size_t)n, err, sizeof err) < 0) {
-			end_session(s, err);
-			break;
-		}
-		if (n > 0)
-			last_sent = xgpu_now_ns();
-		if (n > 0 || more) {
-			armed = false;
+		if (turn > 0)
 			continue;
-		}
-		if (!armed) {
-			xgpu_remote_arm(&s->relay);
-			armed = true;
-			continue;
-		}
 		armed = false;
 		struct pollfd pfd[2] = {{s->local, POLLIN, 0}, {s->stop_fd, POLLIN, 0}};
 		if (poll(pfd, 2, XGPU_REMOTE_PING_MS / 2) <= 0 || !pfd[0].revents)
@@ -214,7 +196,8 @@ static void relay(struct session *s)
 		if (gone) {
 			/* Anything the executor published before it went
 			 * still goes out, then why it ended. */
-			n = xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, &more, err, sizeof err);
+			bool more;
+			int64_t n = xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, &more, err, sizeof err);
 			if (n > 0)
 				xgpu_rconn_send(s->conn, s->wbuf, (size_t)n, err, sizeof err);
 			int32_t status = atomic_load(&s->relay.hdr->backend_end);

@@ -111,33 +111,14 @@ static void *writer_main(void *arg)
 	bool armed = false;
 	uint64_t last_sent = xgpu_now_ns();
 	while (!atomic_load(&rc->dead)) {
-		bool more;
-		int64_t n = xgpu_remote_collect(&rc->relay, rc->wbuf, WRITE_BUF, &more, err, sizeof err);
-		if (n < 0) {
+		int turn = xgpu_remote_send_turn(&rc->relay, rc->conn, rc->wbuf, WRITE_BUF, &last_sent,
+						 &armed, err, sizeof err);
+		if (turn < 0) {
 			lost(rc, err);
 			break;
 		}
-		if (n == 0 && xgpu_now_ns() - last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
-			struct xgpu_rframe ping = {.type = XGPU_RF_PING};
-			memcpy(rc->wbuf, &ping, sizeof ping);
-			n = sizeof ping;
-		}
-		if (n > 0 && xgpu_rconn_send(rc->conn, rc->wbuf, (size_t)n, err, sizeof err) < 0) {
-			lost(rc, err);
-			break;
-		}
-		if (n > 0)
-			last_sent = xgpu_now_ns();
-		if (n > 0 || more) {
-			armed = false;
+		if (turn > 0)
 			continue;
-		}
-		if (!armed) {
-			/* Ask for a kick, then look once more before sleeping. */
-			xgpu_remote_arm(&rc->relay);
-			armed = true;
-			continue;
-		}
 		struct pollfd pfd = {rc->kick_fd, POLLIN, 0};
 		if (poll(&pfd, 1, XGPU_REMOTE_PING_MS / 2) > 0)
 			drain(rc->kick_fd);
