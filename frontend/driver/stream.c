@@ -130,6 +130,20 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 }
 CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) XGPU_ALIAS(cuEventRecord);
 
+/* NVIDIA's runtime records every event through this (flags 0), PyTorch's
+ * included. CU_EVENT_RECORD_EXTERNAL only matters inside a stream capture,
+ * where the recorded event becomes an event-record node rather than an
+ * ordering edge; a capture records the event as an ordinary record, as the
+ * runtime frontend does for cudaEventRecordWithFlags. */
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+	if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuEventRecord(hEvent, hStream);
+}
+CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+    XGPU_ALIAS(cuEventRecordWithFlags);
+
 CUresult cuEventSynchronize(CUevent hEvent)
 {
 	struct xgpu_client *c;

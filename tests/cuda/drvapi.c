@@ -471,6 +471,10 @@ int main(int argc, char **argv)
 	float ms = -1;
 	CHECK(cuEventElapsedTime(&ms, start, stop));
 	EXPECT(ms >= 0);
+	/* NVIDIA's runtime records every event with the flags form (PyTorch's). */
+	CHECK(cuEventRecordWithFlags(stop, stream, CU_EVENT_RECORD_EXTERNAL));
+	EXPECT(cuEventRecordWithFlags(stop, stream, 0x80) == CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuEventSynchronize(stop));
 	CHECK(cuMemcpyDtoH(out, dy, sizeof out));
 	int bad = 0;
 	for (int i = 0; i < N; i++)
