@@ -313,7 +313,7 @@ XLUTIL_LIBS := $(shell pkg-config --libs xlutil 2>/dev/null || echo -lxlutil)
 XENFMEM_LIBS := $(shell pkg-config --libs xenforeignmemory 2>/dev/null || echo -lxenforeignmemory)
 LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_COMMON) -lm
 
-.PHONY: all deps test unit demo bench bench-compare experiment experiment-xen clean format tests-build gpu-validate gpu-validate-build
+.PHONY: all deps test test-frameworks unit demo bench bench-compare experiment experiment-xen clean format tests-build gpu-validate gpu-validate-build
 
 all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(EXECUTOR) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
@@ -630,6 +630,15 @@ tests-build: all man $(WORKLOAD_BINS_STATIC) $(UNIT_BINS) $(TEST_CU_BINS) $(SAMP
 test:
 	@$(MAKE) --no-print-directory SAN=1 tests-build
 	@tests/run.sh build/san
+
+# The frameworks over xgpu (tests/e2e/frameworks.sh: PyTorch, CuPy,
+# numba-cuda), their virtualenv made first when missing or stale
+# (tools/install-deps.sh --frameworks: some 4.2 GB from PyPI). `make test`
+# runs the same test when that virtualenv exists, and skips it otherwise.
+test-frameworks:
+	@tools/install-deps.sh --frameworks
+	@$(MAKE) --no-print-directory SAN=1 tests-build
+	@tests/run.sh build/san frameworks
 
 demo: all
 	@tools/demo.sh $(BUILD)

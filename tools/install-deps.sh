@@ -3,8 +3,9 @@
 # install-deps.sh - install the Debian 12 packages xgpu needs to build and test,
 # only those missing. Called by `make` (once; the stamp build/.deps-ok records
 # success) and safe to run by hand. --packaging: what `make deb` needs;
-# --runtimes DIR: NVIDIA's CUDA runtimes from PyPI for the runtime matrix
-# (below).
+# --runtimes DIR: NVIDIA's CUDA runtimes from PyPI for the runtime matrix;
+# --frameworks [DIR]: the virtualenv of PyTorch, CuPy and numba-cuda for
+# tests/e2e/frameworks.sh (both below).
 set -euo pipefail
 
 PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev liblz4-dev jq procps)
@@ -81,6 +82,43 @@ PY
 		echo "install-deps: could not fetch the CUDA runtime of release ${failed[*]} from PyPI" >&2
 		exit 1
 	fi
+	exit 0
+fi
+
+# --frameworks [DIR]: a virtualenv in DIR (default
+# ${XGPU_CACHE_DIR:-~/.cache/xgpu}/frameworks, where tests/e2e/frameworks.sh
+# looks) with the frameworks of tests/data/frameworks-requirements.txt, every
+# package pinned: PyTorch's default CUDA build, CuPy, numba-cuda. Some 4.2 GB of
+# wheels from PyPI, 7.3 GB installed; about 3 minutes to download at 25-60 MB/s
+# and 3.5 to install on 2 cores. A virtualenv that holds exactly that list is
+# kept (the file .xgpu-requirements in it records it); any other is made anew.
+# XGPU_PKG_CACHE, when set, keeps pip's downloads (PIP_CACHE_DIR) between runs,
+# as .ci/run does.
+if [ "${1:-}" = --frameworks ]; then
+	req=$(cd "$(dirname "$0")/.." && pwd)/tests/data/frameworks-requirements.txt
+	dir=${2:-${XGPU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/xgpu}/frameworks}
+	if cmp -s "$req" "$dir/.xgpu-requirements"; then
+		echo "install-deps: the frameworks' virtualenv in $dir is up to date"
+		exit 0
+	fi
+	[ -n "${XGPU_PKG_CACHE:-}" ] && export PIP_CACHE_DIR=$XGPU_PKG_CACHE/pip
+	if [ -e "$dir" ] && [ ! -f "$dir/pyvenv.cfg" ] && [ -n "$(ls -A "$dir")" ]; then
+		echo "install-deps: $dir is not a virtualenv; not replacing it" >&2
+		exit 1
+	fi
+	rm -rf "$dir"
+	mkdir -p "$(dirname "$dir")"
+	if ! python3 -m venv "$dir" 2>/dev/null; then
+		# Debian's python3 makes virtualenvs only with python3-venv.
+		rm -rf "$dir"
+		if [ "$(id -u)" -eq 0 ]; then sudo=(); else sudo=(sudo); fi
+		DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends python3-venv
+		python3 -m venv "$dir"
+	fi
+	t0=$SECONDS
+	"$dir/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: -r "$req"
+	cp "$req" "$dir/.xgpu-requirements"
+	echo "install-deps: the frameworks' virtualenv in $dir ($((SECONDS - t0)) s): $("$dir/bin/python" -m pip list --disable-pip-version-check --format=freeze 2>/dev/null | grep -E '^(torch|cupy-cuda12x|numba-cuda)==' | tr '\n' ' ')"
 	exit 0
 fi
 

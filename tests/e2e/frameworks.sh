@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The frameworks, unmodified, over xgpu's libcuda.so.1 on the sim driver:
+# PyTorch (tests/frameworks/torch_check.py: tensors, fp32/fp16 matmul, conv2d,
+# training steps with autograd and Adam, fft, streams and events, the caching
+# allocator with and without expandable segments), CuPy (cupy_check.py) and
+# numba-cuda (numba_check.py), from the virtualenv that
+# tools/install-deps.sh --frameworks makes (`make test-frameworks`).
+#
+# On the sim only the API path is checked for what runs as SASS (all of
+# torch's kernels, cuBLAS, CUB): every step runs without an exception, no call
+# or table is refused, and the daemon ran the launches. What the sim really
+# does is checked numerically: the copies, and the kernels its PTX
+# interpreter computes (CuPy's NVRTC kernels, compiled to PTX here with
+# CUPY_COMPILE_WITH_PTX=1, and cuFFT's run-time compiled r2c/c2r kernels).
+# numba-cuda links through nvJitLink into SASS, so its results are not
+# checked.
+#
+# The round trips of one PyTorch training step are measured from the daemon's
+# call count around each step (xl-gpu stats --json) and reported.
+#
+# Without the virtualenv this test says so and skips.
+. "$(dirname "$0")/lib.bash"
+
+venv=${XGPU_FRAMEWORKS_VENV:-${XGPU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/xgpu}/frameworks}
+req=$SRC/tests/data/frameworks-requirements.txt
+if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.xgpu-requirements" ]; then
+	echo "SKIPPED: no frameworks virtualenv in $venv (tools/install-deps.sh --frameworks makes it)"
+	exit 0
+fi
+cmp -s "$req" "$venv/.xgpu-requirements" ||
+	fail "the virtualenv in $venv holds other versions than $req: run tools/install-deps.sh --frameworks"
+
+REFUSED='is not supported by xgpu|is not implemented by xgpu|is not one xgpu offers|which xgpu does not know|which xgpu does not support|refused'
+
+# The frameworks' own libraries find each other through their RUNPATH
+# ($ORIGIN), which a sanitized run loses: ASan's dlopen interceptor makes
+# libasan the caller, so libcudnn.so.9 would take the toolkit's cuDNN 13 from
+# the loader's cache and libnvrtc.so.12 would not find its builtins. The
+# wheels' directories on the path put back what an unsanitized process loads.
+libpath=$B/lib
+preload=
+if [ -n "$CUDA_PRELOAD" ]; then
+	for d in "$venv"/lib/python3*/site-packages/nvidia/*/lib; do
+		libpath=$libpath:$d
+	done
+	# libasan first; libstdc++ with it, so that ASan finds __cxa_throw at start
+	# (python does not link it, torch's exceptions would abort otherwise).
+	preload="$CUDA_PRELOAD $(gcc -print-file-name=libstdc++.so.6)"
+fi
+
+export XGPU_XL_GPU=$B/bin/xl-gpu
+start_xgpud
+
+# run_fw NAME EXPECTED_CHECKS SCRIPT [ARGS...] (environment in FW_ENV): runs one
+# framework script through xgpu; it must pass EXPECTED_CHECKS steps, with
+# no refusal on its stderr, and the daemon must have run its launches.
+run_fw() {
+	local name=$1 want=$2 script=$3
+	shift 3
+	local k0 c0 t0=$SECONDS
+	k0=$(stats | jq '[.domains[].kernels] | add // 0')
+	c0=$(stats | jq '[.domains[].calls] | add // 0')
+	# Leaks are not checked: the interpreter and the frameworks keep theirs at
+	# exit, and LeakSanitizer would report them as xgpu's.
+	env LD_LIBRARY_PATH="$libpath" ${preload:+LD_PRELOAD="$preload"} ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 \
+		PYTHONUNBUFFERED=1 "${FW_ENV[@]}" "$venv/bin/python" "$SRC/tests/frameworks/$script" "$@" \
+		>"$T/$name.out" 2>"$T/$name.err" || {
+		cat "$T/$name.out"
+		grep -v '^    #' "$T/$name.err" | tail -n 40
+		fail "$name failed through xgpu (above)"
+	}
+	check_clean "$T/$name.err" "$name"
+	if grep -E "$REFUSED" "$T/$name.err"; then
+		fail "$name: the framework called something xgpu refused (above)"
+	fi
+	local got
+	got=$(grep -c '^CHECK .* ok$' "$T/$name.out" || true)
+	[ "$got" -eq "$want" ] || {
+		cat "$T/$name.out"
+		fail "$name: $got of $want steps passed"
+	}
+	local k1 c1
+	k1=$(stats | jq '[.domains[].kernels] | add // 0')
+	c1=$(stats | jq '[.domains[].calls] | add // 0')
+	[ "$((k1 - k0))" -gt 0 ] || fail "$name: the daemon ran none of its launches"
+	note "$name: $(head -n 1 "$T/$name.out"); $got steps ok, $((c1 - c0)) calls, $((k1 - k0)) launches, $((SECONDS - t0)) s"
+}
+
+FW_ENV=(XGPU_STEP_CALLS="$T/steps.json")
+run_fw torch 7 torch_check.py
+FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+run_fw torch-expandable 1 torch_check.py allocator
+FW_ENV=(CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR="$T/cupy-cache" XGPU_PTX_COMPUTES=1)
+run_fw cupy 6 cupy_check.py
+FW_ENV=()
+run_fw numba 1 numba_check.py
+
+# What the PTX interpreter computed: CuPy's kernels, whose results
+# cupy_check.py compared with NumPy.
+for k in cupy_multiply__float32_float32_float32 xgpu_sq_minus xgpu_sumsq xgpu_saxpy; do
+	grep -q "kernel $k has no host implementation: computed from its PTX" "$XGPUD_LOG" ||
+		fail "the sim did not compute CuPy's $k from its PTX"
+done
+
+# Round trips per training step (steps 1-4; step 0 loads modules and warms
+# the allocator): one daemon call is one round trip.
+jq -e 'length == 5 and all(.[]; .calls > 0 and .kernels > 0)' "$T/steps.json" >/dev/null ||
+	fail "the training steps' call counts are missing: $(cat "$T/steps.json")"
+per_step=$(jq '[.[1:][].calls] | max' "$T/steps.json")
+launches=$(jq '[.[1:][].kernels] | max' "$T/steps.json")
+note "PyTorch training step (conv-relu-pool-linear-relu-linear, batch 32, Adam): $per_step round trips, $launches of them kernel launches (first step $(jq '.[0].calls' "$T/steps.json"))"
+# A bound, not a figure: a step's calls grew if this fails (docs/driver-frontend.md).
+[ "$per_step" -le 60 ] || fail "a training step took $per_step round trips (recorded: 41)"
+
+stop_xgpud
+if grep -E "which xgpu does not support" "$XGPUD_LOG"; then
+	fail "the daemon logged an unsupported call (above)"
+fi
