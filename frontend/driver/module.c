@@ -48,6 +48,15 @@ struct CUmod_st {
 	struct CUmod_st *prev, *next; /* loaded_modules */
 };
 
+/* One answer of the daemon to an occupancy query of a function. */
+struct occ_memo {
+	int block_size;
+	size_t dynamic_smem;
+	unsigned flags;
+	int blocks; /* 0: this slot is empty (a real answer of 0 is not kept) */
+};
+#define OCC_MEMOS 4
+
 struct drv_func {
 	uint32_t magic;
 	struct CUmod_st *mod;
@@ -55,7 +64,15 @@ struct drv_func {
 	xgpu_handle_t remote;
 	unsigned generation;
 	struct drv_func *next;
+	/* The last occupancy answers (occ_lock): cuBLAS and cuDNN ask for the
+	 * same kernel and block size at every call, two round trips per PyTorch
+	 * training step. The answer depends only on the function, its attributes
+	 * and the channel's one device, so it is kept until cuFuncSetAttribute. */
+	struct occ_memo occ[OCC_MEMOS];
+	unsigned occ_next;
+	unsigned occ_gen; /* counts cuFuncSetAttribute calls */
 };
+static pthread_mutex_t occ_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct CUlib_st {
 	uint32_t magic;
@@ -596,7 +613,15 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
 	if ((r = func_remote(c, f, &req.func)))
 		return r;
 	struct xgpu_rsp_FUNC_SET_ATTRIBUTE rsp;
-	return xgpu_drv_result(xgpu_call_FUNC_SET_ATTRIBUTE(c, &req, &rsp));
+	r = xgpu_drv_result(xgpu_call_FUNC_SET_ATTRIBUTE(c, &req, &rsp));
+	/* Shared memory sizes and carve-outs change the occupancy: forget it
+	 * whatever the daemon answered, and keep no answer of a query that
+	 * was under way meanwhile. */
+	pthread_mutex_lock(&occ_lock);
+	memset(f->occ, 0, sizeof f->occ);
+	f->occ_gen++;
+	pthread_mutex_unlock(&occ_lock);
+	return r;
 }
 
 /* Cache configuration is a hint Hopper ignores, as the runtime frontend
@@ -684,10 +709,30 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CU
 	    .block_size = blockSize, .dynamic_smem = dynamicSMemSize, .flags = flags};
 	if ((r = func_remote(c, f, &req.func)))
 		return r;
+	pthread_mutex_lock(&occ_lock);
+	unsigned gen = f->occ_gen;
+	for (unsigned i = 0; i < OCC_MEMOS; i++) {
+		const struct occ_memo *m = &f->occ[i];
+		if (m->blocks > 0 && m->block_size == blockSize && m->dynamic_smem == dynamicSMemSize &&
+		    m->flags == flags) {
+			*numBlocks = m->blocks;
+			pthread_mutex_unlock(&occ_lock);
+			return CUDA_SUCCESS;
+		}
+	}
+	pthread_mutex_unlock(&occ_lock);
 	struct xgpu_rsp_OCCUPANCY rsp;
 	r = xgpu_drv_result(xgpu_call_OCCUPANCY(c, &req, &rsp));
-	if (!r)
+	if (!r) {
 		*numBlocks = rsp.blocks;
+		pthread_mutex_lock(&occ_lock);
+		if (f->occ_gen == gen)
+			f->occ[f->occ_next++ % OCC_MEMOS] = (struct occ_memo){.block_size = blockSize,
+									      .dynamic_smem = dynamicSMemSize,
+									      .flags = flags,
+									      .blocks = rsp.blocks};
+		pthread_mutex_unlock(&occ_lock);
+	}
 	return r;
 }
 

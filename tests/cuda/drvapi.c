@@ -424,6 +424,18 @@ int main(int argc, char **argv)
 			  (size_t)static_smem;
 	EXPECT(per_sm_smem > 0 && dyn == want_dyn);
 	CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, saxpy, 128, 0));
+	/* The frontend keeps the answers per function, block size, shared memory
+	 * and flags: five keys, more than it keeps, asked twice, each answer its
+	 * own; shared memory for 4 blocks allows fewer than none does. */
+	int first[5], again[5];
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < 5; k++)
+			CHECK(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+			    round ? &again[k] : &first[k], saxpy, 128 << (k % 3), k == 4 ? dyn : 0,
+			    k == 3 ? CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE : 0));
+	for (int k = 0; k < 5; k++)
+		EXPECT(first[k] == again[k] && first[k] > 0);
+	EXPECT(first[0] == blocks && first[4] < blocks && first[1] <= blocks);
 	CUlaunchConfig occ = {
 	    .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128, .blockDimY = 1, .blockDimZ = 1};
 	CHECK(cuOccupancyMaxActiveClusters(&clusters, saxpy, &occ));
