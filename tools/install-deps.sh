@@ -90,7 +90,7 @@ fi
 # looks) with the frameworks of tests/data/frameworks-requirements.txt, every
 # package pinned: PyTorch's default CUDA build, CuPy, numba-cuda. Some 4.2 GB of
 # wheels from PyPI, 7.3 GB installed; about 3 minutes to download at 25-60 MB/s
-# and 3.5 to install on 2 cores. A virtualenv that holds exactly that list is
+# and 3.5 to install on 2 cores (8 in all while other builds ran). A virtualenv that holds exactly that list is
 # kept (the file .xgpu-requirements in it records it); any other is made anew.
 # XGPU_PKG_CACHE, when set, keeps pip's downloads (PIP_CACHE_DIR) between runs,
 # as .ci/run does.

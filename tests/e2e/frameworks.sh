@@ -19,7 +19,10 @@
 # The round trips of one PyTorch training step are measured from the daemon's
 # call count around each step (xl-gpu stats --json) and reported.
 #
-# Without the virtualenv this test says so and skips.
+# Without the virtualenv this test says so and skips. Two runs of torch
+# and one of CuPy dominate its time: about 35 s of CPU; 70 s to 170 s of wall
+# time on the 2-core machine while other builds ran.
+# xgpu-test-timeout: 600
 . "$(dirname "$0")/lib.bash"
 
 venv=${XGPU_FRAMEWORKS_VENV:-${XGPU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/xgpu}/frameworks}
@@ -90,7 +93,7 @@ run_fw() {
 FW_ENV=(XGPU_STEP_CALLS="$T/steps.json")
 run_fw torch 7 torch_check.py
 FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
-run_fw torch-expandable 1 torch_check.py allocator
+run_fw torch-expandable 2 torch_check.py allocator tensors
 FW_ENV=(CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR="$T/cupy-cache" XGPU_PTX_COMPUTES=1)
 run_fw cupy 6 cupy_check.py
 FW_ENV=()
@@ -108,10 +111,10 @@ done
 jq -e 'length == 5 and all(.[]; .calls > 0 and .kernels > 0)' "$T/steps.json" >/dev/null ||
 	fail "the training steps' call counts are missing: $(cat "$T/steps.json")"
 per_step=$(jq '[.[1:][].calls] | max' "$T/steps.json")
-launches=$(jq '[.[1:][].kernels] | max' "$T/steps.json")
-note "PyTorch training step (conv-relu-pool-linear-relu-linear, batch 32, Adam): $per_step round trips, $launches of them kernel launches (first step $(jq '.[0].calls' "$T/steps.json"))"
-# A bound, not a figure: a step's calls grew if this fails (docs/driver-frontend.md).
-[ "$per_step" -le 60 ] || fail "a training step took $per_step round trips (recorded: 41)"
+note "PyTorch training step (conv-relu-pool-linear-relu-linear, batch 32, Adam): round trips per step $(jq -c '[.[].calls]' "$T/steps.json"), launches $(jq -c '[.[].kernels]' "$T/steps.json"); each step's count includes the test's own torch.cuda.synchronize()"
+# A bound, not a figure: a step's calls grew if this fails (recorded in
+# docs/driver-frontend.md: 39 of which 36 launches).
+[ "$per_step" -le 50 ] || fail "a training step took $per_step round trips (recorded: 39)"
 
 stop_xgpud
 if grep -E "which xgpu does not support" "$XGPUD_LOG"; then
