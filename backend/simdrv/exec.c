@@ -876,11 +876,19 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 		r = CUDA_ERROR_INVALID_HANDLE;
 	else if (Flags != CU_EVENT_WAIT_DEFAULT)
 		r = CUDA_ERROR_INVALID_VALUE;
-	else if (e->ctx != c) {
-		/* The same context's FIFO already orders everything queued
-		 * before the record ahead of what follows. Another context's
-		 * work runs on its own: queue a wait for the work the event
-		 * captured now. */
+	else if (e->ctx == c) {
+		/* The same context's FIFO already orders the work; but the
+		 * stream's own synchronize and query must now cover what it
+		 * waits for too, as on a GPU (PyTorch's wait_stream, then
+		 * synchronize, then a query of the other stream). */
+		pthread_mutex_lock(&c->dev->lock);
+		uint64_t *last = s ? &s->last_seq : &c->null_last_seq;
+		if (e->seq > *last)
+			*last = e->seq;
+		pthread_mutex_unlock(&c->dev->lock);
+	} else {
+		/* Another context's work runs on its own: queue a wait for
+		 * the work the event captured now. */
 		uint64_t seq, t;
 		if (!event_state(e, &seq, &t)) {
 			struct sim_op *op = sim_op_new(c, SIM_OP_WAIT);

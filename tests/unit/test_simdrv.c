@@ -1263,6 +1263,29 @@ static void test_events(void **state)
 	CU(cuCtxDestroy(c2));
 	CU(cuCtxSetCurrent(c));
 
+	/* A stream that waited for another's event is not done before that
+	 * event's work: its synchronize covers it, and the other stream is
+	 * done after it (nothing queued on s2 itself). */
+	CUstream s2;
+	CU(cuStreamCreate(&s2, 0));
+	CUevent w;
+	CU(cuEventCreate(&w, CU_EVENT_DISABLE_TIMING));
+	CU(launch_fill(fill, p, 5, 1024, 30 * MS, s));
+	CU(cuEventRecord(w, s));
+	CU(cuStreamWaitEvent(s2, w, 0));
+	CU(cuStreamWaitEvent(NULL, w, 0));
+	CUERR(cuStreamQuery(s2), CUDA_ERROR_NOT_READY);
+	CU(cuStreamSynchronize(s2));
+	CU(cuStreamQuery(s));
+	CU(cuEventQuery(w));
+	CU(launch_fill(fill, p, 6, 1024, 30 * MS, s));
+	CU(cuEventRecord(w, s));
+	CU(cuStreamWaitEvent(NULL, w, 0));
+	CU(cuStreamSynchronize(NULL));
+	CU(cuStreamQuery(s));
+	CU(cuEventDestroy(w));
+	CU(cuStreamDestroy(s2));
+
 	/* Destroying an event with a record pending is fine. */
 	CU(launch_fill(fill, p, 4, 1024, 30 * MS, s));
 	CU(cuEventRecord(a, s));
