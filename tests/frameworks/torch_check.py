@@ -144,10 +144,8 @@ def streams_events():
     s2.wait_stream(s1)
     s2.synchronize()
     end.synchronize()
-    # s1's own query comes after its synchronize: on the sim, a query right
-    # after another stream's synchronize can still answer "not ready" (about
-    # one time in 40; the sim's completion mark is the context's, in order).
-    s1.synchronize()
+    # s2 waited for s1 (wait_stream records an event on s1): once s2 is
+    # synchronized, s1 has nothing left either.
     assert end.query() and s1.query() and s2.query()
     assert start.elapsed_time(end) >= 0.0
     b.record_stream(s2)
