@@ -4,9 +4,15 @@
  * (common/remote.h) mirror its queues over one TCP connection to the GPU
  * host's xgpud, TLS 1.3 with the key in XGPU_REMOTE_PSK_FILE:
  *
- *   writer: sleeps on the client's kicks; sends what the client published
- *           (requests, bulk out) and how far it has read (responses, bulk in);
+ *   writer: sends what the client published (requests, bulk out) and how far
+ *           it has read (responses, bulk in), and pings a silent link;
  *   reader: applies what arrives, kicking the client when it asked.
+ *
+ * A client's kick sends inline when the writer is idle: a call's request
+ * then leaves in the calling thread, without waking the writer (a wake-up
+ * is a large share of a round trip beside the network's). The writer takes
+ * over when busy, and after the first buffer of a bulk stream, so copying
+ * into the ring and sending overlap.
  *
  * A dead link is noticed within XGPU_REMOTE_DEAD_MS (TCP keepalive and
  * TCP_USER_TIMEOUT); the channel then reports its peer gone, so a waiting
@@ -43,6 +49,11 @@ struct remote_chan {
 	int kick_fd; /* client -> writer */
 	int wake_fd; /* reader -> client */
 	pthread_t reader, writer;
+	/* Whoever sends (the writer, or a client's kick inline) holds it, with
+	 * the sending state below. */
+	pthread_mutex_t send_lock;
+	bool armed;
+	uint64_t last_sent;
 	_Atomic bool dead, stop;
 	char peer[300];
 	uint8_t *rbuf, *wbuf;
@@ -104,15 +115,25 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+/* Turns of sending until nothing is left (0: the relay is armed for the
+ * next kick) or max_turns have sent (1); -1 when the link failed. */
+static int send_turns(struct remote_chan *rc, int max_turns, char *err, size_t errlen)
+{
+	int turn = 1;
+	for (int i = 0; i < max_turns && turn > 0; i++)
+		turn = xgpu_remote_send_turn(&rc->relay, rc->conn, rc->wbuf, WRITE_BUF, &rc->last_sent,
+					     &rc->armed, err, errlen);
+	return turn;
+}
+
 static void *writer_main(void *arg)
 {
 	struct remote_chan *rc = arg;
 	char err[256];
-	bool armed = false;
-	uint64_t last_sent = xgpu_now_ns();
 	while (!atomic_load(&rc->dead)) {
-		int turn = xgpu_remote_send_turn(&rc->relay, rc->conn, rc->wbuf, WRITE_BUF, &last_sent,
-						 &armed, err, sizeof err);
+		pthread_mutex_lock(&rc->send_lock);
+		int turn = send_turns(rc, 64, err, sizeof err);
+		pthread_mutex_unlock(&rc->send_lock);
 		if (turn < 0) {
 			lost(rc, err);
 			break;
@@ -122,7 +143,9 @@ static void *writer_main(void *arg)
 		struct pollfd pfd = {rc->kick_fd, POLLIN, 0};
 		if (poll(&pfd, 1, XGPU_REMOTE_PING_MS / 2) > 0)
 			drain(rc->kick_fd);
-		armed = false;
+		pthread_mutex_lock(&rc->send_lock);
+		rc->armed = false;
+		pthread_mutex_unlock(&rc->send_lock);
 	}
 	return NULL;
 }
@@ -199,6 +222,7 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 	free(rc->wbuf);
 	if (region)
 		munmap(region, region_size);
+	pthread_mutex_destroy(&rc->send_lock);
 	free(rc);
 }
 
@@ -235,6 +259,8 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 		snprintf(err, errlen, "out of memory");
 		return cudaErrorMemoryAllocation;
 	}
+	pthread_mutex_init(&rc->send_lock, NULL);
+	rc->last_sent = xgpu_now_ns();
 	rc->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->rbuf = malloc(XGPU_REMOTE_MAX_PAYLOAD);
@@ -331,7 +357,21 @@ fail:
 
 static void remote_kick(struct xgpu_fe_chan *ch)
 {
-	wake(((struct remote_chan *)ch->priv)->kick_fd);
+	struct remote_chan *rc = ch->priv;
+	if (!atomic_load(&rc->dead) && pthread_mutex_trylock(&rc->send_lock) == 0) {
+		char err[256];
+		/* One buffer's send, then the arm and the look before sleeping:
+		 * three turns when a call's request is all there is. */
+		int turn = send_turns(rc, 3, err, sizeof err);
+		pthread_mutex_unlock(&rc->send_lock);
+		if (turn < 0) {
+			lost(rc, err);
+			return;
+		}
+		if (turn == 0)
+			return;
+	}
+	wake(rc->kick_fd);
 }
 
 static enum xgpu_wait_result remote_wait(struct xgpu_fe_chan *ch, int timeout_ms)
