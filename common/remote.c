@@ -308,12 +308,51 @@ static int hexval(char c)
 	return -1;
 }
 
+/* "identity:hex" or "hex" in text (changed in place), described as what in
+ * messages. */
+static int parse_psk(char *text, const char *what, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+		     char *err, size_t errlen)
+{
+	text[strcspn(text, "\r\n")] = '\0';
+	const char *hex = text;
+	char *colon = strchr(text, ':');
+	if (colon) {
+		*colon = '\0';
+		hex = colon + 1;
+		if (!*text || strlen(text) >= idlen) {
+			snprintf(err, errlen, "%s names an empty or overlong identity", what);
+			return -1;
+		}
+		xgpu_strlcpy(identity, text, idlen);
+	} else {
+		xgpu_strlcpy(identity, "xgpu", idlen);
+	}
+	size_t len = strlen(hex), cap = *keylen;
+	if (len % 2 || len / 2 < 16 || len / 2 > cap) {
+		snprintf(err, errlen,
+			 "%s holds no key of 16 to %zu bytes in hex (psktool -u NAME -p FILE makes one)",
+			 what, cap);
+		return -1;
+	}
+	for (size_t i = 0; i < len / 2; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			explicit_bzero(key, cap);
+			snprintf(err, errlen, "%s: the key is not hexadecimal", what);
+			return -1;
+		}
+		key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*keylen = len / 2;
+	return 0;
+}
+
 int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
 			 char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	char buf[1024];
+	char buf[1024], what[300];
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
 		if (fd >= 0)
@@ -333,38 +372,88 @@ int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t
 		return -1;
 	}
 	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	const char *hex = buf;
-	char *colon = strchr(buf, ':');
-	if (colon) {
-		*colon = '\0';
-		hex = colon + 1;
-		if (!*buf || strlen(buf) >= idlen) {
-			snprintf(err, errlen, "the key file %s names an empty or overlong identity", path);
-			return -1;
-		}
-		xgpu_strlcpy(identity, buf, idlen);
-	} else {
-		xgpu_strlcpy(identity, "xgpu", idlen);
-	}
-	size_t len = strlen(hex), cap = *keylen;
-	if (len % 2 || len / 2 < 16 || len / 2 > cap) {
-		snprintf(err, errlen,
-			 "the key file %s holds no key of 16 to %zu bytes in hex (psktool -u NAME -p %s)",
-			 path, cap, path);
+	snprintf(what, sizeof what, "the key file %s", path);
+	int r = parse_psk(buf, what, identity, idlen, key, keylen, err, errlen);
+	explicit_bzero(buf, sizeof buf);
+	return r;
+}
+
+int xgpu_remote_read_psk_table(const char *path, struct xgpu_psk_table *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
-	for (size_t i = 0; i < len / 2; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			snprintf(err, errlen, "the key file %s: the key is not hexadecimal", path);
-			return -1;
-		}
-		key[i] = (uint8_t)(hi << 4 | lo);
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		close(fd);
+		snprintf(err, errlen, "the key file %s is open to other users (mode %03o); chmod 600 it",
+			 path, (unsigned)(st.st_mode & 0777));
+		return -1;
 	}
-	*keylen = len / 2;
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char line[512], what[340];
+	int rc = 0;
+	for (unsigned no = 1; rc == 0 && fgets(line, sizeof line, f); no++) {
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "the key file %s: line %u is too long", path, no);
+			rc = -1;
+			break;
+		}
+		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+			continue;
+		if (t->n == XGPU_REMOTE_MAX_KEYS) {
+			snprintf(err, errlen, "the key file %s holds more than %d keys", path,
+				 XGPU_REMOTE_MAX_KEYS);
+			rc = -1;
+			break;
+		}
+		snprintf(what, sizeof what, "the key file %s, line %u,", path, no);
+		t->e[t->n].keylen = sizeof t->e[t->n].key;
+		rc = parse_psk(line, what, t->e[t->n].identity, sizeof t->e[t->n].identity, t->e[t->n].key,
+			       &t->e[t->n].keylen, err, errlen);
+		for (unsigned i = 0; rc == 0 && i < t->n; i++)
+			if (!strcmp(t->e[i].identity, t->e[t->n].identity)) {
+				snprintf(err, errlen, "the key file %s, line %u, names identity %s twice",
+					 path, no, t->e[i].identity);
+				rc = -1;
+			}
+		if (rc == 0)
+			t->n++;
+	}
+	explicit_bzero(line, sizeof line);
+	fclose(f);
+	if (rc == 0 && t->n == 0) {
+		snprintf(err, errlen, "the key file %s holds no key (psktool -u NAME -p FILE makes one)",
+			 path);
+		rc = -1;
+	}
+	if (rc < 0)
+		explicit_bzero(t, sizeof *t);
+	return rc;
+}
+
+int xgpu_remote_parse_psk(const char *text, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+			  char *err, size_t errlen)
+{
+	char buf[512];
+	if (strlen(text) >= sizeof buf) {
+		snprintf(err, errlen, "the key text is longer than %zu bytes", sizeof buf - 1);
+		return -1;
+	}
+	xgpu_strlcpy(buf, text, sizeof buf);
+	int r = parse_psk(buf, "the key", identity, idlen, key, keylen, err, errlen);
 	explicit_bzero(buf, sizeof buf);
-	return 0;
+	return r;
 }
 
 void xgpu_remote_tune_socket(int fd)
@@ -458,22 +547,30 @@ struct xgpu_rconn {
 	gnutls_session_t s; /* NULL: plain */
 	gnutls_psk_client_credentials_t cc;
 	gnutls_psk_server_credentials_t sc;
-	char identity[128];
+	char identity[128]; /* the client's; the server's once a key matched */
 	uint8_t key[64];
 	size_t keylen;
+	struct xgpu_psk_table *keys; /* the server's */
 };
 
 static int server_key(gnutls_session_t s, const char *username, gnutls_datum_t *key)
 {
 	struct xgpu_rconn *c = tls.gnutls_session_get_ptr(s);
-	if (!c || strcmp(username, c->identity) != 0)
+	if (!c || !c->keys)
 		return -1;
-	key->data = (*tls.malloc_fn)(c->keylen);
-	if (!key->data)
-		return -1;
-	memcpy(key->data, c->key, c->keylen);
-	key->size = (unsigned)c->keylen;
-	return 0;
+	for (unsigned i = 0; i < c->keys->n; i++) {
+		if (strcmp(username, c->keys->e[i].identity) != 0)
+			continue;
+		key->data = (*tls.malloc_fn)(c->keys->e[i].keylen);
+		if (!key->data)
+			return -1;
+		memcpy(key->data, c->keys->e[i].key, c->keys->e[i].keylen);
+		key->size = (unsigned)c->keys->e[i].keylen;
+		/* Proved only if the handshake then succeeds. */
+		xgpu_strlcpy(c->identity, username, sizeof c->identity);
+		return 0;
+	}
+	return -1;
 }
 
 static void set_timeouts(int fd, int ms)
@@ -484,7 +581,8 @@ static void set_timeouts(int fd, int ms)
 }
 
 static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, const uint8_t *key,
-				    size_t keylen, int timeout_ms, char *err, size_t errlen)
+				    size_t keylen, const struct xgpu_psk_table *keys, int timeout_ms,
+				    char *err, size_t errlen)
 {
 	struct xgpu_rconn *c = calloc(1, sizeof *c);
 	if (!c) {
@@ -493,20 +591,28 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, c
 		return NULL;
 	}
 	c->fd = fd;
-	if (!key)
+	if (!key && !keys)
 		return c;
 	pthread_once(&tls_once, tls_load);
 	if (!tls.ok) {
 		snprintf(err, errlen, "%s", tls.why);
 		goto fail;
 	}
-	if (keylen > sizeof c->key || strlen(identity) >= sizeof c->identity) {
-		snprintf(err, errlen, "key or identity too long");
-		goto fail;
+	if (server) {
+		if (!(c->keys = malloc(sizeof *c->keys))) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		memcpy(c->keys, keys, sizeof *keys);
+	} else {
+		if (keylen > sizeof c->key || strlen(identity) >= sizeof c->identity) {
+			snprintf(err, errlen, "key or identity too long");
+			goto fail;
+		}
+		memcpy(c->key, key, keylen);
+		c->keylen = keylen;
+		xgpu_strlcpy(c->identity, identity, sizeof c->identity);
 	}
-	memcpy(c->key, key, keylen);
-	c->keylen = keylen;
-	xgpu_strlcpy(c->identity, identity, sizeof c->identity);
 	int r = tls.gnutls_init(&c->s, (server ? GNUTLS_SERVER : GNUTLS_CLIENT) | GNUTLS_NO_SIGNAL);
 	if (r < 0) {
 		c->s = NULL;
@@ -543,6 +649,12 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, c
 		goto fail;
 	}
 	set_timeouts(fd, 0);
+	if (c->keys) {
+		/* The handshake is over: no key stays in this connection. */
+		explicit_bzero(c->keys, sizeof *c->keys);
+		free(c->keys);
+		c->keys = NULL;
+	}
 	return c;
 tls_fail:
 	snprintf(err, errlen, "TLS: %s", r == GNUTLS_E_AGAIN ? "timed out" : tls.gnutls_strerror(r));
@@ -554,13 +666,18 @@ fail:
 struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
 				     int timeout_ms, char *err, size_t errlen)
 {
-	return rconn_new(false, fd, identity, key, keylen, timeout_ms, err, errlen);
+	return rconn_new(false, fd, identity, key, keylen, NULL, timeout_ms, err, errlen);
 }
 
-struct xgpu_rconn *xgpu_rconn_server(int fd, const char *identity, const uint8_t *key, size_t keylen,
-				     int timeout_ms, char *err, size_t errlen)
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, int timeout_ms, char *err,
+				     size_t errlen)
 {
-	return rconn_new(true, fd, identity, key, keylen, timeout_ms, err, errlen);
+	return rconn_new(true, fd, NULL, NULL, 0, keys, timeout_ms, err, errlen);
+}
+
+const char *xgpu_rconn_identity(const struct xgpu_rconn *c)
+{
+	return c->s ? c->identity : "";
 }
 
 /* GnuTLS says "Error in the pull function" where the socket said why. */
@@ -669,6 +786,10 @@ void xgpu_rconn_free(struct xgpu_rconn *c)
 		tls.gnutls_psk_free_server_credentials(c->sc);
 	close(c->fd);
 	explicit_bzero(c->key, sizeof c->key);
+	if (c->keys) {
+		explicit_bzero(c->keys, sizeof *c->keys);
+		free(c->keys);
+	}
 	free(c);
 }
 

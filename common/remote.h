@@ -132,6 +132,26 @@ struct xgpu_rconn;
 int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
 			 char *err, size_t errlen);
 
+/* The GPU host's keys: one line "identity:hexkey" per tenant (psktool's
+ * format; blank lines and lines starting with '#' are skipped), at most
+ * XGPU_REMOTE_MAX_KEYS, identities distinct. A remote guest's domain is named
+ * by the identity its handshake proved, never by what it asks for. */
+#define XGPU_REMOTE_MAX_KEYS 64
+struct xgpu_psk_table {
+	unsigned n;
+	struct {
+		char identity[64];
+		uint8_t key[64];
+		size_t keylen;
+	} e[XGPU_REMOTE_MAX_KEYS];
+};
+int xgpu_remote_read_psk_table(const char *path, struct xgpu_psk_table *t, char *err, size_t errlen);
+
+/* The same from text in that format (the remote-psk key a Xen guest reads
+ * from its backend directory). */
+int xgpu_remote_parse_psk(const char *text, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+			  char *err, size_t errlen);
+
 /* Sets keepalive and TCP_USER_TIMEOUT so that a dead peer is noticed within
  * XGPU_REMOTE_DEAD_MS, and TCP_NODELAY. */
 /* After the handshake: a receive fails after XGPU_REMOTE_DEAD_MS of silence. */
@@ -143,8 +163,11 @@ void xgpu_remote_tune_socket(int fd);
  * with the reason in err. */
 struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
 				     int timeout_ms, char *err, size_t errlen);
-struct xgpu_rconn *xgpu_rconn_server(int fd, const char *identity, const uint8_t *key, size_t keylen,
-				     int timeout_ms, char *err, size_t errlen);
+/* keys NULL: plain. The table is copied. */
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, int timeout_ms, char *err,
+				     size_t errlen);
+/* The identity the peer's handshake proved ("" on a plain connection). */
+const char *xgpu_rconn_identity(const struct xgpu_rconn *c);
 /* Exactly len bytes; one thread may send while another receives. 0, or -1
  * with the reason in err. */
 int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err, size_t errlen);

@@ -47,6 +47,13 @@ struct xgpu_fe_transport_ops {
  * answer came from, for the bad-magic case). */
 int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, size_t errlen);
 
+/* A Xen guest whose vgpu device names a remote GPU host (the backend's
+ * remote and remote-psk keys): opens a remote channel there, and ch->ops
+ * becomes the remote transport's. */
+int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			    const char *spec, const char *psk_text, char *err, size_t errlen);
+
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_local;
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_xen;
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_remote;

@@ -226,6 +226,21 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 	free(rc);
 }
 
+/* Where to connect, with what key: from XGPU_REMOTE and the file in
+ * XGPU_REMOTE_PSK_FILE, or under Xen from the backend's remote and
+ * remote-psk keys (xl-gpu attach wrote them from the gpu line). */
+struct remote_settings {
+	const char *spec; /* host:port */
+	bool plain;
+	char identity[128];
+	uint8_t key[64];
+	size_t keylen;
+};
+
+static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			  void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			  struct remote_settings *rs, char *err, size_t errlen);
+
 static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
 		       void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack, char *err,
 		       size_t errlen)
@@ -233,23 +248,53 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	const char *spec = getenv("XGPU_REMOTE");
 	const char *keyfile = getenv("XGPU_REMOTE_PSK_FILE");
 	const char *insecure = getenv("XGPU_REMOTE_INSECURE");
-	char host[256], port[32], identity[128], why[256];
-	uint8_t key[64];
-	size_t keylen = sizeof key;
-	bool plain = !keyfile || !*keyfile;
-	if (!spec || split_hostport(spec, host, sizeof host, port, sizeof port) < 0) {
-		snprintf(err, errlen, "XGPU_REMOTE=%s: need host:port", spec ? spec : "");
+	char why[256];
+	struct remote_settings rs = {.spec = spec, .plain = !keyfile || !*keyfile, .keylen = sizeof rs.key};
+	if (!spec || !*spec) {
+		snprintf(err, errlen, "XGPU_REMOTE=: need host:port");
 		return cudaErrorInvalidValue;
 	}
-	if (plain && !(insecure && !strcmp(insecure, "1"))) {
+	if (rs.plain && !(insecure && !strcmp(insecure, "1"))) {
 		snprintf(err, errlen,
 			 "XGPU_REMOTE needs XGPU_REMOTE_PSK_FILE, the GPU host's key (plain TCP only with "
 			 "XGPU_REMOTE_INSECURE=1, against xgpud --remote-insecure)");
 		return cudaErrorInvalidValue;
 	}
-	if (!plain &&
-	    xgpu_remote_read_psk(keyfile, identity, sizeof identity, key, &keylen, why, sizeof why) < 0) {
+	if (!rs.plain && xgpu_remote_read_psk(keyfile, rs.identity, sizeof rs.identity, rs.key, &rs.keylen,
+					      why, sizeof why) < 0) {
 		snprintf(err, errlen, "XGPU_REMOTE_PSK_FILE: %s", why);
+		return cudaErrorInvalidValue;
+	}
+	return connect_remote(ch, region_size, init, init_arg, hello, ack, &rs, err, errlen);
+}
+
+int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			    const char *spec, const char *psk_text, char *err, size_t errlen)
+{
+	char why[256];
+	struct remote_settings rs = {.spec = spec, .keylen = sizeof rs.key};
+	if (xgpu_remote_parse_psk(psk_text, rs.identity, sizeof rs.identity, rs.key, &rs.keylen, why,
+				  sizeof why) < 0) {
+		snprintf(err, errlen, "the remote GPU's key in xenstore (remote-psk) is not usable: %s", why);
+		return cudaErrorInvalidValue;
+	}
+	int r = connect_remote(ch, region_size, init, init_arg, hello, ack, &rs, err, errlen);
+	if (r == 0)
+		ch->ops = &xgpu_fe_transport_remote;
+	return r;
+}
+
+static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			  void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			  struct remote_settings *rs, char *err, size_t errlen)
+{
+	const char *spec = rs->spec;
+	char host[256], port[32], why[256];
+	bool plain = rs->plain;
+	if (split_hostport(spec, host, sizeof host, port, sizeof port) < 0) {
+		explicit_bzero(rs->key, sizeof rs->key);
+		snprintf(err, errlen, "remote GPU %s: need host:port", spec);
 		return cudaErrorInvalidValue;
 	}
 	struct remote_chan *rc = calloc(1, sizeof *rc);
@@ -289,14 +334,14 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	}
 	xgpu_remote_tune_socket(fd);
 	rc->conn = plain ? xgpu_rconn_client(fd, NULL, NULL, 0, CONNECT_TIMEOUT_MS, why, sizeof why)
-			 : xgpu_rconn_client(fd, identity, key, keylen, CONNECT_TIMEOUT_MS, why, sizeof why);
-	explicit_bzero(key, sizeof key);
+			 : xgpu_rconn_client(fd, rs->identity, rs->key, rs->keylen, CONNECT_TIMEOUT_MS, why,
+					     sizeof why);
+	explicit_bzero(rs->key, sizeof rs->key);
 	if (!rc->conn) {
-		snprintf(
-		    err, errlen,
-		    "the TLS handshake with remote xgpud at %s failed: %s (does XGPU_REMOTE_PSK_FILE hold "
-		    "the key of that host's --remote-psk?)",
-		    spec, why);
+		snprintf(err, errlen,
+			 "the TLS handshake with remote xgpud at %s failed: %s (is the key the one of that "
+			 "host's --remote-psk?)",
+			 spec, why);
 		goto fail;
 	}
 	const struct xgpu_shm_header *hdr = region;
@@ -349,6 +394,7 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	}
 	return 0;
 fail:
+	explicit_bzero(rs->key, sizeof rs->key);
 	ch->priv = NULL;
 	ch->region = NULL;
 	free_chan(rc, region_size, region);
