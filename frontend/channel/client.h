@@ -32,8 +32,19 @@ struct xgpu_rpc {
 int xgpu_client_get(struct xgpu_client **c);
 
 /* Runs one exchange; returns the call's cudaError_t. Calls from many threads
- * are serialised on the channel. */
+ * are serialised on the channel. With pipelining on, an asynchronous call
+ * whose answer is only its status returns once sent, and a failure of it is
+ * returned by the next call that waits for its answer (or by
+ * xgpu_client_settle). */
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r);
+
+/* At most this many answers wait unread (fewer than the response ring's
+ * slots). */
+#define XGPU_MAX_DEFERRED 32
+
+/* Takes every answer still outstanding: cudaSuccess, or the first failure
+ * of a pipelined call not yet reported (cudaGetLastError asks this). */
+int xgpu_client_settle(void);
 
 /* Stream capture (frontend/driver/graph.c) sees every request before it is
  * sent: it returns -1 to send it, or the result of a request it took (stream

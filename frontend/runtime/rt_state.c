@@ -34,6 +34,8 @@ cudaError_t xgpu_rt_ret(cudaError_t err)
 
 XGPU_EXPORT cudaError_t cudaGetLastError(void)
 {
+	/* A pipelined launch's failure belongs to this answer. */
+	xgpu_rt_ret(xgpu_client_settle());
 	int sticky = atomic_load(&sticky_error);
 	if (sticky)
 		return (cudaError_t)sticky;
@@ -44,6 +46,7 @@ XGPU_EXPORT cudaError_t cudaGetLastError(void)
 
 XGPU_EXPORT cudaError_t cudaPeekAtLastError(void)
 {
+	xgpu_rt_ret(xgpu_client_settle());
 	int sticky = atomic_load(&sticky_error);
 	return sticky ? (cudaError_t)sticky : last_error;
 }

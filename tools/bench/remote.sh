@@ -104,15 +104,21 @@ stream_floor() {
 }
 
 echo "bench: remote null call and copies over $link"
-declare -A null h2d d2h
+declare -A null h2d d2h launch launch_batch
 for mode in tls plain; do
 	if [ "$mode" = tls ]; then start --remote-psk "$PSK"; else start --remote-insecure; fi
 	for r in $(seq "$rounds"); do
 		guest "$mode" "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" 2000 \
 			>"$work/api.$mode.$r"
+		guest "$mode" XGPU_PIPELINE=0 "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" \
+			2000 >"$work/apisync.$mode.$r"
 		guest "$mode" "$B/bin/xgpu-bench" copy 64 >"$work/copy.$mode.$r"
 	done
 	null[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_null_p50_us | median)
+	launch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_p50_us | median)
+	launch_batch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_batch_us | median)
+	launch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_p50_us | median)
+	launch_batch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_batch_us | median)
 	h2d[$mode]=$(cat "$work"/copy."$mode".* | awk '$1 ~ /h2d_gbps/ {print $2}' | median)
 	d2h[$mode]=$(cat "$work"/copy."$mode".* | awk '$1 ~ /d2h_gbps/ {print $2}' | median)
 	stop
@@ -137,11 +143,18 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / 
 	echo "run over the same link: a one-byte TCP round trip (TCP_NODELAY) and a plain TCP stream of"
 	echo "256 MiB. The guest program, its relay threads, xgpud's relay and the domain's executor share"
 	echo "this machine's CPUs, which two hosts would not. Targets (issue 30): a null call within 2x the"
-	echo "round trip, copies at 90 % of the stream."
+	echo "round trip, copies at 90 % of the stream. A launch is pipelined on remote channels (it returns"
+	echo "once sent; its answer is taken before the next call that waits); XGPU_PIPELINE=0 makes each"
+	echo "launch a round trip, as before. The batch mean times runs of launches each followed by a"
+	echo "synchronisation, which is where the pipelined answers are taken."
 	echo
 	echo "| | TLS 1.3 (PSK) | plain TCP | floor | TLS / floor | plain / floor |"
 	echo "|---|---|---|---|---|---|"
 	echo "| null call p50 (us) | ${null[tls]} | ${null[plain]} | $rtt (TCP round trip) | $(ratio "${null[tls]}" "$rtt") | $(ratio "${null[plain]}" "$rtt") |"
+	echo "| empty launch p50 (us), pipelined | ${launch[tls]} | ${launch[plain]} | $rtt (TCP round trip) | $(ratio "${launch[tls]}" "$rtt") | $(ratio "${launch[plain]}" "$rtt") |"
+	echo "| empty launch p50 (us), XGPU_PIPELINE=0 | ${launch[tls.sync]} | ${launch[plain.sync]} | $rtt (TCP round trip) | $(ratio "${launch[tls.sync]}" "$rtt") | $(ratio "${launch[plain.sync]}" "$rtt") |"
+	echo "| empty launch, batch mean (us), pipelined | ${launch_batch[tls]} | ${launch_batch[plain]} | | | |"
+	echo "| empty launch, batch mean (us), XGPU_PIPELINE=0 | ${launch_batch[tls.sync]} | ${launch_batch[plain.sync]} | | | |"
 	echo "| 64 MiB host to device (GB/s) | ${h2d[tls]} | ${h2d[plain]} | $stream (TCP stream) | $(share "${h2d[tls]}" "$stream") | $(share "${h2d[plain]}" "$stream") |"
 	echo "| 64 MiB device to host (GB/s) | ${d2h[tls]} | ${d2h[plain]} | $stream (TCP stream) | $(share "${d2h[tls]}" "$stream") | $(share "${d2h[plain]}" "$stream") |"
 } >"$out"
