@@ -627,6 +627,11 @@ int xgpu_client_share(struct xgpu_client *c, size_t size, void **ptr, uint64_t *
 	return r;
 }
 
+bool xgpu_client_shares_host_memory(const struct xgpu_client *c)
+{
+	return !c->ch.ops->host_memory_private;
+}
+
 void xgpu_client_unshare(struct xgpu_client *c, void *ptr, size_t size)
 {
 	c->ch.ops->unshare_segment(&c->ch, ptr, size);

@@ -102,6 +102,10 @@ const struct xgpu_hello_ack *xgpu_client_ack(struct xgpu_client *c);
 /* Pinned host memory shared with the backend: a segment mapped here and
  * registered there. Returns cudaError_t. */
 int xgpu_client_share(struct xgpu_client *c, size_t size, void **ptr, uint64_t *token);
+/* False where no host memory can be shared with the backend (a remote
+ * channel: the GPU host is across a network). Page-locked memory is then
+ * the program's own, and its copies go through the data areas. */
+bool xgpu_client_shares_host_memory(const struct xgpu_client *c);
 void xgpu_client_unshare(struct xgpu_client *c, void *ptr, size_t size);
 
 /* Device 0 as the daemon describes it (DEVICE_INFO), for both API layers. */

@@ -37,6 +37,8 @@ struct xgpu_fe_transport_ops {
 	 * sends the share out of band; *token names it in SEG_REGISTER. */
 	int (*share_segment)(struct xgpu_fe_chan *ch, size_t size, void **ptr, uint64_t *token);
 	void (*unshare_segment)(struct xgpu_fe_chan *ch, void *ptr, size_t size);
+	/* No host memory can be shared (share_segment always refuses). */
+	bool host_memory_private;
 	void (*close)(struct xgpu_fe_chan *ch);
 	/* In a forked child: drop the parent's channel without telling anyone. */
 	void (*abandon)(struct xgpu_fe_chan *ch);

@@ -482,6 +482,7 @@ const struct xgpu_fe_transport_ops xgpu_fe_transport_remote = {
     .wait = remote_wait,
     .share_segment = remote_share_segment,
     .unshare_segment = remote_unshare_segment,
+    .host_memory_private = true,
     .close = remote_close,
     .abandon = remote_abandon,
 };

@@ -115,6 +115,12 @@ run_ok env XGPU_DATA_SIZE=64K "$B/bin/vectorAdd" -n 1000000 -i 2
 out=$(remote "$B/tests/cuda/guestload" idle 10 2>&1) || { echo "$out"; fail "an idle remote program lost its channel"; }
 grep -q "^RESULT .*error=cudaSuccess" <<<"$out" || { echo "$out"; fail "an idle remote program failed"; }
 run_ok "$B/tests/cuda/errors"
+# Page-locked memory cannot be shared across a network: it is the program's
+# own and its copies stream (cudaMallocHost; cuMemHostAlloc under NVIDIA's
+# static runtime).
+run_ok "$B/tests/cuda/userapp"
+run_ok "$B/tests/cuda/static/userapp"
+run_ok "$B/tests/cuda/mixed"
 # NVIDIA's libraries remotely (nvcc's default static runtime over our
 # libcuda.so.1; cuFFT and the rest pass too, left to e2e/libs_sweep for time).
 for section in cublas curand; do
