@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- frames ------------------------------------------------------------------ */
@@ -107,8 +108,10 @@ static bool crossed(uint32_t old_idx, uint32_t new_idx, uint32_t event)
 	return (uint32_t)(new_idx - event) < (uint32_t)(new_idx - old_idx);
 }
 
-static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct xgpu_rframe *h,
-		      const uint8_t *payload, char *err, size_t errlen)
+/* Checks DATA of n units for queue q at h->idx against the relay's state:
+ * 0, or -1 with the reason. */
+static int check_data(struct xgpu_rqueue *q, const struct xgpu_rframe *h, uint32_t *prod_out, char *err,
+		      size_t errlen)
 {
 	uint32_t prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
 	if (h->idx != prod) {
@@ -128,6 +131,26 @@ static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct 
 			 h->queue, q->size - used);
 		return -1;
 	}
+	*prod_out = prod;
+	return 0;
+}
+
+/* Publishes n units written at prod, kicking the local consumer if it asked. */
+static void publish_data(struct xgpu_relay *r, struct xgpu_rqueue *q, uint32_t prod, uint32_t n)
+{
+	atomic_exchange_explicit(&q->q->prod, prod + n, memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&q->q->prod_event, memory_order_relaxed);
+	if (crossed(prod, prod + n, ev))
+		r->kick(r->kick_arg);
+}
+
+static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct xgpu_rframe *h,
+		      const uint8_t *payload, char *err, size_t errlen)
+{
+	uint32_t prod;
+	if (check_data(q, h, &prod, err, errlen) < 0)
+		return -1;
+	uint32_t n = h->len / q->unit;
 	/* Ours before the slots are sealed: a consumer that goes by tags may
 	 * release them before the shared index below is published. */
 	atomic_store_explicit(&q->prod, prod + n, memory_order_release);
@@ -144,10 +167,34 @@ static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct 
 			__atomic_store_n((uint32_t *)slot, xgpu_slot_tag(prod + i), __ATOMIC_RELEASE);
 		}
 	}
-	atomic_exchange_explicit(&q->q->prod, prod + n, memory_order_seq_cst);
-	uint32_t ev = atomic_load_explicit(&q->q->prod_event, memory_order_relaxed);
-	if (crossed(prod, prod + n, ev))
-		r->kick(r->kick_arg);
+	publish_data(r, q, prod, n);
+	return 0;
+}
+
+int xgpu_remote_receive(struct xgpu_relay *r, xgpu_remote_read_fn read, void *ctx, uint8_t *scratch,
+			int32_t *end_status, char *err, size_t errlen)
+{
+	struct xgpu_rframe h;
+	if (read(ctx, &h, sizeof h, err, errlen) < 0 || xgpu_rframe_check(&h, r->guest, err, errlen) < 0)
+		return -1;
+	struct xgpu_rqueue *q = h.type == XGPU_RF_DATA ? &r->qs[h.queue] : NULL;
+	if (!q || q->unit != 1) {
+		if (h.len && read(ctx, scratch, h.len, err, errlen) < 0)
+			return -1;
+		return xgpu_remote_apply(r, &h, scratch, end_status, err, errlen);
+	}
+	/* Bulk bytes go straight into the ring, once their frame is known to
+	 * fit: the consumer reads only what is published after them. */
+	uint32_t prod;
+	if (check_data(q, &h, &prod, err, errlen) < 0)
+		return -1;
+	uint32_t off = prod & (q->size - 1);
+	uint32_t first = q->size - off < h.len ? q->size - off : h.len;
+	if (read(ctx, q->buf + off, first, err, errlen) < 0 ||
+	    (h.len > first && read(ctx, q->buf, h.len - first, err, errlen) < 0))
+		return -1;
+	atomic_store_explicit(&q->prod, prod + h.len, memory_order_release);
+	publish_data(r, q, prod, h.len);
 	return 0;
 }
 
@@ -198,10 +245,36 @@ static uint8_t *put_header(uint8_t *p, uint8_t type, uint8_t queue, uint32_t len
 	return p + sizeof h;
 }
 
-int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool *more, char *err,
-			    size_t errlen)
+/* The frames of a turn as iovecs: headers and slots copied into out, bulk
+ * bytes referred to where they lie in the ring (sent from there). */
+struct frames {
+	uint8_t *out, *p, *end, *seg; /* seg: where the current out iovec starts */
+	struct iovec *iov;
+	int niov, max_iov;
+	size_t bulk, bulk_cap, total;
+};
+
+static void cut_segment(struct frames *f)
 {
-	uint8_t *p = out, *end = out + cap;
+	if (f->p > f->seg) {
+		f->iov[f->niov++] = (struct iovec){f->seg, (size_t)(f->p - f->seg)};
+		f->total += (size_t)(f->p - f->seg);
+		f->seg = f->p;
+	}
+}
+
+/* Room for a header and what follows it: 2 iovecs (the header's segment and
+ * a bulk reference) are kept for each frame. */
+static bool frame_fits(struct frames *f, size_t inline_bytes)
+{
+	return (size_t)(f->end - f->p) >= sizeof(struct xgpu_rframe) + inline_bytes &&
+	       f->niov + 3 <= f->max_iov;
+}
+
+int xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, size_t bulk_cap, struct iovec *iov,
+			int max_iov, size_t *total, bool *more, char *err, size_t errlen)
+{
+	struct frames f = {out, out, out + cap, out, iov, 0, max_iov, 0, bulk_cap, 0};
 	*more = false;
 	/* A packet may refer to bulk bytes its producer wrote before it, so
 	 * the packets' indexes are read first and the bytes go out before
@@ -229,6 +302,7 @@ int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool
 					 "the local producer of queue %u moved its index out of range", i);
 				return -1;
 			}
+			bool bulk = q->unit == 1;
 			while (sent != prod) {
 				uint32_t run = prod - sent;
 				uint32_t to_wrap = q->size - (sent & (q->size - 1));
@@ -236,17 +310,29 @@ int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool
 					run = to_wrap;
 				if (run > XGPU_REMOTE_MAX_PAYLOAD / q->unit)
 					run = XGPU_REMOTE_MAX_PAYLOAD / q->unit;
-				size_t room = (size_t)(end - p);
-				if (room < sizeof(struct xgpu_rframe) + q->unit) {
+				if (bulk && run > f.bulk_cap - f.bulk)
+					run = (uint32_t)(f.bulk_cap - f.bulk);
+				if (run == 0 || !frame_fits(&f, bulk ? 0 : q->unit)) {
 					*more = true;
 					break;
 				}
-				if (run > (room - sizeof(struct xgpu_rframe)) / q->unit)
-					run = (uint32_t)((room - sizeof(struct xgpu_rframe)) / q->unit);
-				p = put_header(p, XGPU_RF_DATA, (uint8_t)i, run * q->unit, sent);
-				memcpy(p, q->buf + (size_t)(sent & (q->size - 1)) * q->unit,
-				       (size_t)run * q->unit);
-				p += (size_t)run * q->unit;
+				if (!bulk) {
+					size_t room = (size_t)(f.end - f.p) - sizeof(struct xgpu_rframe);
+					if (run > room / q->unit)
+						run = (uint32_t)(room / q->unit);
+				}
+				const uint8_t *src = q->buf + (size_t)(sent & (q->size - 1)) * q->unit;
+				size_t bytes = (size_t)run * q->unit;
+				f.p = put_header(f.p, XGPU_RF_DATA, (uint8_t)i, (uint32_t)bytes, sent);
+				if (bulk) {
+					cut_segment(&f);
+					f.iov[f.niov++] = (struct iovec){(void *)src, bytes};
+					f.total += bytes;
+					f.bulk += bytes;
+				} else {
+					memcpy(f.p, src, bytes);
+					f.p += bytes;
+				}
 				sent += run;
 			}
 			atomic_store_explicit(&q->sent, sent, memory_order_release);
@@ -259,16 +345,18 @@ int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool
 				return -1;
 			}
 			if (cons != q->reported) {
-				if ((size_t)(end - p) < sizeof(struct xgpu_rframe)) {
+				if (!frame_fits(&f, 0)) {
 					*more = true;
 					continue;
 				}
-				p = put_header(p, XGPU_RF_CONS, (uint8_t)i, 0, cons);
+				f.p = put_header(f.p, XGPU_RF_CONS, (uint8_t)i, 0, cons);
 				q->reported = cons;
 			}
 		}
 	}
-	return p - out;
+	cut_segment(&f);
+	*total = f.total;
+	return f.niov;
 }
 
 /* How far the local consumer may read before the far producer must hear of
@@ -720,6 +808,53 @@ int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err
 	return 0;
 }
 
+int xgpu_rconn_sendv(struct xgpu_rconn *c, struct iovec *iov, int n, char *err, size_t errlen)
+{
+	if (c->s) {
+		/* TLS: short pieces (headers, slots) are gathered into records of
+		 * their own; bulk bytes are encrypted from where they lie. */
+		uint8_t gather[4096];
+		size_t g = 0;
+		for (int i = 0; i < n; i++) {
+			if (iov[i].iov_len <= sizeof gather - g) {
+				memcpy(gather + g, iov[i].iov_base, iov[i].iov_len);
+				g += iov[i].iov_len;
+				continue;
+			}
+			if (g && xgpu_rconn_send(c, gather, g, err, errlen) < 0)
+				return -1;
+			g = 0;
+			if (iov[i].iov_len <= sizeof gather) {
+				memcpy(gather, iov[i].iov_base, iov[i].iov_len);
+				g = iov[i].iov_len;
+			} else if (xgpu_rconn_send(c, iov[i].iov_base, iov[i].iov_len, err, errlen) < 0) {
+				return -1;
+			}
+		}
+		return g ? xgpu_rconn_send(c, gather, g, err, errlen) : 0;
+	}
+	while (n > 0) {
+		struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			snprintf(err, errlen, "send: %s", strerror(errno));
+			return -1;
+		}
+		while (n > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
 int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen)
 {
 	uint8_t *p = buf;
@@ -754,6 +889,11 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int xgpu_rconn_read(void *conn, void *buf, size_t len, char *err, size_t errlen)
+{
+	return xgpu_rconn_recv(conn, buf, len, err, errlen);
 }
 
 int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *h, uint8_t *buf, char *err,
@@ -802,15 +942,19 @@ int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *b
 			  uint64_t *last_sent, bool *armed, char *err, size_t errlen)
 {
 	bool more;
-	int64_t n = xgpu_remote_collect(r, buf, cap, &more, err, errlen);
+	struct iovec iov[XGPU_REMOTE_TURN_IOV];
+	size_t total;
+	int n = xgpu_remote_collect(r, buf, cap, XGPU_REMOTE_TURN_BULK, iov, XGPU_REMOTE_TURN_IOV, &total,
+				    &more, err, errlen);
 	if (n < 0)
 		return -1;
 	if (n == 0 && xgpu_now_ns() - *last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
 		struct xgpu_rframe ping = {.type = XGPU_RF_PING};
 		memcpy(buf, &ping, sizeof ping);
-		n = sizeof ping;
+		iov[0] = (struct iovec){buf, sizeof ping};
+		n = 1;
 	}
-	if (n > 0 && xgpu_rconn_send(c, buf, (size_t)n, err, errlen) < 0)
+	if (n > 0 && xgpu_rconn_sendv(c, iov, n, err, errlen) < 0)
 		return -1;
 	if (n > 0)
 		*last_sent = xgpu_now_ns();

@@ -142,11 +142,10 @@ static void *reader_main(void *arg)
 {
 	struct session *s = arg;
 	char err[256];
-	struct xgpu_rframe h;
 	int32_t end;
 	for (;;) {
-		if (xgpu_rconn_recv_frame(s->conn, false, &h, s->rbuf, err, sizeof err) < 0 ||
-		    xgpu_remote_apply(&s->relay, &h, s->rbuf, &end, err, sizeof err) < 0)
+		if (xgpu_remote_receive(&s->relay, xgpu_rconn_read, s->conn, s->rbuf, &end, err, sizeof err) <
+		    0)
 			break;
 	}
 	if (!strcmp(err, "timed out"))
@@ -195,10 +194,12 @@ static void relay(struct session *s)
 			/* Anything the executor published before it went
 			 * still goes out, then why it ended. */
 			bool more;
-			int64_t n =
-			    xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, &more, err, sizeof err);
+			struct iovec iov[XGPU_REMOTE_TURN_IOV];
+			size_t total;
+			int n = xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, XGPU_REMOTE_TURN_BULK, iov,
+						    XGPU_REMOTE_TURN_IOV, &total, &more, err, sizeof err);
 			if (n > 0)
-				xgpu_rconn_send(s->conn, s->wbuf, (size_t)n, err, sizeof err);
+				xgpu_rconn_sendv(s->conn, iov, n, err, sizeof err);
 			int32_t status = atomic_load(&s->relay.hdr->backend_end);
 			struct xgpu_rframe end = {.type = XGPU_RF_END, .idx = (uint32_t)status};
 			xgpu_rconn_send(s->conn, &end, sizeof end, err, sizeof err);

@@ -95,12 +95,10 @@ static void *reader_main(void *arg)
 {
 	struct remote_chan *rc = arg;
 	char err[256];
-	struct xgpu_rframe h;
 	int32_t end = 0;
 	for (;;) {
-		if (xgpu_rconn_recv_frame(rc->conn, true, &h, rc->rbuf, err, sizeof err) < 0)
-			break;
-		int r = xgpu_remote_apply(&rc->relay, &h, rc->rbuf, &end, err, sizeof err);
+		int r = xgpu_remote_receive(&rc->relay, xgpu_rconn_read, rc->conn, rc->rbuf, &end, err,
+					    sizeof err);
 		if (r == 1) {
 			/* The far executor ended; backend_end says why. */
 			lost(rc, NULL);
