@@ -643,8 +643,9 @@ test-frameworks:
 demo: all
 	@tools/demo.sh $(BUILD)
 
-bench: all
+bench: all $(TST)/tools/tcprtt
 	@tools/bench/run.sh $(BUILD)
+	@tools/bench/remote.sh $(BUILD) $(TST)/tools/tcprtt
 
 # This design against an older revision (OLD=REV), both measured in one run
 # (tools/bench/compare.sh); docs/results/bench-compare.md.

@@ -130,6 +130,29 @@ static bool name_ok(const char *v)
 	return true;
 }
 
+/* HOST, HOST:PORT or [V6]:PORT: what a resolver and a port number accept,
+ * nothing a shell or a xenstore path would read otherwise. */
+static bool remote_ok(const char *v)
+{
+	size_t n = strlen(v);
+	if (n < 1 || n > XGPU_GPUSPEC_REMOTE_MAX)
+		return false;
+	for (const char *c = v; *c; c++)
+		if (!isalnum((unsigned char)*c) && !strchr(".-:[]", *c))
+			return false;
+	const char *port = v[0] == '[' ? strchr(v, ']') : strrchr(v, ':');
+	if (v[0] == '[') {
+		if (!port || port == v + 1 || (port[1] && port[1] != ':'))
+			return false;
+		port = port[1] ? port + 1 : NULL;
+	} else if (port && (port == v || strchr(v, ':') != port || strchr(v, '[') || strchr(v, ']'))) {
+		/* An IPv6 address needs its brackets: "fd00::5" has no port. */
+		return false;
+	}
+	uint64_t u;
+	return !port || parse_dec(port + 1, 1, 65535, &u) == 0;
+}
+
 static int parse_item(char *key, char *val, unsigned flags, struct xgpu_gpuspec *s, struct xgpu_errbuf *e)
 {
 	uint64_t u;
@@ -207,9 +230,28 @@ static int parse_item(char *key, char *val, unsigned flags, struct xgpu_gpuspec 
 			return xgpu_fail(e, "name=%s: name must be 1 to %d characters of A-Z a-z 0-9 _ . : -",
 					 val, XGPU_GPUSPEC_NAME_MAX);
 		xgpu_strlcpy(s->name, val, sizeof s->name);
+	} else if (!strcmp(key, "remote") && (flags & XGPU_GPUSPEC_ALLOW_REMOTE)) {
+		if (s->remote[0])
+			return xgpu_fail(e, "remote=%s: key 'remote' given twice", val);
+		if (!remote_ok(val))
+			return xgpu_fail(e,
+					 "remote=%s: remote must be HOST, HOST:PORT or [IPV6]:PORT (a port "
+					 "from 1 to 65535)",
+					 val);
+		xgpu_strlcpy(s->remote, val, sizeof s->remote);
+	} else if (!strcmp(key, "remote-key") && (flags & XGPU_GPUSPEC_ALLOW_REMOTE)) {
+		if (s->remote_key[0])
+			return xgpu_fail(e, "remote-key=%s: key 'remote-key' given twice", val);
+		if (val[0] != '/' || strlen(val) > XGPU_GPUSPEC_PATH_MAX)
+			return xgpu_fail(e,
+					 "remote-key=%s: remote-key must be an absolute path of at most %d "
+					 "characters",
+					 val, XGPU_GPUSPEC_PATH_MAX);
+		xgpu_strlcpy(s->remote_key, val, sizeof s->remote_key);
 	} else {
-		return xgpu_fail(e, "unknown key '%s' (known: %s%s)", key, KNOWN_KEYS,
-				 (flags & XGPU_GPUSPEC_ALLOW_NAME) ? ", name" : "");
+		return xgpu_fail(e, "unknown key '%s' (known: %s%s%s)", key, KNOWN_KEYS,
+				 (flags & XGPU_GPUSPEC_ALLOW_NAME) ? ", name" : "",
+				 (flags & XGPU_GPUSPEC_ALLOW_REMOTE) ? ", remote, remote-key" : "");
 	}
 	return 0;
 }
@@ -260,6 +302,13 @@ int xgpu_gpuspec_parse(const char *text, unsigned flags, struct xgpu_gpuspec *ou
 		}
 	}
 	free(copy);
+	/* A remote GPU without its key would be plain TCP, which only an
+	 * operator's explicit test setting may ask for; a key alone is a typo. */
+	if (rc == 0 && !s.remote[0] != !s.remote_key[0])
+		rc = xgpu_fail(&e,
+			       s.remote[0] ? "remote=%s needs remote-key=FILE, the GPU host's pre-shared key"
+					   : "remote-key=%s is given without remote=HOST:PORT",
+			       s.remote[0] ? s.remote : s.remote_key);
 	if (rc == 0)
 		*out = s;
 	return rc;
@@ -370,6 +419,14 @@ int xgpu_gpuspec_format(const struct xgpu_gpuspec *s, char *buf, size_t len)
 	if (s->has_ktimeout) {
 		sep(&b);
 		put(&b, "kernel-timeout=%u", s->ktimeout);
+	}
+	if (s->remote[0]) {
+		sep(&b);
+		put(&b, "remote=%s", s->remote);
+	}
+	if (s->remote_key[0]) {
+		sep(&b);
+		put(&b, "remote-key=%s", s->remote_key);
 	}
 	unsigned n = s->ntasks < XGPU_GPUSPEC_TASKS ? s->ntasks : XGPU_GPUSPEC_TASKS;
 	unsigned order[XGPU_GPUSPEC_TASKS];

@@ -11,6 +11,9 @@
  *   mem=SIZE                              1M..1024T, binary K/M/G/T suffixes (4G)
  *   task.ID=WEIGHT                        ID 0..4294967295, WEIGHT 1..65535, at most 16
  *   name=NAME                             1-63 of [A-Za-z0-9_.:-], only with XGPU_GPUSPEC_ALLOW_NAME
+ *   remote=HOST[:PORT]                    a remote xgpud serves the domain (issue 30), only with
+ *   remote-key=FILE                       XGPU_GPUSPEC_ALLOW_REMOTE; FILE (absolute) holds its
+ *                                         pre-shared key; each needs the other
  * A key given twice, an empty item ("a=1,,b=2"), an unknown key or a value
  * with trailing junk is an error whose message names the key and value.
  */
@@ -31,7 +34,10 @@
 #define XGPU_GPUSPEC_KTIMEOUT_MAX 86400u /* seconds */
 
 /* Flags for xgpu_gpuspec_parse. */
-#define XGPU_GPUSPEC_ALLOW_NAME 1u /* accept `name=` (the daemon's config file) */
+#define XGPU_GPUSPEC_ALLOW_NAME 1u   /* accept `name=` (the daemon's config file) */
+#define XGPU_GPUSPEC_ALLOW_REMOTE 2u /* accept `remote=`, `remote-key=` (xl's gpu line) */
+#define XGPU_GPUSPEC_REMOTE_MAX 263  /* "[v6 address]:port" or a DNS name and a port */
+#define XGPU_GPUSPEC_PATH_MAX 255
 
 struct xgpu_gpuspec {
 	bool has_gpus, has_credit, has_sla, has_mem, has_ktimeout;
@@ -46,6 +52,9 @@ struct xgpu_gpuspec {
 		uint32_t weight;
 	} tasks[XGPU_GPUSPEC_TASKS];          /* task.<id>=<weight>, in the order given */
 	char name[XGPU_GPUSPEC_NAME_MAX + 1]; /* "" unless given (needs XGPU_GPUSPEC_ALLOW_NAME) */
+	/* "" unless given (needs XGPU_GPUSPEC_ALLOW_REMOTE) */
+	char remote[XGPU_GPUSPEC_REMOTE_MAX + 1];
+	char remote_key[XGPU_GPUSPEC_PATH_MAX + 1];
 };
 
 /* Parses `text` into *out. Returns 0, or -1 with a message in err (when

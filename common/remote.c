@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* ---- frames ------------------------------------------------------------------ */
@@ -107,8 +108,10 @@ static bool crossed(uint32_t old_idx, uint32_t new_idx, uint32_t event)
 	return (uint32_t)(new_idx - event) < (uint32_t)(new_idx - old_idx);
 }
 
-static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct xgpu_rframe *h,
-		      const uint8_t *payload, char *err, size_t errlen)
+/* Checks DATA of n units for queue q at h->idx against the relay's state:
+ * 0, or -1 with the reason. */
+static int check_data(struct xgpu_rqueue *q, const struct xgpu_rframe *h, uint32_t *prod_out, char *err,
+		      size_t errlen)
 {
 	uint32_t prod = atomic_load_explicit(&q->prod, memory_order_relaxed);
 	if (h->idx != prod) {
@@ -128,6 +131,26 @@ static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct 
 			 h->queue, q->size - used);
 		return -1;
 	}
+	*prod_out = prod;
+	return 0;
+}
+
+/* Publishes n units written at prod, kicking the local consumer if it asked. */
+static void publish_data(struct xgpu_relay *r, struct xgpu_rqueue *q, uint32_t prod, uint32_t n)
+{
+	atomic_exchange_explicit(&q->q->prod, prod + n, memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&q->q->prod_event, memory_order_relaxed);
+	if (crossed(prod, prod + n, ev))
+		r->kick(r->kick_arg);
+}
+
+static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct xgpu_rframe *h,
+		      const uint8_t *payload, char *err, size_t errlen)
+{
+	uint32_t prod;
+	if (check_data(q, h, &prod, err, errlen) < 0)
+		return -1;
+	uint32_t n = h->len / q->unit;
 	/* Ours before the slots are sealed: a consumer that goes by tags may
 	 * release them before the shared index below is published. */
 	atomic_store_explicit(&q->prod, prod + n, memory_order_release);
@@ -144,10 +167,34 @@ static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct 
 			__atomic_store_n((uint32_t *)slot, xgpu_slot_tag(prod + i), __ATOMIC_RELEASE);
 		}
 	}
-	atomic_exchange_explicit(&q->q->prod, prod + n, memory_order_seq_cst);
-	uint32_t ev = atomic_load_explicit(&q->q->prod_event, memory_order_relaxed);
-	if (crossed(prod, prod + n, ev))
-		r->kick(r->kick_arg);
+	publish_data(r, q, prod, n);
+	return 0;
+}
+
+int xgpu_remote_receive(struct xgpu_relay *r, xgpu_remote_read_fn read, void *ctx, uint8_t *scratch,
+			int32_t *end_status, char *err, size_t errlen)
+{
+	struct xgpu_rframe h;
+	if (read(ctx, &h, sizeof h, err, errlen) < 0 || xgpu_rframe_check(&h, r->guest, err, errlen) < 0)
+		return -1;
+	struct xgpu_rqueue *q = h.type == XGPU_RF_DATA ? &r->qs[h.queue] : NULL;
+	if (!q || q->unit != 1) {
+		if (h.len && read(ctx, scratch, h.len, err, errlen) < 0)
+			return -1;
+		return xgpu_remote_apply(r, &h, scratch, end_status, err, errlen);
+	}
+	/* Bulk bytes go straight into the ring, once their frame is known to
+	 * fit: the consumer reads only what is published after them. */
+	uint32_t prod;
+	if (check_data(q, &h, &prod, err, errlen) < 0)
+		return -1;
+	uint32_t off = prod & (q->size - 1);
+	uint32_t first = q->size - off < h.len ? q->size - off : h.len;
+	if (read(ctx, q->buf + off, first, err, errlen) < 0 ||
+	    (h.len > first && read(ctx, q->buf, h.len - first, err, errlen) < 0))
+		return -1;
+	atomic_store_explicit(&q->prod, prod + h.len, memory_order_release);
+	publish_data(r, q, prod, h.len);
 	return 0;
 }
 
@@ -198,10 +245,36 @@ static uint8_t *put_header(uint8_t *p, uint8_t type, uint8_t queue, uint32_t len
 	return p + sizeof h;
 }
 
-int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool *more, char *err,
-			    size_t errlen)
+/* The frames of a turn as iovecs: headers and slots copied into out, bulk
+ * bytes referred to where they lie in the ring (sent from there). */
+struct frames {
+	uint8_t *out, *p, *end, *seg; /* seg: where the current out iovec starts */
+	struct iovec *iov;
+	int niov, max_iov;
+	size_t bulk, bulk_cap, total;
+};
+
+static void cut_segment(struct frames *f)
 {
-	uint8_t *p = out, *end = out + cap;
+	if (f->p > f->seg) {
+		f->iov[f->niov++] = (struct iovec){f->seg, (size_t)(f->p - f->seg)};
+		f->total += (size_t)(f->p - f->seg);
+		f->seg = f->p;
+	}
+}
+
+/* Room for a header and what follows it: 2 iovecs (the header's segment and
+ * a bulk reference) are kept for each frame. */
+static bool frame_fits(struct frames *f, size_t inline_bytes)
+{
+	return (size_t)(f->end - f->p) >= sizeof(struct xgpu_rframe) + inline_bytes &&
+	       f->niov + 3 <= f->max_iov;
+}
+
+int xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, size_t bulk_cap, struct iovec *iov,
+			int max_iov, size_t *total, bool *more, char *err, size_t errlen)
+{
+	struct frames f = {out, out, out + cap, out, iov, 0, max_iov, 0, bulk_cap, 0};
 	*more = false;
 	/* A packet may refer to bulk bytes its producer wrote before it, so
 	 * the packets' indexes are read first and the bytes go out before
@@ -229,6 +302,7 @@ int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool
 					 "the local producer of queue %u moved its index out of range", i);
 				return -1;
 			}
+			bool bulk = q->unit == 1;
 			while (sent != prod) {
 				uint32_t run = prod - sent;
 				uint32_t to_wrap = q->size - (sent & (q->size - 1));
@@ -236,17 +310,29 @@ int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool
 					run = to_wrap;
 				if (run > XGPU_REMOTE_MAX_PAYLOAD / q->unit)
 					run = XGPU_REMOTE_MAX_PAYLOAD / q->unit;
-				size_t room = (size_t)(end - p);
-				if (room < sizeof(struct xgpu_rframe) + q->unit) {
+				if (bulk && run > f.bulk_cap - f.bulk)
+					run = (uint32_t)(f.bulk_cap - f.bulk);
+				if (run == 0 || !frame_fits(&f, bulk ? 0 : q->unit)) {
 					*more = true;
 					break;
 				}
-				if (run > (room - sizeof(struct xgpu_rframe)) / q->unit)
-					run = (uint32_t)((room - sizeof(struct xgpu_rframe)) / q->unit);
-				p = put_header(p, XGPU_RF_DATA, (uint8_t)i, run * q->unit, sent);
-				memcpy(p, q->buf + (size_t)(sent & (q->size - 1)) * q->unit,
-				       (size_t)run * q->unit);
-				p += (size_t)run * q->unit;
+				if (!bulk) {
+					size_t room = (size_t)(f.end - f.p) - sizeof(struct xgpu_rframe);
+					if (run > room / q->unit)
+						run = (uint32_t)(room / q->unit);
+				}
+				const uint8_t *src = q->buf + (size_t)(sent & (q->size - 1)) * q->unit;
+				size_t bytes = (size_t)run * q->unit;
+				f.p = put_header(f.p, XGPU_RF_DATA, (uint8_t)i, (uint32_t)bytes, sent);
+				if (bulk) {
+					cut_segment(&f);
+					f.iov[f.niov++] = (struct iovec){(void *)src, bytes};
+					f.total += bytes;
+					f.bulk += bytes;
+				} else {
+					memcpy(f.p, src, bytes);
+					f.p += bytes;
+				}
 				sent += run;
 			}
 			atomic_store_explicit(&q->sent, sent, memory_order_release);
@@ -259,16 +345,18 @@ int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool
 				return -1;
 			}
 			if (cons != q->reported) {
-				if ((size_t)(end - p) < sizeof(struct xgpu_rframe)) {
+				if (!frame_fits(&f, 0)) {
 					*more = true;
 					continue;
 				}
-				p = put_header(p, XGPU_RF_CONS, (uint8_t)i, 0, cons);
+				f.p = put_header(f.p, XGPU_RF_CONS, (uint8_t)i, 0, cons);
 				q->reported = cons;
 			}
 		}
 	}
-	return p - out;
+	cut_segment(&f);
+	*total = f.total;
+	return f.niov;
 }
 
 /* How far the local consumer may read before the far producer must hear of
@@ -308,12 +396,51 @@ static int hexval(char c)
 	return -1;
 }
 
+/* "identity:hex" or "hex" in text (changed in place), described as what in
+ * messages. */
+static int parse_psk(char *text, const char *what, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+		     char *err, size_t errlen)
+{
+	text[strcspn(text, "\r\n")] = '\0';
+	const char *hex = text;
+	char *colon = strchr(text, ':');
+	if (colon) {
+		*colon = '\0';
+		hex = colon + 1;
+		if (!*text || strlen(text) >= idlen) {
+			snprintf(err, errlen, "%s names an empty or overlong identity", what);
+			return -1;
+		}
+		xgpu_strlcpy(identity, text, idlen);
+	} else {
+		xgpu_strlcpy(identity, "xgpu", idlen);
+	}
+	size_t len = strlen(hex), cap = *keylen;
+	if (len % 2 || len / 2 < 16 || len / 2 > cap) {
+		snprintf(err, errlen,
+			 "%s holds no key of 16 to %zu bytes in hex (psktool -u NAME -p FILE makes one)",
+			 what, cap);
+		return -1;
+	}
+	for (size_t i = 0; i < len / 2; i++) {
+		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			explicit_bzero(key, cap);
+			snprintf(err, errlen, "%s: the key is not hexadecimal", what);
+			return -1;
+		}
+		key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*keylen = len / 2;
+	return 0;
+}
+
 int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
 			 char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	char buf[1024];
+	char buf[1024], what[300];
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
 		if (fd >= 0)
@@ -333,38 +460,88 @@ int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t
 		return -1;
 	}
 	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	const char *hex = buf;
-	char *colon = strchr(buf, ':');
-	if (colon) {
-		*colon = '\0';
-		hex = colon + 1;
-		if (!*buf || strlen(buf) >= idlen) {
-			snprintf(err, errlen, "the key file %s names an empty or overlong identity", path);
-			return -1;
-		}
-		xgpu_strlcpy(identity, buf, idlen);
-	} else {
-		xgpu_strlcpy(identity, "xgpu", idlen);
-	}
-	size_t len = strlen(hex), cap = *keylen;
-	if (len % 2 || len / 2 < 16 || len / 2 > cap) {
-		snprintf(err, errlen,
-			 "the key file %s holds no key of 16 to %zu bytes in hex (psktool -u NAME -p %s)",
-			 path, cap, path);
+	snprintf(what, sizeof what, "the key file %s", path);
+	int r = parse_psk(buf, what, identity, idlen, key, keylen, err, errlen);
+	explicit_bzero(buf, sizeof buf);
+	return r;
+}
+
+int xgpu_remote_read_psk_table(const char *path, struct xgpu_psk_table *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
-	for (size_t i = 0; i < len / 2; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			snprintf(err, errlen, "the key file %s: the key is not hexadecimal", path);
-			return -1;
-		}
-		key[i] = (uint8_t)(hi << 4 | lo);
+	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+		close(fd);
+		snprintf(err, errlen, "the key file %s is open to other users (mode %03o); chmod 600 it",
+			 path, (unsigned)(st.st_mode & 0777));
+		return -1;
 	}
-	*keylen = len / 2;
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char line[512], what[340];
+	int rc = 0;
+	for (unsigned no = 1; rc == 0 && fgets(line, sizeof line, f); no++) {
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "the key file %s: line %u is too long", path, no);
+			rc = -1;
+			break;
+		}
+		if (line[0] == '#' || line[strspn(line, " \t\r\n")] == '\0')
+			continue;
+		if (t->n == XGPU_REMOTE_MAX_KEYS) {
+			snprintf(err, errlen, "the key file %s holds more than %d keys", path,
+				 XGPU_REMOTE_MAX_KEYS);
+			rc = -1;
+			break;
+		}
+		snprintf(what, sizeof what, "the key file %s, line %u,", path, no);
+		t->e[t->n].keylen = sizeof t->e[t->n].key;
+		rc = parse_psk(line, what, t->e[t->n].identity, sizeof t->e[t->n].identity, t->e[t->n].key,
+			       &t->e[t->n].keylen, err, errlen);
+		for (unsigned i = 0; rc == 0 && i < t->n; i++)
+			if (!strcmp(t->e[i].identity, t->e[t->n].identity)) {
+				snprintf(err, errlen, "the key file %s, line %u, names identity %s twice",
+					 path, no, t->e[i].identity);
+				rc = -1;
+			}
+		if (rc == 0)
+			t->n++;
+	}
+	explicit_bzero(line, sizeof line);
+	fclose(f);
+	if (rc == 0 && t->n == 0) {
+		snprintf(err, errlen, "the key file %s holds no key (psktool -u NAME -p FILE makes one)",
+			 path);
+		rc = -1;
+	}
+	if (rc < 0)
+		explicit_bzero(t, sizeof *t);
+	return rc;
+}
+
+int xgpu_remote_parse_psk(const char *text, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+			  char *err, size_t errlen)
+{
+	char buf[512];
+	if (strlen(text) >= sizeof buf) {
+		snprintf(err, errlen, "the key text is longer than %zu bytes", sizeof buf - 1);
+		return -1;
+	}
+	xgpu_strlcpy(buf, text, sizeof buf);
+	int r = parse_psk(buf, "the key", identity, idlen, key, keylen, err, errlen);
 	explicit_bzero(buf, sizeof buf);
-	return 0;
+	return r;
 }
 
 void xgpu_remote_tune_socket(int fd)
@@ -458,22 +635,30 @@ struct xgpu_rconn {
 	gnutls_session_t s; /* NULL: plain */
 	gnutls_psk_client_credentials_t cc;
 	gnutls_psk_server_credentials_t sc;
-	char identity[128];
+	char identity[128]; /* the client's; the server's once a key matched */
 	uint8_t key[64];
 	size_t keylen;
+	struct xgpu_psk_table *keys; /* the server's */
 };
 
 static int server_key(gnutls_session_t s, const char *username, gnutls_datum_t *key)
 {
 	struct xgpu_rconn *c = tls.gnutls_session_get_ptr(s);
-	if (!c || strcmp(username, c->identity) != 0)
+	if (!c || !c->keys)
 		return -1;
-	key->data = (*tls.malloc_fn)(c->keylen);
-	if (!key->data)
-		return -1;
-	memcpy(key->data, c->key, c->keylen);
-	key->size = (unsigned)c->keylen;
-	return 0;
+	for (unsigned i = 0; i < c->keys->n; i++) {
+		if (strcmp(username, c->keys->e[i].identity) != 0)
+			continue;
+		key->data = (*tls.malloc_fn)(c->keys->e[i].keylen);
+		if (!key->data)
+			return -1;
+		memcpy(key->data, c->keys->e[i].key, c->keys->e[i].keylen);
+		key->size = (unsigned)c->keys->e[i].keylen;
+		/* Proved only if the handshake then succeeds. */
+		xgpu_strlcpy(c->identity, username, sizeof c->identity);
+		return 0;
+	}
+	return -1;
 }
 
 static void set_timeouts(int fd, int ms)
@@ -484,7 +669,8 @@ static void set_timeouts(int fd, int ms)
 }
 
 static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, const uint8_t *key,
-				    size_t keylen, int timeout_ms, char *err, size_t errlen)
+				    size_t keylen, const struct xgpu_psk_table *keys, int timeout_ms,
+				    char *err, size_t errlen)
 {
 	struct xgpu_rconn *c = calloc(1, sizeof *c);
 	if (!c) {
@@ -493,20 +679,28 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, c
 		return NULL;
 	}
 	c->fd = fd;
-	if (!key)
+	if (!key && !keys)
 		return c;
 	pthread_once(&tls_once, tls_load);
 	if (!tls.ok) {
 		snprintf(err, errlen, "%s", tls.why);
 		goto fail;
 	}
-	if (keylen > sizeof c->key || strlen(identity) >= sizeof c->identity) {
-		snprintf(err, errlen, "key or identity too long");
-		goto fail;
+	if (server) {
+		if (!(c->keys = malloc(sizeof *c->keys))) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		memcpy(c->keys, keys, sizeof *keys);
+	} else {
+		if (keylen > sizeof c->key || strlen(identity) >= sizeof c->identity) {
+			snprintf(err, errlen, "key or identity too long");
+			goto fail;
+		}
+		memcpy(c->key, key, keylen);
+		c->keylen = keylen;
+		xgpu_strlcpy(c->identity, identity, sizeof c->identity);
 	}
-	memcpy(c->key, key, keylen);
-	c->keylen = keylen;
-	xgpu_strlcpy(c->identity, identity, sizeof c->identity);
 	int r = tls.gnutls_init(&c->s, (server ? GNUTLS_SERVER : GNUTLS_CLIENT) | GNUTLS_NO_SIGNAL);
 	if (r < 0) {
 		c->s = NULL;
@@ -543,6 +737,12 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, c
 		goto fail;
 	}
 	set_timeouts(fd, 0);
+	if (c->keys) {
+		/* The handshake is over: no key stays in this connection. */
+		explicit_bzero(c->keys, sizeof *c->keys);
+		free(c->keys);
+		c->keys = NULL;
+	}
 	return c;
 tls_fail:
 	snprintf(err, errlen, "TLS: %s", r == GNUTLS_E_AGAIN ? "timed out" : tls.gnutls_strerror(r));
@@ -554,13 +754,18 @@ fail:
 struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
 				     int timeout_ms, char *err, size_t errlen)
 {
-	return rconn_new(false, fd, identity, key, keylen, timeout_ms, err, errlen);
+	return rconn_new(false, fd, identity, key, keylen, NULL, timeout_ms, err, errlen);
 }
 
-struct xgpu_rconn *xgpu_rconn_server(int fd, const char *identity, const uint8_t *key, size_t keylen,
-				     int timeout_ms, char *err, size_t errlen)
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, int timeout_ms, char *err,
+				     size_t errlen)
 {
-	return rconn_new(true, fd, identity, key, keylen, timeout_ms, err, errlen);
+	return rconn_new(true, fd, NULL, NULL, 0, keys, timeout_ms, err, errlen);
+}
+
+const char *xgpu_rconn_identity(const struct xgpu_rconn *c)
+{
+	return c->s ? c->identity : "";
 }
 
 /* GnuTLS says "Error in the pull function" where the socket said why. */
@@ -603,6 +808,53 @@ int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err
 	return 0;
 }
 
+int xgpu_rconn_sendv(struct xgpu_rconn *c, struct iovec *iov, int n, char *err, size_t errlen)
+{
+	if (c->s) {
+		/* TLS: short pieces (headers, slots) are gathered into records of
+		 * their own; bulk bytes are encrypted from where they lie. */
+		uint8_t gather[4096];
+		size_t g = 0;
+		for (int i = 0; i < n; i++) {
+			if (iov[i].iov_len <= sizeof gather - g) {
+				memcpy(gather + g, iov[i].iov_base, iov[i].iov_len);
+				g += iov[i].iov_len;
+				continue;
+			}
+			if (g && xgpu_rconn_send(c, gather, g, err, errlen) < 0)
+				return -1;
+			g = 0;
+			if (iov[i].iov_len <= sizeof gather) {
+				memcpy(gather, iov[i].iov_base, iov[i].iov_len);
+				g = iov[i].iov_len;
+			} else if (xgpu_rconn_send(c, iov[i].iov_base, iov[i].iov_len, err, errlen) < 0) {
+				return -1;
+			}
+		}
+		return g ? xgpu_rconn_send(c, gather, g, err, errlen) : 0;
+	}
+	while (n > 0) {
+		struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			snprintf(err, errlen, "send: %s", strerror(errno));
+			return -1;
+		}
+		while (n > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
 int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen)
 {
 	uint8_t *p = buf;
@@ -639,6 +891,11 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
 	return 0;
 }
 
+int xgpu_rconn_read(void *conn, void *buf, size_t len, char *err, size_t errlen)
+{
+	return xgpu_rconn_recv(conn, buf, len, err, errlen);
+}
+
 int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *h, uint8_t *buf, char *err,
 			  size_t errlen)
 {
@@ -669,6 +926,10 @@ void xgpu_rconn_free(struct xgpu_rconn *c)
 		tls.gnutls_psk_free_server_credentials(c->sc);
 	close(c->fd);
 	explicit_bzero(c->key, sizeof c->key);
+	if (c->keys) {
+		explicit_bzero(c->keys, sizeof *c->keys);
+		free(c->keys);
+	}
 	free(c);
 }
 
@@ -681,15 +942,19 @@ int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *b
 			  uint64_t *last_sent, bool *armed, char *err, size_t errlen)
 {
 	bool more;
-	int64_t n = xgpu_remote_collect(r, buf, cap, &more, err, errlen);
+	struct iovec iov[XGPU_REMOTE_TURN_IOV];
+	size_t total;
+	int n = xgpu_remote_collect(r, buf, cap, XGPU_REMOTE_TURN_BULK, iov, XGPU_REMOTE_TURN_IOV, &total,
+				    &more, err, errlen);
 	if (n < 0)
 		return -1;
 	if (n == 0 && xgpu_now_ns() - *last_sent >= XGPU_REMOTE_PING_MS * 1000000ull) {
 		struct xgpu_rframe ping = {.type = XGPU_RF_PING};
 		memcpy(buf, &ping, sizeof ping);
-		n = sizeof ping;
+		iov[0] = (struct iovec){buf, sizeof ping};
+		n = 1;
 	}
-	if (n > 0 && xgpu_rconn_send(c, buf, (size_t)n, err, errlen) < 0)
+	if (n > 0 && xgpu_rconn_sendv(c, iov, n, err, errlen) < 0)
 		return -1;
 	if (n > 0)
 		*last_sent = xgpu_now_ns();

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define XGPU_REMOTE_MAGIC 0x4d524758u /* "XGRM" */
 #define XGPU_REMOTE_DEFAULT_PORT 7447
@@ -111,12 +112,29 @@ int xgpu_relay_init(struct xgpu_relay *r, bool guest, void *region, size_t size,
 int xgpu_remote_apply(struct xgpu_relay *r, const struct xgpu_rframe *h, const uint8_t *payload,
 		      int32_t *end_status, char *err, size_t errlen);
 
-/* Collects what the local peer published since the last call into out as
- * frames (DATA, CONS), at most cap bytes. Returns the bytes written, or -1
- * when the local peer corrupted an index (reason in err). *more is set when
- * cap stopped it. */
-int64_t xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, bool *more, char *err,
-			    size_t errlen);
+/* Reads exactly len bytes from the network into buf: 0, or -1 with the
+ * reason (xgpu_rconn_read for a connection; tests feed bytes of their own). */
+typedef int (*xgpu_remote_read_fn)(void *ctx, void *buf, size_t len, char *err, size_t errlen);
+
+/* Reads one frame with read and applies it as xgpu_remote_apply does,
+ * returning the same; bulk bytes are read straight into their ring once the
+ * header is checked, other payloads into scratch (XGPU_REMOTE_MAX_PAYLOAD
+ * bytes). */
+int xgpu_remote_receive(struct xgpu_relay *r, xgpu_remote_read_fn read, void *ctx, uint8_t *scratch,
+			int32_t *end_status, char *err, size_t errlen);
+
+/* Collects what the local peer published since the last call as frames
+ * (DATA, CONS) into at most max_iov iovecs: headers and slots copied into
+ * out (cap bytes), bulk bytes referred to in the ring, at most bulk_cap of
+ * them (they stay put until the far side reports reading them). Returns the
+ * number of iovecs (0: nothing to send), their bytes in *total, or -1 when
+ * the local peer corrupted an index (reason in err). *more is set when a
+ * limit stopped it. */
+int xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, size_t bulk_cap, struct iovec *iov,
+			int max_iov, size_t *total, bool *more, char *err, size_t errlen);
+/* A sending turn's limits. */
+#define XGPU_REMOTE_TURN_IOV 16
+#define XGPU_REMOTE_TURN_BULK (1u << 20)
 
 /* Before the writer sleeps: asks the local peer for a kick on anything
  * new; the caller collects once more before sleeping. */
@@ -132,6 +150,26 @@ struct xgpu_rconn;
 int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
 			 char *err, size_t errlen);
 
+/* The GPU host's keys: one line "identity:hexkey" per tenant (psktool's
+ * format; blank lines and lines starting with '#' are skipped), at most
+ * XGPU_REMOTE_MAX_KEYS, identities distinct. A remote guest's domain is named
+ * by the identity its handshake proved, never by what it asks for. */
+#define XGPU_REMOTE_MAX_KEYS 64
+struct xgpu_psk_table {
+	unsigned n;
+	struct {
+		char identity[64];
+		uint8_t key[64];
+		size_t keylen;
+	} e[XGPU_REMOTE_MAX_KEYS];
+};
+int xgpu_remote_read_psk_table(const char *path, struct xgpu_psk_table *t, char *err, size_t errlen);
+
+/* The same from text in that format (the remote-psk key a Xen guest reads
+ * from its backend directory). */
+int xgpu_remote_parse_psk(const char *text, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+			  char *err, size_t errlen);
+
 /* Sets keepalive and TCP_USER_TIMEOUT so that a dead peer is noticed within
  * XGPU_REMOTE_DEAD_MS, and TCP_NODELAY. */
 /* After the handshake: a receive fails after XGPU_REMOTE_DEAD_MS of silence. */
@@ -143,11 +181,16 @@ void xgpu_remote_tune_socket(int fd);
  * with the reason in err. */
 struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
 				     int timeout_ms, char *err, size_t errlen);
-struct xgpu_rconn *xgpu_rconn_server(int fd, const char *identity, const uint8_t *key, size_t keylen,
-				     int timeout_ms, char *err, size_t errlen);
+/* keys NULL: plain. The table is copied. */
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, int timeout_ms, char *err,
+				     size_t errlen);
+/* The identity the peer's handshake proved ("" on a plain connection). */
+const char *xgpu_rconn_identity(const struct xgpu_rconn *c);
 /* Exactly len bytes; one thread may send while another receives. 0, or -1
  * with the reason in err. */
 int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err, size_t errlen);
+/* The n iovecs in order (iov is used up). */
+int xgpu_rconn_sendv(struct xgpu_rconn *c, struct iovec *iov, int n, char *err, size_t errlen);
 int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen);
 /* One turn of a relay's sending side: the frames the local rings hold, or a
  * ping after XGPU_REMOTE_PING_MS of silence, sent on c from buf (cap bytes).
@@ -156,6 +199,8 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
  * connection failed (err). *last_sent and *armed are the caller's state. */
 int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *buf, size_t cap,
 			  uint64_t *last_sent, bool *armed, char *err, size_t errlen);
+/* xgpu_remote_read_fn over a struct xgpu_rconn. */
+int xgpu_rconn_read(void *conn, void *buf, size_t len, char *err, size_t errlen);
 /* Reads one frame: a checked header and its payload (into buf of
  * XGPU_REMOTE_MAX_PAYLOAD bytes). */
 int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *h, uint8_t *buf, char *err,

@@ -124,8 +124,8 @@ map() {
 	symbols | sed 's/^/\t/; s/$/;/'
 	echo "	/* xgpu's channel client, for our libcudart.so.13 (one channel per process):"
 	echo "	 * what frontend/channel/client.h and frontend/driver/mempool.h offer the runtime API files. */"
-	printf '\t%s;\n' xgpu_client_get xgpu_client_ack xgpu_client_share xgpu_client_unshare xgpu_rpc \
-		xgpu_client_device_info xgpu_client_note_unsupported xgpu_launch_attrs_check xgpu_fe_warn_once \
+	printf '\t%s;\n' xgpu_client_get xgpu_client_ack xgpu_client_share xgpu_client_unshare xgpu_client_shares_host_memory xgpu_rpc \
+		xgpu_client_settle xgpu_client_device_info xgpu_client_note_unsupported xgpu_launch_attrs_check xgpu_fe_warn_once \
 		xgpu_fork_generation \
 		xgpu_hostfn_enqueue xgpu_stream_attr_set xgpu_stream_attr_get xgpu_stream_get_priority \
 		xgpu_pool_default xgpu_pool_current xgpu_pool_set_current xgpu_pool_create xgpu_pool_destroy \

@@ -65,9 +65,7 @@ struct xgpu_remote_listener {
 	pthread_t acceptor;
 	char local_socket[108];
 	bool plain;
-	char identity[128];
-	uint8_t key[64];
-	size_t keylen;
+	struct xgpu_psk_table keys;
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	struct session *sessions[MAX_SESSIONS];
@@ -144,11 +142,10 @@ static void *reader_main(void *arg)
 {
 	struct session *s = arg;
 	char err[256];
-	struct xgpu_rframe h;
 	int32_t end;
 	for (;;) {
-		if (xgpu_rconn_recv_frame(s->conn, false, &h, s->rbuf, err, sizeof err) < 0 ||
-		    xgpu_remote_apply(&s->relay, &h, s->rbuf, &end, err, sizeof err) < 0)
+		if (xgpu_remote_receive(&s->relay, xgpu_rconn_read, s->conn, s->rbuf, &end, err, sizeof err) <
+		    0)
 			break;
 	}
 	if (!strcmp(err, "timed out"))
@@ -197,9 +194,12 @@ static void relay(struct session *s)
 			/* Anything the executor published before it went
 			 * still goes out, then why it ended. */
 			bool more;
-			int64_t n = xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, &more, err, sizeof err);
+			struct iovec iov[XGPU_REMOTE_TURN_IOV];
+			size_t total;
+			int n = xgpu_remote_collect(&s->relay, s->wbuf, WRITE_BUF, XGPU_REMOTE_TURN_BULK, iov,
+						    XGPU_REMOTE_TURN_IOV, &total, &more, err, sizeof err);
 			if (n > 0)
-				xgpu_rconn_send(s->conn, s->wbuf, (size_t)n, err, sizeof err);
+				xgpu_rconn_sendv(s->conn, iov, n, err, sizeof err);
 			int32_t status = atomic_load(&s->relay.hdr->backend_end);
 			struct xgpu_rframe end = {.type = XGPU_RF_END, .idx = (uint32_t)status};
 			xgpu_rconn_send(s->conn, &end, sizeof end, err, sizeof err);
@@ -282,9 +282,7 @@ static void serve(struct session *s)
 	xgpu_remote_tune_socket(s->tcp);
 	int tcp = s->tcp;
 	s->tcp = -1;
-	s->conn = l->plain ? xgpu_rconn_server(tcp, NULL, NULL, 0, HANDSHAKE_TIMEOUT_MS, err, sizeof err)
-			   : xgpu_rconn_server(tcp, l->identity, l->key, l->keylen, HANDSHAKE_TIMEOUT_MS, err,
-					       sizeof err);
+	s->conn = xgpu_rconn_server(tcp, l->plain ? NULL : &l->keys, HANDSHAKE_TIMEOUT_MS, err, sizeof err);
 	if (!s->conn) {
 		xgpu_log_limited(&l->rl, XGPU_LOG_WARN, "remote: %s not admitted: %s", s->peer, err);
 		return;
@@ -323,13 +321,22 @@ static void serve(struct session *s)
 		       rh.nr_slots, rh.data_size, REMOTE_MAX_DATA >> 20);
 		return;
 	}
-	/* The guest's name for its domain, else its key's, in the remote
-	 * namespace: a remote guest cannot join a local domain. */
-	char name[XGPU_DOMAIN_NAME_MAX];
-	memcpy(name, rh.hello.domain, sizeof name);
-	name[sizeof name - 1] = '\0';
-	if (!*name)
-		xgpu_strlcpy(name, l->plain ? "default" : l->identity, sizeof name);
+	/* The domain is the one its key names, in the remote namespace (a
+	 * remote guest cannot join a local domain, nor another key's). A guest
+	 * may name it too, as XGPU_DOMAIN does locally, but only the same. On
+	 * plain TCP (tests only) the guest's name, else "default". */
+	char name[XGPU_DOMAIN_NAME_MAX], asked[XGPU_DOMAIN_NAME_MAX];
+	memcpy(asked, rh.hello.domain, sizeof asked);
+	asked[sizeof asked - 1] = '\0';
+	xgpu_strlcpy(name, l->plain ? (*asked ? asked : "default") : xgpu_rconn_identity(s->conn),
+		     sizeof name);
+	if (*asked && strcmp(asked, name) != 0) {
+		refuse(
+		    s, cudaErrorInvalidValue,
+		    "domain %.40s refused: this key belongs to domain %s%s (XGPU_DOMAIN must be unset or %s)",
+		    name_ok(asked) ? asked : "(not a name)", REMOTE_PREFIX, name, name);
+		return;
+	}
 	if (!name_ok(name) || strlen(REMOTE_PREFIX) + strlen(name) >= sizeof s->domain) {
 		refuse(s, cudaErrorInvalidValue,
 		       "domain name refused: up to %zu letters, digits, '-', '_', '.'",
@@ -466,6 +473,11 @@ static void *acceptor_main(void *arg)
 	return NULL;
 }
 
+unsigned xgpu_remote_key_count(const struct xgpu_remote_listener *l)
+{
+	return l->keys.n;
+}
+
 struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *psk_file,
 						const char *local_socket, char *err, size_t errlen)
 {
@@ -502,9 +514,7 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *ps
 	l->plain = psk_file == NULL;
 	xgpu_strlcpy(l->local_socket, local_socket, sizeof l->local_socket);
 	char why[256];
-	l->keylen = sizeof l->key;
-	if (psk_file && xgpu_remote_read_psk(psk_file, l->identity, sizeof l->identity, l->key, &l->keylen,
-					     why, sizeof why) < 0) {
+	if (psk_file && xgpu_remote_read_psk_table(psk_file, &l->keys, why, sizeof why) < 0) {
 		snprintf(err, errlen, "--remote-psk: %s", why);
 		free(l);
 		return NULL;
@@ -578,7 +588,7 @@ void xgpu_remote_close(struct xgpu_remote_listener *l)
 		return; /* their threads still use l */
 	}
 	close(l->stop_fd);
-	explicit_bzero(l->key, sizeof l->key);
+	explicit_bzero(&l->keys, sizeof l->keys);
 	pthread_cond_destroy(&l->idle);
 	pthread_mutex_destroy(&l->lock);
 	pthread_mutex_destroy(&l->rl.lock);

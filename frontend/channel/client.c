@@ -33,6 +33,18 @@ struct xgpu_client {
 	uint64_t seq;
 	uint64_t spin_ns;
 	int dead_error; /* non-zero once the channel is unusable */
+	/* Pipelining (remote channels by default, XGPU_PIPELINE=0|1): an
+	 * asynchronous call whose answer is only its status returns once sent;
+	 * its answer is settled before the next call that waits, which reports
+	 * a deferred failure, as CUDA reports an asynchronous one. */
+	bool pipeline;
+	unsigned deferred; /* answers outstanding, oldest at deferred_head */
+	unsigned deferred_head;
+	struct {
+		uint64_t seq;
+		uint32_t call;
+	} pending[XGPU_MAX_DEFERRED];
+	int deferred_error; /* the first deferred failure not yet reported */
 };
 
 enum client_state { CLIENT_NEW, CLIENT_UP, CLIENT_FAILED };
@@ -230,6 +242,10 @@ static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, boo
 	xgpu_shm_view_frontend(c->ch.region, &c->v);
 	c->seq = 0;
 	c->dead_error = 0;
+	c->deferred = c->deferred_head = 0;
+	c->deferred_error = 0;
+	const char *pl = getenv("XGPU_PIPELINE");
+	c->pipeline = pl && *pl ? strcmp(pl, "0") != 0 : c->ch.ops == &xgpu_fe_transport_remote;
 	return cudaSuccess;
 }
 
@@ -377,7 +393,8 @@ static int channel_dead(struct xgpu_client *c, int err, const char *why)
 {
 	c->dead_error = err;
 	if (err != cudaErrorDevicesUnavailable && err != cudaErrorUnknown)
-		xgpu_fe_warn_once("channel-dead", "the channel to xgpud ended: its domain's executor stopped with %s",
+		xgpu_fe_warn_once("channel-dead",
+				  "the channel to xgpud ended: its domain's executor stopped with %s",
 				  cudaGetErrorName(err));
 	else
 		xgpu_fe_warn_once("channel-dead", "the channel to xgpud is unusable: %s", why);
@@ -494,6 +511,66 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 
 int (*xgpu_rpc_capture_hook)(struct xgpu_rpc *r);
 
+/* Calls whose answer carries nothing but their status and that CUDA lets
+ * run after they return: launches, stream-ordered memsets and copies that
+ * need no data back, event records and waits. */
+static bool deferrable(const struct xgpu_client *c, const struct xgpu_rpc *r)
+{
+	if (!c->pipeline || r->in || r->rsp_len > sizeof(uint32_t))
+		return false;
+	switch (r->call) {
+	case XGPU_CALL_LAUNCH:
+	case XGPU_CALL_LAUNCH_EX:
+	case XGPU_CALL_EVENT_RECORD:
+	case XGPU_CALL_STREAM_WAIT_EVENT:
+		return true;
+	case XGPU_CALL_MEMSET:
+		return ((const struct xgpu_req_MEMSET *)r->req)->flags & XGPU_COPY_ASYNC;
+	case XGPU_CALL_MEMCPY_HTOD:
+		return ((const struct xgpu_req_MEMCPY_HTOD *)r->req)->flags & XGPU_COPY_ASYNC;
+	case XGPU_CALL_MEMCPY_DTOD:
+		return ((const struct xgpu_req_MEMCPY_DTOD *)r->req)->flags & XGPU_COPY_ASYNC;
+	default:
+		return false;
+	}
+}
+
+/* Takes the oldest deferred answer; its failure is kept to be reported. */
+static int settle_one(struct xgpu_client *c)
+{
+	uint32_t scratch;
+	unsigned i = c->deferred_head;
+	struct xgpu_rpc r = {.call = c->pending[i].call, .rsp = &scratch, .rsp_len = sizeof scratch};
+	c->deferred_head = (i + 1) % XGPU_MAX_DEFERRED;
+	c->deferred--;
+	int status = await_response(c, &r, c->pending[i].seq);
+	if (status && !c->deferred_error)
+		c->deferred_error = status;
+	return c->dead_error;
+}
+
+/* Every deferred answer; then the first deferred failure, reported once. */
+static int settle_all(struct xgpu_client *c)
+{
+	while (c->deferred)
+		if (settle_one(c))
+			return c->dead_error;
+	int e = c->deferred_error;
+	c->deferred_error = 0;
+	return e;
+}
+
+int xgpu_client_settle(void)
+{
+	if (__atomic_load_n(&state, __ATOMIC_ACQUIRE) != CLIENT_UP)
+		return cudaSuccess;
+	struct xgpu_client *c = &client;
+	pthread_mutex_lock(&c->lock);
+	int status = c->dead_error ? c->dead_error : settle_all(c);
+	pthread_mutex_unlock(&c->lock);
+	return status;
+}
+
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 {
 	/* Capture first: a capturing stream's work becomes a graph node and does
@@ -516,13 +593,26 @@ int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r)
 	status = c->dead_error;
 	if (status)
 		goto out;
+	bool defer = deferrable(c, r);
+	/* The response ring holds more answers than may wait here, so the
+	 * executor never blocks on one this thread is not reading. */
+	if (defer && c->deferred == XGPU_MAX_DEFERRED && (status = settle_one(c)) != 0)
+		goto out;
+	if (!defer && (status = settle_all(c)) != 0)
+		goto out;
 	uint64_t seq = ++c->seq;
 	r->in_len = 0;
 	status = post_request(c, r, seq);
 	if (!status)
 		status = stream_out(c, r->out, r->out_len);
-	if (!status)
+	if (!status && defer) {
+		unsigned tail = (c->deferred_head + c->deferred) % XGPU_MAX_DEFERRED;
+		c->pending[tail].seq = seq;
+		c->pending[tail].call = r->call;
+		c->deferred++;
+	} else if (!status) {
 		status = await_response(c, r, seq);
+	}
 out:
 	pthread_mutex_unlock(&c->lock);
 	xgpu_managed_after(c, r, status);
@@ -535,6 +625,11 @@ int xgpu_client_share(struct xgpu_client *c, size_t size, void **ptr, uint64_t *
 	int r = c->dead_error ? c->dead_error : c->ch.ops->share_segment(&c->ch, size, ptr, token);
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+bool xgpu_client_shares_host_memory(const struct xgpu_client *c)
+{
+	return !c->ch.ops->host_memory_private;
 }
 
 void xgpu_client_unshare(struct xgpu_client *c, void *ptr, size_t size)

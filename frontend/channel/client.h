@@ -32,8 +32,19 @@ struct xgpu_rpc {
 int xgpu_client_get(struct xgpu_client **c);
 
 /* Runs one exchange; returns the call's cudaError_t. Calls from many threads
- * are serialised on the channel. */
+ * are serialised on the channel. With pipelining on, an asynchronous call
+ * whose answer is only its status returns once sent, and a failure of it is
+ * returned by the next call that waits for its answer (or by
+ * xgpu_client_settle). */
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r);
+
+/* At most this many answers wait unread (fewer than the response ring's
+ * slots). */
+#define XGPU_MAX_DEFERRED 32
+
+/* Takes every answer still outstanding: cudaSuccess, or the first failure
+ * of a pipelined call not yet reported (cudaGetLastError asks this). */
+int xgpu_client_settle(void);
 
 /* Stream capture (frontend/driver/graph.c) sees every request before it is
  * sent: it returns -1 to send it, or the result of a request it took (stream
@@ -91,6 +102,10 @@ const struct xgpu_hello_ack *xgpu_client_ack(struct xgpu_client *c);
 /* Pinned host memory shared with the backend: a segment mapped here and
  * registered there. Returns cudaError_t. */
 int xgpu_client_share(struct xgpu_client *c, size_t size, void **ptr, uint64_t *token);
+/* False where no host memory can be shared with the backend (a remote
+ * channel: the GPU host is across a network). Page-locked memory is then
+ * the program's own, and its copies go through the data areas. */
+bool xgpu_client_shares_host_memory(const struct xgpu_client *c);
 void xgpu_client_unshare(struct xgpu_client *c, void *ptr, size_t size);
 
 /* Device 0 as the daemon describes it (DEVICE_INFO), for both API layers. */

@@ -37,6 +37,8 @@ struct xgpu_fe_transport_ops {
 	 * sends the share out of band; *token names it in SEG_REGISTER. */
 	int (*share_segment)(struct xgpu_fe_chan *ch, size_t size, void **ptr, uint64_t *token);
 	void (*unshare_segment)(struct xgpu_fe_chan *ch, void *ptr, size_t size);
+	/* No host memory can be shared (share_segment always refuses). */
+	bool host_memory_private;
 	void (*close)(struct xgpu_fe_chan *ch);
 	/* In a forked child: drop the parent's channel without telling anyone. */
 	void (*abandon)(struct xgpu_fe_chan *ch);
@@ -46,6 +48,13 @@ struct xgpu_fe_transport_ops {
  * cudaError_t with a message for the user in err (peer names where the
  * answer came from, for the bad-magic case). */
 int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, size_t errlen);
+
+/* A Xen guest whose vgpu device names a remote GPU host (the backend's
+ * remote and remote-psk keys): opens a remote channel there, and ch->ops
+ * becomes the remote transport's. */
+int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			    const char *spec, const char *psk_text, char *err, size_t errlen);
 
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_local;
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_xen;

@@ -4,9 +4,15 @@
  * (common/remote.h) mirror its queues over one TCP connection to the GPU
  * host's xgpud, TLS 1.3 with the key in XGPU_REMOTE_PSK_FILE:
  *
- *   writer: sleeps on the client's kicks; sends what the client published
- *           (requests, bulk out) and how far it has read (responses, bulk in);
+ *   writer: sends what the client published (requests, bulk out) and how far
+ *           it has read (responses, bulk in), and pings a silent link;
  *   reader: applies what arrives, kicking the client when it asked.
+ *
+ * A client's kick sends inline when the writer is idle: a call's request
+ * then leaves in the calling thread, without waking the writer (a wake-up
+ * is a large share of a round trip beside the network's). The writer takes
+ * over when busy, and after the first buffer of a bulk stream, so copying
+ * into the ring and sending overlap.
  *
  * A dead link is noticed within XGPU_REMOTE_DEAD_MS (TCP keepalive and
  * TCP_USER_TIMEOUT); the channel then reports its peer gone, so a waiting
@@ -43,6 +49,11 @@ struct remote_chan {
 	int kick_fd; /* client -> writer */
 	int wake_fd; /* reader -> client */
 	pthread_t reader, writer;
+	/* Whoever sends (the writer, or a client's kick inline) holds it, with
+	 * the sending state below. */
+	pthread_mutex_t send_lock;
+	bool armed;
+	uint64_t last_sent;
 	_Atomic bool dead, stop;
 	char peer[300];
 	uint8_t *rbuf, *wbuf;
@@ -84,12 +95,10 @@ static void *reader_main(void *arg)
 {
 	struct remote_chan *rc = arg;
 	char err[256];
-	struct xgpu_rframe h;
 	int32_t end = 0;
 	for (;;) {
-		if (xgpu_rconn_recv_frame(rc->conn, true, &h, rc->rbuf, err, sizeof err) < 0)
-			break;
-		int r = xgpu_remote_apply(&rc->relay, &h, rc->rbuf, &end, err, sizeof err);
+		int r = xgpu_remote_receive(&rc->relay, xgpu_rconn_read, rc->conn, rc->rbuf, &end, err,
+					    sizeof err);
 		if (r == 1) {
 			/* The far executor ended; backend_end says why. */
 			lost(rc, NULL);
@@ -104,15 +113,25 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
+/* Turns of sending until nothing is left (0: the relay is armed for the
+ * next kick) or max_turns have sent (1); -1 when the link failed. */
+static int send_turns(struct remote_chan *rc, int max_turns, char *err, size_t errlen)
+{
+	int turn = 1;
+	for (int i = 0; i < max_turns && turn > 0; i++)
+		turn = xgpu_remote_send_turn(&rc->relay, rc->conn, rc->wbuf, WRITE_BUF, &rc->last_sent,
+					     &rc->armed, err, errlen);
+	return turn;
+}
+
 static void *writer_main(void *arg)
 {
 	struct remote_chan *rc = arg;
 	char err[256];
-	bool armed = false;
-	uint64_t last_sent = xgpu_now_ns();
 	while (!atomic_load(&rc->dead)) {
-		int turn = xgpu_remote_send_turn(&rc->relay, rc->conn, rc->wbuf, WRITE_BUF, &last_sent,
-						 &armed, err, sizeof err);
+		pthread_mutex_lock(&rc->send_lock);
+		int turn = send_turns(rc, 64, err, sizeof err);
+		pthread_mutex_unlock(&rc->send_lock);
 		if (turn < 0) {
 			lost(rc, err);
 			break;
@@ -122,7 +141,9 @@ static void *writer_main(void *arg)
 		struct pollfd pfd = {rc->kick_fd, POLLIN, 0};
 		if (poll(&pfd, 1, XGPU_REMOTE_PING_MS / 2) > 0)
 			drain(rc->kick_fd);
-		armed = false;
+		pthread_mutex_lock(&rc->send_lock);
+		rc->armed = false;
+		pthread_mutex_unlock(&rc->send_lock);
 	}
 	return NULL;
 }
@@ -199,8 +220,24 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 	free(rc->wbuf);
 	if (region)
 		munmap(region, region_size);
+	pthread_mutex_destroy(&rc->send_lock);
 	free(rc);
 }
+
+/* Where to connect, with what key: from XGPU_REMOTE and the file in
+ * XGPU_REMOTE_PSK_FILE, or under Xen from the backend's remote and
+ * remote-psk keys (xl-gpu attach wrote them from the gpu line). */
+struct remote_settings {
+	const char *spec; /* host:port */
+	bool plain;
+	char identity[128];
+	uint8_t key[64];
+	size_t keylen;
+};
+
+static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			  void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			  struct remote_settings *rs, char *err, size_t errlen);
 
 static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
 		       void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack, char *err,
@@ -209,23 +246,53 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	const char *spec = getenv("XGPU_REMOTE");
 	const char *keyfile = getenv("XGPU_REMOTE_PSK_FILE");
 	const char *insecure = getenv("XGPU_REMOTE_INSECURE");
-	char host[256], port[32], identity[128], why[256];
-	uint8_t key[64];
-	size_t keylen = sizeof key;
-	bool plain = !keyfile || !*keyfile;
-	if (!spec || split_hostport(spec, host, sizeof host, port, sizeof port) < 0) {
-		snprintf(err, errlen, "XGPU_REMOTE=%s: need host:port", spec ? spec : "");
+	char why[256];
+	struct remote_settings rs = {.spec = spec, .plain = !keyfile || !*keyfile, .keylen = sizeof rs.key};
+	if (!spec || !*spec) {
+		snprintf(err, errlen, "XGPU_REMOTE=: need host:port");
 		return cudaErrorInvalidValue;
 	}
-	if (plain && !(insecure && !strcmp(insecure, "1"))) {
+	if (rs.plain && !(insecure && !strcmp(insecure, "1"))) {
 		snprintf(err, errlen,
 			 "XGPU_REMOTE needs XGPU_REMOTE_PSK_FILE, the GPU host's key (plain TCP only with "
 			 "XGPU_REMOTE_INSECURE=1, against xgpud --remote-insecure)");
 		return cudaErrorInvalidValue;
 	}
-	if (!plain &&
-	    xgpu_remote_read_psk(keyfile, identity, sizeof identity, key, &keylen, why, sizeof why) < 0) {
+	if (!rs.plain && xgpu_remote_read_psk(keyfile, rs.identity, sizeof rs.identity, rs.key, &rs.keylen,
+					      why, sizeof why) < 0) {
 		snprintf(err, errlen, "XGPU_REMOTE_PSK_FILE: %s", why);
+		return cudaErrorInvalidValue;
+	}
+	return connect_remote(ch, region_size, init, init_arg, hello, ack, &rs, err, errlen);
+}
+
+int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			    const char *spec, const char *psk_text, char *err, size_t errlen)
+{
+	char why[256];
+	struct remote_settings rs = {.spec = spec, .keylen = sizeof rs.key};
+	if (xgpu_remote_parse_psk(psk_text, rs.identity, sizeof rs.identity, rs.key, &rs.keylen, why,
+				  sizeof why) < 0) {
+		snprintf(err, errlen, "the remote GPU's key in xenstore (remote-psk) is not usable: %s", why);
+		return cudaErrorInvalidValue;
+	}
+	int r = connect_remote(ch, region_size, init, init_arg, hello, ack, &rs, err, errlen);
+	if (r == 0)
+		ch->ops = &xgpu_fe_transport_remote;
+	return r;
+}
+
+static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
+			  void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
+			  struct remote_settings *rs, char *err, size_t errlen)
+{
+	const char *spec = rs->spec;
+	char host[256], port[32], why[256];
+	bool plain = rs->plain;
+	if (split_hostport(spec, host, sizeof host, port, sizeof port) < 0) {
+		explicit_bzero(rs->key, sizeof rs->key);
+		snprintf(err, errlen, "remote GPU %s: need host:port", spec);
 		return cudaErrorInvalidValue;
 	}
 	struct remote_chan *rc = calloc(1, sizeof *rc);
@@ -235,6 +302,8 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 		snprintf(err, errlen, "out of memory");
 		return cudaErrorMemoryAllocation;
 	}
+	pthread_mutex_init(&rc->send_lock, NULL);
+	rc->last_sent = xgpu_now_ns();
 	rc->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->rbuf = malloc(XGPU_REMOTE_MAX_PAYLOAD);
@@ -263,14 +332,14 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	}
 	xgpu_remote_tune_socket(fd);
 	rc->conn = plain ? xgpu_rconn_client(fd, NULL, NULL, 0, CONNECT_TIMEOUT_MS, why, sizeof why)
-			 : xgpu_rconn_client(fd, identity, key, keylen, CONNECT_TIMEOUT_MS, why, sizeof why);
-	explicit_bzero(key, sizeof key);
+			 : xgpu_rconn_client(fd, rs->identity, rs->key, rs->keylen, CONNECT_TIMEOUT_MS, why,
+					     sizeof why);
+	explicit_bzero(rs->key, sizeof rs->key);
 	if (!rc->conn) {
-		snprintf(
-		    err, errlen,
-		    "the TLS handshake with remote xgpud at %s failed: %s (does XGPU_REMOTE_PSK_FILE hold "
-		    "the key of that host's --remote-psk?)",
-		    spec, why);
+		snprintf(err, errlen,
+			 "the TLS handshake with remote xgpud at %s failed: %s (is the key the one of that "
+			 "host's --remote-psk?)",
+			 spec, why);
 		goto fail;
 	}
 	const struct xgpu_shm_header *hdr = region;
@@ -323,6 +392,7 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	}
 	return 0;
 fail:
+	explicit_bzero(rs->key, sizeof rs->key);
 	ch->priv = NULL;
 	ch->region = NULL;
 	free_chan(rc, region_size, region);
@@ -331,7 +401,21 @@ fail:
 
 static void remote_kick(struct xgpu_fe_chan *ch)
 {
-	wake(((struct remote_chan *)ch->priv)->kick_fd);
+	struct remote_chan *rc = ch->priv;
+	if (!atomic_load(&rc->dead) && pthread_mutex_trylock(&rc->send_lock) == 0) {
+		char err[256];
+		/* One buffer's send, then the arm and the look before sleeping:
+		 * three turns when a call's request is all there is. */
+		int turn = send_turns(rc, 3, err, sizeof err);
+		pthread_mutex_unlock(&rc->send_lock);
+		if (turn < 0) {
+			lost(rc, err);
+			return;
+		}
+		if (turn == 0)
+			return;
+	}
+	wake(rc->kick_fd);
 }
 
 static enum xgpu_wait_result remote_wait(struct xgpu_fe_chan *ch, int timeout_ms)
@@ -396,6 +480,7 @@ const struct xgpu_fe_transport_ops xgpu_fe_transport_remote = {
     .wait = remote_wait,
     .share_segment = remote_share_segment,
     .unshare_segment = remote_unshare_segment,
+    .host_memory_private = true,
     .close = remote_close,
     .abandon = remote_abandon,
 };

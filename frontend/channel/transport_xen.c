@@ -297,7 +297,7 @@ static void set_state(struct xen_chan *xc, int state)
 	xgpu_xs_printf(xc->xs, 0, sp, "%d", state);
 }
 
-/* Finds our domain, its vgpu device and checks that xgpud adopted it. */
+/* Finds our domain and its vgpu device. */
 static int find_device(struct xen_chan *xc, char *err, size_t errlen)
 {
 	uint64_t v;
@@ -335,6 +335,38 @@ static int find_device(struct xen_chan *xc, char *err, size_t errlen)
 			 xc->domid, (unsigned long long)v);
 		return -1;
 	}
+	return 0;
+}
+
+/* A string key of the backend's device directory: 1 when there, 0 when
+ * absent, -1 when unreadable or longer than len - 1. */
+static int read_be_key(struct xen_chan *xc, const char *key, char *buf, size_t len, char *err, size_t errlen)
+{
+	char path[160];
+	unsigned n = 0;
+	snprintf(path, sizeof path, "%s/%s", xc->be_dev, key);
+	char *v = xc->xs->ops->read(xc->xs, 0, path, &n);
+	if (!v) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	bool ok = n < len && memchr(v, '\0', n) == NULL;
+	if (ok) {
+		memcpy(buf, v, n);
+		buf[n] = '\0';
+	}
+	explicit_bzero(v, n);
+	free(v);
+	if (!ok)
+		snprintf(err, errlen, "%s is not a string of at most %zu bytes", path, len - 1);
+	return ok ? 1 : -1;
+}
+
+/* Waits until xgpud in dom0 adopted the device. */
+static int wait_adopted(struct xen_chan *xc, char *err, size_t errlen)
+{
 	char path[128];
 	snprintf(path, sizeof path, "%s/state", xc->be_dev);
 	bool to;
@@ -408,6 +440,22 @@ static int xen_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(voi
 		goto fail;
 	}
 	if (find_device(xc, err, errlen) < 0)
+		goto fail;
+	/* gpu = [ "remote=HOST:PORT, remote-key=FILE" ]: a GPU host's xgpud
+	 * serves this domain over the network, not dom0's. */
+	char remote[300], psk[400];
+	int r = read_be_key(xc, "remote", remote, sizeof remote, err, errlen);
+	if (r > 0 && (r = read_be_key(xc, "remote-psk", psk, sizeof psk, err, errlen)) == 0)
+		snprintf(err, errlen, "%s/remote names a GPU host but %s/remote-psk holds no key", xc->be_dev,
+			 xc->be_dev);
+	if (r > 0) {
+		xen_release(xc);
+		r = xgpu_fe_remote_open_xen(ch, region_size, init, init_arg, hello, ack, remote, psk, err,
+					    errlen);
+		explicit_bzero(psk, sizeof psk);
+		return r;
+	}
+	if (r < 0 || wait_adopted(xc, err, errlen) < 0)
 		goto fail;
 	if (!(xc->ev = xgpu_evtchn_open(why, sizeof why)) || !(xc->gs = xgpu_gntshr_open(why, sizeof why))) {
 		snprintf(err, errlen, "cannot open Xen's %s: %s", xc->ev ? "grant sharing" : "event channels",

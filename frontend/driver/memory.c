@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The per-thread-default-stream entry points (_ptds, _ptsz) behave as the
  * legacy ones: the channel has one default stream. */
@@ -425,6 +426,18 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	/* Sharing and registering are two messages; one allocation at a time
 	 * keeps the daemon from holding more than one unclaimed share of ours. */
+	if (!xgpu_client_shares_host_memory(c)) {
+		/* A remote GPU: the program's own memory, copied like any other. */
+		p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		r = host_track(p, rounded, Flags, false, 0);
+		if (r)
+			munmap(p, rounded);
+		else
+			*pp = p;
+		return r;
+	}
 	pthread_mutex_lock(&share_lock);
 	int e = xgpu_client_share(c, rounded, &p, &token);
 	struct xgpu_rsp_SEG_REGISTER rsp = {0};
@@ -464,6 +477,10 @@ CUresult cuMemFreeHost(void *p)
 	struct host_block b;
 	if (!p || !host_untrack(p, false, &b))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (!b.seg) {
+		munmap(b.ptr, b.size); /* the program's own (a remote GPU's) */
+		return CUDA_SUCCESS;
+	}
 	/* After a fork the registration is the parent's, on its channel. */
 	if (b.generation == xgpu_fork_generation) {
 		struct xgpu_req_SEG_UNREGISTER req = {.seg = b.seg};

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static _Thread_local cudaError_t last_error = cudaSuccess;
 /* An error that broke the context stays the answer for every thread: CUDA
@@ -34,6 +35,8 @@ cudaError_t xgpu_rt_ret(cudaError_t err)
 
 XGPU_EXPORT cudaError_t cudaGetLastError(void)
 {
+	/* A pipelined launch's failure belongs to this answer. */
+	xgpu_rt_ret(xgpu_client_settle());
 	int sticky = atomic_load(&sticky_error);
 	if (sticky)
 		return (cudaError_t)sticky;
@@ -44,6 +47,7 @@ XGPU_EXPORT cudaError_t cudaGetLastError(void)
 
 XGPU_EXPORT cudaError_t cudaPeekAtLastError(void)
 {
+	xgpu_rt_ret(xgpu_client_settle());
 	int sticky = atomic_load(&sticky_error);
 	return sticky ? (cudaError_t)sticky : last_error;
 }
@@ -299,6 +303,21 @@ static cudaError_t host_alloc(struct xgpu_client *c, void **ptr, size_t mapped, 
 	cudaError_t e;
 	void *p;
 	uint64_t token;
+	if (!xgpu_client_shares_host_memory(c)) {
+		/* A remote GPU: the memory stays this process's (no segment,
+		 * handle 0), and its copies take the pageable path. */
+		p = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return cudaErrorMemoryAllocation;
+		struct range r = {
+		    .base = (uintptr_t)p,
+		    .size = mapped,
+		    .seg = {.ptr = p, .size = mapped, .epoch = xgpu_rt_epoch(), .flags = flags}};
+		ranges_add(&segs, &r);
+		xgpu_alloc_add((uintptr_t)p, mapped, XGPU_ALLOC_HOST, flags);
+		*ptr = p;
+		return cudaSuccess;
+	}
 	e = xgpu_client_share(c, mapped, &p, &token);
 	if (e)
 		return e;
@@ -341,7 +360,10 @@ XGPU_EXPORT cudaError_t cudaFreeHost(void *ptr)
 		struct xgpu_rsp_SEG_UNREGISTER rsp;
 		e = xgpu_call_SEG_UNREGISTER(c, &req, &rsp);
 	}
-	xgpu_client_unshare(c, r.seg.ptr, r.seg.size);
+	if (r.seg.handle)
+		xgpu_client_unshare(c, r.seg.ptr, r.seg.size);
+	else
+		munmap(r.seg.ptr, r.seg.size); /* the program's own (a remote GPU's) */
 	return xgpu_rt_ret(e);
 }
 

@@ -4,8 +4,14 @@
 # TLS 1.3 and a pre-shared key. Two network namespaces made here, joined by a
 # veth pair with 10.x addresses that exist only inside them, stand in for the
 # GPU host (xgpud --remote-listen) and the guest's host (XGPU_REMOTE):
-#   - the bundled workloads run remotely and verify their results;
+#   - the bundled workloads run remotely and verify their results, and
+#     cuBLAS and cuRAND's sweeps (libs_sweep) pass remotely;
+#   - asynchronous calls pipeline (errors checks that a refused launch is
+#     reported by the next call that waits);
 #   - a wrong key, and no key at all, are refused;
+#   - a Xen guest (over xgpu-xenstub) whose gpu line says remote=HOST:PORT,
+#     remote-key=FILE reaches the GPU host with the key xl-gpu put in its
+#     backend directory, which no other domain can read;
 #   - the link cut mid-copy (ip link set down): the program gets a clear error
 #     naming the remote within the stated bound, and the GPU host releases
 #     the domain's channel;
@@ -54,10 +60,15 @@ PSK=$T/gpuhost.psk
 (umask 077 && echo "lab:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$PSK")
 WRONG=$T/wrong.psk
 (umask 077 && echo "lab:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$WRONG")
+# A second tenant, "far", with a key of its own; the GPU host holds both.
+FAR=$T/far.psk
+(umask 077 && echo "far:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$FAR")
+HOSTKEYS=$T/gpuhost-keys
+(umask 077 && { echo "# tenants of this GPU host"; cat "$PSK"; echo; cat "$FAR"; } >"$HOSTKEYS")
 
 # xgpud in the GPU host's namespace (ip netns exec execs it: same pid).
 start_remote_xgpud() {
-	local key=(--remote-psk "$PSK")
+	local key=(--remote-psk "$HOSTKEYS")
 	[ "${1:-}" = --remote-insecure ] && key=()
 	ip netns exec "$NSH" "$B/bin/xgpud" --foreground --executor sim --socket "$XGPU_SOCKET" --log-level info \
 		--remote-listen "$GPU_IP:$PORT" "${key[@]}" "$@" >>"$XGPUD_LOG" 2>&1 &
@@ -104,6 +115,24 @@ run_ok env XGPU_DATA_SIZE=64K "$B/bin/vectorAdd" -n 1000000 -i 2
 out=$(remote "$B/tests/cuda/guestload" idle 10 2>&1) || { echo "$out"; fail "an idle remote program lost its channel"; }
 grep -q "^RESULT .*error=cudaSuccess" <<<"$out" || { echo "$out"; fail "an idle remote program failed"; }
 run_ok "$B/tests/cuda/errors"
+# Page-locked memory cannot be shared across a network: it is the program's
+# own and its copies stream (cudaMallocHost; cuMemHostAlloc under NVIDIA's
+# static runtime).
+run_ok "$B/tests/cuda/userapp"
+run_ok "$B/tests/cuda/static/userapp"
+run_ok "$B/tests/cuda/mixed"
+# NVIDIA's libraries remotely (nvcc's default static runtime over our
+# libcuda.so.1; cuFFT and the rest pass too, left to e2e/libs_sweep for time).
+for section in cublas curand; do
+	out=$(remote env LD_LIBRARY_PATH="$B/lib:${CUDA_HOME:-/usr/local/cuda}/lib64" \
+		"$B/tests/cuda/libs_sweep" "$section" 2>&1) || { echo "$out" | tail -n 20; fail "libs_sweep $section failed remotely"; }
+	summary=$(grep -E '^libs_sweep: [0-9]+ steps' <<<"$out")
+	grep -qE '^libs_sweep: ([0-9]+) steps, \1 passed, 0 failed$' <<<"$summary" ||
+		{ echo "$out" | tail -n 20; fail "libs_sweep $section remotely: $summary"; }
+	! grep -E 'is not supported by xgpu|is not implemented by xgpu|which xgpu does not' <<<"$out" ||
+		fail "libs_sweep $section remotely: a call was refused (above)"
+	note "libs_sweep $section remotely: $summary"
+done
 grep -q "remote: $NET.2:[0-9]* joined domain remote-lab (channel [0-9]*, TLS1.3-PSK)" "$XGPUD_LOG" ||
 	fail "the GPU host did not log the remote guest joining remote-lab over TLS"
 calls=$(dom_stat remote-lab calls)
@@ -123,6 +152,37 @@ out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$
 grep -q "the TLS handshake with remote xgpud at $GPU_IP:$PORT failed" <<<"$out" ||
 	{ echo "$out"; fail "the wrong key's refusal does not say so"; }
 wait_for 5 grep -q "remote: $NET.2:[0-9]* not admitted" "$XGPUD_LOG" || fail "the GPU host did not log the refusal"
+note "a Xen guest whose gpu line names a remote GPU host (xgpu-xenstub as its Xen)"
+STUB_SOCK=$T/xen.sock
+"$B/bin/xgpu-xenstub" --socket "$STUB_SOCK" --domain 1:far --domain 2:other >"$T/xenstub.log" 2>&1 &
+STUB_PID=$!
+wait_for 10 test -S "$STUB_SOCK" || fail "xgpu-xenstub did not come up"
+printf 'gpu = [ "remote=%s:%s, remote-key=%s" ]\n' "$GPU_IP" "$PORT" "$FAR" >"$T/far.cfg"
+XGPU_XEN_STUB=$STUB_SOCK "$B/bin/xl-gpu" attach 1 "$T/far.cfg" || fail "xl-gpu attach with remote= failed"
+printf 'gpu = [ "remote=%s:%s" ]\n' "$GPU_IP" "$PORT" >"$T/nokey.cfg"
+out=$(XGPU_XEN_STUB=$STUB_SOCK "$B/bin/xl-gpu" attach 2 "$T/nokey.cfg" 2>&1) && fail "remote= without a key was attached"
+grep -q "needs remote-key=FILE" <<<"$out" || { echo "$out"; fail "no reason given for remote= without a key"; }
+# The key is the guest's and dom0's alone.
+XGPU_XEN_STUB=$STUB_SOCK XGPU_XEN_DOMID=1 "$B/tests/tools/xenliar" ls /local/domain/0/backend/vgpu/1/0 |
+	grep -x remote-psk >/dev/null || fail "domain 1 cannot see its remote GPU's key"
+XGPU_XEN_STUB=$STUB_SOCK XGPU_XEN_DOMID=2 "$B/tests/tools/xenliar" ls /local/domain/0/backend/vgpu/1/0 >/dev/null 2>&1 &&
+	fail "another domain can read domain 1's remote GPU key"
+# No xgpud in this "dom0": the guest goes to the GPU host alone, with no
+# XGPU_REMOTE of its own; its domain there is its key's (remote-far).
+out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_XEN_STUB="$STUB_SOCK" XGPU_XEN_DOMID=1 \
+	LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
+	"$B/bin/vectorAdd" -n 200000 -i 3 2>&1) || { echo "$out"; fail "the Xen guest's vectorAdd failed remotely"; }
+grep -q "^RESULT .*verified=yes" <<<"$out" || { echo "$out"; fail "the Xen guest's vectorAdd did not verify"; }
+grep -q "remote: $NET.2:[0-9]* joined domain remote-far (channel [0-9]*, TLS1.3-PSK)" "$XGPUD_LOG" ||
+	fail "the GPU host did not log the Xen guest joining remote-far over TLS"
+note "a tenant's key does not open another tenant's domain"
+out=$(remote env XGPU_DOMAIN=far "$B/bin/vectorAdd" -n 1000 2>&1) && fail "the lab key joined domain remote-far"
+grep -q "domain far refused: this key belongs to domain remote-lab" <<<"$out" ||
+	{ echo "$out"; fail "no reason given for a domain the key does not name"; }
+[ "$(dom_stat remote-far calls)" -gt 0 ] || fail "no calls recorded in remote-far"
+kill -TERM "$STUB_PID" 2>/dev/null || true
+wait "$STUB_PID" 2>/dev/null || true
+
 note "no key at all is refused without a connection"
 out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" LD_LIBRARY_PATH="$B/lib" \
 	${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$B/bin/vectorAdd" -n 1000 2>&1) && fail "a client without a key ran"
@@ -225,7 +285,7 @@ ip netns exec "$NSH" "$B/tests/tools/tcprtt" sink "$GPU_IP" $((PORT + 2)) &
 echo_pid=$!
 stream=$(ip netns exec "$NSG" "$B/tests/tools/tcprtt" stream "$GPU_IP" $((PORT + 2)) 256) || fail "tcprtt stream failed"
 wait "$echo_pid"
-bw=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" XGPU_REMOTE_PSK_FILE="$PSK" \
+bw=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" XGPU_REMOTE_PSK_FILE="$PSK" XGPU_DOMAIN=lab \
 	${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$B/bin/xgpu-bench" copy 64 2>"$T/bw.err") ||
 	{ cat "$T/bw.err"; fail "xgpu-bench copy failed remotely"; }
 note "BENCH remote copy 64 MiB (TLS 1.3): h2d $(awk '$1 ~ /h2d_gbps/ {print $2}' <<<"$bw") GB/s, d2h $(awk '$1 ~ /d2h_gbps/ {print $2}' <<<"$bw") GB/s; plain TCP stream floor: $stream"

@@ -23,6 +23,13 @@ run_ok "$B/tests/cuda/errors"
 run_ok "$B/tests/cuda/errors-compressed"
 run_ok "$B/tests/cuda/unsupported"
 run_ok "$B/tests/cuda/threads"
+# Pipelined (remote channels' default): asynchronous calls return once sent,
+# a refused launch is reported by the next call that waits (errors checks
+# both), and the results are the same.
+run_ok env XGPU_PIPELINE=1 "$B/bin/vectorAdd" -n 200000 -i 3
+run_ok env XGPU_PIPELINE=1 "$B/bin/BlackScholes" -n 200000 -i 4
+run_ok env XGPU_PIPELINE=1 "$B/tests/cuda/errors"
+run_ok env XGPU_PIPELINE=1 "$B/tests/cuda/threads"
 
 dom=uid-$(id -u)
 calls=$(dom_stat "$dom" calls)

@@ -290,6 +290,47 @@ static void name_only_when_allowed(void **state)
 	error_is("name=a, name=b", XGPU_GPUSPEC_ALLOW_NAME, "name=b: key 'name' given twice");
 }
 
+static void remote_only_when_allowed(void **state)
+{
+	const unsigned R = XGPU_GPUSPEC_ALLOW_REMOTE;
+	error_is("remote=h:1, remote-key=/k", 0,
+		 "unknown key 'remote' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>)");
+	error_is("remote=h:1, remote-key=/k", XGPU_GPUSPEC_ALLOW_NAME,
+		 "unknown key 'remote' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>, name)");
+	static const char *const good[] = {"gpuhost",        "gpuhost:7447", "10.0.0.5:1",   "10.0.0.5:65535",
+					   "[fd00::5]:7447", "[::1]",        "a-b.c.example"};
+	for (unsigned i = 0; i < sizeof good / sizeof *good; i++) {
+		char text[320];
+		snprintf(text, sizeof text, "credit=9, remote=%s, remote-key=/etc/xgpu/k.psk", good[i]);
+		struct xgpu_gpuspec s = parse_ok(text, R);
+		assert_string_equal(s.remote, good[i]);
+		assert_string_equal(s.remote_key, "/etc/xgpu/k.psk");
+		/* The canonical form carries both, and reads back the same. */
+		char back[512];
+		assert_true(xgpu_gpuspec_format(&s, back, sizeof back) < (int)sizeof back);
+		struct xgpu_gpuspec again = parse_ok(back, R);
+		assert_memory_equal(&s, &again, sizeof s);
+	}
+	static const char *const bad[] = {"h:0",      "h:65536", "h:",     ":7447", "fd00::5",
+					  "[fd00::5", "[]:1",    "[::1]x", "h;rm",  "h/x:1",
+					  "h:1 2",    "h:-1",    "h:0x10"};
+	for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char text[320];
+		snprintf(text, sizeof text, "remote=%s, remote-key=/k", bad[i]);
+		parse_bad(text, R, "remote must be HOST, HOST:PORT or [IPV6]:PORT", NULL);
+	}
+	char text[600], host[300];
+	memset(host, 'h', 264);
+	host[264] = '\0';
+	snprintf(text, sizeof text, "remote=%s, remote-key=/k", host);
+	parse_bad(text, R, "remote must be", NULL);
+	parse_bad("remote=h:1, remote-key=k.psk", R, "remote-key=k.psk: remote-key must be an absolute path",
+		  NULL);
+	error_is("remote=h:1", R, "remote=h:1 needs remote-key=FILE, the GPU host's pre-shared key");
+	error_is("remote-key=/k", R, "remote-key=/k is given without remote=HOST:PORT");
+	error_is("remote=h:1, remote=h:2, remote-key=/k", R, "remote=h:2: key 'remote' given twice");
+}
+
 static void unknown_keys(void **state)
 {
 	error_is("foo=1", 0, "unknown key 'foo' (known: gpus, credit, sla, mem, kernel-timeout, task.<id>)");
@@ -504,6 +545,7 @@ int main(void)
 	    cmocka_unit_test(kernel_timeout_range),
 	    cmocka_unit_test(task_weights),
 	    cmocka_unit_test(name_only_when_allowed),
+	    cmocka_unit_test(remote_only_when_allowed),
 	    cmocka_unit_test(unknown_keys),
 	    cmocka_unit_test(duplicate_keys),
 	    cmocka_unit_test(item_syntax),

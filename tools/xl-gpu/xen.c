@@ -9,6 +9,7 @@
 #include "xen.h"
 #include "gpuspec.h"
 #include "policy.h"
+#include "remote.h"
 #include "scheduler.h"
 #include "util.h"
 #include "xenif.h"
@@ -403,7 +404,7 @@ static int load_cfg(const char *cmd, const char *path, char **args, int nargs, s
 		goto out;
 	}
 	char msg[512];
-	if (xgpu_gpuspec_parse(item, 0, &out->spec, msg, sizeof msg)) {
+	if (xgpu_gpuspec_parse(item, XGPU_GPUSPEC_ALLOW_REMOTE, &out->spec, msg, sizeof msg)) {
 		rc = err(cmd, "%s: gpu[0] \"%s\": %s", path, item, msg);
 		goto out;
 	}
@@ -414,9 +415,15 @@ out:
 }
 
 /* ---- attach ----------------------------------------------------------------- */
+/* A remote GPU's key as the domU reads it from its backend directory:
+ * "identity:hex", the form XGPU_REMOTE_PSK_FILE holds. */
+#define PSK_TEXT_MAX (128 + 1 + 2 * 64 + 1)
+_Static_assert(PSK_TEXT_MAX <= XGPU_GPUSPEC_REMOTE_MAX + 1, "the key fits a backend value");
+
 struct attach_args {
 	uint32_t domid;
 	const struct xgpu_gpuspec *spec;
+	char psk[PSK_TEXT_MAX]; /* with spec->remote */
 };
 
 static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu_errbuf *e)
@@ -449,8 +456,8 @@ static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 		return -1;
 	struct {
 		const char *key;
-		char val[PATH_LEN];
-	} be_keys[8];
+		char val[XGPU_GPUSPEC_REMOTE_MAX + 1 > PATH_LEN ? XGPU_GPUSPEC_REMOTE_MAX + 1 : PATH_LEN];
+	} be_keys[10];
 	unsigned nk = 0;
 	be_keys[nk].key = "frontend";
 	xgpu_strlcpy(be_keys[nk++].val, p.fe, sizeof be_keys[0].val);
@@ -472,6 +479,14 @@ static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 	if (s->has_ktimeout) {
 		be_keys[nk].key = "kernel-timeout";
 		snprintf(be_keys[nk++].val, sizeof be_keys[0].val, "%u", s->ktimeout);
+	}
+	/* A remote xgpud serves this domain: its frontend connects there with
+	 * the key, which only dom0 and this domain can read (be_perms). */
+	if (s->remote[0]) {
+		be_keys[nk].key = "remote";
+		xgpu_strlcpy(be_keys[nk++].val, s->remote, sizeof be_keys[0].val);
+		be_keys[nk].key = "remote-psk";
+		xgpu_strlcpy(be_keys[nk++].val, a->psk, sizeof be_keys[0].val);
 	}
 	for (unsigned i = 0; i < nk; i++) {
 		snprintf(path, sizeof path, "%s/%s", p.be, be_keys[i].key);
@@ -514,8 +529,22 @@ static int attach_dev(struct xgpu_xs *xs, const char *cmd, uint32_t domid, const
 		return err(cmd, "%s", msg);
 	if (!live)
 		return err(cmd, "domain %u does not exist", domid);
-	struct attach_args a = {domid, spec};
-	if (xs_transact(xs, attach_body, &a, &e))
+	struct attach_args a = {domid, spec, ""};
+	if (spec->remote[0]) {
+		char identity[128], why[300];
+		uint8_t key[64];
+		size_t keylen = sizeof key;
+		if (xgpu_remote_read_psk(spec->remote_key, identity, sizeof identity, key, &keylen, why,
+					 sizeof why) < 0)
+			return err(cmd, "remote-key=%s: %s", spec->remote_key, why);
+		size_t n = (size_t)snprintf(a.psk, sizeof a.psk, "%s:", identity);
+		for (size_t i = 0; i < keylen && n + 2 < sizeof a.psk; i++, n += 2)
+			snprintf(a.psk + n, sizeof a.psk - n, "%02x", key[i]);
+		explicit_bzero(key, sizeof key);
+	}
+	int rc = xs_transact(xs, attach_body, &a, &e);
+	explicit_bzero(a.psk, sizeof a.psk);
+	if (rc)
 		return err(cmd, "%s", msg);
 	return 0;
 }
@@ -528,6 +557,8 @@ static void describe(uint32_t domid, const struct xgpu_gpuspec *s, bool from_cfg
 	printf("domain %u: GPU device attached: gpus=%s credit=%u sla=%s mem-limit=%llu", domid, gpus,
 	       s->has_credit ? s->credit : (unsigned)XGPU_CREDIT_DEFAULT, sla,
 	       (unsigned long long)(s->has_mem ? s->mem : 0));
+	if (s->remote[0])
+		printf(" remote=%s (served by the GPU host there, not by this host's xgpud)", s->remote);
 	if (!from_cfg)
 		printf(" (defaults: %s)", cfgpath ? "the config has no gpu line" : "no config file given");
 	putchar('\n');

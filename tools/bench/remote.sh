@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# remote.sh - the remote rows of `make bench` (issue 30): a guest program on
+# one "host" using xgpud's GPU on another, each figure beside its floor
+# measured in the same run over the same link:
+#   - the null call (cudaStreamQuery, one round trip) against a one-byte TCP
+#     round trip (tests/tools/tcprtt ping, TCP_NODELAY);
+#   - 64 MiB copies each way against a plain TCP stream (tcprtt stream);
+#   - with TLS 1.3 (PSK) and with plain TCP (--remote-insecure).
+# The two hosts are network namespaces joined by a veth pair when this runs
+# as root (the link remote.sh tests), else loopback. Writes
+# ${BENCH_REMOTE_OUT:-docs/results/bench-remote.md}.
+#   remote.sh BUILD_DIR TCPRTT
+set -euo pipefail
+B=$(cd "${1:?build dir}" && pwd)
+TCPRTT=${2:?path to tests/tools/tcprtt}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=${BENCH_REMOTE_OUT:-$src/docs/results/bench-remote.md}
+rounds=${BENCH_REMOTE_ROUNDS:-3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-bench-remote.XXXXXX")
+export XGPU_SOCKET=$work/xgpud.sock
+PORT=7447
+daemon= NSH= NSG=
+cleanup() {
+	if [ -n "$daemon" ]; then
+		kill -TERM "$daemon" 2>/dev/null || true
+		wait "$daemon" 2>/dev/null || true
+	fi
+	[ -z "$NSG" ] || ip netns del "$NSG" 2>/dev/null || true
+	[ -z "$NSH" ] || ip netns del "$NSH" 2>/dev/null || true
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+
+# "${host_side[@]}" / "${guest_side[@]}" CMD...: run on the GPU host's or the
+# guest's side (ip netns exec execs, so $! is the program's own pid).
+if [ "$(id -u)" = 0 ] && ip netns add "xgb-h-$$" 2>/dev/null; then
+	NSH=xgb-h-$$ NSG=xgb-g-$$
+	ip netns add "$NSG"
+	net=10.$((100 + $$ % 100)).$(($$ / 100 % 250))
+	GPU_IP=$net.1
+	ip link add "xgbh$$" netns "$NSH" type veth peer name "xgbg$$" netns "$NSG"
+	ip -n "$NSH" addr add "$GPU_IP/30" dev "xgbh$$"
+	ip -n "$NSG" addr add "$net.2/30" dev "xgbg$$"
+	for ns in "$NSH" "$NSG"; do ip -n "$ns" link set lo up; done
+	ip -n "$NSH" link set "xgbh$$" up
+	ip -n "$NSG" link set "xgbg$$" up
+	link="a veth pair between two network namespaces"
+	host_side=(ip netns exec "$NSH")
+	guest_side=(ip netns exec "$NSG")
+else
+	GPU_IP=127.0.0.1
+	link="loopback (not root: no network namespaces)"
+	host_side=()
+	guest_side=()
+fi
+
+PSK=$work/gpuhost.psk
+(umask 077 && echo "bench:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$PSK")
+
+start() {
+	"${host_side[@]}" "$B/bin/xgpud" --foreground --executor sim --policy none --socket "$XGPU_SOCKET" \
+		--remote-listen "$GPU_IP:$PORT" "$@" >>"$work/xgpud.log" 2>&1 &
+	daemon=$!
+	for _ in $(seq 100); do
+		grep -q "remote transport: listening" "$work/xgpud.log" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	cat "$work/xgpud.log"
+	exit 1
+}
+stop() {
+	kill -TERM "$daemon" 2>/dev/null || true
+	wait "$daemon" 2>/dev/null || true
+	daemon=
+}
+
+# guest MODE PROGRAM ARGS...: a program on the guest's side, TLS or plain.
+guest() {
+	local mode=$1
+	shift
+	local key=(XGPU_REMOTE_PSK_FILE="$PSK")
+	[ "$mode" = plain ] && key=(XGPU_REMOTE_INSECURE=1)
+	"${guest_side[@]}" env XGPU_SOCKET="$work/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" "${key[@]}" XGPU_DOMAIN=bench \
+		LD_LIBRARY_PATH="$B/lib" "$@"
+}
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR ? v[int((NR + 1) / 2)] : "")}'; }
+field() { awk -v k="$1" '$1 == k {print $2}'; }
+
+rtt_floor() {
+	"${host_side[@]}" "$TCPRTT" serve "$GPU_IP" $((PORT + 1)) &
+	local pid=$!
+	sleep 0.2
+	"${guest_side[@]}" "$TCPRTT" ping "$GPU_IP" $((PORT + 1)) 2000 | sed 's/.*tcp_rtt_p50_us=\([0-9.]*\).*/\1/'
+	wait "$pid"
+}
+stream_floor() {
+	"${host_side[@]}" "$TCPRTT" sink "$GPU_IP" $((PORT + 2)) &
+	local pid=$!
+	sleep 0.2
+	"${guest_side[@]}" "$TCPRTT" stream "$GPU_IP" $((PORT + 2)) 256 | sed 's/.*tcp_stream_gbps=//'
+	wait "$pid"
+}
+
+echo "bench: remote null call and copies over $link"
+declare -A null h2d d2h launch launch_batch
+for mode in tls plain; do
+	if [ "$mode" = tls ]; then start --remote-psk "$PSK"; else start --remote-insecure; fi
+	for r in $(seq "$rounds"); do
+		guest "$mode" "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" 2000 \
+			>"$work/api.$mode.$r"
+		guest "$mode" XGPU_PIPELINE=0 "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" \
+			2000 >"$work/apisync.$mode.$r"
+		guest "$mode" "$B/bin/xgpu-bench" copy 64 >"$work/copy.$mode.$r"
+	done
+	null[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_null_p50_us | median)
+	launch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_p50_us | median)
+	launch_batch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_batch_us | median)
+	launch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_p50_us | median)
+	launch_batch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_batch_us | median)
+	h2d[$mode]=$(cat "$work"/copy."$mode".* | awk '$1 ~ /h2d_gbps/ {print $2}' | median)
+	d2h[$mode]=$(cat "$work"/copy."$mode".* | awk '$1 ~ /d2h_gbps/ {print $2}' | median)
+	stop
+done
+rtts=() streams=()
+for r in $(seq "$rounds"); do
+	rtts+=("$(rtt_floor)")
+	streams+=("$(stream_floor)")
+done
+rtt=$(printf '%s\n' "${rtts[@]}" | median)
+stream=$(printf '%s\n' "${streams[@]}" | median)
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}'; }
+share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / b; else print "-"}'; }
+
+{
+	echo "<!-- SPDX-License-Identifier: Apache-2.0 -->"
+	echo "# Benchmarks, remote GPUs"
+	echo
+	echo "Measured by \`make bench\` (alone: \`tools/bench/remote.sh BUILD TCPRTT\`), $(date -u +%Y-%m-%d),"
+	echo "commit $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs, sim executor,"
+	echo "over $link. Each figure is the median of $rounds runs; the floors were measured in the same"
+	echo "run over the same link: a one-byte TCP round trip (TCP_NODELAY) and a plain TCP stream of"
+	echo "256 MiB. The guest program, its relay threads, xgpud's relay and the domain's executor share"
+	echo "this machine's CPUs, which two hosts would not. Targets (issue 30): a null call within 2x the"
+	echo "round trip, copies at 90 % of the stream. A launch is pipelined on remote channels (it returns"
+	echo "once sent; its answer is taken before the next call that waits); XGPU_PIPELINE=0 makes each"
+	echo "launch a round trip, as before. The batch mean times runs of launches each followed by a"
+	echo "synchronisation, which is where the pipelined answers are taken."
+	echo
+	echo "| | TLS 1.3 (PSK) | plain TCP | floor | TLS / floor | plain / floor |"
+	echo "|---|---|---|---|---|---|"
+	echo "| null call p50 (us) | ${null[tls]} | ${null[plain]} | $rtt (TCP round trip) | $(ratio "${null[tls]}" "$rtt") | $(ratio "${null[plain]}" "$rtt") |"
+	echo "| empty launch p50 (us), pipelined | ${launch[tls]} | ${launch[plain]} | $rtt (TCP round trip) | $(ratio "${launch[tls]}" "$rtt") | $(ratio "${launch[plain]}" "$rtt") |"
+	echo "| empty launch p50 (us), XGPU_PIPELINE=0 | ${launch[tls.sync]} | ${launch[plain.sync]} | $rtt (TCP round trip) | $(ratio "${launch[tls.sync]}" "$rtt") | $(ratio "${launch[plain.sync]}" "$rtt") |"
+	echo "| empty launch, batch mean (us), pipelined | ${launch_batch[tls]} | ${launch_batch[plain]} | | | |"
+	echo "| empty launch, batch mean (us), XGPU_PIPELINE=0 | ${launch_batch[tls.sync]} | ${launch_batch[plain.sync]} | | | |"
+	echo "| 64 MiB host to device (GB/s) | ${h2d[tls]} | ${h2d[plain]} | $stream (TCP stream) | $(share "${h2d[tls]}" "$stream") | $(share "${h2d[plain]}" "$stream") |"
+	echo "| 64 MiB device to host (GB/s) | ${d2h[tls]} | ${d2h[plain]} | $stream (TCP stream) | $(share "${d2h[tls]}" "$stream") | $(share "${d2h[plain]}" "$stream") |"
+} >"$out"
+cat "$out"
