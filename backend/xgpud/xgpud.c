@@ -38,62 +38,62 @@
 
 static void usage(FILE *f)
 {
-	fprintf(
-	    f,
-	    "Usage: xgpud [OPTION]...\n"
-	    "Share NVIDIA GPUs between Xen guests or local processes through xgpu's\n"
-	    "libcudart.so.13 frontend.\n"
-	    "\n"
-	    "  --transport local|xen   how guests connect (default: xen in a Xen Dom0, else local)\n"
-	    "  --executor cuda|sim     run calls on NVIDIA's driver or the simulated one\n"
-	    "                          (default: cuda when a GPU is usable, else sim)\n"
-	    "  --policy NAME           GPU scheduling policy: %s (default rr)\n"
-	    "  --tick-ms N             scheduler tick, 1-1000 ms (default 10)\n"
-	    "  --hyp-source NAME[:ARGS]  hypervisor schedule for xc, augc, cosched: %s\n"
-	    "                          (default: local in local mode and over xgpu-xenstub, xen\n"
-	    "                          in Xen mode; sim:pcpus=N,weight.DOMID=W,...)\n"
-	    "  --socket PATH           local transport socket (default $XGPU_SOCKET, else\n"
-	    "                          $XDG_RUNTIME_DIR/xgpu.sock, else /run/xgpu/xgpud.sock)\n"
-	    "  --remote-listen ADDR:PORT  serve guests on other hosts over TCP, TLS 1.3 with the\n"
-	    "                          key in --remote-psk FILE (psktool's format); each lands\n"
-	    "                          in domain remote-NAME (see docs/operations.md)\n"
-	    "  --remote-psk FILE       the pre-shared key of --remote-listen (mode 600)\n"
-	    "  --remote-insecure       --remote-listen without TLS: plain TCP, for tests only\n"
-	    "  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
-	    "  --fatbin-inflate-limit SIZE  most a module's compressed fatbin entries may\n"
-	    "                          inflate to in all (default 512M; NCCL's need about 1G)\n"
-	    "  --config FILE           defaults and per-domain credit, SLO, GPUs, memory, task\n"
-	    "                          weights, in xl syntax (see docs/operations.md)\n"
-	    "  --sim-driver PATH       simulated driver library (default ../lib/libxgpu-simdrv.so\n"
-	    "                          beside this binary, else ../lib/xgpu/libxgpu-simdrv.so)\n"
-	    "  --cuda-driver PATH      NVIDIA driver library (default libcuda.so.1)\n"
-	    "  --spin-us N             pollers spin this long before sleeping (default 50)\n"
-	    "  --stall-timeout S       close a channel whose guest stalls a transfer this long\n"
-	    "                          (default 60)\n"
-	    "  --max-channels N        channels (processes) per domain (default 256)\n"
-	    "  --max-domains N         domains in all (default 1024)\n"
-	    "  --max-domains-per-user N  domains one user other than root may own (default 16)\n"
-	    "  --pinned-limit SIZE     pinned host memory (cudaMallocHost) per domain (default 16G)\n"
-	    "  --kernel-timeout S      end a domain's executor (and its work on the GPU) when one of\n"
-	    "                          its kernels or copies runs longer than S seconds; its\n"
-	    "                          processes get cudaErrorLaunchTimeout; 0 for none (default 30)\n"
-	    "  --executor-path PATH    the executor program (default xgpu-executor beside this\n"
-	    "                          binary, else ../lib/xgpu/xgpu-executor)\n"
-	    "  --executor-uid-base UID when run as root, each domain's executor runs as uid and\n"
-	    "                          gid UID + its domid (default 1879048192); 0: as xgpud\n"
-	    "  --executor-linger MS    an executor with no processes left ends after MS (default 5000)\n"
-	    "  --executor-sandbox MODE enforce, log or off: the executors' system call filter refuses,\n"
-	    "                          only logs, or is not applied (default enforce on sim, log on cuda)\n"
-	    "  --log-level LEVEL       error, warn, info or debug (default info)\n"
-	    "  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
-	    "  --foreground            stay in the foreground\n"
-	    "  --help, --version\n"
-	    "\n"
-	    "Signals: SIGTERM or SIGINT stop xgpud and every domain's executor (running CUDA\n"
-	    "processes then fail with cudaErrorDevicesUnavailable). SIGUSR2 restarts xgpud in\n"
-	    "place (an upgrade): the executors go on serving their guests and the new xgpud\n"
-	    "adopts them; new processes are refused for the moment it takes.\n",
-	    xgpu_policy_names(), xgpu_hyp_names());
+	fprintf(f,
+		"Usage: xgpud [OPTION]...\n"
+		"Share NVIDIA GPUs between Xen guests or local processes through xgpu's\n"
+		"libcudart.so.13 frontend.\n"
+		"\n"
+		"  --transport local|xen   how guests connect (default: xen in a Xen Dom0, else local)\n"
+		"  --executor cuda|sim     run calls on NVIDIA's driver or the simulated one\n"
+		"                          (default: cuda when a GPU is usable, else sim)\n"
+		"  --policy NAME           GPU scheduling policy: %s (default rr)\n"
+		"  --tick-ms N             scheduler tick, 1-1000 ms (default 10)\n"
+		"  --hyp-source NAME[:ARGS]  hypervisor schedule for xc, augc, cosched: %s\n"
+		"                          (default: local in local mode and over xgpu-xenstub, xen\n"
+		"                          in Xen mode; sim:pcpus=N,weight.DOMID=W,...)\n"
+		"  --socket PATH           local transport socket (default $XGPU_SOCKET, else\n"
+		"                          $XDG_RUNTIME_DIR/xgpu.sock, else /run/xgpu/xgpud.sock)\n"
+		"  --remote-listen ADDR:PORT  serve guests on other hosts over TCP, TLS 1.3 with the\n"
+		"                          keys in --remote-psk FILE (psktool's format); each guest\n"
+		"                          lands in domain remote-IDENTITY, its key's (docs/operations.md)\n"
+		"  --remote-psk FILE       the pre-shared keys of --remote-listen, a line per tenant\n"
+		"                          (mode 600)\n"
+		"  --remote-insecure       --remote-listen without TLS: plain TCP, for tests only\n"
+		"  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
+		"  --fatbin-inflate-limit SIZE  most a module's compressed fatbin entries may\n"
+		"                          inflate to in all (default 512M; NCCL's need about 1G)\n"
+		"  --config FILE           defaults and per-domain credit, SLO, GPUs, memory, task\n"
+		"                          weights, in xl syntax (see docs/operations.md)\n"
+		"  --sim-driver PATH       simulated driver library (default ../lib/libxgpu-simdrv.so\n"
+		"                          beside this binary, else ../lib/xgpu/libxgpu-simdrv.so)\n"
+		"  --cuda-driver PATH      NVIDIA driver library (default libcuda.so.1)\n"
+		"  --spin-us N             pollers spin this long before sleeping (default 50)\n"
+		"  --stall-timeout S       close a channel whose guest stalls a transfer this long\n"
+		"                          (default 60)\n"
+		"  --max-channels N        channels (processes) per domain (default 256)\n"
+		"  --max-domains N         domains in all (default 1024)\n"
+		"  --max-domains-per-user N  domains one user other than root may own (default 16)\n"
+		"  --pinned-limit SIZE     pinned host memory (cudaMallocHost) per domain (default 16G)\n"
+		"  --kernel-timeout S      end a domain's executor (and its work on the GPU) when one of\n"
+		"                          its kernels or copies runs longer than S seconds; its\n"
+		"                          processes get cudaErrorLaunchTimeout; 0 for none (default 30)\n"
+		"  --executor-path PATH    the executor program (default xgpu-executor beside this\n"
+		"                          binary, else ../lib/xgpu/xgpu-executor)\n"
+		"  --executor-uid-base UID when run as root, each domain's executor runs as uid and\n"
+		"                          gid UID + its domid (default 1879048192); 0: as xgpud\n"
+		"  --executor-linger MS    an executor with no processes left ends after MS (default 5000)\n"
+		"  --executor-sandbox MODE enforce, log or off: the executors' system call filter refuses,\n"
+		"                          only logs, or is not applied (default enforce on sim, log on cuda)\n"
+		"  --log-level LEVEL       error, warn, info or debug (default info)\n"
+		"  --log-file PATH         log here instead of stderr (or syslog once detached)\n"
+		"  --foreground            stay in the foreground\n"
+		"  --help, --version\n"
+		"\n"
+		"Signals: SIGTERM or SIGINT stop xgpud and every domain's executor (running CUDA\n"
+		"processes then fail with cudaErrorDevicesUnavailable). SIGUSR2 restarts xgpud in\n"
+		"place (an upgrade): the executors go on serving their guests and the new xgpud\n"
+		"adopts them; new processes are refused for the moment it takes.\n",
+		xgpu_policy_names(), xgpu_hyp_names());
 }
 
 static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
@@ -237,8 +237,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_EXECUID:
 			if (xgpu_parse_long(optarg, 0, 4000000000l, &v) < 0) {
-				fprintf(stderr,
-					"xgpud: --executor-uid-base %s: need a uid, or 0 for xgpud's own\n",
+				fprintf(stderr, "xgpud: --executor-uid-base %s: need a uid, or 0 for xgpud's own\n",
 					optarg);
 				return -1;
 			}
@@ -246,16 +245,14 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_EXECSANDBOX:
 			if (strcmp(optarg, "enforce") && strcmp(optarg, "log") && strcmp(optarg, "off")) {
-				fprintf(stderr, "xgpud: --executor-sandbox %s: need enforce, log or off\n",
-					optarg);
+				fprintf(stderr, "xgpud: --executor-sandbox %s: need enforce, log or off\n", optarg);
 				return -1;
 			}
 			o->executor_sandbox = optarg;
 			break;
 		case O_EXECLINGER:
 			if (xgpu_parse_long(optarg, 0, 3600000, &v) < 0) {
-				fprintf(stderr, "xgpud: --executor-linger %s: need 0 to 3600000 ms\n",
-					optarg);
+				fprintf(stderr, "xgpud: --executor-linger %s: need 0 to 3600000 ms\n", optarg);
 				return -1;
 			}
 			o->executor_linger_ms = (unsigned)v;
@@ -538,10 +535,9 @@ int main(int argc, char **argv)
 				  d.o.remote_listen, xgpu_remote_key_count(remote),
 				  xgpu_remote_key_count(remote) == 1 ? "" : "s");
 		else
-			xlog_info(
-			    "remote transport: listening on %s (PLAIN TCP: --remote-insecure, for tests "
-			    "only)",
-			    d.o.remote_listen);
+			xlog_info("remote transport: listening on %s (PLAIN TCP: --remote-insecure, for tests "
+				  "only)",
+				  d.o.remote_listen);
 	}
 
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -571,9 +567,8 @@ int main(int argc, char **argv)
 				struct signalfd_siginfo si;
 				ssize_t got = read(sfd, &si, sizeof si);
 				if (got == (ssize_t)sizeof si && si.ssi_signo == SIGUSR2) {
-					xlog_info(
-					    "signal %u: restarting in place; the executors go on serving",
-					    si.ssi_signo);
+					xlog_info("signal %u: restarting in place; the executors go on serving",
+						  si.ssi_signo);
 					restart = true;
 				} else if (got == (ssize_t)sizeof si) {
 					xlog_info("signal %u: stopping", si.ssi_signo);
