@@ -10,8 +10,10 @@
 # XGPU_BUILD (absolute build dir) and XGPU_SRC (repo root) in its environment
 # and a private scratch directory in XGPU_TMP; an e2e test gets
 # XGPU_E2E_TIMEOUT seconds (300), or more where its script says
-# "# xgpu-test-timeout: N". The last line is
-# "N passed, N failed".
+# "# xgpu-test-timeout: N". A script that says "# xgpu-test-background: yes"
+# (a VM under QEMU's software CPU, mostly waiting on one core) starts first
+# and runs beside the others; its result is reported at the end. The last
+# line is "N passed, N failed".
 set -u
 build=${1:?usage: tests/run.sh BUILD_DIR [PATTERN]}
 pattern=${2:-}
@@ -56,10 +58,10 @@ run_unit() {
 	fi
 }
 
-run_e2e() {
-	local script=$1 name log
-	name=$(basename "$script" .sh)
-	log=$logdir/e2e-$name.log
+# Runs one e2e script into its log; its exit status, then its seconds, go
+# to $logdir/e2e-NAME.rc.
+e2e_exec() {
+	local script=$1 name=$2 log=$3
 	export XGPU_TMP=$logdir/e2e-$name.tmp
 	mkdir -p "$XGPU_TMP"
 	local t0=$SECONDS limit=$e2e_timeout own
@@ -68,27 +70,57 @@ run_e2e() {
 	own=$(sed -n 's/^# xgpu-test-timeout: \([0-9][0-9]*\)$/\1/p' "$script" | head -n 1)
 	[ -n "$own" ] && [ "$own" -gt "$limit" ] && limit=$own
 	timeout -k 10 "$limit" bash "$script" >"$log" 2>&1
-	local rc=$?
+	echo "$? $((SECONDS - t0))" >"$logdir/e2e-$name.rc"
+}
+
+e2e_report() {
+	local name=$1 log=$2 rc secs
+	read -r rc secs <"$logdir/e2e-$name.rc"
 	if [ "$rc" -eq 0 ]; then
 		passed=$((passed + 1))
-		echo "ok   e2e/$name ($((SECONDS - t0))s)"
+		echo "ok   e2e/$name (${secs}s)"
 	else
 		failed=$((failed + 1))
 		failures+=("e2e/$name")
-		echo "FAIL e2e/$name (exit $rc, $((SECONDS - t0))s): last lines of $log"
+		echo "FAIL e2e/$name (exit $rc, ${secs}s): last lines of $log"
 		tail -n 60 "$log" | sed 's/^/    /'
 	fi
 }
 
+run_e2e() {
+	local script=$1 name
+	name=$(basename "$script" .sh)
+	e2e_exec "$script" "$name" "$logdir/e2e-$name.log"
+	e2e_report "$name" "$logdir/e2e-$name.log"
+}
+
+selected() {
+	[ -z "$pattern" ] || [[ $(basename "$1") == *$pattern* ]]
+}
+is_background() {
+	grep -qx '# xgpu-test-background: yes' "$1"
+}
+
+background=()
+for script in "$src"/tests/e2e/*.sh; do
+	[ -f "$script" ] && selected "$script" && is_background "$script" || continue
+	name=$(basename "$script" .sh)
+	echo "bg   e2e/$name: started, reported at the end"
+	e2e_exec "$script" "$name" "$logdir/e2e-$name.log" &
+	background+=("$!:$name")
+done
+
 for bin in "$XGPU_BUILD"/tests/test_*; do
-	[ -x "$bin" ] || continue
-	[ -n "$pattern" ] && [[ $(basename "$bin") != *$pattern* ]] && continue
+	[ -x "$bin" ] && selected "$bin" || continue
 	run_unit "$bin"
 done
 for script in "$src"/tests/e2e/*.sh; do
-	[ -f "$script" ] || continue
-	[ -n "$pattern" ] && [[ $(basename "$script") != *$pattern* ]] && continue
+	[ -f "$script" ] && selected "$script" && ! is_background "$script" || continue
 	run_e2e "$script"
+done
+for job in "${background[@]}"; do
+	wait "${job%%:*}"
+	e2e_report "${job#*:}" "$logdir/e2e-${job#*:}.log"
 done
 
 echo
