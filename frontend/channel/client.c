@@ -358,7 +358,10 @@ static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
 	} while (xgpu_now_ns() - start < c->spin_ns);
 	for (;;) {
 		arm(c, w, need);
-		if (ready(c, w, need))
+		/* A corrupt response index returns too, for the caller to
+		 * see: it is read only here, before sleeping, so that the
+		 * spinning caller pulls no line but the response slot's. */
+		if (ready(c, w, need) || (w == WAIT_RESPONSE && xgpu_q_avail(&c->v.rsp) < 0))
 			return 0;
 		/* The timeout only bounds how long a lost kick could hurt. */
 		/* What the backend published before it went (a faulting call's
@@ -455,11 +458,11 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 			return e;
 		if (xgpu_slot_ready(&c->v.rsp))
 			break;
-		if (xgpu_q_avail(&c->v.rsp) < 0)
-			return channel_dead(c, cudaErrorUnknown, "corrupt response ring index");
 		e = wait_until(c, WAIT_RESPONSE, r->in && r->in_len < r->in_max);
 		if (e)
 			return channel_dead(c, e, "xgpud went away");
+		if (!xgpu_slot_ready(&c->v.rsp) && xgpu_q_avail(&c->v.rsp) < 0)
+			return channel_dead(c, cudaErrorUnknown, "corrupt response ring index");
 	}
 	/* Copy only what the response uses: usually one cache line. */
 	const uint8_t *shared = xgpu_q_unit(&c->v.rsp, c->v.rsp.idx);
