@@ -44,6 +44,7 @@
 #define YIELD_GRACE_CONTENDED_NS 500000ull
 #define INFLIGHT_LOOK_NS 100000ll /* how often a gated poller looks at work on the device */
 #define SPIN_BURST 64 /* ring polls between passes of the loop while spinning */
+#define HARVEST_NS 20000u /* while busy, how often completed device work is looked for */
 
 /* Whether a gated request must wait for the domain's work on the device. */
 static bool queue_full(struct xgpu_domain *dom)
@@ -297,7 +298,7 @@ static void switch_ctl(struct xgpu_domain *dom)
 int xgpu_poller_run(struct xgpu_domain *dom)
 {
 	struct xgpu_executor *x = dom->x;
-	uint64_t last_work = xgpu_now_ns(), last_look = last_work;
+	uint64_t last_work = xgpu_now_ns(), last_look = last_work, last_harvest = last_work;
 
 	while (!atomic_load(&x->stopping)) {
 		switch_ctl(dom);
@@ -322,9 +323,18 @@ int xgpu_poller_run(struct xgpu_domain *dom)
 			break;
 		}
 		reap(dom);
-		if (dom->marks_count)
-			xgpu_exec_busy_harvest(dom, false);
 		uint64_t now = xgpu_now_ns();
+		/* Completions are looked for at most every HARVEST_NS while
+		 * requests keep coming: each look is a driver call that may
+		 * contend with the driver's own threads (the simulated GPU's
+		 * worker takes the device lock for it), and with a long queue
+		 * of launches looking on every pass cost a context switch every
+		 * few launches. Idle or sleeping, the poller looks every pass. */
+		if (dom->marks_count && (!progress || now - last_harvest >= HARVEST_NS ||
+					 dom->marks_count >= dom->marks_cap / 2)) {
+			xgpu_exec_busy_harvest(dom, false);
+			last_harvest = now;
+		}
 		if (progress) {
 			last_work = now;
 			/* A channel that never lets its poller sleep still gets
