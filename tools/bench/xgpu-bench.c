@@ -133,6 +133,53 @@ static double spin_floor_once(double *med)
 	return (double)dt / pingpong_iters / 1e3;
 }
 
+/* The same with one cache line per direction, as a request slot and a
+ * response slot are: each side only writes the line the other polls. A
+ * line that is written by the core that just read it (the single ball)
+ * can travel in exclusive state, so that floor pays about two transfers per
+ * round; one-way lines pay about four (one to take ownership from the
+ * poller, one for the poller's fetch, each way). This is the floor of any
+ * protocol with separate request and response lines, reported beside the
+ * BRIEF's floor. */
+/* Each alone in a 128-byte block: no other data, and no pair of lines the
+ * adjacent-line prefetcher fetches together. */
+static struct {
+	_Alignas(128) _Atomic uint64_t v;
+} fwd, back;
+
+static void *spin2_partner(void *arg)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		pin(1);
+	for (uint64_t i = 1; i <= pingpong_iters; i++) {
+		while (atomic_load_explicit(&fwd.v, memory_order_acquire) != i)
+			xgpu_cpu_relax();
+		atomic_store_explicit(&back.v, i, memory_order_release);
+	}
+	return NULL;
+}
+
+static double spin2_floor_once(void)
+{
+	atomic_store(&fwd.v, 0);
+	atomic_store(&back.v, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, spin2_partner, NULL);
+	uint64_t tr = xgpu_now_ns();
+	for (uint64_t i = 1; i <= pingpong_iters; i++) {
+		atomic_store_explicit(&fwd.v, i, memory_order_release);
+		while (atomic_load_explicit(&back.v, memory_order_acquire) != i)
+			xgpu_cpu_relax();
+		if (i % RUN == 0) {
+			uint64_t now = xgpu_now_ns();
+			floor_runs[i / RUN - 1] = now - tr;
+			tr = now;
+		}
+	}
+	pthread_join(t, NULL);
+	return median_run_us(floor_runs, pingpong_iters / RUN);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -151,6 +198,10 @@ static void floors(void)
 	qsort(runs, 5, sizeof runs[0], cmp_double);
 	qsort(meds, 5, sizeof meds[0], cmp_double);
 	printf("floor_spin_us %.3f\nfloor_spin_run_us %.3f\n", runs[2], meds[2]);
+	for (int i = 0; i < 5; i++)
+		meds[i] = spin2_floor_once();
+	qsort(meds, 5, sizeof meds[0], cmp_double);
+	printf("floor_spin2_run_us %.3f\n", meds[2]);
 
 	pthread_t t;
 	efd_ping = eventfd(0, 0);
