@@ -442,7 +442,9 @@ static int drain_in(struct xgpu_client *c, struct xgpu_rpc *r)
 		bool kick;
 		uint64_t want =
 		    r->in_max - r->in_len < XGPU_STREAM_SLICE ? r->in_max - r->in_len : XGPU_STREAM_SLICE;
-		int64_t n = xgpu_stream_read(&c->v.rx, (uint8_t *)r->in + r->in_len, want, &kick);
+		int64_t n = r->in_max >= XGPU_STREAM_NT_MIN
+				? xgpu_stream_read_nt(&c->v.rx, (uint8_t *)r->in + r->in_len, want, &kick)
+				: xgpu_stream_read(&c->v.rx, (uint8_t *)r->in + r->in_len, want, &kick);
 		if (n < 0)
 			return channel_dead(c, cudaErrorUnknown, "corrupt rx index");
 		if (kick)

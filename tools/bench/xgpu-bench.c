@@ -391,7 +391,9 @@ static void *ring_consumer(void *arg)
 	while (got < r->n) {
 		bool kick;
 		size_t want = r->n - got < SLICE ? r->n - got : SLICE;
-		int64_t n = xgpu_stream_read(&r->c, r->dst + got, want, &kick);
+		/* As the frontend reads a large transfer (client.c). */
+		int64_t n = r->n >= XGPU_STREAM_NT_MIN ? xgpu_stream_read_nt(&r->c, r->dst + got, want, &kick)
+						       : xgpu_stream_read(&r->c, r->dst + got, want, &kick);
 		if (kick)
 			poke(r->wake_p);
 		got += (size_t)n;
