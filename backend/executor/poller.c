@@ -158,20 +158,16 @@ static void corrupt_ring(struct xgpu_domain *dom, struct xgpu_channel *ch)
 	ch->dead_reason = "corrupt request ring";
 }
 
-/* Serves up to BATCH requests of one channel; returns whether any ran.
- * check: also validate the ring's index (see req_ready). */
-static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch, bool check)
+/* Serves up to BATCH requests of one channel; returns whether any ran. It
+ * goes by the tags alone: the ring's index is validated where the poller
+ * would sleep (runnable). */
+static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 {
 	bool did = false;
 	for (int k = 0; k < BATCH && !ch->dead && !dom->sticky_error; k++) {
 		bool fresh = !ch->have_pending;
 		if (fresh) {
-			int ready = req_ready(ch, check);
-			if (ready < 0) {
-				corrupt_ring(dom, ch);
-				return did;
-			}
-			if (ready == 0)
+			if (!req_ready(ch, false))
 				return did;
 			const uint8_t *shared = xgpu_q_unit(&ch->v.req, ch->v.req.idx);
 			struct xgpu_req_hdr h;
@@ -236,7 +232,7 @@ static bool serve_fair(struct xgpu_domain *dom)
 	if (!best)
 		return false;
 	xgpu_taskq_picked(&dom->tasks, best->task_entry);
-	return serve_channel(dom, best, false);
+	return serve_channel(dom, best);
 }
 
 /* Whether a channel has work we could run now. check: validate each ring's
@@ -310,7 +306,7 @@ int xgpu_poller_run(struct xgpu_domain *dom)
 		} else {
 			for (struct xgpu_channel *ch = dom->channels; ch && !dom->sticky_error; ch = ch->next)
 				if (!ch->dead)
-					progress |= serve_channel(dom, ch, false);
+					progress |= serve_channel(dom, ch);
 		}
 		if (dom->sticky_error) {
 			/* The faulting call has its answer; the process is
