@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* queue.c - shared-memory queues with event thresholds (see queue.h). */
 #include "queue.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -130,6 +131,25 @@ int64_t xgpu_stream_read(struct xgpu_qend *c, void *dst, size_t len, bool *kick)
 		first = n;
 	memcpy(dst, c->buf + off, first);
 	memcpy((uint8_t *)dst + first, c->buf, n - first);
+	*kick = xgpu_q_release(c, (uint32_t)n);
+	return (int64_t)n;
+}
+
+int64_t xgpu_stream_read_nt(struct xgpu_qend *c, void *dst, size_t len, bool *kick)
+{
+	int64_t avail = xgpu_q_avail(c);
+	*kick = false;
+	if (avail < 0)
+		return -1;
+	size_t n = len < (size_t)avail ? len : (size_t)avail;
+	if (n == 0)
+		return 0;
+	uint32_t off = c->idx & (c->size - 1);
+	size_t first = c->size - off;
+	if (first > n)
+		first = n;
+	xgpu_memcpy_nt(dst, c->buf + off, first);
+	xgpu_memcpy_nt((uint8_t *)dst + first, c->buf, n - first);
 	*kick = xgpu_q_release(c, (uint32_t)n);
 	return (int64_t)n;
 }

@@ -10,6 +10,12 @@
 #define XGPU_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 uint64_t xgpu_now_ns(void); /* CLOCK_MONOTONIC */
+/* memcpy with non-temporal stores (SSE2 on x86-64; plain memcpy elsewhere):
+ * the destination's lines are written without being read first and without
+ * displacing the cache, which suits a large destination not read again at
+ * once. Ends with a store fence, so the bytes are ordered before whatever the
+ * caller publishes next. */
+void xgpu_memcpy_nt(void *dst, const void *src, size_t n);
 
 static inline void xgpu_cpu_relax(void)
 {

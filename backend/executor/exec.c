@@ -18,7 +18,12 @@
 #include <stdlib.h>
 
 #define STAGING_BYTES (1u << 20)
-#define BUSY_MARKS 256u
+/* Device work measured at once. When all are in flight the next launch waits
+ * for the oldest to complete, so fewer than a GPU's own launch queue (about
+ * 1024 entries) makes launches block where CUDA's would not: with 256, a
+ * program queueing 1000 empty kernels waited on every launch past the 256th
+ * (xgpu-bench-api's launch mean 16-28 us against a p50 of 1.5-2 us). */
+#define BUSY_MARKS 1024u
 
 /* Errors after which the driver refuses every further call on the context:
  * a kernel's failure, and two that break the context without one (an

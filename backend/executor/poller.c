@@ -43,6 +43,8 @@
  * coupled loop lost about 4 %). */
 #define YIELD_GRACE_CONTENDED_NS 500000ull
 #define INFLIGHT_LOOK_NS 100000ll /* how often a gated poller looks at work on the device */
+#define SPIN_BURST 64 /* ring polls between passes of the loop while spinning */
+#define HARVEST_NS 20000u /* while busy, how often completed device work is looked for */
 
 /* Whether a gated request must wait for the domain's work on the device. */
 static bool queue_full(struct xgpu_domain *dom)
@@ -126,23 +128,46 @@ static void reap(struct xgpu_domain *dom)
 		xgpu_exec_release(dom);
 }
 
-/* Serves up to BATCH requests of one channel; returns whether any ran. */
+/* Whether the request at the channel's index is there: 1, 0, or -1 when the
+ * ring is corrupt. A request is there when its slot's tag says so (queue.h):
+ * polling the tag alone while spinning costs one cache-line transfer per
+ * request, where reading the producer's index as well cost a second one, in
+ * series with the first, and made the client's publish wait for a line this
+ * thread kept pulling. The index is read only when check is set (before the
+ * poller sleeps, and when a kick woke it): a frontend always seals the slot
+ * before it publishes the index, so an index ahead of ours over a slot
+ * without its tag is a broken ring, as is an index out of range. */
+static int req_ready(struct xgpu_channel *ch, bool check)
+{
+	if (xgpu_slot_ready(&ch->v.req))
+		return 1;
+	if (!check)
+		return 0;
+	int64_t avail = xgpu_q_avail(&ch->v.req);
+	if (avail == 0)
+		return 0;
+	/* Published before we looked at the tag, or since: look again. */
+	return xgpu_slot_ready(&ch->v.req) ? 1 : -1;
+}
+
+static void corrupt_ring(struct xgpu_domain *dom, struct xgpu_channel *ch)
+{
+	dlog_warn(dom, "domain %s: channel %u (pid %d) corrupted its request ring; closing it", dom->name,
+		  ch->id, (int)ch->pid);
+	ch->dead = true;
+	ch->dead_reason = "corrupt request ring";
+}
+
+/* Serves up to BATCH requests of one channel; returns whether any ran. It
+ * goes by the tags alone: the ring's index is validated where the poller
+ * would sleep (runnable). */
 static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 {
 	bool did = false;
 	for (int k = 0; k < BATCH && !ch->dead && !dom->sticky_error; k++) {
-		if (!ch->have_pending) {
-			int64_t avail = xgpu_q_avail(&ch->v.req);
-			if (avail < 0) {
-				dlog_warn(
-				    dom,
-				    "domain %s: channel %u (pid %d) corrupted its request ring; closing it",
-				    dom->name, ch->id, (int)ch->pid);
-				ch->dead = true;
-				ch->dead_reason = "corrupt request ring";
-				return did;
-			}
-			if (avail == 0)
+		bool fresh = !ch->have_pending;
+		if (fresh) {
+			if (!req_ready(ch, false))
 				return did;
 			const uint8_t *shared = xgpu_q_unit(&ch->v.req, ch->v.req.idx);
 			struct xgpu_req_hdr h;
@@ -171,12 +196,16 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		if (!exempt && queue_full(dom))
 			return did;
 		ch->have_pending = false;
-		uint64_t waited = xgpu_now_ns() - ch->pending_since_ns;
+		/* A request run in the pass that took it did not wait: no clock
+		 * read for it between taking the request and answering it (the
+		 * answer is what the guest spins for). The counters come after
+		 * the answer. */
+		uint64_t waited = fresh ? 0 : xgpu_now_ns() - ch->pending_since_ns;
+		dom->serving = ch->task_entry;
+		xgpu_dispatch(ch, ch->pending);
 		xgpu_stat_add(&dom->stats->queue_wait_ns, waited);
 		xgpu_stat_add(&dom->stats->queue_waits, 1);
 		xgpu_stats_record_wait(dom->stats, waited);
-		dom->serving = ch->task_entry;
-		xgpu_dispatch(ch, ch->pending);
 		did = true;
 	}
 	return did;
@@ -184,7 +213,7 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 
 static bool has_work(struct xgpu_channel *ch)
 {
-	return !ch->dead && (ch->have_pending || xgpu_q_avail(&ch->v.req) != 0);
+	return !ch->dead && (ch->have_pending || req_ready(ch, false));
 }
 
 /* wfq inside a domain: the channel whose task has used the least of its
@@ -206,8 +235,10 @@ static bool serve_fair(struct xgpu_domain *dom)
 	return serve_channel(dom, best);
 }
 
-/* Whether a channel has work we could run now. */
-static bool runnable(struct xgpu_domain *dom, bool *waiting_for_slot)
+/* Whether a channel has work we could run now. check: validate each ring's
+ * index too (req_ready), as the poller does before it sleeps; a broken ring
+ * marks its channel dead, to be reaped. */
+static bool runnable(struct xgpu_domain *dom, bool *waiting_for_slot, bool check)
 {
 	bool any = false;
 	*waiting_for_slot = false;
@@ -219,8 +250,12 @@ static bool runnable(struct xgpu_domain *dom, bool *waiting_for_slot)
 				any = true;
 			else
 				*waiting_for_slot = true;
-		} else if (xgpu_q_avail(&ch->v.req) != 0) {
-			any = true;
+		} else {
+			int ready = req_ready(ch, check);
+			if (ready < 0)
+				corrupt_ring(dom, ch);
+			if (ready != 0)
+				any = true;
 		}
 	}
 	return any;
@@ -259,7 +294,7 @@ static void switch_ctl(struct xgpu_domain *dom)
 int xgpu_poller_run(struct xgpu_domain *dom)
 {
 	struct xgpu_executor *x = dom->x;
-	uint64_t last_work = xgpu_now_ns(), last_look = last_work;
+	uint64_t last_work = xgpu_now_ns(), last_look = last_work, last_harvest = last_work;
 
 	while (!atomic_load(&x->stopping)) {
 		switch_ctl(dom);
@@ -284,9 +319,18 @@ int xgpu_poller_run(struct xgpu_domain *dom)
 			break;
 		}
 		reap(dom);
-		if (dom->marks_count)
-			xgpu_exec_busy_harvest(dom, false);
 		uint64_t now = xgpu_now_ns();
+		/* Completions are looked for at most every HARVEST_NS while
+		 * requests keep coming: each look is a driver call that may
+		 * contend with the driver's own threads (the simulated GPU's
+		 * worker takes the device lock for it), and with a long queue
+		 * of launches looking on every pass cost a context switch every
+		 * few launches. Idle or sleeping, the poller looks every pass. */
+		if (dom->marks_count && (!progress || now - last_harvest >= HARVEST_NS ||
+					 dom->marks_count >= dom->marks_cap / 2)) {
+			xgpu_exec_busy_harvest(dom, false);
+			last_harvest = now;
+		}
 		if (progress) {
 			last_work = now;
 			/* A channel that never lets its poller sleep still gets
@@ -303,7 +347,13 @@ int xgpu_poller_run(struct xgpu_domain *dom)
 		}
 		bool waiting_for_slot;
 		if (now - last_work < xgpu_spin_ns(dom)) {
-			if (!runnable(dom, &waiting_for_slot))
+			/* Spin on the rings alone for a while before the loop's
+			 * bookkeeping (new channels, closes, the clock) comes
+			 * round again: a request is seen within a pause of its
+			 * arrival rather than within a whole pass of the loop,
+			 * and the bookkeeping is late by a few microseconds at
+			 * most. */
+			for (int i = 0; i < SPIN_BURST && !runnable(dom, &waiting_for_slot, false); i++)
 				xgpu_cpu_relax();
 			continue;
 		}
@@ -312,7 +362,7 @@ int xgpu_poller_run(struct xgpu_domain *dom)
 		for (struct xgpu_channel *ch = dom->channels; ch; ch = ch->next)
 			if (!ch->dead)
 				xgpu_q_arm_data(&ch->v.req);
-		if (runnable(dom, &waiting_for_slot))
+		if (runnable(dom, &waiting_for_slot, true))
 			continue;
 		/* A slot covers the device running the holder's work, not just
 		 * the moment it was issued: the holder is idle once nothing is

@@ -49,6 +49,7 @@
 /* Fixed device-side cost of a copy or memset besides its bytes. */
 #define SIM_COPY_LATENCY_NS 1500u
 #define SIM_MEMSET_LATENCY_NS 1000u
+#define SIM_COPY_NT_MIN (256u << 10) /* host-to-device pieces stored uncached from this size */
 
 uint64_t sim_scale(uint64_t ns)
 {
@@ -206,8 +207,14 @@ static uint64_t op_work(struct sim_device *dev, struct sim_op *op)
 		for (size_t row = 0, rows = op->u.copy.rows ? op->u.copy.rows : 1; row < rows; row++) {
 			uint8_t *dst = (uint8_t *)op->u.copy.dst + row * op->u.copy.dst_pitch;
 			const uint8_t *src = (const uint8_t *)op->u.copy.src + row * op->u.copy.src_pitch;
+			/* A DMA engine writes device memory without passing it
+			 * through the CPU's caches: large host-to-device pieces
+			 * are stored so (the executor stages them 1 MiB at a time,
+			 * into memory the host does not read back). */
 			if (op->u.copy.dir == SIM_D2D)
 				memmove(dst, src, op->u.copy.bytes);
+			else if (op->u.copy.dir == SIM_H2D && op->u.copy.bytes >= SIM_COPY_NT_MIN)
+				xgpu_memcpy_nt(dst, src, op->u.copy.bytes);
 			else
 				memcpy(dst, src, op->u.copy.bytes);
 		}

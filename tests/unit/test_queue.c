@@ -2,7 +2,8 @@
 /* test_queue.c - the shared-memory queues and channel region layout: slot
  * and byte queues across index wrap-around, full and empty queues, corrupt
  * peer indexes, notify thresholds, a 1 GiB transfer through a 64 KiB data
- * area between two threads sleeping on eventfds, and the region validation
+ * area between two threads sleeping on eventfds, the uncached read of large
+ * transfers against the plain one, and the region validation
  * the backend applies to a guest's header. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -306,6 +307,43 @@ static void one_gib_streams_through_small_area(void **state)
 
 /* ---- region layout ------------------------------------------------------ */
 
+/* The uncached read (large transfers into a program's buffer) moves the same
+ * bytes as the plain one: unaligned destinations, pieces that wrap the area,
+ * and lengths around its vector loop's edges. */
+static void nt_stream_read_matches_plain(void **state)
+{
+	const uint32_t area = 1u << 16;
+	const size_t lens[] = {1, 15, 16, 63, 64, 255, 256, 257, 271, 1000, 4096 + 13, 40000, area};
+	struct pair pr;
+	pair_init(&pr, area, 1, 0xffff0000u);
+	uint8_t *src = malloc(area), *dst = malloc(area + 64);
+	for (uint32_t i = 0; i < area; i++)
+		src[i] = (uint8_t)(i * 131u + 7u);
+	for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+		for (size_t mis = 0; mis < 3; mis++) {
+			size_t n = lens[k], at = mis * 7;
+			bool kick;
+			/* Start each write near the end of the area, so longer
+			 * pieces wrap. */
+			assert_int_equal(xgpu_stream_write(&pr.p, src, area - 1000, &kick), area - 1000);
+			assert_int_equal(xgpu_stream_read(&pr.c, dst, area - 1000, &kick), area - 1000);
+			assert_int_equal(xgpu_stream_write(&pr.p, src, n, &kick), (int64_t)n);
+			memset(dst, 0xee, area + 64);
+			assert_int_equal(xgpu_stream_read_nt(&pr.c, dst + at, n, &kick), (int64_t)n);
+			assert_memory_equal(dst + at, src, n);
+			for (size_t i = 0; i < at; i++)
+				assert_int_equal(dst[i], 0xee);
+			assert_int_equal(dst[at + n], 0xee);
+		}
+	/* A corrupt producer index is reported, as by the plain read. */
+	atomic_store(&pr.q.prod, pr.c.idx + 2 * area);
+	bool kick;
+	assert_int_equal(xgpu_stream_read_nt(&pr.c, dst, 10, &kick), -1);
+	free(src);
+	free(dst);
+	free(pr.buf);
+}
+
 static void *make_region(struct xgpu_shm_params *p, size_t *size)
 {
 	*size = xgpu_shm_region_size(p);
@@ -429,6 +467,7 @@ int main(void)
 	    cmocka_unit_test(kicks_only_when_peer_armed),
 	    cmocka_unit_test(byte_stream_round_trips_across_wrap),
 	    cmocka_unit_test(one_gib_streams_through_small_area),
+	    cmocka_unit_test(nt_stream_read_matches_plain),
 	    cmocka_unit_test(region_round_trip),
 	    cmocka_unit_test(region_validation),
 	    cmocka_unit_test(call_table_is_consistent),

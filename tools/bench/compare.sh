@@ -149,12 +149,16 @@ row() { # LABEL KEY UNIT
 	o=$(med old "$2") n=$(med new "$2")
 	echo "| $1 | $o | $n | $(ratio "$n" "$o") |"
 }
+old_what="the last commit before executors per domain" title="executors per domain against the one-process design"
+if [ "$old_commit" != "$(git -C "$src" rev-parse --short 3149c69)" ]; then
+	old_what="OLD=$old_rev" title="this tree against $old_commit"
+fi
 {
-	echo "# Benchmarks: executors per domain against the one-process design"
+	echo "# Benchmarks: $title"
 	echo
 	echo "Measured by \`make bench-compare\` ($(date -u +%Y-%m-%d)) on $(nproc) cores of"
 	echo "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), the simulated driver: the old design"
-	echo "is $old_commit (the last commit before executors per domain), the new one $(git -C "$src" rev-parse --short HEAD)."
+	echo "is $old_commit ($old_what), the new one $(git -C "$src" rev-parse --short HEAD)."
 	echo "Both were built here and measured in one run, alternately ($rounds rounds each); each figure is the median"
 	echo "of the rounds. Only the new/old ratio is meant for comparison: the host is a shared VM."
 	[ -z "${BENCH_NOTE:-}" ] || echo "$BENCH_NOTE"

@@ -129,6 +129,21 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 	echo "| spinning | $(v rtt_spin_batch_us) | $(v rtt_spin_p50_us) | $(v rtt_spin_p99_us) | $(v floor_spin_us) (cache-line ping-pong) | $(ratio "$(v rtt_spin_batch_us)" "$(v floor_spin_us)")x | <= 2x |"
 	echo "| blocking | $(v rtt_block_batch_us) | $(v rtt_block_p50_us) | $(v rtt_block_p99_us) | $(v floor_eventfd_us) (eventfd ping-pong) | $(ratio "$(v rtt_block_batch_us)" "$(v floor_eventfd_us)")x | <= 2x |"
 	echo
+	echo "The same, as the median run of 100 round trips (one clock reading per run, for the floor as for"
+	echo "the null call): a preempted thread stalls a few runs, where it weighs on the whole batch's mean,"
+	echo "so on a shared host this ratio is the steadier view of what the path itself costs."
+	echo
+	echo "| mode | median run (us per call) | floor's median run (us) | ratio |"
+	echo "|---|---|---|---|"
+	echo "| spinning | $(v rtt_spin_run_us) | $(v floor_spin_run_us) | $(ratio "$(v rtt_spin_run_us)" "$(v floor_spin_run_us)")x |"
+	echo
+	echo "The floor above is the BRIEF's: one cache line that both threads write. A request slot and a"
+	echo "response slot are two lines, each written by one side and polled by the other, and such a line"
+	echo "cannot travel in exclusive state to its poller as a shared ball can: a round trip over two"
+	echo "one-way lines costs about twice the single line's (xgpu-bench floors, two lines: $(v floor_spin2_run_us) us,"
+	echo "$(ratio "$(v floor_spin2_run_us)" "$(v floor_spin_run_us)")x the single line's here). That is the floor of a protocol with separate request and"
+	echo "response rings; the null call's median run is $(ratio "$(v rtt_spin_run_us)" "$(v floor_spin2_run_us)")x of it."
+	echo
 	echo "## Through each frontend: libcudart.so.13 and libcuda.so.1"
 	echo
 	echo "\`xgpu-bench-api\` loads one frontend by path, as a program linked with nothing of xgpu's would"

@@ -46,7 +46,8 @@ static void report_samples(const char *key, uint64_t *ns, size_t n)
 /* ---- floors ------------------------------------------------------------- */
 
 static _Alignas(64) _Atomic uint64_t ball;
-static const unsigned pingpong_iters = 100000;
+#define pingpong_iters_max 100000u
+static const unsigned pingpong_iters = pingpong_iters_max;
 
 static void *spin_partner(void *arg)
 {
@@ -91,22 +92,92 @@ static void *spin_partner_on1(void *arg)
 	return spin_partner(arg);
 }
 
+/* Round trips are also timed in runs of this many, and the median run's
+ * mean per round reported: on a shared host a preempted thread stalls a few
+ * runs by milliseconds and swamps the whole batch's mean, while the median run
+ * shows what the path itself costs, for the floor and the null call alike,
+ * with one clock reading per run rather than two per call. */
+#define RUN 100u
+
+/* Median of n run times (ns), as microseconds per round. */
+static double median_run_us(uint64_t *runs, size_t n)
+{
+	qsort(runs, n, sizeof *runs, cmp_u64);
+	return (double)runs[n / 2] / RUN / 1e3;
+}
+
+static uint64_t floor_runs[pingpong_iters_max / RUN];
+
 /* One ping-pong run, the partner on CPU 1 and us on CPU 0 (where the daemon's
- * poller and the client run in the rtt test), in microseconds per round. */
-static double spin_floor_once(void)
+ * poller and the client run in the rtt test), in microseconds per round;
+ * *med: the median run's. */
+static double spin_floor_once(double *med)
 {
 	atomic_store(&ball, 0);
 	pthread_t t;
 	pthread_create(&t, NULL, spin_partner_on1, NULL);
-	uint64_t t0 = xgpu_now_ns();
+	uint64_t t0 = xgpu_now_ns(), tr = t0;
 	for (uint64_t i = 1; i <= pingpong_iters; i++) {
 		atomic_store_explicit(&ball, 2 * i - 1, memory_order_release);
 		while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i)
 			xgpu_cpu_relax();
+		if (i % RUN == 0) {
+			uint64_t now = xgpu_now_ns();
+			floor_runs[i / RUN - 1] = now - tr;
+			tr = now;
+		}
 	}
 	uint64_t dt = xgpu_now_ns() - t0;
 	pthread_join(t, NULL);
+	*med = median_run_us(floor_runs, pingpong_iters / RUN);
 	return (double)dt / pingpong_iters / 1e3;
+}
+
+/* The same with one cache line per direction, as a request slot and a
+ * response slot are: each side only writes the line the other polls. A
+ * line that is written by the core that just read it (the single ball)
+ * can travel in exclusive state, so that floor pays about two transfers per
+ * round; one-way lines pay about four (one to take ownership from the
+ * poller, one for the poller's fetch, each way). This is the floor of any
+ * protocol with separate request and response lines, reported beside the
+ * BRIEF's floor. */
+/* Each alone in a 128-byte block: no other data, and no pair of lines the
+ * adjacent-line prefetcher fetches together. */
+static struct {
+	_Alignas(128) _Atomic uint64_t v;
+} fwd, back;
+
+static void *spin2_partner(void *arg)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		pin(1);
+	for (uint64_t i = 1; i <= pingpong_iters; i++) {
+		while (atomic_load_explicit(&fwd.v, memory_order_acquire) != i)
+			xgpu_cpu_relax();
+		atomic_store_explicit(&back.v, i, memory_order_release);
+	}
+	return NULL;
+}
+
+static double spin2_floor_once(void)
+{
+	atomic_store(&fwd.v, 0);
+	atomic_store(&back.v, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, spin2_partner, NULL);
+	uint64_t tr = xgpu_now_ns();
+	for (uint64_t i = 1; i <= pingpong_iters; i++) {
+		atomic_store_explicit(&fwd.v, i, memory_order_release);
+		while (atomic_load_explicit(&back.v, memory_order_acquire) != i)
+			xgpu_cpu_relax();
+		if (i % RUN == 0) {
+			uint64_t now = xgpu_now_ns();
+			floor_runs[i / RUN - 1] = now - tr;
+			tr = now;
+		}
+	}
+	pthread_join(t, NULL);
+	return median_run_us(floor_runs, pingpong_iters / RUN);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -121,11 +192,16 @@ static void floors(void)
 	 * fixed pair of CPUs, the same pair the rtt test uses. */
 	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
 		pin(0);
-	double runs[5];
+	double runs[5], meds[5];
 	for (int i = 0; i < 5; i++)
-		runs[i] = spin_floor_once();
+		runs[i] = spin_floor_once(&meds[i]);
 	qsort(runs, 5, sizeof runs[0], cmp_double);
-	printf("floor_spin_us %.3f\n", runs[2]);
+	qsort(meds, 5, sizeof meds[0], cmp_double);
+	printf("floor_spin_us %.3f\nfloor_spin_run_us %.3f\n", runs[2], meds[2]);
+	for (int i = 0; i < 5; i++)
+		meds[i] = spin2_floor_once();
+	qsort(meds, 5, sizeof meds[0], cmp_double);
+	printf("floor_spin2_run_us %.3f\n", meds[2]);
 
 	pthread_t t;
 	efd_ping = eventfd(0, 0);
@@ -173,13 +249,20 @@ static int rtt(const char *mode, unsigned iters)
 	/* The mean comes from one clock reading around the whole batch, as the
 	 * floor's does; per-call readings (two clock reads each) only give the
 	 * distribution. */
-	uint64_t t0 = xgpu_now_ns();
-	for (unsigned i = 0; i < iters; i++)
+	uint64_t t0 = xgpu_now_ns(), tr = t0;
+	for (unsigned i = 0; i < iters; i++) {
 		if (xgpu_call_NOP(c, &req, &rsp)) {
 			fprintf(stderr, "xgpu-bench: NOP failed\n");
 			return 1;
 		}
-	double batch_mean = (double)(xgpu_now_ns() - t0) / iters / 1e3;
+		if ((i + 1) % RUN == 0) {
+			uint64_t now = xgpu_now_ns();
+			ns[i / RUN] = now - tr;
+			tr = now;
+		}
+	}
+	double batch_mean = (double)(tr - t0) / (iters / RUN * RUN) / 1e3;
+	double run_med = median_run_us(ns, iters / RUN);
 	for (unsigned i = 0; i < iters; i++) {
 		uint64_t t1 = xgpu_now_ns();
 		if (xgpu_call_NOP(c, &req, &rsp)) {
@@ -191,7 +274,7 @@ static int rtt(const char *mode, unsigned iters)
 	char key[32];
 	snprintf(key, sizeof key, "rtt_%s", mode);
 	report_samples(key, ns, iters);
-	printf("%s_batch_us %.3f\n", key, batch_mean);
+	printf("%s_batch_us %.3f\n%s_run_us %.3f\n", key, batch_mean, key, run_med);
 	free(ns);
 	xgpu_client_close(c);
 	return 0;
@@ -286,6 +369,10 @@ static bool has_data(struct ring_run *r)
 static void *ring_producer(void *arg)
 {
 	struct ring_run *r = arg;
+	/* The pair on CPUs 0 and 1, as the floors and the round trips are
+	 * measured: unpinned, a busy host may put both on one CPU. */
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		pin(0);
 	size_t sent = 0;
 	while (sent < r->n) {
 		bool kick;
@@ -306,11 +393,15 @@ static void *ring_producer(void *arg)
 static void *ring_consumer(void *arg)
 {
 	struct ring_run *r = arg;
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
+		pin(1);
 	size_t got = 0;
 	while (got < r->n) {
 		bool kick;
 		size_t want = r->n - got < SLICE ? r->n - got : SLICE;
-		int64_t n = xgpu_stream_read(&r->c, r->dst + got, want, &kick);
+		/* As the frontend reads a large transfer (client.c). */
+		int64_t n = r->n >= XGPU_STREAM_NT_MIN ? xgpu_stream_read_nt(&r->c, r->dst + got, want, &kick)
+						       : xgpu_stream_read(&r->c, r->dst + got, want, &kick);
 		if (kick)
 			poke(r->wake_p);
 		got += (size_t)n;
