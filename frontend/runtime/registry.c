@@ -106,8 +106,8 @@ XGPU_EXPORT void **__cudaRegisterFatBinary(void *fat_cubin)
 	 * already linked every object's code into the fatbin it registers (its
 	 * per-object fatbins come beside it only for a runtime that would link
 	 * again), so the module loads as version 1's does. */
-	if (wrapper.magic == (int)XGPU_FATBIN_WRAPPER_MAGIC && (wrapper.version == 1 || wrapper.version == 2) &&
-	    wrapper.data) {
+	if (wrapper.magic == (int)XGPU_FATBIN_WRAPPER_MAGIC &&
+	    (wrapper.version == 1 || wrapper.version == 2) && wrapper.data) {
 		m->image = wrapper.data;
 		m->size = xgpu_fatbin_size(wrapper.data, XGPU_MAX_MODULE_BYTES);
 	}
