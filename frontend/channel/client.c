@@ -377,7 +377,8 @@ static int channel_dead(struct xgpu_client *c, int err, const char *why)
 {
 	c->dead_error = err;
 	if (err != cudaErrorDevicesUnavailable && err != cudaErrorUnknown)
-		xgpu_fe_warn_once("channel-dead", "the channel to xgpud ended: its domain's executor stopped with %s",
+		xgpu_fe_warn_once("channel-dead",
+				  "the channel to xgpud ended: its domain's executor stopped with %s",
 				  cudaGetErrorName(err));
 	else
 		xgpu_fe_warn_once("channel-dead", "the channel to xgpud is unusable: %s", why);
@@ -578,6 +579,13 @@ int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
 	    {CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 0},
 	    {CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0},
 	    {CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0},
+	    /* No shareable handle of xgpu memory can reach a guest
+	     * (cuMemExportToShareableHandle is refused): programs that ask,
+	     * as cuda-samples' memMapIPCDrv does, then skip IPC. */
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0},
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED, 0},
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED, 0},
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 0},
 	};
 	for (size_t i = 0; i < sizeof managed_attrs / sizeof *managed_attrs; i++)
 		if ((uint32_t)managed_attrs[i].attr < out->nattrs)
