@@ -110,6 +110,61 @@ struct graph_mem {
 
 static pthread_mutex_t graph_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct graph_mem *graph_mems; /* every live graph_mem */
+/* What graphs hold now and the most they held since the last reset: the
+ * graph memory attributes (used and reserved are the same here, since each
+ * allocation is its own). */
+static uint64_t graph_mem_bytes, graph_mem_high;
+
+static CUresult graph_mem_device(CUdevice device)
+{
+	int n = 0;
+	CUresult r = cuDeviceGetCount(&n);
+	return r ? r : device < 0 || device >= n ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+	CUresult r = graph_mem_device(device);
+	if (r)
+		return r;
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&graph_mem_lock);
+	uint64_t v =
+	    attr == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT || attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT
+		? graph_mem_bytes
+		: graph_mem_high;
+	pthread_mutex_unlock(&graph_mem_lock);
+	if (attr < CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT || attr > CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(value, &v, sizeof v);
+	return CUDA_SUCCESS;
+}
+
+/* Only the high watermarks may be set, and only to 0 (a reset). */
+CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+	CUresult r = graph_mem_device(device);
+	if (r)
+		return r;
+	uint64_t v;
+	if (!value ||
+	    (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH))
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(&v, value, sizeof v);
+	if (v)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&graph_mem_lock);
+	graph_mem_high = graph_mem_bytes;
+	pthread_mutex_unlock(&graph_mem_lock);
+	return CUDA_SUCCESS;
+}
+
+/* Nothing is cached beyond what live graphs hold: nothing to trim. */
+CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+	return graph_mem_device(device);
+}
 
 /* The program frees a graph's memory (cuMemFree, cudaFree, cudaFreeAsync) as
  * CUDA lets it once the graph ran; CUDA allocates it again at the next
@@ -136,6 +191,7 @@ static void graph_mem_put(struct graph_mem *m)
 			pp = &(*pp)->next;
 		if (*pp)
 			*pp = m->next;
+		graph_mem_bytes -= m->size;
 	}
 	pthread_mutex_unlock(&graph_mem_lock);
 	if (!last)
@@ -520,6 +576,9 @@ static int mem_alloc_node(struct xgpu_client *c, size_t size, struct CUgraphNode
 	pthread_mutex_lock(&graph_mem_lock);
 	m->next = graph_mems;
 	graph_mems = m;
+	graph_mem_bytes += size;
+	if (graph_mem_bytes > graph_mem_high)
+		graph_mem_high = graph_mem_bytes;
 	pthread_mutex_unlock(&graph_mem_lock);
 	n->mem = m;
 	*out = n;
