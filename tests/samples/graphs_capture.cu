@@ -355,6 +355,35 @@ int main()
 		}
 		CHECK(cudaGraphExecDestroy(ge));
 		CHECK(cudaGraphDestroy(g));
+
+		// An allocation node's memory, freed on a stream after a launch and
+		// then by a free node of another graph, as cuda-samples'
+		// graphMemoryNodes does.
+		cudaMemAllocNodeParams ap = {};
+		ap.poolProps.allocType = cudaMemAllocationTypePinned;
+		ap.poolProps.location.type = cudaMemLocationTypeDevice;
+		ap.poolProps.location.id = 0;
+		ap.bytesize = N * sizeof(int);
+		cudaGraphNode_t anode;
+		CHECK(cudaGraphCreate(&g, 0));
+		CHECK(cudaGraphAddMemAllocNode(&anode, g, NULL, 0, &ap));
+		gmem = (int *)ap.dptr;
+		CHECK(cudaGraphInstantiate(&ge, g, NULL, NULL, 0));
+		CHECK(cudaGraphLaunch(ge, s1));
+		CHECK(cudaFreeAsync(gmem, s1));
+		CHECK(cudaStreamSynchronize(s1));
+		cudaGraph_t fg;
+		cudaGraphNode_t fnode;
+		cudaGraphExec_t fge;
+		CHECK(cudaGraphCreate(&fg, 0));
+		CHECK(cudaGraphAddMemFreeNode(&fnode, fg, NULL, 0, gmem));
+		CHECK(cudaGraphInstantiate(&fge, fg, NULL, NULL, 0));
+		CHECK(cudaGraphLaunch(fge, s1));
+		CHECK(cudaStreamSynchronize(s1));
+		CHECK(cudaGraphExecDestroy(fge));
+		CHECK(cudaGraphDestroy(fg));
+		CHECK(cudaGraphExecDestroy(ge));
+		CHECK(cudaGraphDestroy(g));
 		free(h_out);
 	}
 
