@@ -271,7 +271,7 @@ def run_one(s, exe, build, timeout, keep):
         r = run_once(s, exe, build, timeout, keep, {"XGPU_SIM_PTX": "off"})
         r.pop("interp", None)
         r.pop("slow", None)
-        if r["cls"] not in STOPS:
+        if r["cls"] not in STOPS or r["cls"] == "timeout":
             return r
         # A stop: again with the interpreter, which computes every kernel
         # that has PTX. If the program then gets further, the stop was the
@@ -454,7 +454,8 @@ def write_doc(path, src, work):
         counts = [sum(1 for x in r.values() if x["cls"] == c) for c in CLASSES]
         sim = sum(1 for x in r.values() if x["cls"] in STOPS and x.get("cause"))
         lines.append(f"| ({v}) {names[v]} | " + " | ".join(map(str, counts)) + f" | {sum(counts)} | {sim} |")
-    lines += ["", "Per sample (class; for a stop, the first line that names it):", "",
+    lines += ["", "Per sample (class; for a stop or a waiver, the first line that names it, and where the "
+              "sim is the cause, which):", "",
               "| sample | " + " | ".join(f"({v})" for v in res) + " | why (first build that stopped) |",
               "|---|" + "---|" * (len(res) + 1)]
     allnames = sorted(set().union(*[set(r) for r in res.values()])) if res else []
