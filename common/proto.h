@@ -158,8 +158,10 @@ struct xgpu_device_blob {
 #define XGPU_MAX_GRAPH_EDGES 65536u
 #define XGPU_MAX_GRAPH_PARAM_BYTES (4u << 20)
 #define XGPU_MAX_GRAPH_BYTES (8u << 20)
-/* Host bytes one instantiated graph may copy per launch (its staging). */
-#define XGPU_MAX_GRAPH_HOST_BYTES (64u << 20)
+/* Host bytes one instantiated graph may copy per launch (its staging, also
+ * charged to the domain's pinned limit): 64 MiB refused the 2 x 64 MiB copies
+ * of cuda-samples' simpleCudaGraphs. */
+#define XGPU_MAX_GRAPH_HOST_BYTES (1u << 30)
 
 enum xgpu_graph_node_type {
 	XGPU_GN_EMPTY = 1,

@@ -129,7 +129,7 @@ map() {
 		xgpu_fork_generation \
 		xgpu_hostfn_enqueue xgpu_stream_attr_set xgpu_stream_attr_get xgpu_stream_get_priority \
 		xgpu_pool_default xgpu_pool_current xgpu_pool_set_current xgpu_pool_create xgpu_pool_destroy \
-		xgpu_pool_alloc xgpu_pool_free xgpu_pool_forget xgpu_pool_set_attr xgpu_pool_get_attr xgpu_pool_trim \
+		xgpu_pool_alloc xgpu_pool_free xgpu_pool_forget xgpu_pool_graph_memory xgpu_pool_set_attr xgpu_pool_get_attr xgpu_pool_trim \
 		xgpu_pool_synced xgpu_pool_release_cached xgpu_pool_reset
 	echo "	/* and managed memory, frontend/channel/managed.h. */"
 	printf '\t%s;\n' xgpu_managed_alloc xgpu_managed_map_var xgpu_managed_free xgpu_managed_find \

@@ -1008,6 +1008,17 @@ HANDLER(TEXOBJ_CREATE)
 	case CU_RESOURCE_TYPE_LINEAR:
 		if (!elem || !channels_ok || !req->width || __builtin_mul_overflow(req->width, elem, &bytes))
 			return cudaErrorInvalidValue;
+		/* A range running past its allocation's end is cut there, whole
+		 * elements kept: CUDA does not check the size, and programs
+		 * (cuda-samples' convolutionFFT2D) describe more than they read;
+		 * fetches past the end then read as out of range, never another
+		 * allocation. */
+		const struct xgpu_alloc *at = xgpu_memmap_find(&c->dom->mem, req->res, 1, c->ch);
+		if (at && req->res - at->base + bytes > at->size) {
+			bytes = (at->size - (req->res - at->base)) / elem * elem;
+			if (!bytes)
+				return cudaErrorInvalidValue;
+		}
 		if (check_range(c, req->res, bytes, "res"))
 			return cudaErrorInvalidValue;
 		rd.res.linear.devPtr = req->res;
@@ -1410,7 +1421,8 @@ HANDLER(SEG_REGISTER)
 		return r;
 	/* The daemon maps (and the driver pins) these pages: a budget per
 	 * domain keeps a guest from pinning Dom0's memory without bound. */
-	if (req->size > xgpu_pinned_limit(c->dom) || dom->pinned_bytes > xgpu_pinned_limit(c->dom) - req->size) {
+	if (req->size > xgpu_pinned_limit(c->dom) ||
+	    dom->pinned_bytes > xgpu_pinned_limit(c->dom) - req->size) {
 		char want[32], lim[32];
 		xgpu_format_size(req->size, want, sizeof want);
 		xgpu_format_size(xgpu_pinned_limit(c->dom), lim, sizeof lim);
@@ -2244,7 +2256,8 @@ static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t 
 	}
 	/* Host copies are staged in pinned memory, paid for like cudaMallocHost. */
 	if (host) {
-		if (host > xgpu_pinned_limit(c->dom) || c->dom->pinned_bytes > xgpu_pinned_limit(c->dom) - host) {
+		if (host > xgpu_pinned_limit(c->dom) ||
+		    c->dom->pinned_bytes > xgpu_pinned_limit(c->dom) - host) {
 			dlog_info(c->dom,
 				  "domain %s: graph refused: its %" PRIu64
 				  " bytes of host copies exceed the pinned-memory limit",

@@ -682,6 +682,13 @@ int xgpu_client_device_info(struct xgpu_client *c, struct xgpu_device_info *out)
 	    {CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 0},
 	    {CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES, 0},
 	    {CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST, 0},
+	    /* No shareable handle of xgpu memory can reach a guest
+	     * (cuMemExportToShareableHandle is refused): programs that ask,
+	     * as cuda-samples' memMapIPCDrv does, then skip IPC. */
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 0},
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED, 0},
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED, 0},
+	    {CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 0},
 	};
 	for (size_t i = 0; i < sizeof managed_attrs / sizeof *managed_attrs; i++)
 		if ((uint32_t)managed_attrs[i].attr < out->nattrs)

@@ -99,8 +99,16 @@ int xgpu_graph_capture_hostfn(xgpu_handle_t stream, void (*fn)(void *), void *us
 /* Whether stream is capturing: copies then go through the wire, where
  * capture sees them, rather than through a pinned segment. */
 bool xgpu_graph_capturing(xgpu_handle_t stream);
-/* Work a capture cannot take on stream (a host function, a stream-ordered
- * allocation or free: host and memory nodes are not offered): if the stream
+/* A stream-ordered allocation or free on stream: a memory allocation or free
+ * node of the capture when the stream is capturing (0, or a cudaError_t);
+ * -1 when it is not, and the caller's pool serves it. The allocation's
+ * memory is made at once (struct graph_mem in graph.c). */
+int xgpu_graph_capture_alloc(xgpu_handle_t stream, uint64_t size, uint64_t *dptr);
+int xgpu_graph_capture_free(xgpu_handle_t stream, uint64_t dptr);
+/* Whether dptr is memory a graph's allocation node made and still holds:
+ * a free by the program then leaves it to the graph (graph.c). */
+bool xgpu_graph_mem_keep(CUdeviceptr dptr);
+/* Work a capture cannot take on stream (a stream callback): if the stream
  * is capturing, the capture is invalidated and the answer is
  * cudaErrorStreamCaptureUnsupported (cudaErrorStreamCaptureInvalidated once it
  * already was); cudaSuccess otherwise. Also client.h's xgpu_hostfn_capture_hook. */

@@ -105,14 +105,94 @@ struct graph_mem {
 	CUdeviceptr dptr;
 	size_t size;
 	unsigned refs;
+	struct graph_mem *next; /* graph_mems */
 };
 
 static pthread_mutex_t graph_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct graph_mem *graph_mems; /* every live graph_mem */
+/* What graphs hold now and the most they held since the last reset: the
+ * graph memory attributes (used and reserved are the same here, since each
+ * allocation is its own). */
+static uint64_t graph_mem_bytes, graph_mem_high;
+
+static CUresult graph_mem_device(CUdevice device)
+{
+	int n = 0;
+	CUresult r = cuDeviceGetCount(&n);
+	return r ? r : device < 0 || device >= n ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+	CUresult r = graph_mem_device(device);
+	if (r)
+		return r;
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&graph_mem_lock);
+	uint64_t v =
+	    attr == CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT || attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT
+		? graph_mem_bytes
+		: graph_mem_high;
+	pthread_mutex_unlock(&graph_mem_lock);
+	if (attr < CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT || attr > CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(value, &v, sizeof v);
+	return CUDA_SUCCESS;
+}
+
+/* Only the high watermarks may be set, and only to 0 (a reset). */
+CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+	CUresult r = graph_mem_device(device);
+	if (r)
+		return r;
+	uint64_t v;
+	if (!value ||
+	    (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH))
+		return CUDA_ERROR_INVALID_VALUE;
+	memcpy(&v, value, sizeof v);
+	if (v)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&graph_mem_lock);
+	graph_mem_high = graph_mem_bytes;
+	pthread_mutex_unlock(&graph_mem_lock);
+	return CUDA_SUCCESS;
+}
+
+/* Nothing is cached beyond what live graphs hold: nothing to trim. */
+CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+	return graph_mem_device(device);
+}
+
+/* The program frees a graph's memory (cuMemFree, cudaFree, cudaFreeAsync) as
+ * CUDA lets it once the graph ran; CUDA allocates it again at the next
+ * launch. Here the graph keeps it where its kernels were told it is: the
+ * free only ends the program's use, and the memory goes when the last graph
+ * holding it does. */
+bool xgpu_graph_mem_keep(CUdeviceptr dptr)
+{
+	pthread_mutex_lock(&graph_mem_lock);
+	struct graph_mem *m = graph_mems;
+	while (m && m->dptr != dptr)
+		m = m->next;
+	pthread_mutex_unlock(&graph_mem_lock);
+	return m != NULL;
+}
 
 static void graph_mem_put(struct graph_mem *m)
 {
 	pthread_mutex_lock(&graph_mem_lock);
 	bool last = --m->refs == 0;
+	if (last) {
+		struct graph_mem **pp = &graph_mems;
+		while (*pp && *pp != m)
+			pp = &(*pp)->next;
+		if (*pp)
+			*pp = m->next;
+		graph_mem_bytes -= m->size;
+	}
 	pthread_mutex_unlock(&graph_mem_lock);
 	if (!last)
 		return;
@@ -467,6 +547,44 @@ CUresult cuGraphHostNodeSetParams(CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS
 	return CUDA_SUCCESS;
 }
 
+/* Set while this thread allocates a graph's memory: the allocation belongs
+ * to the graph, so a capture's refusal of cudaMalloc (capture_rpc) does not
+ * apply. */
+static _Thread_local bool graph_alloc_call;
+
+/* A memory allocation node and its memory (struct graph_mem); a cudaError_t. */
+static int mem_alloc_node(struct xgpu_client *c, size_t size, struct CUgraphNode_st **out)
+{
+	struct graph_mem *m = calloc(1, sizeof *m);
+	struct CUgraphNode_st *n = m ? new_node(CU_GRAPH_NODE_TYPE_MEM_ALLOC, XGPU_GN_EMPTY) : NULL;
+	if (!n) {
+		free(m);
+		return cudaErrorMemoryAllocation;
+	}
+	struct xgpu_req_MEM_ALLOC req = {.size = size};
+	struct xgpu_rsp_MEM_ALLOC rsp;
+	graph_alloc_call = true;
+	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
+	graph_alloc_call = false;
+	if (e) {
+		free(m);
+		free_node(n);
+		return e;
+	}
+	xgpu_alloc_add(rsp.dptr, size, XGPU_ALLOC_DEVICE, 0);
+	*m = (struct graph_mem){.dptr = rsp.dptr, .size = size, .refs = 1};
+	pthread_mutex_lock(&graph_mem_lock);
+	m->next = graph_mems;
+	graph_mems = m;
+	graph_mem_bytes += size;
+	if (graph_mem_bytes > graph_mem_high)
+		graph_mem_high = graph_mem_bytes;
+	pthread_mutex_unlock(&graph_mem_lock);
+	n->mem = m;
+	*out = n;
+	return cudaSuccess;
+}
+
 /* Memory nodes (see struct graph_mem): both are empty nodes on the wire. */
 CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
 				size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
@@ -487,24 +605,11 @@ CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const 
 	struct xgpu_client *c;
 	if ((r = graph_client(&c)))
 		return r;
-	struct graph_mem *m = calloc(1, sizeof *m);
-	struct CUgraphNode_st *n = m ? new_node(CU_GRAPH_NODE_TYPE_MEM_ALLOC, XGPU_GN_EMPTY) : NULL;
-	if (!n) {
-		free(m);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	struct xgpu_req_MEM_ALLOC req = {.size = nodeParams->bytesize};
-	struct xgpu_rsp_MEM_ALLOC rsp;
-	int e = xgpu_call_MEM_ALLOC(c, &req, &rsp);
-	if (e) {
-		free(m);
-		free_node(n);
+	struct CUgraphNode_st *n;
+	int e = mem_alloc_node(c, nodeParams->bytesize, &n);
+	if (e)
 		return e == cudaErrorMemoryAllocation ? CUDA_ERROR_OUT_OF_MEMORY : xgpu_drv_result(e);
-	}
-	xgpu_alloc_add(rsp.dptr, nodeParams->bytesize, XGPU_ALLOC_DEVICE, 0);
-	*m = (struct graph_mem){.dptr = rsp.dptr, .size = nodeParams->bytesize, .refs = 1};
-	n->mem = m;
-	nodeParams->dptr = rsp.dptr;
+	nodeParams->dptr = n->mem->dptr;
 	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
 }
 
@@ -1628,7 +1733,7 @@ static int capture_rpc(struct xgpu_rpc *r)
 	}
 	case XGPU_CALL_DEVICE_SYNC:
 	case XGPU_CALL_MEM_ALLOC:
-		if (unsafe_call_refused())
+		if (!graph_alloc_call && unsafe_call_refused())
 			res = cudaErrorStreamCaptureUnsupported;
 		break;
 	default:
@@ -1794,6 +1899,69 @@ int xgpu_graph_capture_refuse(xgpu_handle_t stream)
 		res = cs->cap->invalidated ? cudaErrorStreamCaptureInvalidated
 					   : cudaErrorStreamCaptureUnsupported;
 		cs->cap->invalidated = true;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return res;
+}
+
+int xgpu_graph_capture_alloc(xgpu_handle_t stream, uint64_t size, uint64_t *dptr)
+{
+	if (!atomic_load(&live_captures))
+		return -1;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(stream);
+	int res = !cs ? -1 : cs->cap->invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
+	pthread_mutex_unlock(&capture_lock);
+	if (res)
+		return res;
+	/* Allocated outside the lock: the request passes capture_rpc. */
+	struct xgpu_client *c;
+	struct CUgraphNode_st *n;
+	res = xgpu_client_get(&c);
+	if (!res)
+		res = mem_alloc_node(c, size, &n);
+	if (res)
+		return res;
+	pthread_mutex_lock(&capture_lock);
+	cs = find_stream(stream);
+	CUgraphNode node = NULL;
+	if (!cs || cs->cap->invalidated) {
+		res = cudaErrorStreamCaptureInvalidated;
+		free_node(n);
+	} else {
+		uint64_t p = n->mem->dptr;
+		CUresult r = add_node(cs->cap->graph, cs->frontier, cs->n, n, &node);
+		if (!r)
+			r = set_frontier(cs, &node, 1);
+		if (r)
+			cs->cap->invalidated = true;
+		res = r ? cudaErrorMemoryAllocation : cudaSuccess;
+		if (!r)
+			*dptr = p;
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return res;
+}
+
+int xgpu_graph_capture_free(xgpu_handle_t stream, uint64_t dptr)
+{
+	if (!atomic_load(&live_captures))
+		return -1;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(stream);
+	int res = -1;
+	if (cs && cs->cap->invalidated) {
+		res = cudaErrorStreamCaptureInvalidated;
+	} else if (cs) {
+		CUgraphNode node = NULL;
+		CUresult r = cuGraphAddMemFreeNode(&node, cs->cap->graph, cs->frontier, cs->n, dptr);
+		if (!r)
+			r = set_frontier(cs, &node, 1);
+		if (r)
+			cs->cap->invalidated = true;
+		res = r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidValue
+		      : r                           ? cudaErrorMemoryAllocation
+						    : cudaSuccess;
 	}
 	pthread_mutex_unlock(&capture_lock);
 	return res;

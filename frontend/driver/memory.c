@@ -90,6 +90,8 @@ CUresult cuMemFree(CUdeviceptr dptr)
 			xgpu_alloc_del(dptr, XGPU_ALLOC_MANAGED);
 		return xgpu_drv_result(managed_status);
 	}
+	if (xgpu_graph_mem_keep(dptr))
+		return CUDA_SUCCESS;
 	struct xgpu_req_MEM_FREE req = {.dptr = dptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	r = xgpu_drv_result(xgpu_call_MEM_FREE(c, &req, &rsp));

@@ -271,11 +271,10 @@ XGPU_EXPORTED int xgpu_pool_alloc(struct xgpu_client *c, void *handle, uint64_t 
 {
 	if (!dptr || !size || size > UINT64_MAX - POOL_GRANULE)
 		return cudaErrorInvalidValue;
-	/* A memory-allocation node is not offered: refused on a capturing
-	 * stream rather than allocated now, outside the graph. */
-	int refused = xgpu_graph_capture_refuse(stream);
-	if (refused)
-		return refused;
+	/* On a capturing stream: the capture's allocation node. */
+	int captured = xgpu_graph_capture_alloc(stream, size, dptr);
+	if (captured >= 0)
+		return captured;
 	size = (size + POOL_GRANULE - 1) / POOL_GRANULE * POOL_GRANULE;
 	pthread_mutex_lock(&pool_lock);
 	same_channel_locked(c);
@@ -337,10 +336,10 @@ XGPU_EXPORTED int xgpu_pool_free(struct xgpu_client *c, uint64_t dptr, xgpu_hand
 {
 	if (!dptr)
 		return cudaErrorInvalidValue;
-	/* Nor a memory-free node: the block stays the program's. */
-	int refused = xgpu_graph_capture_refuse(stream);
-	if (refused)
-		return refused;
+	/* On a capturing stream: the capture's free node. */
+	int captured = xgpu_graph_capture_free(stream, dptr);
+	if (captured >= 0)
+		return captured;
 	pthread_mutex_lock(&pool_lock);
 	same_channel_locked(c);
 	struct pool_block *b = take_live_locked(dptr);
@@ -372,6 +371,8 @@ XGPU_EXPORTED int xgpu_pool_free(struct xgpu_client *c, uint64_t dptr, xgpu_hand
 	pthread_mutex_unlock(&pool_lock);
 	if (was_pools)
 		return e;
+	if (xgpu_graph_mem_keep(dptr))
+		return cudaSuccess;
 	/* Not a pool's: an ordinary allocation, freed after the stream's work
 	 * before this call, as the free would have been ordered. */
 	struct xgpu_req_STREAM_SYNC sq = {.stream = stream};
@@ -385,6 +386,11 @@ XGPU_EXPORTED int xgpu_pool_free(struct xgpu_client *c, uint64_t dptr, xgpu_hand
 	if (!e)
 		xgpu_alloc_del(dptr, XGPU_ALLOC_DEVICE);
 	return e;
+}
+
+XGPU_EXPORTED bool xgpu_pool_graph_memory(uint64_t dptr)
+{
+	return xgpu_graph_mem_keep((CUdeviceptr)dptr);
 }
 
 XGPU_EXPORTED bool xgpu_pool_forget(uint64_t dptr)

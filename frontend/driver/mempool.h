@@ -39,6 +39,10 @@ int xgpu_pool_free(struct xgpu_client *c, uint64_t dptr, xgpu_handle_t stream);
 /* cudaFree/cuMemFree of a pool's allocation: the pool stops counting it
  * (the caller frees it). True when it was one. */
 bool xgpu_pool_forget(uint64_t dptr);
+/* Whether dptr is a graph's memory (a memory allocation node's): a free by
+ * the program then succeeds and leaves it to the graph, which CUDA would
+ * allocate again at its next launch. */
+bool xgpu_pool_graph_memory(uint64_t dptr);
 /* attr: the CU_MEMPOOL_ATTR_* number (cudaMemPoolAttr has the same). */
 int xgpu_pool_set_attr(void *pool, int attr, const void *value);
 int xgpu_pool_get_attr(void *pool, int attr, void *value);

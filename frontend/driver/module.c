@@ -846,6 +846,62 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction 
 								    dynamicSMemSize, 0);
 }
 
+/* The block size with the most resident threads per multiprocessor, as
+ * CUDA's own search does it: every multiple of the warp size up to the
+ * kernel's (and the caller's) limit, largest first, each one occupancy query;
+ * the dynamic shared memory of each size from the callback where one is
+ * given. */
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+						   CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+						   size_t dynamicSMemSize, int blockSizeLimit,
+						   unsigned int flags)
+{
+	if (!minGridSize || !blockSize)
+		return CUDA_ERROR_INVALID_VALUE;
+	int max_threads = 0, warp = 0, sms = 0;
+	CUdevice dev;
+	CUresult r = cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, func);
+	if (!r)
+		r = cuCtxGetDevice(&dev);
+	if (!r)
+		r = cuDeviceGetAttribute(&warp, CU_DEVICE_ATTRIBUTE_WARP_SIZE, dev);
+	if (!r)
+		r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+	if (r)
+		return r;
+	if (warp <= 0)
+		warp = 32;
+	int limit = max_threads;
+	if (blockSizeLimit > 0 && blockSizeLimit < limit)
+		limit = blockSizeLimit;
+	int best_threads = 0, best_size = 0, best_blocks = 0;
+	for (int bs = limit / warp * warp; bs > 0; bs -= warp) {
+		size_t smem = blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(bs) : dynamicSMemSize;
+		int blocks = 0;
+		r = cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&blocks, func, bs, smem, flags);
+		if (r)
+			return r;
+		if (blocks * bs > best_threads) {
+			best_threads = blocks * bs;
+			best_size = bs;
+			best_blocks = blocks;
+		}
+		if (best_threads == limit / warp * warp * best_blocks && best_size == limit / warp * warp)
+			break; /* the largest size already fills its blocks */
+	}
+	*blockSize = best_size;
+	*minGridSize = best_blocks * sms;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+					  CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+					  size_t dynamicSMemSize, int blockSizeLimit)
+{
+	return cuOccupancyMaxPotentialBlockSizeWithFlags(
+	    minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit, 0);
+}
+
 /* ---- launches ----------------------------------------------------------- */
 
 /* The parameter buffer from cuLaunchKernel's extra array: BUFFER_POINTER

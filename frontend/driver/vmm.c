@@ -142,9 +142,9 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocatio
 	uint64_t g = cached_gen[option] == xgpu_fork_generation + 1 ? cached[option] : 0;
 	pthread_mutex_unlock(&vmm_lock);
 	if (!g) {
-		/* The daemon answers for the domain's context. */
-		if (!xgpu_drv_current_ctx())
-			return CUDA_ERROR_INVALID_CONTEXT;
+		/* The daemon answers for the domain's context, which it holds
+		 * whether or not the program made one current: CUDA answers
+		 * after cuInit alone (memMapIPCDrv asks before cuCtxCreate). */
 		struct xgpu_req_VMM_GRANULARITY req = {.flags = (uint32_t)option};
 		struct xgpu_rsp_VMM_GRANULARITY rsp;
 		r = xgpu_drv_result(xgpu_call_VMM_GRANULARITY(c, &req, &rsp));
@@ -166,7 +166,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
 	if (!handle || flags || !size)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_client *c;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	CUresult r = xgpu_drv_client(&c);
 	if (!r)
 		r = check_prop(prop);
 	if (r)
@@ -262,7 +262,7 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 	if (!ptr || !size || flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_client *c;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	CUresult r = xgpu_drv_client(&c);
 	if (r)
 		return r;
 	struct xgpu_req_VMM_RESERVE req = {.size = size, .alignment = alignment, .addr = addr};
@@ -332,7 +332,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 	if (!size || flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_client *c;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	CUresult r = xgpu_drv_client(&c);
 	if (r)
 		return r;
 	pthread_mutex_lock(&vmm_lock);
@@ -387,7 +387,7 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
 	if (!desc || !count || !size)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct xgpu_client *c;
-	CUresult r = xgpu_drv_client_ctx(&c);
+	CUresult r = xgpu_drv_client(&c);
 	if (r)
 		return r;
 	/* Every device of a domain is its one GPU: the last word wins. */

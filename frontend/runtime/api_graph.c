@@ -34,6 +34,23 @@ extern _Thread_local int xgpu_graph_from_runtime;
 		return xgpu_rt_ret((cudaError_t)r_);                                                         \
 	} while (0)
 
+XGPU_EXPORT cudaError_t cudaDeviceGetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+						       void *value)
+{
+	RT_CALL(cuDeviceGetGraphMemAttribute(device, (CUgraphMem_attribute)attr, value));
+}
+
+XGPU_EXPORT cudaError_t cudaDeviceSetGraphMemAttribute(int device, enum cudaGraphMemAttributeType attr,
+						       void *value)
+{
+	RT_CALL(cuDeviceSetGraphMemAttribute(device, (CUgraphMem_attribute)attr, value));
+}
+
+XGPU_EXPORT cudaError_t cudaDeviceGraphMemTrim(int device)
+{
+	RT_CALL(cuDeviceGraphMemTrim(device));
+}
+
 XGPU_EXPORT cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
 {
 	RT_CALL(cuGraphCreate(pGraph, flags));

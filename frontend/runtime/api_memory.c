@@ -52,6 +52,8 @@ XGPU_EXPORT cudaError_t cudaFree(void *ptr)
 			xgpu_alloc_del((uintptr_t)ptr, XGPU_ALLOC_MANAGED);
 		return xgpu_rt_ret(managed_status);
 	}
+	if (xgpu_pool_graph_memory((uintptr_t)ptr))
+		return cudaSuccess;
 	struct xgpu_req_MEM_FREE req = {.dptr = (uintptr_t)ptr};
 	struct xgpu_rsp_MEM_FREE rsp;
 	e = xgpu_call_MEM_FREE(c, &req, &rsp);

@@ -58,7 +58,8 @@ XGPU_EXPORT cudaError_t cudaFreeAsync(void *ptr, cudaStream_t stream)
 	if (e)
 		return e;
 	e = xgpu_pool_free(c, (uintptr_t)ptr, xgpu_rt_stream(stream));
-	if (!e)
+	/* A graph's memory stays the graph's (xgpu_pool_graph_memory). */
+	if (!e && !xgpu_pool_graph_memory((uintptr_t)ptr))
 		xgpu_rt_devmem_del((uintptr_t)ptr);
 	return xgpu_rt_ret(e);
 }

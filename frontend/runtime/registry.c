@@ -101,21 +101,17 @@ XGPU_EXPORT void **__cudaRegisterFatBinary(void *fat_cubin)
 	if (!m)
 		return NULL;
 	memcpy(&wrapper, fat_cubin, sizeof wrapper);
-	if (wrapper.magic == (int)XGPU_FATBIN_WRAPPER_MAGIC && wrapper.version == 1 && wrapper.data) {
+	/* Version 1 holds a whole program's device code. Version 2 is
+	 * relocatable device code (-rdc=true): nvcc's device link step has
+	 * already linked every object's code into the fatbin it registers (its
+	 * per-object fatbins come beside it only for a runtime that would link
+	 * again), so the module loads as version 1's does. */
+	if (wrapper.magic == (int)XGPU_FATBIN_WRAPPER_MAGIC &&
+	    (wrapper.version == 1 || wrapper.version == 2) && wrapper.data) {
 		m->image = wrapper.data;
 		m->size = xgpu_fatbin_size(wrapper.data, XGPU_MAX_MODULE_BYTES);
 	}
-	/* Version 2 is relocatable device code (-rdc=true): its device code is
-	 * linked at run time by the runtime, which NVIDIA's static runtime does
-	 * over our libcuda.so.1. */
-	if (!m->size && wrapper.version == 2)
-		xgpu_fe_warn_once(
-		    "fatbin-wrapper",
-		    "this program was built with relocatable device code (nvcc -rdc=true, CMake's "
-		    "CUDA_SEPARABLE_COMPILATION) and -cudart shared, which xgpu's libcudart.so.13 "
-		    "does not run; build it with nvcc's default static runtime (drop -cudart shared, "
-		    "or CMake's CUDA_RUNTIME_LIBRARY Static) and it runs through xgpu's libcuda.so.1");
-	else if (!m->size)
+	if (!m->size)
 		xgpu_fe_warn_once("fatbin-wrapper",
 				  "a registered fatbin is not in a form xgpu reads (wrapper version "
 				  "%d); its kernels cannot be launched",

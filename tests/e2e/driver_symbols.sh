@@ -37,7 +37,7 @@ nm -D --defined-only --with-symbol-versions "$lib" >"$T/nm"
 awk '$2 ~ /^[TtWwiI]$/ {print $3}' "$T/nm" | grep '@' && fail "libcuda.so.1 exports versioned symbols"
 awk '$2 ~ /^[TtWwiIBD]$/ {print $3}' "$T/nm" | LC_ALL=C sort >"$T/exports"
 client="xgpu_client_ack xgpu_client_device_info xgpu_client_get xgpu_client_note_unsupported xgpu_client_settle xgpu_client_shares_host_memory xgpu_launch_attrs_check xgpu_client_share xgpu_client_unshare xgpu_fe_warn_once xgpu_fork_generation xgpu_rpc xgpu_hostfn_enqueue xgpu_stream_attr_get xgpu_stream_attr_set xgpu_stream_get_priority
-	xgpu_pool_default xgpu_pool_current xgpu_pool_set_current xgpu_pool_create xgpu_pool_destroy xgpu_pool_alloc xgpu_pool_free xgpu_pool_forget xgpu_pool_set_attr xgpu_pool_get_attr xgpu_pool_trim xgpu_pool_synced xgpu_pool_release_cached xgpu_pool_reset
+	xgpu_pool_default xgpu_pool_current xgpu_pool_set_current xgpu_pool_create xgpu_pool_destroy xgpu_pool_alloc xgpu_pool_free xgpu_pool_forget xgpu_pool_graph_memory xgpu_pool_set_attr xgpu_pool_get_attr xgpu_pool_trim xgpu_pool_synced xgpu_pool_release_cached xgpu_pool_reset
 	xgpu_alloc_add xgpu_alloc_del xgpu_alloc_find xgpu_alloc_clear_device xgpu_alloc_set_flags xgpu_attach_mem xgpu_copy2d xgpu_copy3d xgpu_memset2d
 	xgpu_managed_alloc xgpu_managed_map_var xgpu_managed_free xgpu_managed_find xgpu_managed_prefetch xgpu_managed_advise
 	xgpu_graph_add_kernel xgpu_graph_capturing xgpu_graph_capture_hostfn xgpu_graph_exec_set_kernel xgpu_graph_from_runtime"

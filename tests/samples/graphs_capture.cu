@@ -17,8 +17,9 @@
 // not returned records its work without waiting for it (capture comes before
 // the callback gate: were it the other way round, this sample would hang).
 // A cooperative launch on a capturing stream is refused the same way (a
-// kernel node carries no launch attributes), and so are cudaMallocAsync and
-// cudaFreeAsync (no memory nodes), even in relaxed mode.
+// kernel node carries no launch attributes). cudaMallocAsync and cudaFreeAsync
+// on a capturing stream become memory nodes, as cuBLAS needs inside a
+// capture; the program may free the graph's memory itself between launches.
 #include "graphs_kernels.cuh"
 #include "sample.h"
 
@@ -288,23 +289,103 @@ int main()
 		return 1;
 	}
 
-	// Stream-ordered allocation and free on a capturing stream: refused, the
-	// capture void, nothing allocated or freed.
-	void *pool_mem = NULL, *kept = NULL;
-	CHECK(cudaMallocAsync(&kept, 4096, s2));
-	CHECK(cudaStreamSynchronize(s2));
-	CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeRelaxed));
-	EXPECT(cudaMallocAsync(&pool_mem, 4096, s1), cudaErrorStreamCaptureUnsupported);
-	EXPECT(cudaFreeAsync(kept, s1), cudaErrorStreamCaptureInvalidated);
-	bad = (cudaGraph_t)1;
-	EXPECT(cudaStreamEndCapture(s1, &bad), cudaErrorStreamCaptureInvalidated);
-	if (bad || pool_mem) {
-		fprintf(stderr, "graphs_capture: a stream-ordered allocation in a capture gave %s\n",
-			bad ? "a graph" : "memory");
-		return 1;
+	// Stream-ordered allocation and free on a capturing stream (global mode,
+	// as cuBLAS allocates its dot workspace): a memory allocation node and a
+	// free node. Each launch fills the graph's memory, adds to it and copies
+	// it out. The graph memory attributes count it while the graph lives.
+	{
+		int *h_out = (int *)malloc(N * sizeof(int));
+		int *gmem = NULL;
+		cudaGraphExec_t ge;
+		CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+		CHECK(cudaMallocAsync((void **)&gmem, N * sizeof(int), s1));
+		CHECK(cudaMemsetAsync(gmem, 0, N * sizeof(int), s1));
+		gk_add<<<GRID, BLOCK, 0, s1>>>(gmem, 7, N);
+		CHECK(cudaMemcpyAsync(h_out, gmem, N * sizeof(int), cudaMemcpyDeviceToHost, s1));
+		CHECK(cudaFreeAsync(gmem, s1));
+		CHECK(cudaStreamEndCapture(s1, &g));
+		CHECK(cudaGraphInstantiate(&ge, g, NULL, NULL, 0));
+		unsigned long long used = 0;
+		CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used));
+		if (!gmem || used < N * sizeof(int)) {
+			fprintf(stderr, "graphs_capture: captured allocation %p, %llu graph bytes in use\n",
+				(void *)gmem, used);
+			return 1;
+		}
+		for (int round = 0; round < 2; round++) {
+			memset(h_out, 0, N * sizeof(int));
+			CHECK(cudaGraphLaunch(ge, s1));
+			CHECK(cudaStreamSynchronize(s1));
+			for (int i = 0; i < N; i++)
+				if (h_out[i] != 7) {
+					fprintf(stderr,
+						"graphs_capture: captured allocation, launch %d: [%d] = %d\n",
+						round, i, h_out[i]);
+					return 1;
+				}
+		}
+		CHECK(cudaGraphExecDestroy(ge));
+		CHECK(cudaGraphDestroy(g));
+		CHECK(cudaDeviceGetGraphMemAttribute(0, cudaGraphMemAttrUsedMemCurrent, &used));
+		if (used) {
+			fprintf(stderr, "graphs_capture: %llu graph bytes in use after the graph went\n",
+				used);
+			return 1;
+		}
+
+		// Graph memory the graph does not free: the program frees it after
+		// a launch, as CUDA allows, and the next launch still runs.
+		CHECK(cudaStreamBeginCapture(s1, cudaStreamCaptureModeGlobal));
+		CHECK(cudaMallocAsync((void **)&gmem, N * sizeof(int), s1));
+		CHECK(cudaMemsetAsync(gmem, 0, N * sizeof(int), s1));
+		gk_add<<<GRID, BLOCK, 0, s1>>>(gmem, 5, N);
+		CHECK(cudaMemcpyAsync(h_out, gmem, N * sizeof(int), cudaMemcpyDeviceToHost, s1));
+		CHECK(cudaStreamEndCapture(s1, &g));
+		CHECK(cudaGraphInstantiate(&ge, g, NULL, NULL, 0));
+		CHECK(cudaGraphLaunch(ge, s1));
+		CHECK(cudaStreamSynchronize(s1));
+		CHECK(cudaFree(gmem));
+		memset(h_out, 0, N * sizeof(int));
+		CHECK(cudaGraphLaunch(ge, s1));
+		CHECK(cudaStreamSynchronize(s1));
+		if (h_out[0] != 5 || h_out[N - 1] != 5) {
+			fprintf(stderr, "graphs_capture: after the program freed graph memory: %d %d\n",
+				h_out[0], h_out[N - 1]);
+			return 1;
+		}
+		CHECK(cudaGraphExecDestroy(ge));
+		CHECK(cudaGraphDestroy(g));
+
+		// An allocation node's memory, freed on a stream after a launch and
+		// then by a free node of another graph, as cuda-samples'
+		// graphMemoryNodes does.
+		cudaMemAllocNodeParams ap = {};
+		ap.poolProps.allocType = cudaMemAllocationTypePinned;
+		ap.poolProps.location.type = cudaMemLocationTypeDevice;
+		ap.poolProps.location.id = 0;
+		ap.bytesize = N * sizeof(int);
+		cudaGraphNode_t anode;
+		CHECK(cudaGraphCreate(&g, 0));
+		CHECK(cudaGraphAddMemAllocNode(&anode, g, NULL, 0, &ap));
+		gmem = (int *)ap.dptr;
+		CHECK(cudaGraphInstantiate(&ge, g, NULL, NULL, 0));
+		CHECK(cudaGraphLaunch(ge, s1));
+		CHECK(cudaFreeAsync(gmem, s1));
+		CHECK(cudaStreamSynchronize(s1));
+		cudaGraph_t fg;
+		cudaGraphNode_t fnode;
+		cudaGraphExec_t fge;
+		CHECK(cudaGraphCreate(&fg, 0));
+		CHECK(cudaGraphAddMemFreeNode(&fnode, fg, NULL, 0, gmem));
+		CHECK(cudaGraphInstantiate(&fge, fg, NULL, NULL, 0));
+		CHECK(cudaGraphLaunch(fge, s1));
+		CHECK(cudaStreamSynchronize(s1));
+		CHECK(cudaGraphExecDestroy(fge));
+		CHECK(cudaGraphDestroy(fg));
+		CHECK(cudaGraphExecDestroy(ge));
+		CHECK(cudaGraphDestroy(g));
+		free(h_out);
 	}
-	CHECK(cudaFreeAsync(kept, s2));
-	CHECK(cudaStreamSynchronize(s2));
 
 	// cudaMalloc: refused in global mode, allowed in relaxed mode.
 	int *tmp = NULL;
