@@ -116,7 +116,14 @@ int64_t xgpu_stream_write(struct xgpu_qend *p, const void *src, size_t len, bool
 	return (int64_t)n;
 }
 
-int64_t xgpu_stream_read(struct xgpu_qend *c, void *dst, size_t len, bool *kick)
+static void plain_copy(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+
+/* Both reads, by the copy they use (inlined into each). */
+static inline int64_t stream_read(struct xgpu_qend *c, void *dst, size_t len, bool *kick,
+				  void (*copy)(void *, const void *, size_t))
 {
 	int64_t avail = xgpu_q_avail(c);
 	*kick = false;
@@ -129,29 +136,20 @@ int64_t xgpu_stream_read(struct xgpu_qend *c, void *dst, size_t len, bool *kick)
 	size_t first = c->size - off;
 	if (first > n)
 		first = n;
-	memcpy(dst, c->buf + off, first);
-	memcpy((uint8_t *)dst + first, c->buf, n - first);
+	copy(dst, c->buf + off, first);
+	copy((uint8_t *)dst + first, c->buf, n - first);
 	*kick = xgpu_q_release(c, (uint32_t)n);
 	return (int64_t)n;
 }
 
+int64_t xgpu_stream_read(struct xgpu_qend *c, void *dst, size_t len, bool *kick)
+{
+	return stream_read(c, dst, len, kick, plain_copy);
+}
+
 int64_t xgpu_stream_read_nt(struct xgpu_qend *c, void *dst, size_t len, bool *kick)
 {
-	int64_t avail = xgpu_q_avail(c);
-	*kick = false;
-	if (avail < 0)
-		return -1;
-	size_t n = len < (size_t)avail ? len : (size_t)avail;
-	if (n == 0)
-		return 0;
-	uint32_t off = c->idx & (c->size - 1);
-	size_t first = c->size - off;
-	if (first > n)
-		first = n;
-	xgpu_memcpy_nt(dst, c->buf + off, first);
-	xgpu_memcpy_nt((uint8_t *)dst + first, c->buf, n - first);
-	*kick = xgpu_q_release(c, (uint32_t)n);
-	return (int64_t)n;
+	return stream_read(c, dst, len, kick, xgpu_memcpy_nt);
 }
 
 int64_t xgpu_stream_peek(const struct xgpu_qend *c, const void **ptr, size_t max)

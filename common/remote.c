@@ -435,12 +435,12 @@ static int parse_psk(char *text, const char *what, char *identity, size_t idlen,
 	return 0;
 }
 
-int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
-			 char *err, size_t errlen)
+/* Opens a key file that only its owner may read: the fd, or -1 with the
+ * reason. */
+static int open_key_file(const char *path, char *err, size_t errlen)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	char buf[1024], what[300];
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
 		if (fd >= 0)
@@ -453,6 +453,16 @@ int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t
 			 path, (unsigned)(st.st_mode & 0777));
 		return -1;
 	}
+	return fd;
+}
+
+int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t *key, size_t *keylen,
+			 char *err, size_t errlen)
+{
+	char buf[1024], what[300];
+	int fd = open_key_file(path, err, errlen);
+	if (fd < 0)
+		return -1;
 	ssize_t n = read(fd, buf, sizeof buf - 1);
 	close(fd);
 	if (n < 0) {
@@ -469,20 +479,9 @@ int xgpu_remote_read_psk(const char *path, char *identity, size_t idlen, uint8_t
 int xgpu_remote_read_psk_table(const char *path, struct xgpu_psk_table *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof *t);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		snprintf(err, errlen, "cannot read the key file %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	int fd = open_key_file(path, err, errlen);
+	if (fd < 0)
 		return -1;
-	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		close(fd);
-		snprintf(err, errlen, "the key file %s is open to other users (mode %03o); chmod 600 it",
-			 path, (unsigned)(st.st_mode & 0777));
-		return -1;
-	}
 	FILE *f = fdopen(fd, "r");
 	if (!f) {
 		close(fd);
