@@ -88,20 +88,17 @@ guest() {
 median() { sort -g | awk '{v[NR] = $1} END {print (NR ? v[int((NR + 1) / 2)] : "")}'; }
 field() { awk -v k="$1" '$1 == k {print $2}'; }
 
-rtt_floor() {
-	"${host_side[@]}" "$TCPRTT" serve "$GPU_IP" $((PORT + 1)) &
+# tcp_floor SERVER_MODE CLIENT_MODE PORT [ARG]: tcprtt's server on the GPU
+# host's side, its client on the guest's, over the same link.
+tcp_floor() {
+	"${host_side[@]}" "$TCPRTT" "$1" "$GPU_IP" "$3" &
 	local pid=$!
 	sleep 0.2
-	"${guest_side[@]}" "$TCPRTT" ping "$GPU_IP" $((PORT + 1)) 2000 | sed 's/.*tcp_rtt_p50_us=\([0-9.]*\).*/\1/'
+	"${guest_side[@]}" "$TCPRTT" "$2" "$GPU_IP" "$3" "$4"
 	wait "$pid"
 }
-stream_floor() {
-	"${host_side[@]}" "$TCPRTT" sink "$GPU_IP" $((PORT + 2)) &
-	local pid=$!
-	sleep 0.2
-	"${guest_side[@]}" "$TCPRTT" stream "$GPU_IP" $((PORT + 2)) 256 | sed 's/.*tcp_stream_gbps=//'
-	wait "$pid"
-}
+rtt_floor() { tcp_floor serve ping $((PORT + 1)) 2000 | sed 's/.*tcp_rtt_p50_us=\([0-9.]*\).*/\1/'; }
+stream_floor() { tcp_floor sink stream $((PORT + 2)) 256 | sed 's/.*tcp_stream_gbps=//'; }
 
 echo "bench: remote null call and copies over $link"
 declare -A null h2d d2h launch launch_batch
