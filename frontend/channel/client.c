@@ -244,6 +244,11 @@ static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, boo
 	c->dead_error = 0;
 	c->deferred = c->deferred_head = 0;
 	c->deferred_error = 0;
+	/* A remote answer takes a network round trip and comes through this
+	 * process's own reader thread, which a spinning caller would keep off
+	 * a small machine's CPUs: a remote channel sleeps at once by default. */
+	if (c->ch.ops == &xgpu_fe_transport_remote && !getenv("XGPU_SPIN_US"))
+		c->spin_ns = 0;
 	const char *pl = getenv("XGPU_PIPELINE");
 	c->pipeline = pl && *pl ? strcmp(pl, "0") != 0 : c->ch.ops == &xgpu_fe_transport_remote;
 	return cudaSuccess;
