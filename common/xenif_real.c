@@ -727,6 +727,26 @@ struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int 
 	return raw_ev_new(fds[0], err, errlen);
 }
 
+/* Whether fd is the character device at node: what an adopted executor
+ * hands back must be what xgpud gave it, not any descriptor it holds. */
+static bool is_node(int fd, const char *node)
+{
+	struct stat a, b;
+	return fstat(fd, &a) == 0 && stat(node, &b) == 0 && S_ISCHR(a.st_mode) && S_ISCHR(b.st_mode) &&
+	       a.st_rdev == b.st_rdev;
+}
+
+struct xgpu_evtchn *xgpu_evtchn_adopt_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+{
+	(void)domid; /* restricted to it by the previous xgpud */
+	if (nfds != 1 || !is_node(fds[0], "/dev/xen/evtchn")) {
+		snprintf(err, errlen, "the executor's event-channel handle is not /dev/xen/evtchn");
+		errno = EINVAL;
+		return NULL;
+	}
+	return raw_ev_new(fds[0], err, errlen);
+}
+
 /* -- grants -- */
 
 struct raw_map {
@@ -1062,8 +1082,32 @@ static void rg_broker_notify_port(struct xgpu_gnttab *gt, int32_t port)
 	RG(gt)->notify_port = port;
 }
 
+/* Executor: the adopting xgpud's new broker. Under the lock a map or an
+ * unmap holds for its whole round trip, so no request straddles the two. */
+static int rg_broker_renew(struct xgpu_gnttab *gt, int fd)
+{
+	struct raw_gnt *g = RG(gt);
+	int type = 0;
+	socklen_t tl = sizeof type;
+	if (!g->executor || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct timeval tv = {BROKER_TIMEOUT_S, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	pthread_mutex_lock(&g->mu);
+	int old = g->broker;
+	g->broker = fd;
+	pthread_mutex_unlock(&g->mu);
+	if (old >= 0)
+		close(old);
+	return 0;
+}
+
 static const struct xgpu_gnttab_ops raw_gnt_ops = {
     .broker_notify_port = rg_broker_notify_port,
+    .broker_renew = rg_broker_renew,
     .close = rg_close,
     .map_domain_grant_refs = rg_map_refs,
     .map_grant_ref_notify = rg_map_notify,
@@ -1134,5 +1178,29 @@ struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int 
 		errno = ENOMEM;
 		return NULL;
 	}
+	return &g->pub;
+}
+
+/* The adopted executor's copies: its gntdev file (the one xgpud mapped its
+ * grants on, holding their maps) and its end of the previous xgpud's broker,
+ * dead with that xgpud and closed here. The handle is xgpud's, with no
+ * broker yet: export_fds makes the new one. What the executor holds mapped
+ * already is not counted against BROKER_MAX_PAGES again (the count went with
+ * the previous xgpud); the kernel's own limit on the file still holds. */
+struct xgpu_gnttab *xgpu_gnttab_adopt_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+{
+	if (nfds != 2 || !is_node(fds[0], "/dev/xen/gntdev")) {
+		snprintf(err, errlen,
+			 "the executor's grant handle is not /dev/xen/gntdev and a broker socket");
+		errno = EINVAL;
+		return NULL;
+	}
+	struct raw_gnt *g = raw_gnt_new(fds[0], domid, -1, false);
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	close(fds[1]);
 	return &g->pub;
 }
