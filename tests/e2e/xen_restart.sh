@@ -62,7 +62,7 @@ be_chans() {
 	XGPU_XEN_DOMID=0 "$LIAR" ls "$BE/1/0/channel" 2>/dev/null | grep -v '^absent$' || true
 }
 
-in_dom1 "$prog" hold 64 16 >"$T/holder.out" 2>&1 &
+in_dom1 "$prog" hold 64 16 pinned >"$T/holder.out" 2>&1 &
 holder=$!
 wait_for 30 dom1_gt mem_bytes 67000000 || {
 	cat "$T/holder.out" >&2

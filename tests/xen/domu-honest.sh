@@ -5,9 +5,13 @@
 # through our frontend over the Xen transport when dom0 writes the round to
 # data/xgpu-test-go in its xenstore directory: round 1 once both domUs are
 # up, round 2 after the liar's first pass, round 3 (three runs, HONEST-3a..c)
-# while the liar lies again, round 4 after dom0 restarted xgpud, then (go 5)
-# it exits once dom0 has detached its device. Results go to the console with HONEST-<run>:
-# prefixes; "HONEST: round <n> done" ends each round.
+# while the liar lies again, round 4 (HONEST-4a..c) while the other domU's
+# programs fault and its executor is killed, round 5 guestload holding
+# 256 MiB and copying it (and a page-locked MiB) round after round while dom0
+# kills xgpud and starts another, round 6 a vectorAdd after that restart,
+# then (go 7) it exits once dom0 has detached its device. Results go to the
+# console with HONEST-<run>: prefixes; "HONEST: round <n> done" ends each
+# round.
 # No XGPU_TRANSPORT: the frontend must find out by itself that this is a domU.
 # Rounds 1 and 2 run as a minimal guest does, without xenfs (only
 # /sys/hypervisor and /dev/xen/xenbus tell); round 3 with xenfs mounted on
@@ -26,6 +30,17 @@ run() {
 	local rc=$?
 	sed "s/^/HONEST-$1: /" /tmp/va$1.out | tail -n 40
 	echo "HONEST-$1: status $rc, $(wc -c </tmp/va$1.out) bytes of output"
+	[ "$rc" = 0 ] || fails=$((fails + 1))
+}
+# gl RUN ARGS...: guestload ARGS, as run does vectorAdd.
+gl() {
+	local tag=$1
+	shift
+	env ${XGPU_PRELOAD:+LD_PRELOAD=$XGPU_PRELOAD} LD_LIBRARY_PATH=/xgpu/lib \
+		/xgpu/bin/guestload "$@" >/tmp/gl$tag.out 2>&1
+	local rc=$?
+	sed "s/^/HONEST-$tag: /" /tmp/gl$tag.out | tail -n 40
+	echo "HONEST-$tag: status $rc"
 	[ "$rc" = 0 ] || fails=$((fails + 1))
 }
 # wait_go N: until dom0 writes N to data/xgpu-test-go (3 minutes at most).
@@ -61,10 +76,21 @@ run 3a
 run 3b
 run 3c
 echo "HONEST: round 3 done"
-# Round 4 after dom0 killed and restarted xgpud.
+# Round 4 while the other domU faults.
 wait_go 4
-run 4
+run 4a
+run 4b
+run 4c
 echo "HONEST: round 4 done"
-# Alive while dom0 detaches the device.
+# Round 5: dom0 kills xgpud (kill -9) and starts another meanwhile.
 wait_go 5
+echo "HONEST: holding"
+gl 5 hold 256 60 pinned
+echo "HONEST: round 5 done"
+# Round 6 after the restart.
+wait_go 6
+run 6
+echo "HONEST: round 6 done"
+# Alive while dom0 detaches the device.
+wait_go 7
 exit "$fails"
