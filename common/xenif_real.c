@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xenevtchn.h>
@@ -565,6 +566,9 @@ struct xgpu_gnttab *xgpu_gnttab_open_real(char *err, size_t errlen)
  * chunk, at consecutive addresses. */
 #define BROKER_CHUNK 4096u
 #define BROKER_TIMEOUT_S 10
+/* How long an executor's map waits for a restarted xgpud's new broker when
+ * the previous one went (broker_renew), rather than fail the guest's call. */
+#define BROKER_RENEW_WAIT_S 30
 /* Pages one executor handle may hold mapped through the broker. */
 #define BROKER_MAX_PAGES (4u * XGPU_XEN_MAX_REGION_PAGES)
 #define BROKER_BUDGET 64
@@ -766,6 +770,7 @@ struct raw_gnt {
 	int32_t notify_port; /* the broker's only port for unmap notifications, -1: none */
 	uint64_t broker_pages;
 	pthread_mutex_t mu;
+	pthread_cond_t renewed; /* executor: broker replaced */
 	struct raw_map *maps;
 };
 
@@ -826,7 +831,7 @@ static int broker_call(struct raw_gnt *g, struct broker_req *q, size_t qlen, uin
 		n = recv(g->broker, &rep, sizeof rep, 0);
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof rep) {
-		errno = n < 0 ? errno : EPROTO;
+		errno = n < 0 ? errno : n == 0 ? EPIPE : EPROTO;
 		return -1;
 	}
 	if (rep.err) {
@@ -836,6 +841,30 @@ static int broker_call(struct raw_gnt *g, struct broker_req *q, size_t qlen, uin
 	if (index)
 		*index = rep.index;
 	return 0;
+}
+
+/* A map's round trip (executor, g->mu held). When xgpud went (EPIPE), it
+ * waits for the next xgpud's broker: an xgpud restarting under the guest is
+ * a pause, not an error. A map the dead xgpud made but never answered stays
+ * in the gntdev file until the file goes. */
+static int broker_map_call(struct raw_gnt *g, struct broker_req *q, size_t qlen, uint64_t *index)
+{
+	for (;;) {
+		int old = g->broker;
+		if (broker_call(g, q, qlen, index) == 0)
+			return 0;
+		if (errno != EPIPE && errno != ECONNRESET)
+			return -1;
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += BROKER_RENEW_WAIT_S;
+		while (g->broker == old && pthread_cond_timedwait(&g->renewed, &g->mu, &dl) == 0)
+			;
+		if (g->broker == old) {
+			errno = EPIPE;
+			return -1;
+		}
+	}
 }
 
 static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, const uint32_t *refs,
@@ -882,7 +911,7 @@ static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, cons
 						 .notify_off = noff,
 						 .notify_port = nport};
 			memcpy(q->refs, refs + first, n * sizeof(uint32_t));
-			r = broker_call(g, q, qlen, &index);
+			r = broker_map_call(g, q, qlen, &index);
 			free(q);
 		} else {
 			r = gntdev_map(g->fd, domid, refs + first, n, noff, nport, &index);
@@ -986,6 +1015,7 @@ static void rg_close(struct xgpu_gnttab *gt)
 		close(g->broker);
 	close(g->fd);
 	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->renewed);
 	free(g);
 }
 
@@ -1099,6 +1129,7 @@ static int rg_broker_renew(struct xgpu_gnttab *gt, int fd)
 	pthread_mutex_lock(&g->mu);
 	int old = g->broker;
 	g->broker = fd;
+	pthread_cond_broadcast(&g->renewed);
 	pthread_mutex_unlock(&g->mu);
 	if (old >= 0)
 		close(old);
@@ -1129,6 +1160,7 @@ static struct raw_gnt *raw_gnt_new(int fd, uint32_t domid, int broker, bool exec
 	g->executor = executor;
 	g->notify_port = -1;
 	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->renewed, NULL);
 	return g;
 }
 
