@@ -31,7 +31,8 @@
 //                               with "pinned", each round also copies one MiB
 //                               into a page-locked buffer it allocates and
 //                               frees (a new host segment for the backend to
-//                               map, every round)
+//                               map, every round); SIGTERM ends it early, as
+//                               its time would
 //   guestload idle SECONDS      makes its context, then sleeps SECONDS
 // runaway and fault report the error of the synchronization and of later calls
 // (CUDA's sticky context errors), and exit 0 when both are the expected ones.
@@ -42,6 +43,7 @@
 // experiment's EXP_CPU_SCHED=xen. Its nice level is kept.
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -137,6 +139,12 @@ static bool set_cpu_slice()
 		return false;
 	}
 	return true;
+}
+
+static volatile sig_atomic_t stop_asked;
+static void ask_stop(int)
+{
+	stop_asked = 1;
 }
 
 static int usage()
@@ -316,11 +324,12 @@ int main(int argc, char **argv)
 		bool pinned = argc == 5;
 		if (mb < 1 || secs <= 0)
 			return usage();
+		signal(SIGTERM, ask_stop);
 		unsigned char *dev = nullptr;
 		std::vector<unsigned char> out(chunk), in(chunk);
 		unsigned long long rounds = 0, copies = 0, bad = 0;
 		err = cudaMalloc(&dev, mb * chunk);
-		while (err == cudaSuccess && now_s() - t0 < secs) {
+		while (err == cudaSuccess && now_s() - t0 < secs && !stop_asked) {
 			for (size_t i = 0; i < mb && err == cudaSuccess; i++) {
 				for (size_t k = 0; k < chunk; k += 4096)
 					out[k] = (unsigned char)(rounds * 131 + i * 7 + k / 4096);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# xgpu-test-timeout: 720
+# xgpu-test-timeout: 1500
 # xen_real.sh - xgpu on real Xen: boots Debian's Xen 4.17 with a PV dom0 under
 # QEMU's software CPU (tools/xen-testbed) and runs tests/xen/dom0.sh there with
 # the sanitized build.
@@ -78,7 +78,7 @@ fi
 note "initramfs pieces built in $((SECONDS - t0))s"
 
 rc=0
-"$XTB/boot.sh" --timeout 540 --log "$T/serial.log" \
+"$XTB/boot.sh" --timeout 1380 --log "$T/serial.log" \
 	--dir "$B/bin:/xgpu/bin" --dir "$B/lib:/xgpu/lib" "${frontend[@]}" "${dom0_files[@]}" \
 	--env "XEN_STAGE=$stage" --env "XGPU_SIM_KERNELS=/xgpu/lib/simkernels:/xgpu/simk" \
 	"$X/dom0.sh" | tee "$T/dom0.out" || rc=$?

@@ -32,6 +32,9 @@
 #      and the domU's next vectorAdd verifies;
 #   9. xgpud stops cleanly on SIGTERM; no sanitizer report anywhere.
 export XGPU_SOCKET=/run/xgpud.sock
+# Every wait is an upper bound, W times what a quiet host needs: QEMU's
+# software CPU on a loaded host runs several times slower.
+W=${XGPU_XEN_WAIT_FACTOR:-4}
 XLOG=/tmp/xgpud.log
 GPU_LINE='gpu = [ "gpus=0, credit=512" ]'
 echo "== xgpu stage at $(up)s"
@@ -85,13 +88,13 @@ fi
 start_xgpud() {
 	xgpud --transport xen --executor sim --foreground --log-level info >"$1" 2>&1 &
 	XPID=$!
-	xtb_until_answers "$XPID" 30 xl-gpu list
+	xtb_until_answers "$XPID" $((30 * W)) xl-gpu list
 }
 if start_xgpud "$XLOG"; then
 	ok xgpud-up
 	echo "xgpud up at $(up)s"
 else
-	bad xgpud-up "xgpud --transport xen is not up (exited, or no answer to xl-gpu list in 30 s): $(tail -n 5 $XLOG)"
+	bad xgpud-up "xgpud --transport xen is not up (exited, or no answer to xl-gpu list in $((30 * W)) s): $(tail -n 5 $XLOG)"
 fi
 
 ID_honest='' ID_liar=''
@@ -106,11 +109,11 @@ if xgpud_alive; then
 fi
 
 if [ -n "$ID_honest" ]; then
-	xtb_domu_wait_log honest 'HONEST: waiting' 120 || bad honest-boot "the honest domU did not come up in 120 s"
-	[ -z "$ID_liar" ] || xtb_domu_wait_log liar 'LIAR: waiting' 120 || bad liar-boot "the lying domU did not come up in 120 s"
+	xtb_domu_wait_log honest 'HONEST: waiting' $((120 * W)) || bad honest-boot "the honest domU did not come up in $((120 * W)) s"
+	[ -z "$ID_liar" ] || xtb_domu_wait_log liar 'LIAR: waiting' $((120 * W)) || bad liar-boot "the lying domU did not come up in $((120 * W)) s"
 	echo "domUs up at $(up)s"
 	go honest 1
-	if xtb_domu_wait_log honest 'HONEST: round 1 done' 150; then
+	if xtb_domu_wait_log honest 'HONEST: round 1 done' $((150 * W)); then
 		echo "honest round 1 done at $(up)s"
 		if grep -q 'HONEST-1: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
 			ok honest-vectoradd
@@ -132,7 +135,7 @@ if [ -n "$ID_honest" ]; then
 			bad stats-calls "xl-gpu stats --json shows no calls for domid $ID_honest: $(xl-gpu stats --json 2>&1 | head -c 600)"
 		fi
 	else
-		bad honest-vectoradd "the honest domU (domid $ID_honest) did not finish its first run in 150 s"
+		bad honest-vectoradd "the honest domU (domid $ID_honest) did not finish its first run in $((150 * W)) s"
 	fi
 fi
 
@@ -184,7 +187,7 @@ fi
 
 if [ -n "$ID_liar" ]; then
 	go liar 1
-	if xtb_domu_wait_log liar 'LIAR: pass 1 done' 150; then
+	if xtb_domu_wait_log liar 'LIAR: pass 1 done' $((150 * W)); then
 		echo "liar pass 1 done at $(up)s"
 		if grep -q 'LIAR1-FAIL' "$(xtb_domu_log liar)"; then
 			bad liar-refused "xgpud did not refuse: $(grep 'LIAR1-FAIL' "$(xtb_domu_log liar)" | tr '\n' ' ')"
@@ -192,7 +195,7 @@ if [ -n "$ID_liar" ]; then
 			ok liar-refused
 		fi
 	else
-		bad liar-refused "the lying domU did not finish its first pass in 150 s"
+		bad liar-refused "the lying domU did not finish its first pass in $((150 * W)) s"
 	fi
 	if xgpud_alive; then
 		ok xgpud-survives-liar
@@ -203,7 +206,7 @@ fi
 
 if [ -n "$ID_honest" ] && xgpud_alive; then
 	go honest 2
-	if xtb_domu_wait_log honest 'HONEST: round 2 done' 120; then
+	if xtb_domu_wait_log honest 'HONEST: round 2 done' $((120 * W)); then
 		echo "honest round 2 done at $(up)s"
 		if grep -q 'HONEST-2: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
 			ok honest-after-liar
@@ -211,7 +214,7 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 			bad honest-after-liar "the honest domU's run after the liar did not verify"
 		fi
 	else
-		bad honest-after-liar "the honest domU did not finish its second run in 120 s"
+		bad honest-after-liar "the honest domU did not finish its second run in $((120 * W)) s"
 	fi
 fi
 # Round 2 ran under xc: the schedule source has read the domain's CPU weight
@@ -239,7 +242,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	# them): round 3 is when xgpud reads the new one.
 	weight_seen=no
 	[ -n "$W0" ] && until_stat "$ID_honest" cpu_weight 512 60 && weight_seen=yes
-	xtb_domu_wait_log honest 'HONEST: round 3 done' 150 || bad honest-during-liar "the honest domU did not finish round 3 in 150 s"
+	xtb_domu_wait_log honest 'HONEST: round 3 done' $((150 * W)) || bad honest-during-liar "the honest domU did not finish round 3 in $((150 * W)) s"
 	echo "honest round 3 done at $(up)s"
 	n=$(grep -c 'HONEST-3[abc]: RESULT .*verified=yes' "$(xtb_domu_log honest)")
 	if [ "$n" = 3 ]; then
@@ -252,7 +255,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	else
 		bad honest-during-liar "$((3 - n)) of 3 vectorAdd runs did not verify while the liar lied: $(grep -e 'HONEST-3.: RESULT' -e 'HONEST-3.: Result' "$(xtb_domu_log honest)" | tr '\n' ' ')"
 	fi
-	xtb_domu_wait_log liar 'LIAR: pass 2 done' 150 || bad liar-pass2 "the lying domU did not finish its second pass in 150 s"
+	xtb_domu_wait_log liar 'LIAR: pass 2 done' $((150 * W)) || bad liar-pass2 "the lying domU did not finish its second pass in $((150 * W)) s"
 	echo "liar pass 2 done at $(up)s"
 	if xgpud_alive; then
 		ok xgpud-survives-concurrent-liar
@@ -278,7 +281,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	go liar 3
 	go honest 4
 	killed=''
-	if xtb_domu_wait_log liar 'LIAR: calls start' 120; then
+	if xtb_domu_wait_log liar 'LIAR: calls start' $((120 * W)); then
 		# The faulted executor is gone and the calls program has one of its own
 		# once the pid reads the same across a second of rising calls.
 		sleep 3
@@ -291,7 +294,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 			[ -n "$p" ] && [ "$p" -gt 0 ] && [ "$(stat "$ID_liar" executor_pid)" = "$p" ] &&
 				[ "${c2:-0}" -gt "${c1:-0}" ] && break
 			i=$((i + 1))
-			[ "$i" -gt 20 ] && break
+			[ "$i" -gt $((20 * W)) ] && break
 		done
 		case "$(cmdline "$p")" in
 		*xgpu-executor*"--domain liar"*)
@@ -302,12 +305,12 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 		*) bad executor-kill "the liar's executor_pid '$p' is not an xgpu-executor --domain liar: '$(cmdline "$p")'" ;;
 		esac
 	else
-		bad executor-kill "the faulty domU did not start its calls program in 120 s"
+		bad executor-kill "the faulty domU did not start its calls program in $((120 * W)) s"
 	fi
 	newpid=''
-	if [ -n "$killed" ] && xtb_domu_wait_log liar 'LIAR: next start' 60; then
+	if [ -n "$killed" ] && xtb_domu_wait_log liar 'LIAR: next start' $((60 * W)); then
 		i=0
-		while [ "$i" -lt 150 ]; do
+		while [ "$i" -lt $((150 * W)) ]; do
 			np=$(stat "$ID_liar" executor_pid)
 			if [ -n "$np" ] && [ "$np" -gt 0 ] && [ "$np" != "$killed" ]; then
 				newpid=$np
@@ -317,7 +320,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 			sleep 0.2
 		done
 	fi
-	xtb_domu_wait_log liar 'LIAR: pass 3 done' 90 || bad faulty-next "the faulty domU did not finish pass 3 in 90 s"
+	xtb_domu_wait_log liar 'LIAR: pass 3 done' $((90 * W)) || bad faulty-next "the faulty domU did not finish pass 3 in $((90 * W)) s"
 	echo "faulty pass 3 done at $(up)s"
 	grep -a -e 'LIAR-[A-Z]*: RESULT' -e 'LIAR-[A-Z]*: status' "$LLOG"
 	if grep -q 'LIAR-FAULT: RESULT .*sync=cudaErrorIllegalAddress .*ok=yes' "$LLOG"; then
@@ -336,7 +339,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	else
 		bad faulty-next-new-executor "the faulty domU's next program: executor '${newpid:-none seen}' after $killed, $(grep 'LIAR-NEXT: RESULT' "$LLOG")"
 	fi
-	xtb_domu_wait_log honest 'HONEST: round 4 done' 150 || bad honest-during-faults "the honest domU did not finish round 4 in 150 s"
+	xtb_domu_wait_log honest 'HONEST: round 4 done' $((150 * W)) || bad honest-during-faults "the honest domU did not finish round 4 in $((150 * W)) s"
 	echo "honest round 4 done at $(up)s"
 	n=$(grep -c 'HONEST-4[abc]: RESULT .*verified=yes' "$(xtb_domu_log honest)")
 	if [ "$n" = 3 ] && ! grep -q 'HONEST-4[abc]: status [1-9]' "$(xtb_domu_log honest)"; then
@@ -371,7 +374,7 @@ holds() { [ "$(stat "$ID_honest" mem_bytes || echo 0)" -ge 268435456 ]; }
 if [ -n "$ID_honest" ] && xgpud_alive; then
 	HLOG=$(xtb_domu_log honest)
 	go honest 5
-	if xtb_domu_wait_log honest 'HONEST: holding' 60 && until_up 60 holds; then
+	if xtb_domu_wait_log honest 'HONEST: holding' $((60 * W)) && until_up $((60 * W)) holds; then
 		hp=$(stat "$ID_honest" executor_pid)
 		echo "honest domU holds $(stat "$ID_honest" mem_bytes) bytes at $(up)s, executor pid $hp"
 		# The state file that names the executor is written at most every 2 s.
@@ -385,10 +388,10 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 		if start_xgpud "$XLOG"; then
 			ta=$(up)
 			taken() { grep -q "adopted with its executor" "$XLOG"; }
-			until_up 30 taken
+			until_up $((30 * W)) taken
 			tt=$(up)
 			more() { [ "$(stat "$ID_honest" calls || echo 0)" -gt "$c0" ]; }
-			until_up 30 more
+			until_up $((30 * W)) more
 			p=$(stat "$ID_honest" executor_pid)
 			m=$(stat "$ID_honest" mem_bytes)
 			ch=$(stat "$ID_honest" channels)
@@ -407,7 +410,10 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 	else
 		bad xgpud-restart-adopted "the honest domU's program never held 256 MiB: mem_bytes $(stat "$ID_honest" mem_bytes)"
 	fi
-	if xtb_domu_wait_log honest 'HONEST: round 5 done' 150 &&
+	# Its program ends on SIGTERM when told to go on (go 6), then a vectorAdd
+	# runs on the new xgpud.
+	xgpud_alive && go honest 6
+	if xtb_domu_wait_log honest 'HONEST: round 5 done' $((150 * W)) &&
 		grep -q 'HONEST-5: RESULT .*mismatches=0 .*verified=yes error=cudaSuccess' "$HLOG"; then
 		ok xgpud-restart-holder
 		echo "honest round 5 done at $(up)s: $(grep 'HONEST-5: RESULT' "$HLOG")"
@@ -415,8 +421,7 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 		bad xgpud-restart-holder "the honest domU's program across the restart: $(grep 'HONEST-5' "$HLOG" | tail -n 5 | tr '\n' ' ')"
 	fi
 	if xgpud_alive; then
-		go honest 6
-		if xtb_domu_wait_log honest 'HONEST: round 6 done' 120 &&
+		if xtb_domu_wait_log honest 'HONEST: round 6 done' $((120 * W)) &&
 			grep -q 'HONEST-6: RESULT .*verified=yes' "$HLOG"; then
 			ok xgpud-restart
 			echo "honest round 6 (after the restart) done at $(up)s"

@@ -17,7 +17,7 @@ wait_go() {
 	local i=0
 	while [ "$(xenstore-read data/xgpu-test-go 2>/dev/null)" != "$1" ]; do
 		i=$((i + 1))
-		if [ "$i" -gt 900 ]; then
+		if [ "$i" -gt 3600 ]; then
 			echo "LIAR: dom0 never said go $1"
 			exit 99
 		fi
