@@ -24,7 +24,8 @@
 # XGPU_XEN_TEST=0 skips it (saying so); XGPU_XEN_STAGE=smoke runs only the
 # smoke stage, XGPU_XEN_STAGE=isolation only the fault and restart rounds of
 # the xgpu stage (for a host too loaded to run it all in time). The VM has
-# XGPU_XEN_VM_TIMEOUT seconds (1380). Guest packages are cached under ${XGPU_CACHE_DIR:-~/.cache/xgpu}.
+# XGPU_XEN_VM_TIMEOUT seconds (1380). Guest packages are cached under
+# ${XGPU_CACHE_DIR:-~/.cache/xgpu}.
 . "$(dirname "$0")/lib.bash"
 
 if [ "${XGPU_XEN_TEST:-1}" = 0 ]; then
