@@ -95,6 +95,9 @@ enum xgpu_link_type {
 	XGPU_LINK_ADOPTING,  /* answer to ADOPT: fds: status page, wake, notify */
 	XGPU_LINK_HELD,      /* one of its channels, for an adopting xgpud; fds by transport */
 	XGPU_LINK_HELD_DONE, /* that was all its channels */
+	/* xgpud to executor, after an adoption: the executor's end of a new
+	 * grant broker for Xen channel chan_id (real Xen; fds: the socket) */
+	XGPU_LINK_BROKER,
 };
 
 /* The channel kinds an executor serves (the transport that opened them). */

@@ -103,6 +103,22 @@ enum xgpu_xen_impl xgpu_xen_impl(void)
 OPEN_FOR(evtchn)
 OPEN_FOR(gnttab)
 
+#define ADOPT(kind)                                                                                          \
+	struct xgpu_##kind *xgpu_##kind##_adopt(uint32_t impl, uint32_t domid, const int *fds, int nfds,     \
+						char *err, size_t errlen)                                    \
+	{                                                                                                    \
+		if (impl == XGPU_XEN_IMPL_REAL)                                                              \
+			return xgpu_##kind##_adopt_real(domid, fds, nfds, err, errlen);                      \
+		if (impl == XGPU_XEN_IMPL_STUB)                                                              \
+			return xgpu_##kind##_import_stub(domid, fds, nfds, err, errlen);                     \
+		snprintf(err, errlen, "no Xen implementation %u", impl);                                     \
+		errno = EINVAL;                                                                              \
+		return NULL;                                                                                 \
+	}
+
+ADOPT(evtchn)
+ADOPT(gnttab)
+
 void *xgpu_xen_map_shared(struct xgpu_gnttab *g, uint32_t domid, uint32_t root_ref, uint32_t npages,
 			  int32_t notify_port, struct xgpu_xen_root **root_out, struct xgpu_xen_root *hdr,
 			  char *err, size_t errlen)

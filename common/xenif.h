@@ -143,6 +143,10 @@ struct xgpu_gnttab_ops {
 	/* The one event-channel port the broker lets an unmap notification
 	 * signal (the channel's own); -1: none. NULL where there is no broker. */
 	void (*broker_notify_port)(struct xgpu_gnttab *g, int32_t port);
+	/* The executor's end: a new broker socket from an xgpud that adopted
+	 * it (the previous xgpud's end went with that xgpud); takes fd on
+	 * success. NULL where there is no broker. */
+	int (*broker_renew)(struct xgpu_gnttab *g, int fd);
 };
 
 /* ---- opening -------------------------------------------------------------- */
@@ -191,7 +195,22 @@ struct xgpu_evtchn *xgpu_evtchn_import(uint32_t impl, uint32_t domid, const int 
 				       size_t errlen);
 struct xgpu_gnttab *xgpu_gnttab_import(uint32_t impl, uint32_t domid, const int *fds, int nfds, char *err,
 				       size_t errlen);
+/* A restarted xgpud takes an adopted executor's handles back from the
+ * copies that executor kept (descriptors as export_fds gave them, every one
+ * checked: the executor is not trusted): the stub's as import does; on real
+ * Xen each must be the device node's own (/dev/xen/evtchn, /dev/xen/gntdev),
+ * and the grant handle comes back as xgpud's end with no broker: export_fds
+ * then makes a new one, whose other end goes to the executor
+ * (broker_renew). Takes the descriptors on success. */
+struct xgpu_evtchn *xgpu_evtchn_adopt(uint32_t impl, uint32_t domid, const int *fds, int nfds, char *err,
+				      size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_adopt(uint32_t impl, uint32_t domid, const int *fds, int nfds, char *err,
+				      size_t errlen);
 /* The implementations' own (xenif_real.c, xenif_stub.c). */
+struct xgpu_evtchn *xgpu_evtchn_adopt_real(uint32_t domid, const int *fds, int nfds, char *err,
+					   size_t errlen);
+struct xgpu_gnttab *xgpu_gnttab_adopt_real(uint32_t domid, const int *fds, int nfds, char *err,
+					   size_t errlen);
 struct xgpu_evtchn *xgpu_evtchn_open_for_real(uint32_t domid, char *err, size_t errlen);
 struct xgpu_gnttab *xgpu_gnttab_open_for_real(uint32_t domid, char *err, size_t errlen);
 struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int nfds, char *err,

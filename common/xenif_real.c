@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <xenevtchn.h>
@@ -565,6 +566,9 @@ struct xgpu_gnttab *xgpu_gnttab_open_real(char *err, size_t errlen)
  * chunk, at consecutive addresses. */
 #define BROKER_CHUNK 4096u
 #define BROKER_TIMEOUT_S 10
+/* How long an executor's map waits for a restarted xgpud's new broker when
+ * the previous one went (broker_renew), rather than fail the guest's call. */
+#define BROKER_RENEW_WAIT_S 30
 /* Pages one executor handle may hold mapped through the broker. */
 #define BROKER_MAX_PAGES (4u * XGPU_XEN_MAX_REGION_PAGES)
 #define BROKER_BUDGET 64
@@ -727,6 +731,26 @@ struct xgpu_evtchn *xgpu_evtchn_import_real(uint32_t domid, const int *fds, int 
 	return raw_ev_new(fds[0], err, errlen);
 }
 
+/* Whether fd is the character device at node: what an adopted executor
+ * hands back must be what xgpud gave it, not any descriptor it holds. */
+static bool is_node(int fd, const char *node)
+{
+	struct stat a, b;
+	return fstat(fd, &a) == 0 && stat(node, &b) == 0 && S_ISCHR(a.st_mode) && S_ISCHR(b.st_mode) &&
+	       a.st_rdev == b.st_rdev;
+}
+
+struct xgpu_evtchn *xgpu_evtchn_adopt_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+{
+	(void)domid; /* restricted to it by the previous xgpud */
+	if (nfds != 1 || !is_node(fds[0], "/dev/xen/evtchn")) {
+		snprintf(err, errlen, "the executor's event-channel handle is not /dev/xen/evtchn");
+		errno = EINVAL;
+		return NULL;
+	}
+	return raw_ev_new(fds[0], err, errlen);
+}
+
 /* -- grants -- */
 
 struct raw_map {
@@ -746,6 +770,7 @@ struct raw_gnt {
 	int32_t notify_port; /* the broker's only port for unmap notifications, -1: none */
 	uint64_t broker_pages;
 	pthread_mutex_t mu;
+	pthread_cond_t renewed; /* executor: broker replaced */
 	struct raw_map *maps;
 };
 
@@ -806,7 +831,7 @@ static int broker_call(struct raw_gnt *g, struct broker_req *q, size_t qlen, uin
 		n = recv(g->broker, &rep, sizeof rep, 0);
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof rep) {
-		errno = n < 0 ? errno : EPROTO;
+		errno = n < 0 ? errno : n == 0 ? EPIPE : EPROTO;
 		return -1;
 	}
 	if (rep.err) {
@@ -816,6 +841,30 @@ static int broker_call(struct raw_gnt *g, struct broker_req *q, size_t qlen, uin
 	if (index)
 		*index = rep.index;
 	return 0;
+}
+
+/* A map's round trip (executor, g->mu held). When xgpud went (EPIPE), it
+ * waits for the next xgpud's broker: an xgpud restarting under the guest is
+ * a pause, not an error. A map the dead xgpud made but never answered stays
+ * in the gntdev file until the file goes. */
+static int broker_map_call(struct raw_gnt *g, struct broker_req *q, size_t qlen, uint64_t *index)
+{
+	for (;;) {
+		int old = g->broker;
+		if (broker_call(g, q, qlen, index) == 0)
+			return 0;
+		if (errno != EPIPE && errno != ECONNRESET)
+			return -1;
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += BROKER_RENEW_WAIT_S;
+		while (g->broker == old && pthread_cond_timedwait(&g->renewed, &g->mu, &dl) == 0)
+			;
+		if (g->broker == old) {
+			errno = EPIPE;
+			return -1;
+		}
+	}
 }
 
 static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, const uint32_t *refs,
@@ -862,7 +911,7 @@ static void *rg_map(struct xgpu_gnttab *gt, unsigned count, uint32_t domid, cons
 						 .notify_off = noff,
 						 .notify_port = nport};
 			memcpy(q->refs, refs + first, n * sizeof(uint32_t));
-			r = broker_call(g, q, qlen, &index);
+			r = broker_map_call(g, q, qlen, &index);
 			free(q);
 		} else {
 			r = gntdev_map(g->fd, domid, refs + first, n, noff, nport, &index);
@@ -966,6 +1015,7 @@ static void rg_close(struct xgpu_gnttab *gt)
 		close(g->broker);
 	close(g->fd);
 	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->renewed);
 	free(g);
 }
 
@@ -1062,8 +1112,33 @@ static void rg_broker_notify_port(struct xgpu_gnttab *gt, int32_t port)
 	RG(gt)->notify_port = port;
 }
 
+/* Executor: the adopting xgpud's new broker. Under the lock a map or an
+ * unmap holds for its whole round trip, so no request straddles the two. */
+static int rg_broker_renew(struct xgpu_gnttab *gt, int fd)
+{
+	struct raw_gnt *g = RG(gt);
+	int type = 0;
+	socklen_t tl = sizeof type;
+	if (!g->executor || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_SEQPACKET) {
+		errno = EINVAL;
+		return -1;
+	}
+	struct timeval tv = {BROKER_TIMEOUT_S, 0};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	pthread_mutex_lock(&g->mu);
+	int old = g->broker;
+	g->broker = fd;
+	pthread_cond_broadcast(&g->renewed);
+	pthread_mutex_unlock(&g->mu);
+	if (old >= 0)
+		close(old);
+	return 0;
+}
+
 static const struct xgpu_gnttab_ops raw_gnt_ops = {
     .broker_notify_port = rg_broker_notify_port,
+    .broker_renew = rg_broker_renew,
     .close = rg_close,
     .map_domain_grant_refs = rg_map_refs,
     .map_grant_ref_notify = rg_map_notify,
@@ -1085,6 +1160,7 @@ static struct raw_gnt *raw_gnt_new(int fd, uint32_t domid, int broker, bool exec
 	g->executor = executor;
 	g->notify_port = -1;
 	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->renewed, NULL);
 	return g;
 }
 
@@ -1134,5 +1210,29 @@ struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int 
 		errno = ENOMEM;
 		return NULL;
 	}
+	return &g->pub;
+}
+
+/* The adopted executor's copies: its gntdev file (the one xgpud mapped its
+ * grants on, holding their maps) and its end of the previous xgpud's broker,
+ * dead with that xgpud and closed here. The handle is xgpud's, with no
+ * broker yet: export_fds makes the new one. What the executor holds mapped
+ * already is not counted against BROKER_MAX_PAGES again (the count went with
+ * the previous xgpud); the kernel's own limit on the file still holds. */
+struct xgpu_gnttab *xgpu_gnttab_adopt_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
+{
+	if (nfds != 2 || !is_node(fds[0], "/dev/xen/gntdev")) {
+		snprintf(err, errlen,
+			 "the executor's grant handle is not /dev/xen/gntdev and a broker socket");
+		errno = EINVAL;
+		return NULL;
+	}
+	struct raw_gnt *g = raw_gnt_new(fds[0], domid, -1, false);
+	if (!g) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	close(fds[1]);
 	return &g->pub;
 }

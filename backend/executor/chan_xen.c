@@ -213,3 +213,13 @@ fail:
 	free(ch);
 	return NULL;
 }
+
+int xgpu_chan_xen_renew_broker(struct xgpu_channel *ch, int fd)
+{
+	struct xen_be *b = xb(ch);
+	if (!b || !b->gnt || !b->gnt->ops->broker_renew) {
+		errno = ENOTSUP;
+		return -1;
+	}
+	return b->gnt->ops->broker_renew(b->gnt, fd);
+}

@@ -15,5 +15,8 @@
 struct xgpu_channel *xgpu_chan_xen_open(struct xgpu_domain *dom, uint32_t id,
 					const struct xgpu_link_channel *lc, int *fds, int nfds, char *err,
 					size_t errlen);
+/* The grant broker of an xgpud that adopted this executor (the previous
+ * one's went with it): takes fd on success; -1 with errno otherwise. */
+int xgpu_chan_xen_renew_broker(struct xgpu_channel *ch, int fd);
 
 #endif

@@ -408,6 +408,25 @@ static void end_idle_orphan(struct xgpu_executor *x)
 	}
 }
 
+/* A new grant broker for a held Xen channel, from the xgpud that adopted
+ * us; on failure the channel goes on with the grants it has mapped. */
+static void renew_broker(struct xgpu_executor *x, uint32_t id, int *fds, int nfds)
+{
+	int r = -1;
+	pthread_mutex_lock(&L.lock);
+	struct held *h = find_held(id);
+	if (h && nfds == 1 && h->info.kind == XGPU_CHAN_XEN)
+		r = xgpu_chan_xen_renew_broker(h->ch, fds[0]);
+	pthread_mutex_unlock(&L.lock);
+	if (r == 0) {
+		fds[0] = -1;
+		xlog_info("domain %s: channel %u: grant broker of the new xgpud taken", x->dom.name, id);
+	} else {
+		xlog_warn("domain %s: channel %u: new grant broker refused (%s)", x->dom.name, id,
+			  h ? strerror(errno) : "no such channel");
+	}
+}
+
 static void handle_message(struct xgpu_executor *x)
 {
 	struct xgpu_link_msg m;
@@ -428,6 +447,9 @@ static void handle_message(struct xgpu_executor *x)
 		break;
 	case XGPU_LINK_STOP:
 		stop(x, m.text[0] ? m.text : "stopped by xgpud");
+		break;
+	case XGPU_LINK_BROKER:
+		renew_broker(x, m.chan_id, fds, nfds);
 		break;
 	default:
 		xlog_warn("domain %s: ignored message %u from xgpud", x->dom.name, m.type);

@@ -31,11 +31,12 @@ struct xgpu_transport_host {
 
 	/* The domain named name for a local client of uid, created if needed;
 	 * NULL with the reason in err if uid may not join or create it. */
-	struct xgpud_domain *(*join_domain)(void *core, const char *name, uid_t uid, char *err, size_t errlen);
+	struct xgpud_domain *(*join_domain)(void *core, const char *name, uid_t uid, char *err,
+					    size_t errlen);
 	/* The domain of Xen guest domid, created with name and spec (which
 	 * must outlive it) if needed; NULL with the reason in err. */
 	struct xgpud_domain *(*adopt_xen_domain)(void *core, uint32_t domid, const char *name,
-						const struct xgpu_gpuspec *spec, char *err, size_t errlen);
+						 const struct xgpu_gpuspec *spec, char *err, size_t errlen);
 	/* Drops a domain that has no channels left. */
 	void (*drop_domain)(void *core, struct xgpud_domain *dom);
 	/* Local domains get ids from first on, clear of a hypervisor's. */
@@ -61,6 +62,9 @@ struct xgpu_transport_host {
 	 * then closes those left. */
 	struct xgpud_channel *(*take_xen_channel)(void *core, struct xgpud_domain *dom, uint32_t n);
 	void (*close_untaken)(void *core, struct xgpud_domain *dom, const char *why);
+	/* Gives the executor of dom fd, its end of a new grant broker for
+	 * the adopted channel chan_id (fd stays the caller's); -1 with errno. */
+	int (*hand_broker)(void *core, struct xgpud_domain *dom, uint32_t chan_id, int fd);
 
 	/* Answers a control request on conn (which it takes). */
 	void (*control_request)(void *core, int conn, uid_t uid);
@@ -73,7 +77,8 @@ struct xgpu_transport_host {
 	void (*set_mem_limit)(void *core, struct xgpud_domain *dom, bool to_default, uint64_t bytes,
 			      const char *origin);
 	/* The kernel timeout in seconds, 0 for none. */
-	void (*set_kernel_timeout)(void *core, struct xgpud_domain *dom, uint32_t seconds, const char *origin);
+	void (*set_kernel_timeout)(void *core, struct xgpud_domain *dom, uint32_t seconds,
+				   const char *origin);
 
 	/* Scheduling policies by name: the transport never sees one. */
 	int (*gpu_count)(void *core);

@@ -410,6 +410,39 @@ fail : {
 }
 }
 
+/* Real Xen: the grant broker's end in the previous xgpud went with it; a new
+ * one, watched here, its other end to the executor. Until it arrives the
+ * executor serves on with the grants it has mapped (a new segment waits). The
+ * port that unmap notifications may signal is the one the executor says it
+ * bound: at worst it names another of dom0's ports, which then sees one
+ * spurious event when a map ends. */
+static int renew_broker(struct xgpu_xen_chan *c, uint32_t id, char *err, size_t errlen)
+{
+	const struct xgpu_transport_host *host = c->t->host;
+	int bf[XGPU_XEN_EXPORT_FDS], n = c->gnt_x->ops->export_fds(c->gnt_x, bf);
+	if (n != 2) {
+		if (n > 0)
+			xgpu_close_fds(bf, n);
+		snprintf(err, errlen, "cannot make a new grant broker: %s", strerror(errno));
+		return -1;
+	}
+	close(bf[0]); /* a copy of the gntdev file, which the executor has */
+	c->gnt_x->ops->broker_notify_port(c->gnt_x, c->lport);
+	int bfd = c->gnt_x->ops->broker_fd(c->gnt_x);
+	struct epoll_event bev = {.events = EPOLLIN, .data.ptr = c};
+	if (epoll_ctl(c->t->epfd, EPOLL_CTL_ADD, bfd, &bev) < 0) {
+		snprintf(err, errlen, "cannot watch the channel's grant broker: %s", strerror(errno));
+		close(bf[1]);
+		return -1;
+	}
+	c->broker_fd = bfd;
+	int r = host->hand_broker(host->core, c->dom, id, bf[1]);
+	if (r < 0)
+		snprintf(err, errlen, "cannot hand the executor its new grant broker: %s", strerror(errno));
+	close(bf[1]);
+	return r;
+}
+
 struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
 					     struct xgpud_channel *ch, const struct xgpu_xen_chan_params *p,
 					     void *cookie, char *err, size_t errlen)
@@ -435,13 +468,13 @@ struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struc
 	c->broker_fd = -1;
 	char why[256];
 	int nevt = (int)x->evt_fds;
-	c->evt = xgpu_evtchn_import(x->impl, p->domid, ch->xfds, nevt, why, sizeof why);
+	c->evt = xgpu_evtchn_adopt(x->impl, p->domid, ch->xfds, nevt, why, sizeof why);
 	if (c->evt) {
 		for (int i = 0; i < nevt; i++)
 			ch->xfds[i] = -1;
 		c->lport = (int)x->port;
 		c->gnt_x =
-		    xgpu_gnttab_import(x->impl, p->domid, ch->xfds + nevt, ch->nxfds - nevt, why, sizeof why);
+		    xgpu_gnttab_adopt(x->impl, p->domid, ch->xfds + nevt, ch->nxfds - nevt, why, sizeof why);
 	}
 	if (c->gnt_x) {
 		for (int i = nevt; i < ch->nxfds; i++)
@@ -463,6 +496,8 @@ struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struc
 		snprintf(err, errlen, "channel region refused: %s", why);
 		goto fail;
 	}
+	if (c->gnt_x->ops->broker_fd && renew_broker(c, ch->id, err, errlen) < 0)
+		goto fail;
 	ch->nxfds = 0;
 	ch->region = c->region;
 	ch->region_size = c->region_size;

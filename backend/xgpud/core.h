@@ -45,7 +45,7 @@ struct xgpud_opts {
 	const char *policy;     /* scheduling policy name */
 	const char *hyp_source; /* hypervisor schedule source spec, NULL: default */
 	unsigned tick_ms;
-	const char *socket_path; /* local transport */
+	const char *socket_path;   /* local transport */
 	const char *remote_listen; /* remote transport: ADDR:PORT, or NULL */
 	const char *remote_psk;
 	bool remote_insecure;
@@ -60,15 +60,15 @@ struct xgpud_opts {
 	/* Most bytes a module's compressed fatbin entries inflate to in all
 	 * (fatbin.h), handed to each executor; 0: its default. */
 	uint64_t fatbin_inflate_limit;
-	uint64_t spin_ns;   /* pollers spin this long before sleeping */
+	uint64_t spin_ns; /* pollers spin this long before sleeping */
 	unsigned stall_timeout_s;
 	unsigned max_channels_per_domain;
 	unsigned max_domains_per_uid; /* for users other than root */
 	unsigned max_domains;
-	uint64_t pinned_limit;     /* host segments per domain, bytes */
-	unsigned kernel_timeout_s; /* per domain: longest one device operation may run; 0 = none */
-	unsigned executor_linger_ms; /* an idle executor's life before xgpud stops it */
-	uint32_t executor_uid_base;  /* executors run as base + domain slot; 0: as xgpud */
+	uint64_t pinned_limit;        /* host segments per domain, bytes */
+	unsigned kernel_timeout_s;    /* per domain: longest one device operation may run; 0 = none */
+	unsigned executor_linger_ms;  /* an idle executor's life before xgpud stops it */
+	uint32_t executor_uid_base;   /* executors run as base + domain slot; 0: as xgpud */
 	const char *executor_sandbox; /* "enforce", "log", "off"; NULL: the executor's default */
 };
 
@@ -110,6 +110,7 @@ struct xgpud_channel {
 	struct xgpu_link_xen xen;
 	int xfds[XGPU_LINK_CHAN_FDS];
 	int nxfds;
+	uint64_t adopted_ns; /* when; one no transport took in time is closed */
 	struct xgpud_channel *next;
 };
 
@@ -126,10 +127,10 @@ struct xgpud_handover {
 /* Why an executor ended, as its domain's processes learn it. */
 enum xgpu_exec_end {
 	XGPU_END_NONE = 0,
-	XGPU_END_STOPPED,  /* xgpud stopped it (idle, or stopping itself) */
-	XGPU_END_FAULT,    /* its context failed (it said so) */
-	XGPU_END_TIMEOUT,  /* killed by the kernel timeout */
-	XGPU_END_DIED,     /* exited or was killed otherwise */
+	XGPU_END_STOPPED, /* xgpud stopped it (idle, or stopping itself) */
+	XGPU_END_FAULT,   /* its context failed (it said so) */
+	XGPU_END_TIMEOUT, /* killed by the kernel timeout */
+	XGPU_END_DIED,    /* exited or was killed otherwise */
 };
 
 struct xgpud_executor {
@@ -140,13 +141,13 @@ struct xgpud_executor {
 	int log_fd;  /* the read end of its stderr */
 	int wake_fd, notify_fd;
 	int ctl_fd, status_fd;
-	struct xgpu_exec_ctl *ctl;          /* ours to write */
-	const struct xgpu_exec_status *st;  /* its to write: hostile */
-	bool child;         /* ours to reap (not adopted) */
-	bool ready;         /* it said READY */
-	bool stopping;      /* asked to stop; takes no new channel */
-	uint64_t stop_at_ns; /* when to kill it if it has not exited */
-	uint64_t idle_since_ns; /* no channels since then (0: it has some) */
+	struct xgpu_exec_ctl *ctl;         /* ours to write */
+	const struct xgpu_exec_status *st; /* its to write: hostile */
+	bool child;                        /* ours to reap (not adopted) */
+	bool ready;                        /* it said READY */
+	bool stopping;                     /* asked to stop; takes no new channel */
+	uint64_t stop_at_ns;               /* when to kill it if it has not exited */
+	uint64_t idle_since_ns;            /* no channels since then (0: it has some) */
 	enum xgpu_exec_end end;
 	int end_code; /* the cudaError_t its processes get */
 	char end_why[192];
@@ -178,16 +179,16 @@ struct xgpud_domain {
 	uid_t owner_uid;
 	struct xgpu_gpu *gpu;
 	_Atomic uint64_t mem_limit;
-	bool mem_default; /* mem_limit is the daemon's default */
-	uint64_t allowed_gpus; /* bit i: may be bound to GPU i */
-	const struct xgpu_gpuspec *spec; /* its --config entry, or NULL */
+	bool mem_default;                  /* mem_limit is the daemon's default */
+	uint64_t allowed_gpus;             /* bit i: may be bound to GPU i */
+	const struct xgpu_gpuspec *spec;   /* its --config entry, or NULL */
 	_Atomic uint32_t kernel_timeout_s; /* 0: none */
 
 	/* The executor serving it, if any (main thread; domains_lock to
 	 * change, so that control threads may read it). */
 	struct xgpud_executor *ex;
 	struct xgpud_channel *channels; /* served by ex (main thread) */
-	pid_t adopt_pid; /* restored: the executor it had, to be adopted (0: none) */
+	pid_t adopt_pid;                /* restored: the executor it had, to be adopted (0: none) */
 	_Atomic uint32_t nchannels;
 
 	struct xgpu_sched_dom sd; /* credit, SLO, slot accounting; attached while ex runs */
@@ -204,7 +205,7 @@ struct xgpud_domain {
 /* ---- the daemon -------------------------------------------------------- */
 struct xgpud {
 	struct xgpud_opts o;
-	struct xgpu_driver drv; /* to describe the GPUs only: xgpud makes no context */
+	struct xgpu_driver drv;    /* to describe the GPUs only: xgpud makes no context */
 	const char *executor_name; /* "cuda" or "sim" */
 	const char *driver_path;   /* what executors load */
 	char executor_path[512];

@@ -240,13 +240,14 @@ int xgpud_adopt(struct xgpud *d)
 
 /* ---- the up-calls the transports make (transport/host.h) -------------------- */
 
-static struct xgpud_domain *host_join_domain(void *core, const char *name, uid_t uid, char *err, size_t errlen)
+static struct xgpud_domain *host_join_domain(void *core, const char *name, uid_t uid, char *err,
+					     size_t errlen)
 {
 	return xgpu_domain_get(core, name, uid, err, errlen);
 }
 
 static struct xgpud_domain *host_adopt_xen_domain(void *core, uint32_t domid, const char *name,
-						 const struct xgpu_gpuspec *spec, char *err, size_t errlen)
+						  const struct xgpu_gpuspec *spec, char *err, size_t errlen)
 {
 	return xgpu_domain_get_xen(core, domid, name, spec, err, errlen);
 }
@@ -310,6 +311,12 @@ static void host_close_untaken(void *core, struct xgpud_domain *dom, const char 
 	xgpu_executors_close_untaken(dom, why);
 }
 
+static int host_hand_broker(void *core, struct xgpud_domain *dom, uint32_t chan_id, int fd)
+{
+	(void)core;
+	return xgpu_executors_hand_broker(dom, chan_id, fd);
+}
+
 static void host_control_request(void *core, int conn, uid_t uid)
 {
 	xgpu_control_spawn(core, conn, uid);
@@ -348,7 +355,8 @@ static void host_set_mem_limit(void *core, struct xgpud_domain *dom, bool to_def
 	xlog_info("domain %s: memory limit %s -> %s (%s)", dom->name, a, b, origin);
 }
 
-static void host_set_kernel_timeout(void *core, struct xgpud_domain *dom, uint32_t seconds, const char *origin)
+static void host_set_kernel_timeout(void *core, struct xgpud_domain *dom, uint32_t seconds,
+				    const char *origin)
 {
 	(void)core;
 	uint32_t old = atomic_exchange(&dom->kernel_timeout_s, seconds);
@@ -402,6 +410,7 @@ void xgpud_transport_host(struct xgpud *d, struct xgpu_transport_host *host)
 	    .close_channel = host_close_channel,
 	    .take_xen_channel = host_take_xen_channel,
 	    .close_untaken = host_close_untaken,
+	    .hand_broker = host_hand_broker,
 	    .control_request = host_control_request,
 	    .set_share = host_set_share,
 	    .set_mem_limit = host_set_mem_limit,

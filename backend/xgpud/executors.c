@@ -55,7 +55,8 @@ extern char **environ;
 
 #define STOP_GRACE_NS 1000000000ull /* a stopped executor's time to exit before SIGKILL */
 #define ADOPT_TIMEOUT_MS 3000
-#define EXEC_LOG_BURST 200 /* an executor's lines per 10 s in xgpud's log */
+#define DEFAULT_TAKE_MS 30000 /* an adopted Xen channel's wait for its device (XGPU_ADOPT_TAKE_MS) */
+#define EXEC_LOG_BURST 200    /* an executor's lines per 10 s in xgpud's log */
 
 /* What an event of the executors' epoll is about: the executor's address
  * with the kind in its low bits. */
@@ -67,6 +68,9 @@ struct xgpud_executors {
 	/* Executors whose domain moved on (a new one serves it, or the domain
 	 * left) and that have not exited yet. */
 	struct xgpud_executor *leaving;
+	/* How long an adopted Xen channel waits for its device to come back
+	 * (the Xen transport to take it) before it is closed. */
+	uint64_t take_ns;
 };
 
 static struct xgpud_executors *S(struct xgpud *d)
@@ -117,6 +121,11 @@ int xgpu_executors_init(struct xgpud *d, char *err, size_t errlen)
 		free(s);
 		return -1;
 	}
+	/* XGPU_ADOPT_TAKE_MS lets tests wait less than a slow xenstore may. */
+	const char *ms = getenv("XGPU_ADOPT_TAKE_MS");
+	long v;
+	s->take_ns = (ms && *ms && xgpu_parse_long(ms, 1, 3600000, &v) == 0 ? (uint64_t)v : DEFAULT_TAKE_MS) *
+		     1000000ull;
 	d->executors = s;
 	return 0;
 }
@@ -183,7 +192,8 @@ static void drop_channel(struct xgpud_domain *dom, uint32_t id, const char *why)
 		if (ch->id != id)
 			continue;
 		*pp = ch->next;
-		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid, why);
+		dlog_info(dom, "domain %s: channel %u (pid %d) closed (%s)", dom->name, id, (int)ch->pid,
+			  why);
 		end_channel(ch, false);
 		atomic_fetch_sub(&dom->nchannels, 1);
 		publish_pids(dom);
@@ -823,6 +833,26 @@ void xgpu_executors_forget(struct xgpud_domain *dom)
 
 /* ---- the tick -------------------------------------------------------------------- */
 
+/* Adopted Xen channels whose device did not come back (the domain's backend
+ * directory went while no xgpud ran, or the device was refused): no
+ * transport will ever take them, and their guest is served unscheduled
+ * until they are closed. */
+static void close_stale_untaken(struct xgpud *d, struct xgpud_domain *dom, uint64_t now)
+{
+	for (struct xgpud_channel *ch = dom->channels; ch; ch = ch->next) {
+		if (!ch->nxfds || ch->ended || !ch->adopted_ns || now - ch->adopted_ns < S(d)->take_ns)
+			continue;
+		xlog_warn(
+		    "domain %s: channel %u (vgpu channel %u) of the adopted executor: its device did not "
+		    "come back within %.1f s of xgpud's restart; closing it",
+		    dom->name, ch->id, ch->xen.n, (double)S(d)->take_ns / 1e9);
+		xgpu_close_fds(ch->xfds, ch->nxfds);
+		ch->nxfds = 0;
+		xgpu_executors_close_channel(dom, ch->id,
+					     "its device did not come back after xgpud restarted");
+	}
+}
+
 /* The kernel timeout: an operation unfinished for longer than the domain's
  * limit ends its executor, and with it the kernel (NVIDIA's driver ends a
  * context's work with its process, never from another thread). */
@@ -868,6 +898,7 @@ void xgpu_executors_tick(struct xgpud *d, uint64_t now)
 			continue;
 		}
 		check_timeout(dom, now);
+		close_stale_untaken(d, dom, now);
 		if (!dom->channels && ex->idle_since_ns && !atomic_load(&d->stopping) &&
 		    now - ex->idle_since_ns >= (uint64_t)d->o.executor_linger_ms * 1000000ull)
 			stop_ex(ex, "idle");
@@ -1018,13 +1049,15 @@ void xgpu_executor_stats(const struct xgpud_domain *dom, struct xgpu_dom_stats *
 /* A Xen channel: only its handles' copies and what the executor says of it,
  * all checked again by the Xen transport against xenstore when it takes the
  * channel (take_xen_channel); until then the channel is the domain's but no
- * transport's. The stub's handles alone can be handed on: on real Xen the
- * grant broker's other end went with the previous xgpud. */
-static struct xgpud_channel *adopt_xen_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m, int *fds,
-					       int nfds)
+ * transport's, and it is closed if none takes it in time (the tick). On
+ * real Xen the grant broker's xgpud end went with the previous xgpud: the
+ * transport makes a new one and hands its other end over (hand_broker). */
+static struct xgpud_channel *adopt_xen_channel(struct xgpud_domain *dom, const struct xgpu_link_msg *m,
+					       int *fds, int nfds)
 {
 	const struct xgpu_link_xen *x = &m->u.channel.xen;
-	if (!dom->xen || x->domid != dom->domid || x->impl != XGPU_XEN_IMPL_STUB || xgpu_xen_impl() != x->impl ||
+	if (!dom->xen || x->domid != dom->domid ||
+	    (x->impl != XGPU_XEN_IMPL_STUB && x->impl != XGPU_XEN_IMPL_REAL) || xgpu_xen_impl() != x->impl ||
 	    x->evt_fds < 1 || (int)x->evt_fds >= nfds || nfds > XGPU_LINK_CHAN_FDS || x->ring_pages == 0 ||
 	    x->ring_pages > XGPU_XEN_MAX_REGION_PAGES || x->n >= XGPU_XEN_MAX_CHANNELS)
 		return NULL;
@@ -1034,7 +1067,12 @@ static struct xgpud_channel *adopt_xen_channel(struct xgpud_domain *dom, const s
 	struct xgpud_channel *ch = calloc(1, sizeof *ch);
 	if (!ch)
 		return NULL;
-	*ch = (struct xgpud_channel){.id = m->chan_id, .task = x->task, .sock = -1, .xen = *x, .nxfds = nfds};
+	*ch = (struct xgpud_channel){.id = m->chan_id,
+				     .task = x->task,
+				     .sock = -1,
+				     .xen = *x,
+				     .nxfds = nfds,
+				     .adopted_ns = xgpu_now_ns()};
 	for (int i = 0; i < nfds; i++) {
 		ch->xfds[i] = fds[i];
 		fds[i] = -1;
@@ -1267,4 +1305,15 @@ void xgpu_executors_close_untaken(struct xgpud_domain *dom, const char *why)
 			ch->nxfds = 0;
 			xgpu_executors_close_channel(dom, ch->id, why);
 		}
+}
+
+int xgpu_executors_hand_broker(struct xgpud_domain *dom, uint32_t id, int fd)
+{
+	struct xgpud_executor *ex = dom->ex;
+	struct xgpu_link_msg m = {.chan_id = id};
+	if (!ex || ex->link_fd < 0) {
+		errno = ESRCH;
+		return -1;
+	}
+	return xgpu_link_send(ex->link_fd, XGPU_LINK_BROKER, &m, &fd, 1);
 }

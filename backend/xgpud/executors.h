@@ -35,6 +35,9 @@ void xgpu_executors_close_channel(struct xgpud_domain *dom, uint32_t id, const c
 struct xgpud_channel *xgpu_executors_take_xen_channel(struct xgpud_domain *dom, uint32_t n);
 /* Asks dom's executor to close the adopted Xen channels no transport took. */
 void xgpu_executors_close_untaken(struct xgpud_domain *dom, const char *why);
+/* Gives dom's executor fd, its end of a new grant broker for adopted Xen
+ * channel id (XGPU_LINK_BROKER); fd stays the caller's. -1 with errno. */
+int xgpu_executors_hand_broker(struct xgpud_domain *dom, uint32_t id, int fd);
 /* A domain's memory limit, now and for its executor. */
 void xgpu_executors_set_mem_limit(struct xgpud_domain *dom, uint64_t bytes);
 /* Ends dom's executor at once (SIGKILL): end says why, for its processes. */

@@ -23,7 +23,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+/* How long a channel whose backend went waits for xgpud to write why. */
+#define END_GRACE_NS 2000000000ull
 
 struct xgpu_client {
 	pthread_mutex_t lock;
@@ -396,6 +400,14 @@ static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
 				return 0;
 			const struct xgpu_shm_header *hdr = c->ch.region;
 			int end = atomic_load(&hdr->backend_end);
+			/* Under Xen the executor's death clears be_alive in the
+			 * kernel at once, before xgpud has reaped it and written
+			 * why: give xgpud a moment (only on this dying path). */
+			for (uint64_t t0 = xgpu_now_ns(); end == 0 && xgpu_now_ns() - t0 < END_GRACE_NS;) {
+				struct timespec ts = {0, 10000000};
+				nanosleep(&ts, NULL);
+				end = atomic_load(&hdr->backend_end);
+			}
 			return end > 0 && end < 10000 ? end : cudaErrorDevicesUnavailable;
 		}
 	}

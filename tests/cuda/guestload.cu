@@ -24,10 +24,15 @@
 //                               or traps
 //   guestload calls SECONDS     small calls every 20 ms for SECONDS, reporting
 //                               the first error and when it came
-//   guestload hold MB SECONDS   holds MB MiB of device memory and copies a
+//   guestload hold MB SECONDS [pinned]  holds MB MiB of device memory and copies a
 //                               pattern into each MiB of it and back, checking
 //                               every byte, round after round for SECONDS;
-//                               reports rounds, the first error and mismatches
+//                               reports rounds, the first error and mismatches;
+//                               with "pinned", each round also copies one MiB
+//                               into a page-locked buffer it allocates and
+//                               frees (a new host segment for the backend to
+//                               map, every round); SIGTERM ends it early, as
+//                               its time would
 //   guestload idle SECONDS      makes its context, then sleeps SECONDS
 // runaway and fault report the error of the synchronization and of later calls
 // (CUDA's sticky context errors), and exit 0 when both are the expected ones.
@@ -38,6 +43,7 @@
 // experiment's EXP_CPU_SCHED=xen. Its nice level is kept.
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -135,11 +141,18 @@ static bool set_cpu_slice()
 	return true;
 }
 
+static volatile sig_atomic_t stop_asked;
+static void ask_stop(int)
+{
+	stop_asked = 1;
+}
+
 static int usage()
 {
-	fprintf(stderr, "usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS |\n"
-			"       latency PERIOD_MS US SECONDS | runaway |\n"
-			"       fault illegal|trap | calls SECONDS | hold MB SECONDS | idle SECONDS\n");
+	fprintf(stderr,
+		"usage: guestload spin MS SECONDS [BATCH] | coupled CPU_MS MS BATCH SECONDS |\n"
+		"       latency PERIOD_MS US SECONDS | runaway |\n"
+		"       fault illegal|trap | calls SECONDS | hold MB SECONDS [pinned] | idle SECONDS\n");
 	return 2;
 }
 
@@ -305,25 +318,42 @@ int main(int argc, char **argv)
 		printf("RESULT workload=guestload mode=idle error=%s\n", cudaGetErrorName(err));
 		return err == cudaSuccess ? 0 : 1;
 	}
-	if (!strcmp(argv[1], "hold") && argc == 4) {
+	if (!strcmp(argv[1], "hold") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "pinned")))) {
 		size_t mb = strtoull(argv[2], nullptr, 10), chunk = 1u << 20;
 		double secs = atof(argv[3]), t0 = now_s();
+		bool pinned = argc == 5;
 		if (mb < 1 || secs <= 0)
 			return usage();
+		signal(SIGTERM, ask_stop);
 		unsigned char *dev = nullptr;
 		std::vector<unsigned char> out(chunk), in(chunk);
 		unsigned long long rounds = 0, copies = 0, bad = 0;
 		err = cudaMalloc(&dev, mb * chunk);
-		while (err == cudaSuccess && now_s() - t0 < secs) {
+		while (err == cudaSuccess && now_s() - t0 < secs && !stop_asked) {
 			for (size_t i = 0; i < mb && err == cudaSuccess; i++) {
 				for (size_t k = 0; k < chunk; k += 4096)
 					out[k] = (unsigned char)(rounds * 131 + i * 7 + k / 4096);
 				err = cudaMemcpy(dev + i * chunk, out.data(), chunk, cudaMemcpyHostToDevice);
 				if (err == cudaSuccess)
-					err = cudaMemcpy(in.data(), dev + i * chunk, chunk, cudaMemcpyDeviceToHost);
+					err = cudaMemcpy(in.data(), dev + i * chunk, chunk,
+							 cudaMemcpyDeviceToHost);
 				if (err == cudaSuccess && memcmp(in.data(), out.data(), chunk))
 					bad++;
 				copies += 2;
+			}
+			unsigned char *locked = nullptr;
+			if (pinned && err == cudaSuccess)
+				err = cudaMallocHost(&locked, chunk);
+			if (pinned && err == cudaSuccess) {
+				// The last MiB written this round is still out.
+				err =
+				    cudaMemcpy(locked, dev + (mb - 1) * chunk, chunk, cudaMemcpyDeviceToHost);
+				if (err == cudaSuccess && memcmp(locked, out.data(), chunk))
+					bad++;
+				copies++;
+				cudaError_t f = cudaFreeHost(locked);
+				if (err == cudaSuccess)
+					err = f;
 			}
 			rounds++;
 		}

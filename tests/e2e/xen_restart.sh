@@ -10,7 +10,8 @@
 # every copy, xl-gpu stats shows the same executor_pid, the channel's
 # backend directory stays, and a new program in the domain joins
 # the adopted executor. When the program ends, its channel is swept as
-# usual.
+# usual. A channel whose device was detached while no xgpud ran is closed
+# once the next xgpud has waited XGPU_ADOPT_TAKE_MS for it.
 # xgpu-test-timeout: 120
 . "$(dirname "$0")/lib.bash"
 
@@ -61,7 +62,7 @@ be_chans() {
 	XGPU_XEN_DOMID=0 "$LIAR" ls "$BE/1/0/channel" 2>/dev/null | grep -v '^absent$' || true
 }
 
-in_dom1 "$prog" hold 64 16 >"$T/holder.out" 2>&1 &
+in_dom1 "$prog" hold 64 16 pinned >"$T/holder.out" 2>&1 &
 holder=$!
 wait_for 30 dom1_gt mem_bytes 67000000 || {
 	cat "$T/holder.out" >&2
@@ -127,6 +128,38 @@ no_channels() {
 	[ -z "$(XGPU_XEN_DOMID=0 "$LIAR" ls "$BE/1/0/channel" 2>/dev/null | grep -v '^absent$')" ]
 }
 wait_for 10 no_channels || fail "the holder's channel was not swept after it ended"
+
+# A device that does not come back: while no xgpud ran, a toolstack's
+# stray write made its backend keys wrong, so the next xgpud refuses the
+# device and no transport takes the adopted executor's channel again. It
+# is closed after a bounded wait (XGPU_ADOPT_TAKE_MS, 30 s by default),
+# with a log line, and the guest's program ends rather than being served
+# unscheduled for ever.
+in_dom1 "$prog" hold 16 60 >"$T/stray.out" 2>&1 &
+stray=$!
+wait_for 30 dom1_gt mem_bytes 16000000 || {
+	cat "$T/stray.out" >&2
+	fail "the second holder never held its 16 MiB"
+}
+exec_pid=$(dom1 executor_pid)
+sleep 2.5
+kill -9 "$XGPUD_PID"
+wait "$XGPUD_PID" 2>/dev/null || true
+XGPUD_PID=
+XGPU_XEN_DOMID=0 "$LIAR" write "$BE/1/0/frontend-id" 7 || fail "cannot write frontend-id"
+XGPUD_LOG=$T/xgpud-3.log
+XGPU_ADOPT_TAKE_MS=1500 start_xgpud --transport xen
+t0=$SECONDS
+grep -q "adopted executor pid $exec_pid, serving 1 process" "$XGPUD_LOG" ||
+	fail "the third xgpud did not adopt pid $exec_pid"
+wait_for 10 grep -q "its device did not come back within 1.5 s of xgpud's restart; closing it" "$XGPUD_LOG" ||
+	fail "the channel whose device was refused was not closed"
+zero_channels() { [ "$(dom1 channels)" = 0 ]; }
+wait_for 10 zero_channels || fail "domain 1 still has $(dom1 channels) channels"
+note "untaken channel closed $((SECONDS - t0)) s after the restart (limit 1.5 s)"
+wait_for 10 eval '! kill -0 $stray 2>/dev/null' || fail "the guest program of the closed channel still runs"
+wait "$stray" && fail "the guest program of the closed channel ended without an error"
+note "its program: $(grep -h -e RESULT -e rror "$T/stray.out" | head -n 2 | tr '\n' ' ')"
 stop_xgpud
 kill -0 "$STUB_PID" 2>/dev/null || fail "xgpu-xenstub died"
 check_clean "$STUB_LOG" xgpu-xenstub

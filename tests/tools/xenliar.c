@@ -463,6 +463,21 @@ static int list(const char *path)
 	return 0;
 }
 
+/* For tests: a toolstack's stray write (path = value). */
+static int write_key(const char *path, const char *value)
+{
+	char err[256];
+	struct xgpu_xs *xs = xgpu_xs_open(err, sizeof err);
+	if (!xs)
+		die("%s", err);
+	int r = xs->ops->write(xs, 0, path, value, (unsigned)strlen(value));
+	int e = errno;
+	xs->ops->close(xs);
+	if (r < 0)
+		die("%s: %s", path, strerror(e));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -470,11 +485,15 @@ int main(int argc, char **argv)
 	long v;
 	if (t && xgpu_parse_long(t, 1, 600000, &v) == 0)
 		timeout_ms = (int)v;
-	if (argc != 2 && !(argc == 3 && !strcmp(argv[1], "ls"))) {
+	if (argc != 2 && !(argc == 3 && !strcmp(argv[1], "ls")) &&
+	    !(argc == 4 && !strcmp(argv[1], "write"))) {
 		fprintf(stderr, "usage: xenliar bad-ref-count|huge-ref-count|foreign-port|out-of-order|"
-				"rewrite-ring-ref|vanish|bad-protocol\n       xenliar ls PATH\n");
+				"rewrite-ring-ref|vanish|bad-protocol\n       xenliar ls PATH\n"
+				"       xenliar write PATH VALUE\n");
 		return 2;
 	}
+	if (argc == 4)
+		return write_key(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "ls"))
 		return list(argv[2]);
 	const char *m = argv[1];

@@ -19,10 +19,27 @@
 #      apply live through xenstore; under xc the xen schedule source shows
 #      the hypervisor's CPU weight of the domain and follows `xl sched-credit2
 #      -w`; xl-gpu detach is acknowledged and removes both directories;
-#   7. xgpud is killed (SIGKILL); a new one adopts the honest domU's device
-#      again and the domU's next vectorAdd verifies;
-#   8. xgpud stops cleanly on SIGTERM; no sanitizer report anywhere.
+#   7. faults stay in their domain: the liar domU turns faulty guest (a
+#      kernel writing to an illegal address, then a program whose executor
+#      dom0 kills with kill -9, then its next program) while the honest
+#      domU's vectorAdd runs three times: each verifies; the faulty programs
+#      get their sticky errors and the next one works on a new executor;
+#   8. xgpud is killed (SIGKILL) while the honest domU's guestload holds
+#      256 MiB and copies it round after round (and a page-locked MiB, a new
+#      grant mapping through the executor's grant broker every round); a
+#      new xgpud adopts the same executor (its memory, its channel, a new
+#      grant broker) and the device; the program runs on and sees no error,
+#      and the domU's next vectorAdd verifies;
+#   9. xgpud stops cleanly on SIGTERM; no sanitizer report anywhere.
 export XGPU_SOCKET=/run/xgpud.sock
+# Every wait is an upper bound, W times what a quiet host needs: QEMU's
+# software CPU on a loaded host runs several times slower.
+W=${XGPU_XEN_WAIT_FACTOR:-4}
+# XEN_STAGE=isolation runs only the fault and control-plane restart rounds
+# (with xgpud's start, the domUs, the detach and the stop): what a loaded
+# host can run in the time it has.
+FULL=yes
+[ "${XEN_STAGE:-}" = isolation ] && FULL=no
 XLOG=/tmp/xgpud.log
 GPU_LINE='gpu = [ "gpus=0, credit=512" ]'
 echo "== xgpu stage at $(up)s"
@@ -54,6 +71,10 @@ create() {
 	fi
 	echo "$out" | grep -v -e '^Parsing config' -e '^$' | tail -n 5
 	eval "ID_$1=\$(xl domid $1 2>/dev/null)"
+	# Stage isolation: the domU skips its rounds before the fault round.
+	if [ "$FULL" = no ]; then
+		xenstore-write "/local/domain/$(xl domid "$1")/data/xgpu-test-from" "$([ "$1" = honest ] && echo 4 || echo 3)"
+	fi
 }
 
 # go NAME: lets the domU's script go on past its next wait.
@@ -76,13 +97,13 @@ fi
 start_xgpud() {
 	xgpud --transport xen --executor sim --foreground --log-level info >"$1" 2>&1 &
 	XPID=$!
-	xtb_until_answers "$XPID" 30 xl-gpu list
+	xtb_until_answers "$XPID" $((30 * W)) xl-gpu list
 }
 if start_xgpud "$XLOG"; then
 	ok xgpud-up
 	echo "xgpud up at $(up)s"
 else
-	bad xgpud-up "xgpud --transport xen is not up (exited, or no answer to xl-gpu list in 30 s): $(tail -n 5 $XLOG)"
+	bad xgpud-up "xgpud --transport xen is not up (exited, or no answer to xl-gpu list in $((30 * W)) s): $(tail -n 5 $XLOG)"
 fi
 
 ID_honest='' ID_liar=''
@@ -97,11 +118,13 @@ if xgpud_alive; then
 fi
 
 if [ -n "$ID_honest" ]; then
-	xtb_domu_wait_log honest 'HONEST: waiting' 120 || bad honest-boot "the honest domU did not come up in 120 s"
-	[ -z "$ID_liar" ] || xtb_domu_wait_log liar 'LIAR: waiting' 120 || bad liar-boot "the lying domU did not come up in 120 s"
+	xtb_domu_wait_log honest 'HONEST: waiting' $((120 * W)) || bad honest-boot "the honest domU did not come up in $((120 * W)) s"
+	[ -z "$ID_liar" ] || xtb_domu_wait_log liar 'LIAR: waiting' $((120 * W)) || bad liar-boot "the lying domU did not come up in $((120 * W)) s"
 	echo "domUs up at $(up)s"
-	go honest 1
-	if xtb_domu_wait_log honest 'HONEST: round 1 done' 150; then
+	[ "$FULL" = yes ] && go honest 1
+	if [ "$FULL" = no ]; then
+		echo "(stage isolation: straight to the fault round)"
+	elif xtb_domu_wait_log honest 'HONEST: round 1 done' $((150 * W)); then
 		echo "honest round 1 done at $(up)s"
 		if grep -q 'HONEST-1: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
 			ok honest-vectoradd
@@ -123,7 +146,7 @@ if [ -n "$ID_honest" ]; then
 			bad stats-calls "xl-gpu stats --json shows no calls for domid $ID_honest: $(xl-gpu stats --json 2>&1 | head -c 600)"
 		fi
 	else
-		bad honest-vectoradd "the honest domU (domid $ID_honest) did not finish its first run in 150 s"
+		bad honest-vectoradd "the honest domU (domid $ID_honest) did not finish its first run in $((150 * W)) s"
 	fi
 fi
 
@@ -145,7 +168,7 @@ sched_weight() { { xl sched-credit2 -d "$1" 2>/dev/null || xl sched-credit -d "$
 # Policy through xenstore, applied live: xc coordinates with the CPU
 # scheduler through the xen schedule source (xgpud's default on real Xen),
 # which reads weights from the hypervisor with libxenctrl while there is work.
-if [ -n "$ID_honest" ] && xgpud_alive; then
+if [ "$FULL" = yes ] && [ -n "$ID_honest" ] && xgpud_alive; then
 	xl-gpu policy xc >/dev/null 2>&1
 	i=0
 	while [ "$(xl-gpu stats --json 2>/dev/null | jq -r .policy)" != xc ] && [ "$i" -lt 25 ]; do
@@ -173,9 +196,9 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 	fi
 fi
 
-if [ -n "$ID_liar" ]; then
+if [ "$FULL" = yes ] && [ -n "$ID_liar" ]; then
 	go liar 1
-	if xtb_domu_wait_log liar 'LIAR: pass 1 done' 150; then
+	if xtb_domu_wait_log liar 'LIAR: pass 1 done' $((150 * W)); then
 		echo "liar pass 1 done at $(up)s"
 		if grep -q 'LIAR1-FAIL' "$(xtb_domu_log liar)"; then
 			bad liar-refused "xgpud did not refuse: $(grep 'LIAR1-FAIL' "$(xtb_domu_log liar)" | tr '\n' ' ')"
@@ -183,7 +206,7 @@ if [ -n "$ID_liar" ]; then
 			ok liar-refused
 		fi
 	else
-		bad liar-refused "the lying domU did not finish its first pass in 150 s"
+		bad liar-refused "the lying domU did not finish its first pass in $((150 * W)) s"
 	fi
 	if xgpud_alive; then
 		ok xgpud-survives-liar
@@ -192,9 +215,9 @@ if [ -n "$ID_liar" ]; then
 	fi
 fi
 
-if [ -n "$ID_honest" ] && xgpud_alive; then
+if [ "$FULL" = yes ] && [ -n "$ID_honest" ] && xgpud_alive; then
 	go honest 2
-	if xtb_domu_wait_log honest 'HONEST: round 2 done' 120; then
+	if xtb_domu_wait_log honest 'HONEST: round 2 done' $((120 * W)); then
 		echo "honest round 2 done at $(up)s"
 		if grep -q 'HONEST-2: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
 			ok honest-after-liar
@@ -202,13 +225,13 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 			bad honest-after-liar "the honest domU's run after the liar did not verify"
 		fi
 	else
-		bad honest-after-liar "the honest domU did not finish its second run in 120 s"
+		bad honest-after-liar "the honest domU did not finish its second run in $((120 * W)) s"
 	fi
 fi
 # Round 2 ran under xc: the schedule source has read the domain's CPU weight
 # from the hypervisor. Change it with xl; round 3 must see the new one.
 W0=''
-if [ -n "$ID_honest" ] && xgpud_alive; then
+if [ "$FULL" = yes ] && [ -n "$ID_honest" ] && xgpud_alive; then
 	W0=$(sched_weight honest)
 	w=$(stat "$ID_honest" cpu_weight)
 	if [ -n "$W0" ] && [ "$w" = "$W0" ]; then
@@ -222,7 +245,7 @@ fi
 
 # Both at once: the liar's second pass while the honest guest runs three
 # programs; each must still compute the right result.
-if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
+if [ "$FULL" = yes ] && [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	go liar 2
 	go honest 3
 	# The source follows a domain's weight while the domain is scheduled,
@@ -230,7 +253,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	# them): round 3 is when xgpud reads the new one.
 	weight_seen=no
 	[ -n "$W0" ] && until_stat "$ID_honest" cpu_weight 512 60 && weight_seen=yes
-	xtb_domu_wait_log honest 'HONEST: round 3 done' 150 || bad honest-during-liar "the honest domU did not finish round 3 in 150 s"
+	xtb_domu_wait_log honest 'HONEST: round 3 done' $((150 * W)) || bad honest-during-liar "the honest domU did not finish round 3 in $((150 * W)) s"
 	echo "honest round 3 done at $(up)s"
 	n=$(grep -c 'HONEST-3[abc]: RESULT .*verified=yes' "$(xtb_domu_log honest)")
 	if [ "$n" = 3 ]; then
@@ -243,7 +266,7 @@ if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
 	else
 		bad honest-during-liar "$((3 - n)) of 3 vectorAdd runs did not verify while the liar lied: $(grep -e 'HONEST-3.: RESULT' -e 'HONEST-3.: Result' "$(xtb_domu_log honest)" | tr '\n' ' ')"
 	fi
-	xtb_domu_wait_log liar 'LIAR: pass 2 done' 150 || bad liar-pass2 "the lying domU did not finish its second pass in 150 s"
+	xtb_domu_wait_log liar 'LIAR: pass 2 done' $((150 * W)) || bad liar-pass2 "the lying domU did not finish its second pass in $((150 * W)) s"
 	echo "liar pass 2 done at $(up)s"
 	if xgpud_alive; then
 		ok xgpud-survives-concurrent-liar
@@ -259,25 +282,163 @@ if [ -n "$W0" ]; then
 		bad hyp-xen-weight "cpu_weight $(stat "$ID_honest" cpu_weight) while round 3 ran, after xl set the weight to 512"
 	fi
 fi
-# Daemon restart: xgpud is killed outright while the honest domU keeps its
-# device; a new xgpud adopts the device again from xenstore and serves the
-# domU's next program.
+# Fault isolation: the liar domU is the faulty guest now. Its programs
+# fault, and one has its executor killed from here, while the honest domU's
+# vectorAdd runs three times.
+# cmdline PID: the process's command line.
+cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+if [ -n "$ID_honest" ] && [ -n "$ID_liar" ] && xgpud_alive; then
+	LLOG=$(xtb_domu_log liar)
+	go liar 3
+	go honest 4
+	killed=''
+	if xtb_domu_wait_log liar 'LIAR: calls start' $((120 * W)); then
+		# The faulted executor is gone and the calls program has one of its own
+		# once the pid reads the same across a second of rising calls.
+		sleep 3
+		i=0
+		while :; do
+			p=$(stat "$ID_liar" executor_pid)
+			c1=$(stat "$ID_liar" calls)
+			sleep 1
+			c2=$(stat "$ID_liar" calls)
+			[ -n "$p" ] && [ "$p" -gt 0 ] && [ "$(stat "$ID_liar" executor_pid)" = "$p" ] &&
+				[ "${c2:-0}" -gt "${c1:-0}" ] && break
+			i=$((i + 1))
+			[ "$i" -gt $((20 * W)) ] && break
+		done
+		case "$(cmdline "$p")" in
+		*xgpu-executor*"--domain liar"*)
+			kill -KILL "$p"
+			killed=$p
+			echo "liar's executor pid $p ($(cmdline "$p" | cut -c1-60)...) killed at $(up)s, calls $c1 -> $c2"
+			;;
+		*) bad executor-kill "the liar's executor_pid '$p' is not an xgpu-executor --domain liar: '$(cmdline "$p")'" ;;
+		esac
+	else
+		bad executor-kill "the faulty domU did not start its calls program in $((120 * W)) s"
+	fi
+	newpid=''
+	if [ -n "$killed" ] && xtb_domu_wait_log liar 'LIAR: next start' $((60 * W)); then
+		i=0
+		while [ "$i" -lt $((150 * W)) ]; do
+			np=$(stat "$ID_liar" executor_pid)
+			if [ -n "$np" ] && [ "$np" -gt 0 ] && [ "$np" != "$killed" ]; then
+				newpid=$np
+				break
+			fi
+			i=$((i + 1))
+			sleep 0.2
+		done
+	fi
+	xtb_domu_wait_log liar 'LIAR: pass 3 done' $((90 * W)) || bad faulty-next "the faulty domU did not finish pass 3 in $((90 * W)) s"
+	echo "faulty pass 3 done at $(up)s"
+	grep -a -e 'LIAR-[A-Z]*: RESULT' -e 'LIAR-[A-Z]*: status' "$LLOG"
+	if grep -q 'LIAR-FAULT: RESULT .*sync=cudaErrorIllegalAddress .*ok=yes' "$LLOG"; then
+		ok fault-sticky-error
+	else
+		bad fault-sticky-error "the faulting program did not get cudaErrorIllegalAddress, sticky: $(grep 'LIAR-FAULT: RESULT' "$LLOG")"
+	fi
+	if [ -n "$killed" ] && grep -q 'LIAR-CALLS: RESULT .*error=cudaErrorLaunchFailure' "$LLOG"; then
+		ok executor-kill
+	elif [ -n "$killed" ]; then
+		bad executor-kill "the program whose executor was killed did not get cudaErrorLaunchFailure: $(grep 'LIAR-CALLS: RESULT' "$LLOG")"
+	fi
+	if [ -n "$newpid" ] && grep -q 'LIAR-NEXT: RESULT .*verified=yes' "$LLOG"; then
+		ok faulty-next-new-executor
+		echo "faulty domU's next program: executor pid $newpid (the killed one was $killed)"
+	else
+		bad faulty-next-new-executor "the faulty domU's next program: executor '${newpid:-none seen}' after $killed, $(grep 'LIAR-NEXT: RESULT' "$LLOG")"
+	fi
+	xtb_domu_wait_log honest 'HONEST: round 4 done' $((150 * W)) || bad honest-during-faults "the honest domU did not finish round 4 in $((150 * W)) s"
+	echo "honest round 4 done at $(up)s"
+	n=$(grep -c 'HONEST-4[abc]: RESULT .*verified=yes' "$(xtb_domu_log honest)")
+	if [ "$n" = 3 ] && ! grep -q 'HONEST-4[abc]: status [1-9]' "$(xtb_domu_log honest)"; then
+		ok honest-during-faults
+	else
+		bad honest-during-faults "$((3 - n)) of 3 vectorAdd runs did not verify beside the faulty domU: $(grep 'HONEST-4' "$(xtb_domu_log honest)" | grep -e RESULT -e status | tr '\n' ' ')"
+	fi
+	grep -E 'domain liar: (its context failed|executor pid [0-9]+ (exited|was killed|ended))' "$XLOG" | tail -n 4
+	if xgpud_alive; then
+		ok xgpud-survives-faults
+	else
+		bad xgpud-survives-faults "xgpud died during the fault round"
+	fi
+fi
+
+# Control-plane restart: xgpud is killed outright while the honest domU's
+# program holds 256 MiB and copies it round after round; a new xgpud adopts
+# the domain's executor (the same process, its memory, its open channel, a
+# new grant broker) and the device again from xenstore, and the program
+# runs on without an error.
+# until_up SECONDS CMD...: CMD true within SECONDS (every 0.2 s).
+until_up() {
+	local i=0 n=$(($1 * 5))
+	shift
+	until "$@"; do
+		i=$((i + 1))
+		[ "$i" -gt "$n" ] && return 1
+		sleep 0.2
+	done
+}
+holds() { [ "$(stat "$ID_honest" mem_bytes || echo 0)" -ge 268435456 ]; }
 if [ -n "$ID_honest" ] && xgpud_alive; then
-	kill -KILL "$XPID"
-	wait "$XPID" 2>/dev/null
-	mv "$XLOG" "$XLOG.killed"
-	echo "xgpud killed at $(up)s"
-	if start_xgpud "$XLOG"; then
-		go honest 4
-		if xtb_domu_wait_log honest 'HONEST: round 4 done' 120 &&
-			grep -q 'HONEST-4: RESULT .*verified=yes' "$(xtb_domu_log honest)"; then
-			ok xgpud-restart
-			echo "honest round 4 (after the restart) done at $(up)s"
+	HLOG=$(xtb_domu_log honest)
+	go honest 5
+	if xtb_domu_wait_log honest 'HONEST: holding' $((60 * W)) && until_up $((60 * W)) holds; then
+		hp=$(stat "$ID_honest" executor_pid)
+		echo "honest domU holds $(stat "$ID_honest" mem_bytes) bytes at $(up)s, executor pid $hp"
+		# The state file that names the executor is written at most every 2 s.
+		sleep 2.5
+		c0=$(stat "$ID_honest" calls)
+		tk=$(up)
+		kill -KILL "$XPID"
+		wait "$XPID" 2>/dev/null
+		mv "$XLOG" "$XLOG.killed"
+		echo "xgpud killed at ${tk}s ($c0 calls)"
+		if start_xgpud "$XLOG"; then
+			ta=$(up)
+			taken() { grep -q "adopted with its executor" "$XLOG"; }
+			until_up $((30 * W)) taken
+			tt=$(up)
+			more() { [ "$(stat "$ID_honest" calls || echo 0)" -gt "$c0" ]; }
+			until_up $((30 * W)) more
+			p=$(stat "$ID_honest" executor_pid)
+			m=$(stat "$ID_honest" mem_bytes)
+			ch=$(stat "$ID_honest" channels)
+			echo "new xgpud answering at ${ta}s, the channel taken again at ${tt}s: executor pid $p, $m bytes, $ch channel(s), $(stat "$ID_honest" calls) calls"
+			grep -e 'adopted' -e 'grant broker' "$XLOG" | head -n 8
+			if [ "$p" = "$hp" ] && [ "${m:-0}" -ge 268435456 ] && [ "$ch" = 1 ] && more &&
+				grep -q "adopted executor pid $hp, serving 1 process" "$XLOG" && taken &&
+				grep -q "grant broker of the new xgpud taken" "$XLOG"; then
+				ok xgpud-restart-adopted
+			else
+				bad xgpud-restart-adopted "after the restart: executor_pid '$p' (was $hp), mem_bytes '$m', channels '$ch', calls $(stat "$ID_honest" calls) (were $c0); log: $(grep -e adopt -e broker "$XLOG" | tr '\n' ' ' | cut -c1-600)"
+			fi
 		else
-			bad xgpud-restart "the honest domU's run after xgpud's restart did not verify: $(grep 'HONEST-4' "$(xtb_domu_log honest)" | tail -n 5 | tr '\n' ' ')"
+			bad xgpud-restart-adopted "a new xgpud did not come up after kill -9: $(tail -n 5 "$XLOG")"
 		fi
 	else
-		bad xgpud-restart "a new xgpud did not come up after kill -9: $(tail -n 5 "$XLOG")"
+		bad xgpud-restart-adopted "the honest domU's program never held 256 MiB: mem_bytes $(stat "$ID_honest" mem_bytes)"
+	fi
+	# Its program ends on SIGTERM when told to go on (go 6), then a vectorAdd
+	# runs on the new xgpud.
+	xgpud_alive && go honest 6
+	if xtb_domu_wait_log honest 'HONEST: round 5 done' $((150 * W)) &&
+		grep -q 'HONEST-5: RESULT .*mismatches=0 .*verified=yes error=cudaSuccess' "$HLOG"; then
+		ok xgpud-restart-holder
+		echo "honest round 5 done at $(up)s: $(grep 'HONEST-5: RESULT' "$HLOG")"
+	else
+		bad xgpud-restart-holder "the honest domU's program across the restart: $(grep 'HONEST-5' "$HLOG" | tail -n 5 | tr '\n' ' ')"
+	fi
+	if xgpud_alive; then
+		if xtb_domu_wait_log honest 'HONEST: round 6 done' $((120 * W)) &&
+			grep -q 'HONEST-6: RESULT .*verified=yes' "$HLOG"; then
+			ok xgpud-restart
+			echo "honest round 6 (after the restart) done at $(up)s"
+		else
+			bad xgpud-restart "the honest domU's run after xgpud's restart did not verify: $(grep 'HONEST-6' "$HLOG" | tail -n 5 | tr '\n' ' ')"
+		fi
 	fi
 fi
 # Detach: xgpud acknowledges (no warning from xl-gpu) and both directories go.
@@ -292,7 +453,7 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 	fi
 fi
 # The honest domU waits for this before it powers off.
-[ -n "$ID_honest" ] && go honest 5
+[ -n "$ID_honest" ] && go honest 7
 for g in honest liar; do
 	[ -n "$(eval echo \$ID_$g)" ] || continue
 	xtb_domu_wait "$g" 60 || {

@@ -7,7 +7,8 @@
 #                runtime travelled);
 #   stage smoke: a PV domU boots, runs its script (our frontend loads) and
 #                its console output reaches dom0.
-#   stage xgpu:  (XEN_STAGE=xgpu) see dom0-xgpu.sh.
+#   stage xgpu:  (XEN_STAGE=xgpu) see dom0-xgpu.sh; XEN_STAGE=isolation
+#                runs only its fault and restart rounds.
 . /xtb/lib.sh
 fails=0
 ok() { echo "CHECK ok $1"; }
@@ -55,7 +56,7 @@ if [ "${XEN_STAGE:-smoke}" = smoke ]; then
 	fi
 fi
 
-if [ "${XEN_STAGE:-smoke}" = xgpu ]; then
+if [ "${XEN_STAGE:-smoke}" = xgpu ] || [ "${XEN_STAGE:-smoke}" = isolation ]; then
 	. /xtb/dom0-xgpu.sh
 fi
 echo "== done at $(up)s, $fails failed"
