@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # xgpu-test-timeout: 1500
+# xgpu-test-background: yes
 # xen_real.sh - xgpu on real Xen: boots Debian's Xen 4.17 with a PV dom0 under
 # QEMU's software CPU (tools/xen-testbed) and runs tests/xen/dom0.sh there with
 # the sanitized build.

@@ -104,7 +104,12 @@ _xtb_download() {
 # XTB_ROOT (the extracted tree), XTB_KEY, XTB_KVER (kernel release),
 # XTB_XEN_ELF and XTB_VMLINUZ.
 xtb_fetch() {
-	local list
+	local list lock
+	# Two tests may fetch at once (tests/run.sh runs xen_real beside the
+	# others): one downloads and extracts, the other waits and finds it done.
+	mkdir -p "$XTB_CACHE"
+	exec {lock}>"$XTB_CACHE/.fetch.lock"
+	flock "$lock"
 	list=$(_xtb_versions) || exit 1
 	_xtb_key "$list"
 	if [ ! -f "$XTB_ROOT/.complete" ]; then
@@ -121,6 +126,7 @@ xtb_fetch() {
 		fi
 	fi
 	_xtb_extract "$list"
+	exec {lock}>&-
 	XTB_PKG_LIST=$list
 	XTB_KVER=$(ls "$XTB_ROOT/lib/modules")
 	export XTB_XEN_ELF=$XTB_ROOT/xen.elf
