@@ -25,37 +25,19 @@
 # xgpu-test-timeout: 600
 . "$(dirname "$0")/lib.bash"
 
-venv=${XGPU_FRAMEWORKS_VENV:-${XGPU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/xgpu}/frameworks}
-req=$SRC/tests/data/frameworks-requirements.txt
-if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.xgpu-requirements" ]; then
-	echo "SKIPPED: no frameworks virtualenv in $venv (tools/install-deps.sh --frameworks makes it)"
-	exit 0
+if ! frameworks_env; then
+	case $FW_WHY in
+	no\ frameworks*) echo "SKIPPED: $FW_WHY"; exit 0 ;;
+	*) fail "$FW_WHY" ;;
+	esac
 fi
-cmp -s "$req" "$venv/.xgpu-requirements" ||
-	fail "the virtualenv in $venv holds other versions than $req: run tools/install-deps.sh --frameworks"
 
 REFUSED='is not supported by xgpu|is not implemented by xgpu|is not one xgpu offers|which xgpu does not know|which xgpu does not support|refused'
-
-# The frameworks' own libraries find each other through their RUNPATH
-# ($ORIGIN), which a sanitized run loses: ASan's dlopen interceptor makes
-# libasan the caller, so libcudnn.so.9 would take the toolkit's cuDNN 13 from
-# the loader's cache and libnvrtc.so.12 would not find its builtins. The
-# wheels' directories on the path put back what an unsanitized process loads.
-libpath=$B/lib
-preload=
-if [ -n "$CUDA_PRELOAD" ]; then
-	for d in "$venv"/lib/python3*/site-packages/nvidia/*/lib; do
-		libpath=$libpath:$d
-	done
-	# libasan first; libstdc++ with it, so that ASan finds __cxa_throw at start
-	# (python does not link it, torch's exceptions would abort otherwise).
-	preload="$CUDA_PRELOAD $(gcc -print-file-name=libstdc++.so.6)"
-fi
 
 export XGPU_XL_GPU=$B/bin/xl-gpu
 start_xgpud
 
-# run_fw NAME EXPECTED_CHECKS SCRIPT [ARGS...] (environment in FW_ENV): runs one
+# run_fw NAME EXPECTED_CHECKS SCRIPT [ARGS...] (its own environment in RUN_ENV): runs one
 # framework script through xgpu; it must pass EXPECTED_CHECKS steps, with
 # no refusal on its stderr, and the daemon must have run its launches.
 run_fw() {
@@ -64,10 +46,7 @@ run_fw() {
 	local k0 c0 t0=$SECONDS
 	k0=$(stats | jq '[.domains[].kernels] | add // 0')
 	c0=$(stats | jq '[.domains[].calls] | add // 0')
-	# Leaks are not checked: the interpreter and the frameworks keep theirs at
-	# exit, and LeakSanitizer would report them as xgpu's.
-	env LD_LIBRARY_PATH="$libpath" ${preload:+LD_PRELOAD="$preload"} ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 \
-		PYTHONUNBUFFERED=1 "${FW_ENV[@]}" "$venv/bin/python" "$SRC/tests/frameworks/$script" "$@" \
+	env "${FW_ENV[@]}" "${RUN_ENV[@]}" "$FW_VENV/bin/python" "$SRC/tests/frameworks/$script" "$@" \
 		>"$T/$name.out" 2>"$T/$name.err" || {
 		cat "$T/$name.out"
 		grep -v '^    #' "$T/$name.err" | tail -n 40
@@ -90,13 +69,13 @@ run_fw() {
 	note "$name: $(head -n 1 "$T/$name.out"); $got steps ok, $((c1 - c0)) calls, $((k1 - k0)) launches, $((SECONDS - t0)) s"
 }
 
-FW_ENV=(XGPU_STEP_CALLS="$T/steps.json")
+RUN_ENV=(XGPU_STEP_CALLS="$T/steps.json")
 run_fw torch 7 torch_check.py
-FW_ENV=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
+RUN_ENV=(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)
 run_fw torch-expandable 2 torch_check.py allocator tensors
-FW_ENV=(CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR="$T/cupy-cache" XGPU_PTX_COMPUTES=1)
+RUN_ENV=(CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR="$T/cupy-cache" XGPU_PTX_COMPUTES=1)
 run_fw cupy 6 cupy_check.py
-FW_ENV=()
+RUN_ENV=()
 run_fw numba 1 numba_check.py
 
 # What the PTX interpreter computed: CuPy's kernels, whose results

@@ -131,3 +131,33 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
+
+# frameworks_env: when the frameworks' virtualenv (tools/install-deps.sh
+# --frameworks) is there and matches its pins, sets FW_VENV and FW_ENV, the
+# environment a framework's python needs to load our libcuda.so.1, and
+# returns 0; else returns 1 with the reason in FW_WHY. A sanitized frontend
+# needs libstdc++ preloaded beside libasan (python does not link it, and
+# torch's exceptions would abort) and the wheels' nvidia/*/lib on the path
+# (ASan's dlopen hides their $ORIGIN run paths).
+frameworks_env() {
+	FW_VENV=${XGPU_FRAMEWORKS_VENV:-${XGPU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/xgpu}/frameworks}
+	local req=$SRC/tests/data/frameworks-requirements.txt libpath=$B/lib preload= d
+	if [ ! -x "$FW_VENV/bin/python" ] || [ ! -f "$FW_VENV/.xgpu-requirements" ]; then
+		FW_WHY="no frameworks virtualenv in $FW_VENV (tools/install-deps.sh --frameworks makes it)"
+		return 1
+	fi
+	if ! cmp -s "$req" "$FW_VENV/.xgpu-requirements"; then
+		FW_WHY="the virtualenv in $FW_VENV holds other versions than $req: run tools/install-deps.sh --frameworks"
+		return 1
+	fi
+	if [ -n "$CUDA_PRELOAD" ]; then
+		for d in "$FW_VENV"/lib/python3*/site-packages/nvidia/*/lib; do
+			libpath=$libpath:$d
+		done
+		preload="$CUDA_PRELOAD $(gcc -print-file-name=libstdc++.so.6)"
+	fi
+	# Leaks are not checked: the interpreter and the frameworks keep theirs
+	# at exit, and LeakSanitizer would report them as xgpu's.
+	FW_ENV=(LD_LIBRARY_PATH="$libpath" ${preload:+LD_PRELOAD="$preload"}
+		ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 PYTHONUNBUFFERED=1)
+}

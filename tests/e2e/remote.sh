@@ -5,7 +5,8 @@
 # veth pair with 10.x addresses that exist only inside them, stand in for the
 # GPU host (xgpud --remote-listen) and the guest's host (XGPU_REMOTE):
 #   - the bundled workloads run remotely and verify their results, and
-#     cuBLAS and cuRAND's sweeps (libs_sweep) pass remotely;
+#     cuBLAS and cuRAND's sweeps (libs_sweep) pass remotely, and PyTorch's
+#     and CuPy's checks when the frameworks' virtualenv is there;
 #   - asynchronous calls pipeline (errors checks that a refused launch is
 #     reported by the next call that waits);
 #   - a wrong key, and no key at all, are refused;
@@ -133,6 +134,22 @@ for section in cublas curand; do
 		fail "libs_sweep $section remotely: a call was refused (above)"
 	note "libs_sweep $section remotely: $summary"
 done
+# The frameworks remotely, pipelined (when their virtualenv is there):
+# PyTorch's tensors and training steps, CuPy's NVRTC kernels and cuBLAS.
+if frameworks_env; then
+	for run in "torch_check.py tensors training" "cupy_check.py elementwise matmul"; do
+		read -r script steps <<<"$run"
+		out=$(remote env "${FW_ENV[@]}" CUPY_CACHE_DIR="$T/cupy-cache" "$FW_VENV/bin/python" \
+			"$SRC/tests/frameworks/$script" $steps 2>&1) || { echo "$out" | tail -n 30; fail "$script failed remotely"; }
+		want=$(wc -w <<<"$steps")
+		[ "$(grep -c '^CHECK .* ok$' <<<"$out")" -eq "$want" ] || { echo "$out" | tail -n 30; fail "$script: not every step passed remotely"; }
+		! grep -E 'is not supported by xgpu|is not implemented by xgpu|which xgpu does not' <<<"$out" ||
+			fail "$script remotely: a call was refused (above)"
+		note "$script remotely: $(head -n 1 <<<"$out"); $want steps ok"
+	done
+else
+	note "frameworks not run remotely: $FW_WHY"
+fi
 grep -q "remote: $NET.2:[0-9]* joined domain remote-lab (channel [0-9]*, TLS1.3-PSK)" "$XGPUD_LOG" ||
 	fail "the GPU host did not log the remote guest joining remote-lab over TLS"
 calls=$(dom_stat remote-lab calls)
