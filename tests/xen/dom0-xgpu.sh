@@ -215,7 +215,14 @@ if [ "$FULL" = yes ] && [ -n "$ID_liar" ]; then
 	fi
 fi
 
+WSAMPLER=
 if [ "$FULL" = yes ] && [ -n "$ID_honest" ] && xgpud_alive; then
+	# The source reads a domain's weight while the domain has an executor,
+	# which lingers only seconds after its programs: the weight is sampled
+	# while round 2 runs, not only read after it (a slow VM may read it
+	# after the linger, as 0).
+	(while :; do stat "$ID_honest" cpu_weight; sleep 1; done) >/tmp/weights-round2 2>/dev/null &
+	WSAMPLER=$!
 	go honest 2
 	if xtb_domu_wait_log honest 'HONEST: round 2 done' $((120 * W)); then
 		echo "honest round 2 done at $(up)s"
@@ -231,9 +238,11 @@ fi
 # Round 2 ran under xc: the schedule source has read the domain's CPU weight
 # from the hypervisor. Change it with xl; round 3 must see the new one.
 W0=''
+[ -z "$WSAMPLER" ] || kill "$WSAMPLER" 2>/dev/null
 if [ "$FULL" = yes ] && [ -n "$ID_honest" ] && xgpud_alive; then
 	W0=$(sched_weight honest)
 	w=$(stat "$ID_honest" cpu_weight)
+	[ -n "$w" ] && [ "$w" != 0 ] || w=$(grep -E '^[1-9][0-9]*$' /tmp/weights-round2 | tail -n 1)
 	if [ -n "$W0" ] && [ "$w" = "$W0" ]; then
 		echo "xen source: cpu_weight $w, as xl shows it"
 		{ xl sched-credit2 -d honest -w 512 2>/dev/null || xl sched-credit -d honest -w 512; } >/dev/null
