@@ -445,10 +445,13 @@ static int xen_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(voi
 	 * serves this domain over the network, not dom0's. */
 	char remote[300], psk[400];
 	int r = read_be_key(xc, "remote", remote, sizeof remote, err, errlen);
-	if (r > 0 && (r = read_be_key(xc, "remote-psk", psk, sizeof psk, err, errlen)) == 0)
-		snprintf(err, errlen, "%s/remote names a GPU host but %s/remote-psk holds no key", xc->be_dev,
-			 xc->be_dev);
 	if (r > 0) {
+		int k = read_be_key(xc, "remote-psk", psk, sizeof psk, err, errlen);
+		if (k == 0)
+			snprintf(err, errlen, "%s/remote names a GPU host but %s/remote-psk holds no key",
+				 xc->be_dev, xc->be_dev);
+		if (k <= 0)
+			goto fail;
 		xen_release(xc);
 		r = xgpu_fe_remote_open_xen(ch, region_size, init, init_arg, hello, ack, remote, psk, err,
 					    errlen);
