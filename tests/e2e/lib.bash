@@ -132,6 +132,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# start_xenstub SOCKET ID:NAME...: xgpu-xenstub (the in-memory Xen) on
+# SOCKET with those domains, logging to STUB_LOG ($T/xenstub.log unless set);
+# sets STUB_PID. stop_xenstub RC stops it, and shows its log's end when RC
+# says the test failed.
+start_xenstub() {
+	local sock=$1 d args=()
+	shift
+	for d in "$@"; do args+=(--domain "$d"); done
+	STUB_LOG=${STUB_LOG:-$T/xenstub.log}
+	"$B/bin/xgpu-xenstub" --socket "$sock" "${args[@]}" >"$STUB_LOG" 2>&1 &
+	STUB_PID=$!
+	wait_for 10 test -S "$sock" || fail "xgpu-xenstub did not come up"
+}
+stop_xenstub() {
+	if [ -n "${STUB_PID:-}" ]; then
+		kill -TERM "$STUB_PID" 2>/dev/null || true
+		wait "$STUB_PID" 2>/dev/null || true
+		STUB_PID=
+	fi
+	if [ "$1" -ne 0 ] && [ -f "${STUB_LOG:-}" ]; then
+		echo "---- xgpu-xenstub log (last 30 lines) ----" >&2
+		tail -n 30 "$STUB_LOG" >&2
+	fi
+}
+
 # frameworks_env: when the frameworks' virtualenv (tools/install-deps.sh
 # --frameworks) is there and matches its pins, sets FW_VENV and FW_ENV, the
 # environment a framework's python needs to load our libcuda.so.1, and

@@ -171,9 +171,7 @@ grep -q "the TLS handshake with remote xgpud at $GPU_IP:$PORT failed" <<<"$out" 
 wait_for 5 grep -q "remote: $NET.2:[0-9]* not admitted" "$XGPUD_LOG" || fail "the GPU host did not log the refusal"
 note "a Xen guest whose gpu line names a remote GPU host (xgpu-xenstub as its Xen)"
 STUB_SOCK=$T/xen.sock
-"$B/bin/xgpu-xenstub" --socket "$STUB_SOCK" --domain 1:far --domain 2:other >"$T/xenstub.log" 2>&1 &
-STUB_PID=$!
-wait_for 10 test -S "$STUB_SOCK" || fail "xgpu-xenstub did not come up"
+start_xenstub "$STUB_SOCK" 1:far 2:other
 printf 'gpu = [ "remote=%s:%s, remote-key=%s" ]\n' "$GPU_IP" "$PORT" "$FAR" >"$T/far.cfg"
 XGPU_XEN_STUB=$STUB_SOCK "$B/bin/xl-gpu" attach 1 "$T/far.cfg" || fail "xl-gpu attach with remote= failed"
 printf 'gpu = [ "remote=%s:%s" ]\n' "$GPU_IP" "$PORT" >"$T/nokey.cfg"
@@ -197,8 +195,7 @@ out=$(remote env XGPU_DOMAIN=far "$B/bin/vectorAdd" -n 1000 2>&1) && fail "the l
 grep -q "domain far refused: this key belongs to domain remote-lab" <<<"$out" ||
 	{ echo "$out"; fail "no reason given for a domain the key does not name"; }
 [ "$(dom_stat remote-far calls)" -gt 0 ] || fail "no calls recorded in remote-far"
-kill -TERM "$STUB_PID" 2>/dev/null || true
-wait "$STUB_PID" 2>/dev/null || true
+stop_xenstub 0
 
 note "no key at all is refused without a connection"
 out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" LD_LIBRARY_PATH="$B/lib" \

@@ -30,22 +30,13 @@ stub_cleanup() {
 		kill -TERM "$XGPUD_PID" 2>/dev/null || true
 		wait "$XGPUD_PID" 2>/dev/null || true
 	fi
-	if [ -n "$STUB_PID" ]; then
-		kill -TERM "$STUB_PID" 2>/dev/null || true
-		wait "$STUB_PID" 2>/dev/null || true
-	fi
-	if [ "$rc" -ne 0 ] && [ -f "$STUB_LOG" ]; then
-		echo "---- xgpu-xenstub log (last 30 lines) ----" >&2
-		tail -n 30 "$STUB_LOG" >&2
-	fi
+	stop_xenstub "$rc"
 	(exit "$rc")
 	cleanup
 }
 trap stub_cleanup EXIT
 
-"$B/bin/xgpu-xenstub" --socket "$XGPU_XEN_STUB" --domain 1:guest1 >"$STUB_LOG" 2>&1 &
-STUB_PID=$!
-wait_for 10 test -S "$XGPU_XEN_STUB" || fail "xgpu-xenstub did not come up"
+start_xenstub "$XGPU_XEN_STUB" 1:guest1
 "$B/bin/xl-gpu" attach 1 || fail "xl-gpu attach 1 failed"
 start_xgpud --transport xen
 

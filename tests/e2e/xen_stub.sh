@@ -19,23 +19,13 @@ BE=/local/domain/0/backend/vgpu
 
 stub_cleanup() {
 	local rc=$?
-	if [ -n "$STUB_PID" ]; then
-		kill -TERM "$STUB_PID" 2>/dev/null || true
-		wait "$STUB_PID" 2>/dev/null || true
-	fi
-	if [ "$rc" -ne 0 ] && [ -f "$STUB_LOG" ]; then
-		echo "---- xgpu-xenstub log (last 30 lines) ----" >&2
-		tail -n 30 "$STUB_LOG" >&2
-	fi
+	stop_xenstub "$rc"
 	(exit "$rc")
 	cleanup
 }
 trap stub_cleanup EXIT
 
-"$B/bin/xgpu-xenstub" --socket "$XGPU_XEN_STUB" --domain 1:guest1 --domain 2:guest2 --domain 3:liar \
-	--domain 4:bare >"$STUB_LOG" 2>&1 &
-STUB_PID=$!
-wait_for 10 test -S "$XGPU_XEN_STUB" || fail "xgpu-xenstub did not come up"
+start_xenstub "$XGPU_XEN_STUB" 1:guest1 2:guest2 3:liar 4:bare
 
 # expect_error DOMID TEXT [VAR=value...]: a program in the domain fails
 # and the frontend's message says TEXT.
