@@ -272,12 +272,29 @@ static void answer(struct xgpu_xen_chan *c, const struct xgpu_hello_ack *ack)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
+/* A channel of dom with nothing bound yet (opened, or adopted from an
+ * executor); NULL when out of memory. */
+static struct xgpu_xen_chan *new_chan(struct xgpu_xen_transport *t, void *cookie,
+				      const struct xgpu_xen_chan_params *p, struct xgpud_domain *dom)
+{
+	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	c->t = t;
+	c->cookie = cookie;
+	c->p = *p;
+	c->dom = dom;
+	c->lport = -1;
+	c->broker_fd = -1;
+	return c;
+}
+
 struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct xgpud_domain *dom,
 					    const struct xgpu_xen_chan_params *p, void *cookie, char *err,
 					    size_t errlen)
 {
 	const struct xgpu_transport_host *host = t->host;
-	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
+	struct xgpu_xen_chan *c = new_chan(t, cookie, p, dom);
 	struct xgpud_channel *ch = calloc(1, sizeof *ch);
 	int status = cudaErrorInvalidValue;
 	struct xgpud_handover ho = {.kind = XGPU_CHAN_XEN, .ch = ch};
@@ -287,12 +304,6 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	c->t = t;
-	c->cookie = cookie;
-	c->p = *p;
-	c->dom = dom;
-	c->lport = -1;
-	c->broker_fd = -1;
 	ch->sock = -1;
 	char why[256];
 	c->evt = xgpu_evtchn_open_for(p->domid, why, sizeof why);
@@ -455,17 +466,11 @@ struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struc
 			 x->ring_ref, x->ring_pages, x->guest_port);
 		return NULL;
 	}
-	struct xgpu_xen_chan *c = calloc(1, sizeof *c);
+	struct xgpu_xen_chan *c = new_chan(t, cookie, p, dom);
 	if (!c) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	c->t = t;
-	c->cookie = cookie;
-	c->p = *p;
-	c->dom = dom;
-	c->lport = -1;
-	c->broker_fd = -1;
 	char why[256];
 	int nevt = (int)x->evt_fds;
 	c->evt = xgpu_evtchn_adopt(x->impl, p->domid, ch->xfds, nevt, why, sizeof why);
