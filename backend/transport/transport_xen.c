@@ -425,8 +425,7 @@ fail : {
  * one, watched here, its other end to the executor. Until it arrives the
  * executor serves on with the grants it has mapped (a new segment waits). The
  * port that unmap notifications may signal is the one the executor says it
- * bound: at worst it names another of dom0's ports, which then sees one
- * spurious event when a map ends. */
+ * bound, which adoption checked is bound in the handle it passed. */
 static int renew_broker(struct xgpu_xen_chan *c, uint32_t id, char *err, size_t errlen)
 {
 	const struct xgpu_transport_host *host = c->t->host;
@@ -478,6 +477,21 @@ struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struc
 		for (int i = 0; i < nevt; i++)
 			ch->xfds[i] = -1;
 		c->lport = (int)x->port;
+		/* The executor's word for its port is checked: a notify on a handle
+		 * succeeds only for a port bound in it, and xgpud bound only this
+		 * domain's in it. Unmap notifications may then signal no other
+		 * domain's port. The guest sees one spurious event, which it
+		 * tolerates. */
+		if (c->evt->ops->notify(c->evt, x->port) < 0) {
+			snprintf(why, sizeof why,
+				 "its executor's event-channel port %u is not bound in the handle it passed",
+				 x->port);
+			c->lport = -1;
+			c->evt->ops->close(c->evt);
+			c->evt = NULL;
+		}
+	}
+	if (c->evt) {
 		c->gnt_x =
 		    xgpu_gnttab_adopt(x->impl, p->domid, ch->xfds + nevt, ch->nxfds - nevt, why, sizeof why);
 	}
