@@ -102,6 +102,7 @@ XENSTUB_A := $(BUILD)/libxgpu-xenstub.a
 
 CUDART := $(LIB)/libcudart.so.13
 CUDADRV := $(LIB)/libcuda.so.1
+NVML := $(LIB)/libnvidia-ml.so.1
 SIMDRV := $(LIB)/libxgpu-simdrv.so
 XGPUD := $(BIN)/xgpud
 EXECUTOR := $(BIN)/xgpu-executor
@@ -315,7 +316,7 @@ LIBS_DAEMON := -ljansson $(XLUTIL_LIBS) $(XENCTRL_LIBS) $(XENFMEM_LIBS) $(LIBS_C
 
 .PHONY: all deps test test-frameworks unit demo bench bench-compare experiment experiment-xen clean format tests-build gpu-validate gpu-validate-build
 
-all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(SIMDRV) $(XGPUD) $(EXECUTOR) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
+all: $(DEPS_STAMP) $(CUDADRV) $(CUDART) $(NVML) $(SIMDRV) $(XGPUD) $(EXECUTOR) $(XLGPU) $(XENSTUB) $(SCHEDEXP) $(WORKLOAD_SIMK) $(WORKLOAD_BINS) $(BENCH_BINS) $(BENCH_FATBIN)
 
 deps $(DEPS_STAMP): tools/install-deps.sh
 	@tools/install-deps.sh
@@ -400,6 +401,14 @@ $(CUDADRV): $(DRIVER_A) $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/runtime/errors
 	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,--version-script=frontend/driver/libcuda.map \
 		-Wl,--whole-archive $(DRIVER_A) -Wl,--no-whole-archive $(call obj,$(CLIENT_SRC)) $(OBJ)/frontend/runtime/errors.o \
 		$(OBJ)/frontend/runtime/devprop.o $(OBJ)/gen/cuda_stubs.o $(COMMON_A) -Wl,--no-undefined -o $@ $(LDFLAGS_ALL) $(LIBS_COMMON)
+
+# libnvidia-ml.so.1: what CUDA clients ask NVML before using a device (XLA
+# will not start without it), answered through our libcuda.so.1 beside it.
+$(NVML): frontend/nvml/nvml.c frontend/nvml/nvml.h $(CUDADRV)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fvisibility=hidden -shared -Wl,-soname,libnvidia-ml.so.1 frontend/nvml/nvml.c \
+		$(CUDADRV) -Wl,-rpath,'$$ORIGIN' -Wl,--no-undefined -o $@ $(LDFLAGS_ALL)
 
 # Outside sanitized builds (whose runtime resolves at load), every symbol the
 # simulated driver uses must resolve at link time: an executor that cannot
@@ -579,6 +588,12 @@ $(TST)/data/drvsample_kernels.fatbin: tests/data/drvsample_kernels.cu | $(DEPS_S
 	@mkdir -p $(dir $@)
 	$(call say,NVCC,$@)
 	$(Q)$(NVCC) -fatbin $(SIMDRV_TEST_ARCH) -o $@ $<
+
+# NVML's clients dlopen it; this one also asks libcuda.so.1 to compare.
+$(TST)/tools/nvml_check: tests/tools/nvml_check.c frontend/nvml/nvml.h $(CUDADRV) $(NVML)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) $< $(CUDADRV) -o $@ $(LDFLAGS_ALL) -ldl
 
 $(TST)/tools/%: tests/tools/%.c $(FRONTEND_A) $(BACKEND_A) $(COMMON_A)
 	@mkdir -p $(dir $@)

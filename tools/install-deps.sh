@@ -4,7 +4,7 @@
 # only those missing. Called by `make` (once; the stamp build/.deps-ok records
 # success) and safe to run by hand. --packaging: what `make deb` needs;
 # --runtimes DIR: NVIDIA's CUDA runtimes from PyPI for the runtime matrix;
-# --frameworks [DIR]: the virtualenv of PyTorch, CuPy and numba-cuda for
+# --frameworks [DIR]: the virtualenv of PyTorch, CuPy, numba-cuda and JAX for
 # tests/e2e/frameworks.sh (both below).
 set -euo pipefail
 
@@ -118,7 +118,7 @@ if [ "${1:-}" = --frameworks ]; then
 	t0=$SECONDS
 	"$dir/bin/python" -m pip install --quiet --disable-pip-version-check --only-binary=:all: -r "$req"
 	cp "$req" "$dir/.xgpu-requirements"
-	echo "install-deps: the frameworks' virtualenv in $dir ($((SECONDS - t0)) s): $("$dir/bin/python" -m pip list --disable-pip-version-check --format=freeze 2>/dev/null | grep -E '^(torch|cupy-cuda12x|numba-cuda)==' | tr '\n' ' ')"
+	echo "install-deps: the frameworks' virtualenv in $dir ($((SECONDS - t0)) s): $("$dir/bin/python" -m pip list --disable-pip-version-check --format=freeze 2>/dev/null | grep -E '^(torch|cupy-cuda12x|numba-cuda|jax)==' | tr '\n' ' ')"
 	exit 0
 fi
 

@@ -4,7 +4,7 @@
 # PyTorch (tests/frameworks/torch_check.py: tensors, fp32/fp16 matmul, conv2d,
 # training steps with autograd and Adam, fft, streams and events, the caching
 # allocator with and without expandable segments), CuPy (cupy_check.py) and
-# numba-cuda (numba_check.py), from the virtualenv that
+# numba-cuda (numba_check.py) and JAX (jax_check.py), from the virtualenv that
 # tools/install-deps.sh --frameworks makes (`make test-frameworks`).
 #
 # On the sim only the API path is checked for what runs as SASS (all of
@@ -77,6 +77,12 @@ RUN_ENV=(CUPY_COMPILE_WITH_PTX=1 CUPY_CACHE_DIR="$T/cupy-cache" XGPU_PTX_COMPUTE
 run_fw cupy 6 cupy_check.py
 RUN_ENV=()
 run_fw numba 1 numba_check.py
+# JAX needs xgpu's libnvidia-ml.so.1 (XLA starts no GPU without NVML); its
+# autotuner's red-zone memset on page-locked host memory is refused by design,
+# and its command buffers add graph nodes through cuGraphAddNode, which xgpu
+# does not offer yet (tests/frameworks/jax_check.py, docs/driver-frontend.md).
+RUN_ENV=(JAX_PLATFORMS=cuda "XLA_FLAGS=--xla_gpu_autotune_level=0 --xla_gpu_enable_command_buffer=")
+run_fw jax 4 jax_check.py
 
 # What the PTX interpreter computed: CuPy's kernels, whose results
 # cupy_check.py compared with NumPy.

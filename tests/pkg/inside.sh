@@ -18,12 +18,13 @@ dpkg -i /tmp/xgpu-debs/*.deb >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; fail "d
 for f in /usr/sbin/xgpud /usr/bin/xl-gpu /usr/lib/xgpu/libxgpu-simdrv.so /usr/lib/xgpu/simkernels/vectorAdd.so \
 	/lib/systemd/system/xgpud.service /usr/share/man/man8/xgpud.8.gz /usr/share/doc/xgpu-daemon/examples/xgpud.conf \
 	/usr/lib/x86_64-linux-gnu/xgpu/libcudart.so.13 /usr/lib/x86_64-linux-gnu/xgpu/libcuda.so.1 \
+	/usr/lib/x86_64-linux-gnu/xgpu/libnvidia-ml.so.1 \
 	/etc/ld.so.conf.d/x86_64-linux-gnu-xgpu.conf /usr/share/xgpu/xen-sched-patch/xgpu-sched-export.patch; do
 	[ -e "$f" ] || fail "$f not installed"
 done
 
 # xgpu-guest's trigger ran ldconfig: the private directory is in the cache.
-for lib in libcudart.so.13 libcuda.so.1; do
+for lib in libcudart.so.13 libcuda.so.1 libnvidia-ml.so.1; do
 	ldconfig -p | grep -q "$lib .*=> /usr/lib/x86_64-linux-gnu/xgpu/$lib\$" ||
 		fail "$lib not in ld.so's cache: $(ldconfig -p | grep xgpu || true)"
 done
@@ -35,6 +36,7 @@ if ldconfig -p | grep -q '=> /usr/lib/xgpu/'; then
 	fail "xgpu-daemon's /usr/lib/xgpu is in ld.so's cache: $(ldconfig -p | grep /usr/lib/xgpu/)"
 fi
 dpkg-query -W -f='${Conflicts}' xgpu-guest | grep -qw libcuda1 || fail "xgpu-guest does not conflict with libcuda1"
+dpkg-query -W -f='${Conflicts}' xgpu-guest | grep -qw libnvidia-ml1 || fail "xgpu-guest does not conflict with libnvidia-ml1"
 step "ld.so finds libcudart.so.13 and libcuda.so.1 in /usr/lib/x86_64-linux-gnu/xgpu (ld.so.conf.d)"
 
 mkdir -p /run/xgpu
