@@ -615,7 +615,43 @@ static void graph_mem_nodes(CUdevice dev)
 
 /* The child: another process of the same domain opens the parent's
  * allocation, sees its data, overwrites it, and loses it at close. */
-static int ipc_child(CUdevice dev, CUipcMemHandle h, CUipcMemHandle freed, CUdeviceptr want)
+/* The child's side of an event handle: it opens the parent's event twice
+ * (two handles for one event), records it after its own work, and destroys
+ * one of its handles, which must leave the other (and the parent's) working.
+ * A handle with a forged token or naming a non-interprocess event opens
+ * nothing. */
+static int ipc_event_child(CUipcEventHandle eh, CUipcEventHandle plain, CUdeviceptr p)
+{
+	CUevent e1, e2, x;
+	CHECK(cuIpcOpenEventHandle(&e1, eh));
+	CHECK(cuIpcOpenEventHandle(&e2, eh));
+	EXPECT(e1 != e2);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuMemsetD32Async(p, 55, N, s));
+	CHECK(cuEventRecord(e1, s));
+	CHECK(cuStreamWaitEvent(NULL, e2, 0));
+	CHECK(cuEventDestroy(e1));
+	CHECK(cuEventSynchronize(e2));
+	EXPECT_R(cuEventQuery(e2), CUDA_SUCCESS);
+	int got[N], bad = 0;
+	CHECK(cuMemcpyDtoH(got, p, sizeof got));
+	for (int i = 0; i < N; i++)
+		bad += got[i] != 55;
+	EXPECT(bad == 0);
+	CUipcEventHandle forged = eh;
+	forged.reserved[16] ^= 1; /* the token */
+	EXPECT_R(cuIpcOpenEventHandle(&x, forged), CUDA_ERROR_INVALID_VALUE);
+	forged = eh;
+	forged.reserved[8] ^= 1; /* the handle: another slot of the table */
+	EXPECT_R(cuIpcOpenEventHandle(&x, forged), CUDA_ERROR_INVALID_VALUE);
+	EXPECT_R(cuIpcOpenEventHandle(&x, plain), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuStreamDestroy(s));
+	return failures; /* e2 goes with the process */
+}
+
+static int ipc_child(CUdevice dev, CUipcMemHandle h, CUipcMemHandle freed, CUdeviceptr want,
+		     CUipcEventHandle eh, CUipcEventHandle plain)
 {
 	CUcontext cc;
 	CHECK(cuInit(0));
@@ -635,6 +671,10 @@ static int ipc_child(CUdevice dev, CUipcMemHandle h, CUipcMemHandle freed, CUdev
 	CUipcMemHandle forged = h;
 	forged.reserved[16] ^= 1; /* the token */
 	EXPECT_R(cuIpcOpenMemHandle(&q, forged, 0), CUDA_ERROR_INVALID_VALUE);
+	CUdeviceptr e;
+	CHECK(cuMemAlloc(&e, N * sizeof(int)));
+	ipc_event_child(eh, plain, e);
+	CHECK(cuMemFree(e));
 	return failures;
 }
 
@@ -656,12 +696,30 @@ static void ipc(CUdevice dev)
 	CUipcMemHandle junk;
 	memset(&junk, 0, sizeof junk);
 	EXPECT_R(cuIpcOpenMemHandle(&p, junk, 0), CUDA_ERROR_INVALID_VALUE);
+	/* Event handles: only an interprocess event (which keeps no time) is
+	 * exported. */
+	CUevent ev, plain_ev, bad_ev;
+	CUipcEventHandle eh, plain;
+	EXPECT_R(cuEventCreate(&bad_ev, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+	CHECK(cuEventCreate(&plain_ev, CU_EVENT_DISABLE_TIMING));
+	CHECK(cuIpcGetEventHandle(&eh, ev));
+	EXPECT_R(cuIpcGetEventHandle(&plain, plain_ev), CUDA_ERROR_INVALID_HANDLE);
+	memset(&plain, 0, sizeof plain);
+	memcpy(plain.reserved, eh.reserved, sizeof plain.reserved);
+	memcpy(plain.reserved + 8, &plain_ev, sizeof plain_ev); /* a real event, never exported */
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0)
-		_exit(ipc_child(dev, h, h2, d) ? 1 : 0);
+		_exit(ipc_child(dev, h, h2, d, eh, plain) ? 1 : 0);
 	int st = 0;
 	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The child's handles went with it, the event stays the parent's. */
+	CHECK(cuEventRecord(ev, NULL));
+	CHECK(cuEventSynchronize(ev));
+	EXPECT_R(cuEventQuery(ev), CUDA_SUCCESS);
+	CHECK(cuEventDestroy(ev));
+	CHECK(cuEventDestroy(plain_ev));
 	int *got = malloc(N * sizeof *got);
 	CHECK(cuMemcpyDtoH(got, d, N * sizeof *got));
 	int bad = 0;
