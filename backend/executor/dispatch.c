@@ -1633,8 +1633,13 @@ HANDLER(MODULE_GET_GLOBAL)
 	if (!xgpu_memmap_find(&c->dom->mem, p, size, c->ch) &&
 	    xgpu_memmap_add(&c->dom->mem, p, size, c->ch, req->module) < 0)
 		return cudaErrorMemoryAllocation;
+	/* A driver that cannot say (or a plain variable) answers no. */
+	unsigned managed = 0;
+	if (c->drv->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) != CUDA_SUCCESS)
+		managed = 0;
 	rsp->dptr = p;
 	rsp->size = size;
+	rsp->managed = managed != 0;
 	return cudaSuccess;
 }
 

@@ -730,6 +730,53 @@ static void ipc(CUdevice dev)
 	CHECK(cuMemFree(d));
 }
 
+/* ---- a __managed__ variable through cuModuleGetGlobal ---------------------------------------- */
+
+/* As libNVVM's uvmlite sample has it: a PTX module's managed variable, which
+ * the host reads and writes through its host pointer around a kernel that
+ * adds to it. */
+static const char managed_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".global .attribute(.managed) .align 4 .u32 mvar = 10;\n"
+				  ".visible .entry add_managed(.param .u32 add_managed_param_0)\n{\n"
+				  "\t.reg .b32 %r<4>;\n"
+				  "\tld.param.u32 %r1, [add_managed_param_0];\n"
+				  "\tld.global.u32 %r2, [mvar];\n"
+				  "\tadd.s32 %r3, %r2, %r1;\n"
+				  "\tst.global.u32 [mvar], %r3;\n"
+				  "\tret;\n}\n";
+
+static void managed_module_var(void)
+{
+	CUmodule mod;
+	CUfunction fn;
+	CHECK(cuModuleLoadData(&mod, managed_ptx));
+	CHECK(cuModuleGetFunction(&fn, mod, "add_managed"));
+	CUdeviceptr d = 0;
+	size_t size = 0;
+	CHECK(cuModuleGetGlobal(&d, &size, mod, "mvar"));
+	EXPECT(size == sizeof(unsigned));
+	unsigned managed = 0;
+	CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d));
+	EXPECT(managed == 1);
+	unsigned *p = NULL;
+	CHECK(cuPointerGetAttribute(&p, CU_POINTER_ATTRIBUTE_HOST_POINTER, d));
+	if (!p) {
+		EXPECT(p != NULL);
+		return;
+	}
+	EXPECT(*p == 10); /* the module's initial value */
+	*p += 1;
+	unsigned add = 20;
+	void *args[] = {&add};
+	CHECK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuCtxSynchronize());
+	EXPECT(*p == 31); /* the host's write reached the kernel, and its result came back */
+	CUdeviceptr again = 0;
+	CHECK(cuModuleGetGlobal(&again, NULL, mod, "mvar"));
+	EXPECT(again == d);
+	CHECK(cuModuleUnload(mod));
+}
+
 /* ---- the JIT linker ------------------------------------------------------------------------ */
 
 /* Loads a linked image and runs its drv_iota. */
@@ -1004,6 +1051,7 @@ int main(int argc, char **argv)
 	graph_host_nodes();
 	graph_mem_nodes(dev);
 	ipc(dev);
+	managed_module_var();
 	if (argc == 4 && strcmp(argv[2], "limit")) {
 		FILE *f = fopen(argv[1], "rb");
 		fseek(f, 0, SEEK_END);
