@@ -567,6 +567,18 @@ out:
 	return status;
 }
 
+void xgpu_managed_forget_all(void)
+{
+	pthread_mutex_lock(&lock);
+	unsigned n = atomic_load(&slots_high);
+	for (unsigned i = 0; i < n; i++)
+		if (table[i].used)
+			drop_locked(&table[i]);
+	atomic_store(&any_host_dirty, false);
+	atomic_store(&any_device_dirty, false);
+	pthread_mutex_unlock(&lock);
+}
+
 void xgpu_managed_unmap_var(uint64_t host)
 {
 	if (!atomic_load(&live))

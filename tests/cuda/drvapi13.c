@@ -777,6 +777,41 @@ static void managed_module_var(void)
 	CHECK(cuModuleUnload(mod));
 }
 
+/* ---- cuDevicePrimaryCtxReset ---------------------------------------------------------------- */
+
+/* The reset takes the process's allocations, streams and events with it (their
+ * handles are refused after) and gives its memory back; a module loaded before
+ * works after (loaded again on use) and computes. Refused, by name, while a
+ * context of cuCtxCreate's lives. */
+static void primary_reset(CUdevice dev, CUcontext primary)
+{
+	CUcontext made;
+	CHECK(cuCtxCreate(&made, NULL, 0, dev));
+	EXPECT_R(cuDevicePrimaryCtxReset(dev), CUDA_ERROR_NOT_SUPPORTED);
+	CHECK(cuCtxDestroy(made));
+	CHECK(cuCtxSetCurrent(primary));
+	size_t free0, free1, total;
+	CHECK(cuMemGetInfo(&free0, &total));
+	CUdeviceptr d, after;
+	CUstream s;
+	CUevent e;
+	CHECK(cuMemAlloc(&d, 1 << 20));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	CHECK(launch_iota(d, 5, N, s, NULL, 0));
+	CHECK(cuDevicePrimaryCtxReset(dev));
+	CHECK(cuMemGetInfo(&free1, &total));
+	EXPECT(free1 == free0 + (1 << 20) || free1 > free0); /* the allocation went with it */
+	EXPECT(cuStreamSynchronize(s) != CUDA_SUCCESS);
+	EXPECT(cuEventRecord(e, NULL) != CUDA_SUCCESS);
+	EXPECT_R(cuMemFree(d), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuCtxSetCurrent(primary));
+	CHECK(cuMemAlloc(&after, N * sizeof(int)));
+	CHECK(launch_iota(after, 9, N, NULL, NULL, 0));
+	EXPECT(check_iota(after, 9, N) == 0);
+	CHECK(cuMemFree(after));
+}
+
 /* ---- the JIT linker ------------------------------------------------------------------------ */
 
 /* Loads a linked image and runs its drv_iota. */
@@ -1060,6 +1095,7 @@ int main(int argc, char **argv)
 		jit_link(argv[1], image, fsize, argv[2], argv[3]);
 	}
 	attach_mem();
+	primary_reset(dev, ctx); /* before vmm(), whose reservation the exit must release */
 	vmm(dev);
 	CHECK(cuModuleUnload(mod));
 	free(image);
