@@ -60,6 +60,7 @@
 	X(cuModuleUnload)                                                                                    \
 	X(cuModuleGetFunction)                                                                               \
 	X(cuModuleGetGlobal)                                                                                 \
+	X(cuPointerGetAttribute)                                                                             \
 	X(cuFuncGetAttribute)                                                                                \
 	X(cuFuncSetAttribute)                                                                                \
 	X(cuFuncGetParamInfo)                                                                                \

@@ -52,7 +52,7 @@ static void release(struct xgpu_channel *ch, struct released *out)
 			out->streams++;
 			break;
 		case OBJ_EVENT:
-			drv->cuEventDestroy(o->u.event.e);
+			xgpu_event_put(drv, o);
 			out->events++;
 			break;
 		case OBJ_SEG:

@@ -1633,8 +1633,13 @@ HANDLER(MODULE_GET_GLOBAL)
 	if (!xgpu_memmap_find(&c->dom->mem, p, size, c->ch) &&
 	    xgpu_memmap_add(&c->dom->mem, p, size, c->ch, req->module) < 0)
 		return cudaErrorMemoryAllocation;
+	/* A driver that cannot say (or a plain variable) answers no. */
+	unsigned managed = 0;
+	if (c->drv->cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) != CUDA_SUCCESS)
+		managed = 0;
 	rsp->dptr = p;
 	rsp->size = size;
+	rsp->managed = managed != 0;
 	return cudaSuccess;
 }
 
@@ -1885,13 +1890,19 @@ HANDLER(STREAM_PRIORITY)
 
 HANDLER(EVENT_CREATE)
 {
-	const uint32_t allowed = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING;
+	const uint32_t allowed = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
 	if (req->flags & ~allowed)
-		return req->flags & CU_EVENT_INTERPROCESS ? cudaErrorNotSupported : cudaErrorInvalidValue;
+		return cudaErrorInvalidValue;
+	bool interprocess = req->flags & CU_EVENT_INTERPROCESS;
+	/* CUDA's rule: an interprocess event keeps no time. */
+	if (interprocess && !(req->flags & CU_EVENT_DISABLE_TIMING))
+		return cudaErrorInvalidValue;
 	if (room_for(c, OBJ_EVENT))
 		return cudaErrorMemoryAllocation;
 	CUevent e;
-	int r = drv(c, c->drv->cuEventCreate(&e, req->flags));
+	/* The domain's processes share this context, so the event the driver
+	 * makes is local to it: no driver-level IPC event is needed. */
+	int r = drv(c, c->drv->cuEventCreate(&e, req->flags & ~(uint32_t)CU_EVENT_INTERPROCESS));
 	if (r)
 		return r;
 	struct xgpu_obj *o;
@@ -1901,15 +1912,53 @@ HANDLER(EVENT_CREATE)
 		return cudaErrorMemoryAllocation;
 	}
 	o->u.event.e = e;
+	o->u.event.interprocess = interprocess;
 	rsp->event = h;
 	return cudaSuccess;
 }
 
 HANDLER(EVENT_DESTROY)
 {
-	int r = drv(c, c->drv->cuEventDestroy(res->event->u.event.e));
+	int r = drv(c, xgpu_event_put(c->drv, res->event));
 	xgpu_obj_del(&c->dom->objs, req->event);
 	return r;
+}
+
+HANDLER(IPC_EVENT_EXPORT)
+{
+	if (!res->event->u.event.interprocess) {
+		dlog_info(c->dom, "domain %s: %s refused: the event was not made with CU_EVENT_INTERPROCESS",
+			  c->dom->name, c->what);
+		return cudaErrorInvalidResourceHandle;
+	}
+	rsp->token = xgpu_ipc_event_export(res->event);
+	return rsp->token ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+HANDLER(IPC_EVENT_OPEN)
+{
+	struct xgpu_obj *src = xgpu_ipc_event_find(c->dom, req->handle, req->token);
+	if (!src) {
+		dlog_info(c->dom,
+			  "domain %s: %s refused: no event of the domain was exported under that handle",
+			  c->dom->name, c->what);
+		return cudaErrorInvalidValue;
+	}
+	if (room_for(c, OBJ_EVENT))
+		return cudaErrorMemoryAllocation;
+	/* Copied out first: adding to the table may move src. */
+	CUevent e = src->u.event.e;
+	uint32_t *refs = src->u.event.refs;
+	struct xgpu_obj *o;
+	xgpu_handle_t h = xgpu_obj_add(&c->dom->objs, OBJ_EVENT, c->ch, &o);
+	if (!h)
+		return cudaErrorMemoryAllocation;
+	o->u.event.e = e;
+	o->u.event.refs = refs;
+	o->u.event.interprocess = true;
+	++*refs;
+	rsp->event = h;
+	return cudaSuccess;
 }
 
 HANDLER(EVENT_RECORD)

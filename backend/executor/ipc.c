@@ -3,7 +3,10 @@
  * export is (base, token, exporter); the token is random, so a process can
  * open only what another chose to share. An open adds an alias entry to the
  * domain's memory map (XGPU_MEMMAP_IPC, owned by the opener), which copies
- * and launches check like any allocation and which no free reaches. */
+ * and launches check like any allocation and which no free reaches.
+ * Event handles: an exported event object carries a random token, and an
+ * open makes the opener its own object for the same CUevent, which a shared
+ * count keeps until the last object naming it goes. */
 #include "ipc.h"
 #include "util.h"
 
@@ -77,4 +80,36 @@ void xgpu_ipc_release_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		}
 	}
 	dom->nipc = kept;
+}
+
+uint64_t xgpu_ipc_event_export(struct xgpu_obj *o)
+{
+	if (!o->u.event.refs) {
+		o->u.event.refs = malloc(sizeof *o->u.event.refs);
+		if (!o->u.event.refs)
+			return 0;
+		*o->u.event.refs = 1;
+	}
+	if (!o->u.event.token)
+		o->u.event.token = new_token();
+	return o->u.event.token;
+}
+
+struct xgpu_obj *xgpu_ipc_event_find(struct xgpu_domain *dom, xgpu_handle_t handle, uint64_t token)
+{
+	struct xgpu_obj *o = xgpu_obj_get_shared(&dom->objs, handle, OBJ_EVENT);
+	if (!o || !o->u.event.token || !o->u.event.refs || o->u.event.token != token)
+		return NULL;
+	return o;
+}
+
+CUresult xgpu_event_put(struct xgpu_driver *drv, struct xgpu_obj *o)
+{
+	uint32_t *refs = o->u.event.refs;
+	o->u.event.refs = NULL;
+	o->u.event.token = 0;
+	if (refs && --*refs > 0)
+		return CUDA_SUCCESS;
+	free(refs);
+	return drv->cuEventDestroy(o->u.event.e);
 }

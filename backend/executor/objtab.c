@@ -60,6 +60,17 @@ struct xgpu_obj *xgpu_obj_get(struct xgpu_objtab *t, xgpu_handle_t h, enum xgpu_
 	return o;
 }
 
+struct xgpu_obj *xgpu_obj_get_shared(struct xgpu_objtab *t, xgpu_handle_t h, enum xgpu_obj_kind kind)
+{
+	uint32_t i = (uint32_t)h, gen = (uint32_t)(h >> 32);
+	if (i >= t->n)
+		return NULL;
+	struct xgpu_obj *o = &t->v[i];
+	if (o->kind != kind || o->gen != gen || gen == 0)
+		return NULL;
+	return o;
+}
+
 void xgpu_obj_del(struct xgpu_objtab *t, xgpu_handle_t h)
 {
 	uint32_t i = (uint32_t)h;

@@ -58,6 +58,13 @@ struct xgpu_obj {
 		} stream;
 		struct {
 			CUevent e;
+			/* CU_EVENT_INTERPROCESS events (IPC_EVENT_* in calls.def):
+			 * every object naming e, the creator's and each opener's,
+			 * shares refs; e goes with the last. token: this object's
+			 * export, 0 until exported. */
+			uint32_t *refs;
+			uint64_t token;
+			bool interprocess;
 		} event;
 		struct {
 			void *ptr;
@@ -103,6 +110,10 @@ xgpu_handle_t xgpu_obj_add(struct xgpu_objtab *t, enum xgpu_obj_kind kind, struc
 /* The live object h of that kind owned by owner, or NULL. */
 struct xgpu_obj *xgpu_obj_get(struct xgpu_objtab *t, xgpu_handle_t h, enum xgpu_obj_kind kind,
 			      const struct xgpu_channel *owner);
+/* The live object h of that kind whoever owns it, or NULL: only for an
+ * object another process of the domain chose to share (IPC_EVENT_OPEN),
+ * whose own check follows. */
+struct xgpu_obj *xgpu_obj_get_shared(struct xgpu_objtab *t, xgpu_handle_t h, enum xgpu_obj_kind kind);
 void xgpu_obj_del(struct xgpu_objtab *t, xgpu_handle_t h);
 void xgpu_objtab_free(struct xgpu_objtab *t);
 /* Iterates live objects: returns the next index >= *i holding one, or -1. */

@@ -259,6 +259,30 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
 	return r;
 }
 
+/* Only CU_POINTER_ATTRIBUTE_IS_MANAGED, which the executor asks of a module
+ * variable to learn whether it is __managed__: managed memory is what lies in
+ * the managed range (a module's managed variables share one allocation
+ * there). Other attributes are the frontend's to answer. */
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+	if (!data)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (attribute != CU_POINTER_ATTRIBUTE_IS_MANAGED)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	struct CUctx_st *c;
+	CUresult r = sim_ctx_enter(&c, false);
+	if (r)
+		return r;
+	pthread_mutex_lock(&c->lock);
+	bool known = sim_mem_translate_locked(c, ptr, 1) != NULL;
+	pthread_mutex_unlock(&c->lock);
+	sim_ctx_put(c);
+	if (!known)
+		return CUDA_ERROR_INVALID_VALUE;
+	*(unsigned *)data = ptr >= SIM_MANAGED_VA_BASE && ptr < SIM_MANAGED_VA_END;
+	return CUDA_SUCCESS;
+}
+
 /* Like every release call, this releases even in a failed context (and then
  * reports its sticky error), so a caller can clean up before destroying it. */
 CUresult cuMemFree(CUdeviceptr dptr)

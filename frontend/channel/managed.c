@@ -567,6 +567,46 @@ out:
 	return status;
 }
 
+void xgpu_managed_forget_all(void)
+{
+	pthread_mutex_lock(&lock);
+	unsigned n = atomic_load(&slots_high);
+	for (unsigned i = 0; i < n; i++)
+		if (table[i].used)
+			drop_locked(&table[i]);
+	atomic_store(&any_host_dirty, false);
+	atomic_store(&any_device_dirty, false);
+	pthread_mutex_unlock(&lock);
+}
+
+void xgpu_managed_unmap_var(uint64_t host)
+{
+	if (!atomic_load(&live))
+		return;
+	pthread_mutex_lock(&lock);
+	unsigned n = atomic_load(&slots_high);
+	struct managed *m = NULL;
+	for (unsigned i = 0; i < n && !m; i++)
+		if (table[i].used && !table[i].allocated && table[i].base + table[i].lo == host)
+			m = &table[i];
+	if (m) {
+		uint64_t base = m->base, len = m->len;
+		atomic_store_explicit(&m->base, 0, memory_order_release);
+		m->used = false;
+		atomic_fetch_sub(&live, 1);
+		/* Only the pages no other variable's entry lies over. */
+		for (uint64_t p = base; p < base + len; p += page) {
+			bool shared = false;
+			for (unsigned i = 0; i < n && !shared; i++)
+				shared =
+				    table[i].used && p >= table[i].base && p - table[i].base < table[i].len;
+			if (!shared)
+				munmap((void *)(uintptr_t)p, page);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 int xgpu_managed_alloc(struct xgpu_client *c, size_t size, unsigned flags, uint64_t *dptr)
 {
 	if (size == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))

@@ -19,6 +19,13 @@ int xgpu_managed_alloc(struct xgpu_client *c, size_t size, unsigned flags, uint6
  * dptr where it can), fills it with the variable's current value and sets
  * *host. Again for the same variable: the same *host. */
 int xgpu_managed_map_var(struct xgpu_client *c, uint64_t dptr, size_t size, void **host);
+/* The daemon released everything of this process (cuDevicePrimaryCtxReset):
+ * every managed allocation and variable is unmapped, as CUDA frees them. */
+void xgpu_managed_forget_all(void);
+/* The module of the __managed__ variable mapped at host was unloaded: its
+ * entry goes (a later synchronisation would copy back from freed memory),
+ * with the pages no other variable shares. */
+void xgpu_managed_unmap_var(uint64_t host);
 /* If dptr starts a managed allocation: unmaps it, frees it in the daemon and
  * sets *status; returns false for any other pointer. */
 bool xgpu_managed_free(struct xgpu_client *c, uint64_t dptr, int *status);

@@ -8,8 +8,10 @@
  * one context in the daemon: contexts here only carry CUDA's bookkeeping
  * (current per thread, the primary's retain count and flags), so programs
  * that juggle them keep working while their work lands in one place. */
+#include "allocs.h"
 #include "cuerr.h"
 #include "driver.h"
+#include "managed.h"
 #include "mempool.h"
 
 #include <pthread.h>
@@ -31,7 +33,8 @@ struct CUctx_st {
 
 static pthread_mutex_t drv_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool initialised;
-static unsigned init_generation; /* xgpu_fork_generation at cuInit */
+static atomic_uint created_contexts; /* cuCtxCreate's, not destroyed yet */
+static unsigned init_generation;     /* xgpu_fork_generation at cuInit */
 static struct CUctx_st primaries[MAX_DEVICES];
 static _Atomic unsigned long long last_ctx_id;
 static unsigned primary_refs[MAX_DEVICES];
@@ -524,6 +527,7 @@ CUresult cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params, unsigned int fl
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	*ctx = (struct CUctx_st){.magic = CTX_MAGIC, .device = dev, .flags = flags, .id = ++last_ctx_id};
 	ctx_stack[ctx_depth++] = ctx;
+	atomic_fetch_add(&created_contexts, 1);
 	*pctx = ctx;
 	return CUDA_SUCCESS;
 }
@@ -554,7 +558,41 @@ CUresult cuCtxDestroy(CUcontext ctx)
 	xgpu_drv_cls_forget(ctx);
 	ctx->magic = 0;
 	free(ctx);
+	atomic_fetch_sub(&created_contexts, 1);
 	return CUDA_SUCCESS;
+}
+
+/* The primary context's reset. The daemon releases everything of this
+ * process (DEVICE_RESET, as cudaDeviceReset); then every daemon handle the
+ * frontends cached is stale, and xgpu_fork_generation is what they key them
+ * on: bumped, modules and libraries load again, functions resolve again,
+ * graphs instantiate again and host registrations and pools start over on
+ * next use, as in a forked child, on the same channel. Streams and events
+ * the program made are gone (their handles answer INVALID_HANDLE), as are its
+ * allocations (here and in the managed mappings). The daemon holds one set of
+ * objects per process, not per context, so while a context of cuCtxCreate's
+ * lives its objects would go too: refused then, by name. */
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	CUresult r = check_device(dev);
+	if (r)
+		return r;
+	struct xgpu_client *c;
+	if ((r = xgpu_drv_client(&c)))
+		return r;
+	if (atomic_load(&created_contexts))
+		return xgpu_drv_unsupported(
+		    "cuDevicePrimaryCtxReset while a context made by cuCtxCreate lives "
+		    "(the daemon holds one set of objects per process, which the reset "
+		    "would take from that context too)");
+	struct xgpu_req_DEVICE_RESET req = {0};
+	struct xgpu_rsp_DEVICE_RESET rsp;
+	r = xgpu_drv_result(xgpu_call_DEVICE_RESET(c, &req, &rsp));
+	xgpu_fork_generation++;
+	xgpu_managed_forget_all();
+	xgpu_alloc_clear_device();
+	xgpu_pool_reset();
+	return r;
 }
 
 /* cuCtxSetFlags: the current context's flags (as cuCtxCreate takes them). */
@@ -724,6 +762,13 @@ CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+#undef cuDevicePrimaryCtxReset
+CUresult cuDevicePrimaryCtxReset(CUdevice dev);
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+	return cuDevicePrimaryCtxReset_v2(dev);
 }
 
 CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)

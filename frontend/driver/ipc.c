@@ -3,7 +3,8 @@
  * processes of one domain (IPC_* in calls.def). The processes of a domain
  * share its executor's context, so an opened allocation has the exporter's
  * device address; the daemon admits it to the opener's memory map given the
- * token in the handle. Event handles (cuIpcGetEventHandle) are not offered. */
+ * token in the handle. Event handles (IPC_EVENT_* in calls.def) work alike:
+ * the opener gets its own handle for the exporter's event in the executor. */
 #include "allocs.h"
 #include "driver.h"
 #include "ipchandle.h"
@@ -65,4 +66,37 @@ CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned 
 CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
 {
 	return cuIpcOpenMemHandle_v2(pdptr, handle, Flags);
+}
+
+CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)
+{
+	struct xgpu_client *c;
+	if (!pHandle || !event)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_IPC_EVENT_EXPORT req = {.event = (xgpu_handle_t)(uintptr_t)event};
+	struct xgpu_rsp_IPC_EVENT_EXPORT rsp;
+	r = xgpu_drv_result(xgpu_call_IPC_EVENT_EXPORT(c, &req, &rsp));
+	if (!r)
+		xgpu_ipc_event_handle_put(pHandle->reserved, req.event, rsp.token);
+	return r;
+}
+
+CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle)
+{
+	struct xgpu_client *c;
+	struct xgpu_ipc_event_handle h;
+	if (!phEvent || !xgpu_ipc_event_handle_get(handle.reserved, &h))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = xgpu_drv_client_ctx(&c);
+	if (r)
+		return r;
+	struct xgpu_req_IPC_EVENT_OPEN req = {.handle = h.event, .token = h.token};
+	struct xgpu_rsp_IPC_EVENT_OPEN rsp;
+	r = xgpu_drv_result(xgpu_call_IPC_EVENT_OPEN(c, &req, &rsp));
+	if (!r)
+		*phEvent = (CUevent)(uintptr_t)rsp.event;
+	return r;
 }

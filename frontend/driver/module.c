@@ -45,6 +45,12 @@ struct CUmod_st {
 	size_t len;
 	uint64_t hash;
 	uint8_t *owned;
+	/* Its __managed__ variables mapped here (host addresses; dev too when
+	 * they are one), unmapped with it. Under module_lock. */
+	struct {
+		uint64_t host, dev;
+	} * mvars;
+	uint32_t nmvars, capmvars;
 	struct CUmod_st *prev, *next; /* loaded_modules */
 };
 
@@ -305,6 +311,12 @@ static CUresult unload(CUmodule m)
 		f->magic = 0;
 		free(f);
 	}
+	for (uint32_t i = 0; i < m->nmvars; i++) {
+		xgpu_managed_unmap_var(m->mvars[i].host);
+		if (m->mvars[i].host == m->mvars[i].dev)
+			xgpu_alloc_del(m->mvars[i].dev, XGPU_ALLOC_MANAGED);
+	}
+	free(m->mvars);
 	pthread_mutex_unlock(&module_lock);
 	LOADED_REMOVE(loaded_modules, m);
 	m->magic = 0;
@@ -421,9 +433,10 @@ CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunct
 }
 
 /* cuModuleGetGlobal without its context check: managed variables are
- * asked for without one. */
+ * asked for without one. *managed (may be NULL): whether the daemon's driver
+ * says the variable is __managed__. */
 static CUresult module_get_global(struct xgpu_client *c, CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
-				  const char *name)
+				  const char *name, bool *managed)
 {
 	if (!valid_module(hmod))
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -441,10 +454,48 @@ static CUresult module_get_global(struct xgpu_client *c, CUdeviceptr *dptr, size
 			*dptr = rsp.dptr;
 		if (bytes)
 			*bytes = rsp.size;
+		if (managed)
+			*managed = rsp.managed != 0;
 	}
 	return r;
 }
 
+/* A __managed__ variable at device address global: mapped into this process
+ * as cuLibraryGetManaged maps it (the host can read and write it after a
+ * synchronisation, as with cuMemAllocManaged); *dptr is its address here. */
+static CUresult map_managed_var(struct xgpu_client *c, CUmodule mod, CUdeviceptr global, size_t size,
+				CUdeviceptr *dptr)
+{
+	void *host;
+	CUresult r = xgpu_drv_result(xgpu_managed_map_var(c, global, size, &host));
+	if (r)
+		return r;
+	xgpu_alloc_add_managed_var(global, host, size);
+	uint64_t h = (uint64_t)(uintptr_t)host;
+	pthread_mutex_lock(&module_lock);
+	bool known = false;
+	for (uint32_t i = 0; i < mod->nmvars && !known; i++)
+		known = mod->mvars[i].host == h;
+	if (!known && mod->nmvars == mod->capmvars) {
+		uint32_t cap = mod->capmvars ? mod->capmvars * 2 : 4;
+		void *v = realloc(mod->mvars, cap * sizeof *mod->mvars);
+		if (v) {
+			mod->mvars = v;
+			mod->capmvars = cap;
+		}
+	}
+	/* (Out of memory: the variable stays mapped after the unload.) */
+	if (!known && mod->nmvars < mod->capmvars) {
+		mod->mvars[mod->nmvars].host = h;
+		mod->mvars[mod->nmvars++].dev = global;
+	}
+	pthread_mutex_unlock(&module_lock);
+	*dptr = (CUdeviceptr)h;
+	return CUDA_SUCCESS;
+}
+
+/* A __managed__ variable asked for here (a driver-API program's module, as
+ * libNVVM's uvmlite sample does) is managed memory as through the runtime. */
 CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
 	struct xgpu_client *c;
@@ -453,7 +504,18 @@ CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, cons
 	CUresult r = xgpu_drv_client_ctx(&c);
 	if (r)
 		return r;
-	return module_get_global(c, dptr, bytes, hmod, name);
+	CUdeviceptr global;
+	size_t size;
+	bool managed = false;
+	if ((r = module_get_global(c, &global, &size, hmod, name, &managed)))
+		return r;
+	if (managed && (r = map_managed_var(c, hmod, global, size, &global)))
+		return r;
+	if (dptr)
+		*dptr = global;
+	if (bytes)
+		*bytes = size;
+	return CUDA_SUCCESS;
 }
 
 /* Modules are sent whole when loaded, and functions resolved on first
@@ -556,15 +618,11 @@ CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library
 		return r;
 	CUdeviceptr global;
 	size_t size;
-	if ((r = module_get_global(c, &global, &size, library->mod, name)))
+	if ((r = module_get_global(c, &global, &size, library->mod, name, NULL)) ||
+	    (r = map_managed_var(c, library->mod, global, size, &global)))
 		return r;
-	void *host;
-	r = xgpu_drv_result(xgpu_managed_map_var(c, global, size, &host));
-	if (r)
-		return r;
-	xgpu_alloc_add_managed_var(global, host, size);
 	if (dptr)
-		*dptr = (CUdeviceptr)(uintptr_t)host;
+		*dptr = global;
 	if (bytes)
 		*bytes = size;
 	return CUDA_SUCCESS;

@@ -278,6 +278,39 @@ XGPU_EXPORT cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t h
 	return xgpu_rt_ret(e);
 }
 
+XGPU_EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event)
+{
+	if (!handle || !event)
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	struct xgpu_req_IPC_EVENT_EXPORT req = {.event = (uint64_t)(uintptr_t)event};
+	struct xgpu_rsp_IPC_EVENT_EXPORT rsp;
+	e = xgpu_call_IPC_EVENT_EXPORT(c, &req, &rsp);
+	if (!e)
+		xgpu_ipc_event_handle_put(handle->reserved, req.event, rsp.token);
+	return xgpu_rt_ret(e);
+}
+
+XGPU_EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle)
+{
+	struct xgpu_ipc_event_handle h;
+	if (!event || !xgpu_ipc_event_handle_get(handle.reserved, &h))
+		return xgpu_rt_ret(cudaErrorInvalidValue);
+	struct xgpu_client *c;
+	cudaError_t e = xgpu_rt_client(&c);
+	if (e)
+		return e;
+	struct xgpu_req_IPC_EVENT_OPEN req = {.handle = h.event, .token = h.token};
+	struct xgpu_rsp_IPC_EVENT_OPEN rsp;
+	e = xgpu_call_IPC_EVENT_OPEN(c, &req, &rsp);
+	if (!e)
+		*event = (cudaEvent_t)(uintptr_t)rsp.event;
+	return xgpu_rt_ret(e);
+}
+
 XGPU_EXPORT cudaError_t cudaIpcCloseMemHandle(void *devPtr)
 {
 	struct xgpu_client *c;

@@ -615,7 +615,43 @@ static void graph_mem_nodes(CUdevice dev)
 
 /* The child: another process of the same domain opens the parent's
  * allocation, sees its data, overwrites it, and loses it at close. */
-static int ipc_child(CUdevice dev, CUipcMemHandle h, CUipcMemHandle freed, CUdeviceptr want)
+/* The child's side of an event handle: it opens the parent's event twice
+ * (two handles for one event), records it after its own work, and destroys
+ * one of its handles, which must leave the other (and the parent's) working.
+ * A handle with a forged token or naming a non-interprocess event opens
+ * nothing. */
+static int ipc_event_child(CUipcEventHandle eh, CUipcEventHandle plain, CUdeviceptr p)
+{
+	CUevent e1, e2, x;
+	CHECK(cuIpcOpenEventHandle(&e1, eh));
+	CHECK(cuIpcOpenEventHandle(&e2, eh));
+	EXPECT(e1 != e2);
+	CUstream s;
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuMemsetD32Async(p, 55, N, s));
+	CHECK(cuEventRecord(e1, s));
+	CHECK(cuStreamWaitEvent(NULL, e2, 0));
+	CHECK(cuEventDestroy(e1));
+	CHECK(cuEventSynchronize(e2));
+	EXPECT_R(cuEventQuery(e2), CUDA_SUCCESS);
+	int got[N], bad = 0;
+	CHECK(cuMemcpyDtoH(got, p, sizeof got));
+	for (int i = 0; i < N; i++)
+		bad += got[i] != 55;
+	EXPECT(bad == 0);
+	CUipcEventHandle forged = eh;
+	forged.reserved[16] ^= 1; /* the token */
+	EXPECT_R(cuIpcOpenEventHandle(&x, forged), CUDA_ERROR_INVALID_VALUE);
+	forged = eh;
+	forged.reserved[8] ^= 1; /* the handle: another slot of the table */
+	EXPECT_R(cuIpcOpenEventHandle(&x, forged), CUDA_ERROR_INVALID_VALUE);
+	EXPECT_R(cuIpcOpenEventHandle(&x, plain), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuStreamDestroy(s));
+	return failures; /* e2 goes with the process */
+}
+
+static int ipc_child(CUdevice dev, CUipcMemHandle h, CUipcMemHandle freed, CUdeviceptr want,
+		     CUipcEventHandle eh, CUipcEventHandle plain)
 {
 	CUcontext cc;
 	CHECK(cuInit(0));
@@ -635,6 +671,10 @@ static int ipc_child(CUdevice dev, CUipcMemHandle h, CUipcMemHandle freed, CUdev
 	CUipcMemHandle forged = h;
 	forged.reserved[16] ^= 1; /* the token */
 	EXPECT_R(cuIpcOpenMemHandle(&q, forged, 0), CUDA_ERROR_INVALID_VALUE);
+	CUdeviceptr e;
+	CHECK(cuMemAlloc(&e, N * sizeof(int)));
+	ipc_event_child(eh, plain, e);
+	CHECK(cuMemFree(e));
 	return failures;
 }
 
@@ -656,12 +696,30 @@ static void ipc(CUdevice dev)
 	CUipcMemHandle junk;
 	memset(&junk, 0, sizeof junk);
 	EXPECT_R(cuIpcOpenMemHandle(&p, junk, 0), CUDA_ERROR_INVALID_VALUE);
+	/* Event handles: only an interprocess event (which keeps no time) is
+	 * exported. */
+	CUevent ev, plain_ev, bad_ev;
+	CUipcEventHandle eh, plain;
+	EXPECT_R(cuEventCreate(&bad_ev, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+	CHECK(cuEventCreate(&plain_ev, CU_EVENT_DISABLE_TIMING));
+	CHECK(cuIpcGetEventHandle(&eh, ev));
+	EXPECT_R(cuIpcGetEventHandle(&plain, plain_ev), CUDA_ERROR_INVALID_HANDLE);
+	memset(&plain, 0, sizeof plain);
+	memcpy(plain.reserved, eh.reserved, sizeof plain.reserved);
+	memcpy(plain.reserved + 8, &plain_ev, sizeof plain_ev); /* a real event, never exported */
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid == 0)
-		_exit(ipc_child(dev, h, h2, d) ? 1 : 0);
+		_exit(ipc_child(dev, h, h2, d, eh, plain) ? 1 : 0);
 	int st = 0;
 	EXPECT(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The child's handles went with it, the event stays the parent's. */
+	CHECK(cuEventRecord(ev, NULL));
+	CHECK(cuEventSynchronize(ev));
+	EXPECT_R(cuEventQuery(ev), CUDA_SUCCESS);
+	CHECK(cuEventDestroy(ev));
+	CHECK(cuEventDestroy(plain_ev));
 	int *got = malloc(N * sizeof *got);
 	CHECK(cuMemcpyDtoH(got, d, N * sizeof *got));
 	int bad = 0;
@@ -670,6 +728,88 @@ static void ipc(CUdevice dev)
 	EXPECT(bad == 0); /* the child's memset landed in the parent's memory */
 	free(got);
 	CHECK(cuMemFree(d));
+}
+
+/* ---- a __managed__ variable through cuModuleGetGlobal ---------------------------------------- */
+
+/* As libNVVM's uvmlite sample has it: a PTX module's managed variable, which
+ * the host reads and writes through its host pointer around a kernel that
+ * adds to it. */
+static const char managed_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+				  ".global .attribute(.managed) .align 4 .u32 mvar = 10;\n"
+				  ".visible .entry add_managed(.param .u32 add_managed_param_0)\n{\n"
+				  "\t.reg .b32 %r<4>;\n"
+				  "\tld.param.u32 %r1, [add_managed_param_0];\n"
+				  "\tld.global.u32 %r2, [mvar];\n"
+				  "\tadd.s32 %r3, %r2, %r1;\n"
+				  "\tst.global.u32 [mvar], %r3;\n"
+				  "\tret;\n}\n";
+
+static void managed_module_var(void)
+{
+	CUmodule mod;
+	CUfunction fn;
+	CHECK(cuModuleLoadData(&mod, managed_ptx));
+	CHECK(cuModuleGetFunction(&fn, mod, "add_managed"));
+	CUdeviceptr d = 0;
+	size_t size = 0;
+	CHECK(cuModuleGetGlobal(&d, &size, mod, "mvar"));
+	EXPECT(size == sizeof(unsigned));
+	unsigned managed = 0;
+	CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, d));
+	EXPECT(managed == 1);
+	unsigned *p = NULL;
+	CHECK(cuPointerGetAttribute(&p, CU_POINTER_ATTRIBUTE_HOST_POINTER, d));
+	if (!p) {
+		EXPECT(p != NULL);
+		return;
+	}
+	EXPECT(*p == 10); /* the module's initial value */
+	*p += 1;
+	unsigned add = 20;
+	void *args[] = {&add};
+	CHECK(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+	CHECK(cuCtxSynchronize());
+	EXPECT(*p == 31); /* the host's write reached the kernel, and its result came back */
+	CUdeviceptr again = 0;
+	CHECK(cuModuleGetGlobal(&again, NULL, mod, "mvar"));
+	EXPECT(again == d);
+	CHECK(cuModuleUnload(mod));
+}
+
+/* ---- cuDevicePrimaryCtxReset ---------------------------------------------------------------- */
+
+/* The reset takes the process's allocations, streams and events with it (their
+ * handles are refused after) and gives its memory back; a module loaded before
+ * works after (loaded again on use) and computes. Refused, by name, while a
+ * context of cuCtxCreate's lives. */
+static void primary_reset(CUdevice dev, CUcontext primary)
+{
+	CUcontext made;
+	CHECK(cuCtxCreate(&made, NULL, 0, dev));
+	EXPECT_R(cuDevicePrimaryCtxReset(dev), CUDA_ERROR_NOT_SUPPORTED);
+	CHECK(cuCtxDestroy(made));
+	CHECK(cuCtxSetCurrent(primary));
+	size_t free0, free1, total;
+	CHECK(cuMemGetInfo(&free0, &total));
+	CUdeviceptr d, after;
+	CUstream s;
+	CUevent e;
+	CHECK(cuMemAlloc(&d, 1 << 20));
+	CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	CHECK(launch_iota(d, 5, N, s, NULL, 0));
+	CHECK(cuDevicePrimaryCtxReset(dev));
+	CHECK(cuMemGetInfo(&free1, &total));
+	EXPECT(free1 == free0 + (1 << 20) || free1 > free0); /* the allocation went with it */
+	EXPECT(cuStreamSynchronize(s) != CUDA_SUCCESS);
+	EXPECT(cuEventRecord(e, NULL) != CUDA_SUCCESS);
+	EXPECT_R(cuMemFree(d), CUDA_ERROR_INVALID_VALUE);
+	CHECK(cuCtxSetCurrent(primary));
+	CHECK(cuMemAlloc(&after, N * sizeof(int)));
+	CHECK(launch_iota(after, 9, N, NULL, NULL, 0));
+	EXPECT(check_iota(after, 9, N) == 0);
+	CHECK(cuMemFree(after));
 }
 
 /* ---- the JIT linker ------------------------------------------------------------------------ */
@@ -946,6 +1086,7 @@ int main(int argc, char **argv)
 	graph_host_nodes();
 	graph_mem_nodes(dev);
 	ipc(dev);
+	managed_module_var();
 	if (argc == 4 && strcmp(argv[2], "limit")) {
 		FILE *f = fopen(argv[1], "rb");
 		fseek(f, 0, SEEK_END);
@@ -954,6 +1095,7 @@ int main(int argc, char **argv)
 		jit_link(argv[1], image, fsize, argv[2], argv[3]);
 	}
 	attach_mem();
+	primary_reset(dev, ctx); /* before vmm(), whose reservation the exit must release */
 	vmm(dev);
 	CHECK(cuModuleUnload(mod));
 	free(image);

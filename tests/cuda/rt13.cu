@@ -207,6 +207,25 @@ int main()
 		failures++;
 	}
 	cudaGetLastError();
+	// An event handle (drvapi13 opens one in a second process): its handle
+	// opened again is a second event for the same one, which outlives the
+	// first's destroy; a plain event exports nothing.
+	cudaEvent_t ie, opened;
+	cudaIpcEventHandle_t eh;
+	EXPECT_E(cudaEventCreateWithFlags(&ie, cudaEventDisableTiming | cudaEventInterprocess), cudaSuccess);
+	EXPECT_E(cudaIpcGetEventHandle(&eh, ie), cudaSuccess);
+	EXPECT_E(cudaIpcOpenEventHandle(&opened, eh), cudaSuccess);
+	EXPECT_E(cudaEventRecord(ie, s), cudaSuccess);
+	EXPECT_E(cudaEventDestroy(ie), cudaSuccess);
+	EXPECT_E(cudaStreamWaitEvent(s, opened, 0), cudaSuccess);
+	EXPECT_E(cudaEventSynchronize(opened), cudaSuccess);
+	EXPECT_E(cudaEventDestroy(opened), cudaSuccess);
+	EXPECT_E(cudaIpcOpenEventHandle(&opened, eh), cudaErrorInvalidValue); // its exporter is gone
+	if (cudaIpcGetEventHandle(&eh, ev) == cudaSuccess) {
+		printf("FAIL: an event made without cudaEventInterprocess was exported\n");
+		failures++;
+	}
+	cudaGetLastError();
 
 	cudaEventDestroy(ev);
 	cudaStreamDestroy(s);

@@ -22,12 +22,12 @@ check_clean "$T/drvapi.err" drvapi
 grep -q "^drvapi: OK" <<<"$out" || fail "drvapi did not verify its results"
 
 # Reported by name, and once although called twice.
-msg="cuIpcGetEventHandle is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED"
+msg="cuGraphicsUnregisterResource is not supported by xgpu; it returns CUDA_ERROR_NOT_SUPPORTED"
 [ "$(grep -c "$msg" "$T/drvapi.err")" -eq 1 ] || {
 	cat "$T/drvapi.err"
-	fail "the program's stderr does not name cuIpcGetEventHandle exactly once"
+	fail "the program's stderr does not name cuGraphicsUnregisterResource exactly once"
 }
-grep -q "called cuIpcGetEventHandle, which xgpu does not support" "$XGPUD_LOG" ||
+grep -q "called cuGraphicsUnregisterResource, which xgpu does not support" "$XGPUD_LOG" ||
 	fail "the daemon log does not name the unsupported driver call"
 
 # A private table xgpu does not know, an integrity-check version of no

@@ -5,8 +5,9 @@
 # CUctxCreateParams and every context call of CUDA 13, every launch attribute
 # of cuLaunchKernelEx, cuStreamAttachMemAsync, and virtual memory management
 # (cuMemCreate / cuMemAddressReserve / cuMemMap / cuMemSetAccess in both
-# orders of release and unmap), graph host nodes, IPC memory handles (a
-# forked second process of the domain), and the JIT linker (one image passed through;
+# orders of release and unmap), graph host nodes, IPC memory and event handles
+# (a forked second process of the domain), a __managed__ module variable
+# through cuModuleGetGlobal, cuDevicePrimaryCtxReset, and the JIT linker (one image passed through;
 # a relocatable cubin and a PTX calling into it linked by nvJitLink), checking
 # results. What xgpu refuses is
 # refused by name, with its reason, on stderr and in the daemon's log; the
@@ -36,7 +37,8 @@ for msg in \
 	"virtual memory management of host memory" \
 	"cuMemExportToShareableHandle (the memory lives in the domain's executor process" \
 	"cuMemSetAccess read-only (CU_MEM_ACCESS_FLAGS_PROT_READ)" \
-	"cuGraphInstantiate of a child graph holding a host node"; do
+	"cuGraphInstantiate of a child graph holding a host node" \
+	"cuDevicePrimaryCtxReset while a context made by cuCtxCreate lives"; do
 	grep -qF "$msg" "$T/drvapi13.err" || {
 		cat "$T/drvapi13.err"
 		fail "stderr does not name: $msg"
@@ -51,7 +53,8 @@ for shape in "cluster 3x1x1, grid 16x1x1, at most 8" "cluster 16x1x1, grid 16x1x
 done
 # Nothing else was refused.
 if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource" -e "launch attribute" \
-	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" -e "holding a host node" "$T/drvapi13.err" |
+	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" -e "holding a host node" \
+	-e "cuDevicePrimaryCtxReset while" "$T/drvapi13.err" |
 	grep -q "not supported by xgpu"; then
 	cat "$T/drvapi13.err"
 	fail "an unexpected call was refused"

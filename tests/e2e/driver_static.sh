@@ -65,7 +65,7 @@ grep -q "^RESULT .*verified=yes.*$want" <<<"$out" || {
 
 # Nothing but the program's own unsupported calls was refused, and the
 # daemon saw the work.
-grep -q "called cuIpcGetEventHandle, which xgpu does not support" "$XGPUD_LOG" ||
+grep -q "called cuGraphicsUnregisterResource, which xgpu does not support" "$XGPUD_LOG" ||
 	fail "the daemon log does not name the unsupported driver call"
 dom=uid-$(id -u)
 [ "$(dom_stat "$dom" calls)" -gt 100 ] || fail "too few calls recorded"

@@ -39,6 +39,6 @@ wait_for 10 dom_eq "$dom" channels 0 || fail "channels still open"
 [ "$(dom_stat "$dom" mem_bytes)" -eq 0 ] || fail "memory still held after every program exited"
 [ "$(dom_stat "$dom" busy_ns)" -gt 0 ] || fail "no device busy time measured"
 [ "$(dom_stat "$dom" h2d_bytes)" -gt 0 ] || fail "no host-to-device bytes counted"
-grep -q "called cudaIpcGetEventHandle, which xgpu does not support" "$XGPUD_LOG" || fail "the daemon log does not name the unsupported call"
+grep -q "called cudaGraphicsUnregisterResource, which xgpu does not support" "$XGPUD_LOG" || fail "the daemon log does not name the unsupported call"
 grep -q "its context failed with CUDA_ERROR_ILLEGAL_ADDRESS" "$XGPUD_LOG" || fail "the sticky error was not logged"
 stop_xgpud
