@@ -732,6 +732,99 @@ CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, cons
 	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
 }
 
+/* Edge data: a programmatic edge (programmatic dependent launch) lets the
+ * dependent kernel start before its predecessor ends; waiting for the end,
+ * as a plain edge does, is a valid schedule of it, as stream order is for
+ * the launch attribute. So every valid edge is kept as a plain one. */
+static CUresult check_edges(const CUgraphEdgeData *e, size_t n)
+{
+	for (size_t i = 0; e && i < n; i++) {
+		if (e[i].to_port || (e[i].type != CU_GRAPH_DEPENDENCY_TYPE_DEFAULT &&
+				     e[i].type != CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC))
+			return CUDA_ERROR_INVALID_VALUE;
+		if (e[i].from_port != CU_GRAPH_KERNEL_NODE_PORT_DEFAULT &&
+		    e[i].from_port != CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC &&
+		    e[i].from_port != CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER)
+			return CUDA_ERROR_INVALID_VALUE;
+		for (size_t j = 0; j < sizeof e[i].reserved; j++)
+			if (e[i].reserved[j])
+				return CUDA_ERROR_INVALID_VALUE;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* The generic form (cuGraphAddNode, which XLA's command buffers use): each
+ * type goes to its own adder, so it is checked and described the same way.
+ * Unused bytes must be zero, as CUDA requires; conditional, batch-memop and
+ * external-semaphore nodes are refused by name as their typed forms are. */
+static CUresult add_generic_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+				 size_t numDependencies, const CUgraphNodeParams *p)
+{
+	if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (p->type) {
+	case CU_GRAPH_NODE_TYPE_EMPTY:
+		return cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies);
+	case CU_GRAPH_NODE_TYPE_KERNEL:
+		return cuGraphAddKernelNode_v2(phGraphNode, hGraph, dependencies, numDependencies,
+					       (const CUDA_KERNEL_NODE_PARAMS *)&p->kernel);
+	case CU_GRAPH_NODE_TYPE_MEMCPY:
+		if (p->memcpy.flags || p->memcpy.reserved)
+			return CUDA_ERROR_INVALID_VALUE;
+		return cuGraphAddMemcpyNode(phGraphNode, hGraph, dependencies, numDependencies,
+					    &p->memcpy.copyParams, p->memcpy.copyCtx);
+	case CU_GRAPH_NODE_TYPE_MEMSET:
+		return cuGraphAddMemsetNode(phGraphNode, hGraph, dependencies, numDependencies,
+					    (const CUDA_MEMSET_NODE_PARAMS *)&p->memset, p->memset.ctx);
+	case CU_GRAPH_NODE_TYPE_HOST: {
+		CUDA_HOST_NODE_PARAMS h = {.fn = p->host.fn, .userData = p->host.userData};
+		return cuGraphAddHostNode(phGraphNode, hGraph, dependencies, numDependencies, &h);
+	}
+	case CU_GRAPH_NODE_TYPE_GRAPH:
+		/* Moving a graph's ownership into the node (for graphs with memory
+		 * nodes) is not offered; cloning is what cuGraphAddChildGraphNode does. */
+		if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
+			return xgpu_drv_unsupported("cuGraphAddNode (a child graph moved into its node)");
+		return cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies, p->graph.graph);
+	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+		return cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, p->eventWait.event);
+	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+		return cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies,
+						 p->eventRecord.event);
+	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
+		return cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies,
+					      (CUDA_MEM_ALLOC_NODE_PARAMS *)&((CUgraphNodeParams *)p)->alloc);
+	case CU_GRAPH_NODE_TYPE_MEM_FREE:
+		return cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, p->free.dptr);
+	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+		return xgpu_drv_unsupported("cuGraphAddNode (conditional nodes)");
+	case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
+	case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
+		return xgpu_drv_unsupported("cuGraphAddNode (external semaphore nodes)");
+	case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+		return xgpu_drv_unsupported("cuGraphAddNode (batch memory operation nodes)");
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+#undef cuGraphAddNode
+CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			size_t numDependencies, CUgraphNodeParams *nodeParams);
+CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			size_t numDependencies, CUgraphNodeParams *nodeParams)
+{
+	return add_generic_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+}
+
+CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+			   CUgraphNodeParams *nodeParams)
+{
+	CUresult r = check_edges(dependencyData, numDependencies);
+	return r ? r : add_generic_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams);
+}
+
 /* Adds edges after the fact, so a graph may gain a cycle here; the daemon
  * refuses such a graph at instantiate. */
 static CUresult add_dependencies(const CUgraphNode *from, const CUgraphNode *to, size_t n)
@@ -767,11 +860,8 @@ CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const C
 CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
 				   const CUgraphEdgeData *edgeData, size_t numDependencies)
 {
-	/* Only plain edges (the default, all-zero edge data). */
-	for (size_t i = 0; edgeData && i < numDependencies; i++)
-		if (edgeData[i].from_port || edgeData[i].to_port || edgeData[i].type)
-			return xgpu_drv_unsupported("cuGraphAddDependencies_v2 (programmatic edges)");
-	return cuGraphAddDependencies(hGraph, from, to, numDependencies);
+	CUresult r = check_edges(edgeData, numDependencies);
+	return r ? r : cuGraphAddDependencies(hGraph, from, to, numDependencies);
 }
 
 CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
@@ -1134,8 +1224,11 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
 	struct xgpu_client *c;
 	if (!out || !valid_graph(g))
 		return CUDA_ERROR_INVALID_VALUE;
-	if (flags)
-		return xgpu_drv_unsupported("cuGraphInstantiate (with flags)");
+	/* Node priorities are hints, and ignoring them is a valid schedule.
+	 * Freeing a launch's leftover allocations at the next launch and device
+	 * launches are not offered. */
+	if (flags & ~(unsigned long long)CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
+		return xgpu_drv_unsupported("cuGraphInstantiate (with auto-free or device-launch flags)");
 	CUresult r = graph_client(&c);
 	if (r)
 		return r;

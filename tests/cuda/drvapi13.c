@@ -544,6 +544,81 @@ static void graph_host_nodes(void)
 
 /* alloc -> kernel into it -> copy to the host -> free, launched twice; the
  * memory is charged while the graph holds it and given back with it. */
+/* The generic cuGraphAddNode, as XLA's command buffers build graphs: a
+ * memset, then two kernels joined by a programmatic edge (kept as a plain
+ * one), a host node, instantiated with node priorities; the refusals of
+ * nonzero reserved bytes, unknown edge data and conditional nodes. */
+static void graph_generic_nodes(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	CHECK(cuMemAlloc(&d, N * sizeof(int)));
+	CHECK(cuStreamCreate(&s, 0));
+	CUcontext ctx;
+	CHECK(cuCtxGetCurrent(&ctx));
+	CUgraph g;
+	CHECK(cuGraphCreate(&g, 0));
+	CUgraphNodeParams p;
+	memset(&p, 0, sizeof p);
+	p.type = CU_GRAPH_NODE_TYPE_MEMSET;
+	p.memset = (CUDA_MEMSET_NODE_PARAMS_v2){
+	    .dst = d, .value = 0x01010101, .elementSize = 4, .width = N, .height = 1, .ctx = ctx};
+	CUgraphNode m, k1, k2, h;
+	CHECK(cuGraphAddNode(&m, g, NULL, NULL, 0, &p));
+	int base = 9, n = N / 2, base2 = 1000;
+	CUdeviceptr hi = d + (N / 2) * sizeof(int);
+	void *args[] = {&d, &base, &n}, *args2[] = {&hi, &base2, &n};
+	memset(&p, 0, sizeof p);
+	p.type = CU_GRAPH_NODE_TYPE_KERNEL;
+	p.kernel = (CUDA_KERNEL_NODE_PARAMS_v3){.func = iota,
+						.gridDimX = N / 2 / 256,
+						.gridDimY = 1,
+						.gridDimZ = 1,
+						.blockDimX = 256,
+						.blockDimY = 1,
+						.blockDimZ = 1,
+						.kernelParams = args};
+	CHECK(cuGraphAddNode(&k1, g, &m, NULL, 1, &p));
+	p.kernel.kernelParams = args2;
+	CUgraphEdgeData prog = {.from_port = CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+				.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC};
+	CHECK(cuGraphAddNode(&k2, g, &k1, &prog, 1, &p));
+	memset(&p, 0, sizeof p);
+	p.type = CU_GRAPH_NODE_TYPE_HOST;
+	p.host.fn = host_node_other;
+	p.host.userData = (void *)(uintptr_t)7;
+	int calls = host_calls;
+	CHECK(cuGraphAddNode(&h, g, &k2, NULL, 1, &p));
+	CUgraphExec x;
+	CHECK(cuGraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY));
+	CHECK(cuGraphLaunch(x, s));
+	CHECK(cuStreamSynchronize(s));
+	if (check_iota(d, base, N / 2) || check_iota(hi, base2, N / 2)) {
+		fprintf(stderr, "%s: a graph of generic nodes computed wrong results\n", DRV_PROGRAM);
+		failures++;
+	}
+	if (host_calls != calls + 1000) {
+		fprintf(stderr, "%s: a generic host node ran %d times\n", DRV_PROGRAM,
+			(host_calls - calls) / 1000);
+		failures++;
+	}
+	EXPECT_R(cuGraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH),
+		 CUDA_ERROR_NOT_SUPPORTED);
+	memset(&p, 0, sizeof p);
+	p.type = CU_GRAPH_NODE_TYPE_EMPTY;
+	p.reserved2 = 1;
+	EXPECT_R(cuGraphAddNode(&h, g, NULL, NULL, 0, &p), CUDA_ERROR_INVALID_VALUE);
+	p.reserved2 = 0;
+	CUgraphEdgeData bad = {.to_port = 3};
+	EXPECT_R(cuGraphAddNode(&h, g, &k2, &bad, 1, &p), CUDA_ERROR_INVALID_VALUE);
+	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+	EXPECT_R(cuGraphAddNode(&h, g, NULL, NULL, 0, &p), CUDA_ERROR_NOT_SUPPORTED);
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuStreamDestroy(s));
+	CHECK(cuMemFree(d));
+}
+
 static void graph_mem_nodes(CUdevice dev)
 {
 	size_t free0, free1, total;
@@ -1084,6 +1159,7 @@ int main(int argc, char **argv)
 	contexts(dev, ctx);
 	launch_attributes();
 	graph_host_nodes();
+	graph_generic_nodes();
 	graph_mem_nodes(dev);
 	ipc(dev);
 	managed_module_var();

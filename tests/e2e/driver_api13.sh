@@ -5,7 +5,8 @@
 # CUctxCreateParams and every context call of CUDA 13, every launch attribute
 # of cuLaunchKernelEx, cuStreamAttachMemAsync, and virtual memory management
 # (cuMemCreate / cuMemAddressReserve / cuMemMap / cuMemSetAccess in both
-# orders of release and unmap), graph host nodes, IPC memory and event handles
+# orders of release and unmap), graph host nodes, the generic cuGraphAddNode
+# (programmatic edges, node priorities), IPC memory and event handles
 # (a forked second process of the domain), a __managed__ module variable
 # through cuModuleGetGlobal, cuDevicePrimaryCtxReset, and the JIT linker (one image passed through;
 # a relocatable cubin and a PTX calling into it linked by nvJitLink), checking
@@ -38,7 +39,9 @@ for msg in \
 	"cuMemExportToShareableHandle (the memory lives in the domain's executor process" \
 	"cuMemSetAccess read-only (CU_MEM_ACCESS_FLAGS_PROT_READ)" \
 	"cuGraphInstantiate of a child graph holding a host node" \
-	"cuDevicePrimaryCtxReset while a context made by cuCtxCreate lives"; do
+	"cuDevicePrimaryCtxReset while a context made by cuCtxCreate lives" \
+	"cuGraphAddNode (conditional nodes)" \
+	"cuGraphInstantiate (with auto-free or device-launch flags)"; do
 	grep -qF "$msg" "$T/drvapi13.err" || {
 		cat "$T/drvapi13.err"
 		fail "stderr does not name: $msg"
@@ -54,7 +57,8 @@ done
 # Nothing else was refused.
 if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource" -e "launch attribute" \
 	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" -e "holding a host node" \
-	-e "cuDevicePrimaryCtxReset while" "$T/drvapi13.err" |
+	-e "cuDevicePrimaryCtxReset while" -e "cuGraphAddNode (conditional" -e "cuGraphInstantiate (with auto-free" \
+	"$T/drvapi13.err" |
 	grep -q "not supported by xgpu"; then
 	cat "$T/drvapi13.err"
 	fail "an unexpected call was refused"

@@ -78,10 +78,10 @@ run_fw cupy 6 cupy_check.py
 RUN_ENV=()
 run_fw numba 1 numba_check.py
 # JAX needs xgpu's libnvidia-ml.so.1 (XLA starts no GPU without NVML); its
-# autotuner's red-zone memset on page-locked host memory is refused by design,
-# and its command buffers add graph nodes through cuGraphAddNode, which xgpu
-# does not offer yet (tests/frameworks/jax_check.py, docs/driver-frontend.md).
-RUN_ENV=(JAX_PLATFORMS=cuda "XLA_FLAGS=--xla_gpu_autotune_level=0 --xla_gpu_enable_command_buffer=")
+# autotuner's red-zone memset on page-locked host memory is refused by design
+# (tests/frameworks/jax_check.py, docs/driver-frontend.md). Its command
+# buffers run as CUDA graphs built with cuGraphAddNode.
+RUN_ENV=(JAX_PLATFORMS=cuda XLA_FLAGS=--xla_gpu_autotune_level=0)
 run_fw jax 4 jax_check.py
 
 # What the PTX interpreter computed: CuPy's kernels, whose results
