@@ -785,9 +785,11 @@ static CUresult add_generic_node(CUgraphNode *phGraphNode, CUgraph hGraph, const
 		 * nodes) is not offered; cloning is what cuGraphAddChildGraphNode does. */
 		if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
 			return xgpu_drv_unsupported("cuGraphAddNode (a child graph moved into its node)");
-		return cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies, p->graph.graph);
+		return cuGraphAddChildGraphNode(phGraphNode, hGraph, dependencies, numDependencies,
+						p->graph.graph);
 	case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
-		return cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies, p->eventWait.event);
+		return cuGraphAddEventWaitNode(phGraphNode, hGraph, dependencies, numDependencies,
+					       p->eventWait.event);
 	case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
 		return cuGraphAddEventRecordNode(phGraphNode, hGraph, dependencies, numDependencies,
 						 p->eventRecord.event);
@@ -795,7 +797,8 @@ static CUresult add_generic_node(CUgraphNode *phGraphNode, CUgraph hGraph, const
 		return cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies,
 					      (CUDA_MEM_ALLOC_NODE_PARAMS *)&((CUgraphNodeParams *)p)->alloc);
 	case CU_GRAPH_NODE_TYPE_MEM_FREE:
-		return cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies, p->free.dptr);
+		return cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies,
+					     p->free.dptr);
 	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
 		return xgpu_drv_unsupported("cuGraphAddNode (conditional nodes)");
 	case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
