@@ -2,7 +2,10 @@
 /* transport_remote.c - the frontend's remote transport (XGPU_REMOTE=host:port):
  * the channel region lives in this process's memory and two relay threads
  * (common/remote.h) mirror its queues over one TCP connection to the GPU
- * host's xgpud, TLS 1.3 with the key in XGPU_REMOTE_PSK_FILE:
+ * host's xgpud, TLS 1.3 with the key in XGPU_REMOTE_PSK_FILE, or with
+ * certificates both ways (XGPU_REMOTE_CERT, XGPU_REMOTE_CERT_KEY: this
+ * host's; XGPU_REMOTE_CA: the CA that must have signed the GPU host's, whose
+ * certificate must also name the host or address in XGPU_REMOTE):
  *
  *   writer: sends what the client published (requests, bulk out) and how far
  *           it has read (responses, bulk in), and pings a silent link;
@@ -230,6 +233,7 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 struct remote_settings {
 	const char *spec; /* host:port */
 	bool plain;
+	struct xgpu_rcert *cert; /* certificates instead of a PSK; freed by connect_remote */
 	char identity[128];
 	uint8_t key[64];
 	size_t keylen;
@@ -246,20 +250,44 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	const char *spec = getenv("XGPU_REMOTE");
 	const char *keyfile = getenv("XGPU_REMOTE_PSK_FILE");
 	const char *insecure = getenv("XGPU_REMOTE_INSECURE");
-	char why[256];
-	struct remote_settings rs = {.spec = spec, .plain = !keyfile || !*keyfile, .keylen = sizeof rs.key};
+	const char *cert = getenv("XGPU_REMOTE_CERT"), *cert_key = getenv("XGPU_REMOTE_CERT_KEY"),
+		   *ca = getenv("XGPU_REMOTE_CA");
+	char why[400];
+	bool psk = keyfile && *keyfile;
+	bool x509 = (cert && *cert) || (cert_key && *cert_key) || (ca && *ca);
+	struct remote_settings rs = {.spec = spec, .plain = !psk && !x509, .keylen = sizeof rs.key};
 	if (!spec || !*spec) {
 		snprintf(err, errlen, "XGPU_REMOTE=: need host:port");
 		return cudaErrorInvalidValue;
 	}
-	if (rs.plain && !(insecure && !strcmp(insecure, "1"))) {
-		snprintf(err, errlen,
-			 "XGPU_REMOTE needs XGPU_REMOTE_PSK_FILE, the GPU host's key (plain TCP only with "
-			 "XGPU_REMOTE_INSECURE=1, against xgpud --remote-insecure)");
+	if (psk && x509) {
+		snprintf(
+		    err, errlen,
+		    "XGPU_REMOTE: set XGPU_REMOTE_PSK_FILE or XGPU_REMOTE_CERT (with _CERT_KEY and _CA), "
+		    "not both");
 		return cudaErrorInvalidValue;
 	}
-	if (!rs.plain && xgpu_remote_read_psk(keyfile, rs.identity, sizeof rs.identity, rs.key, &rs.keylen,
-					      why, sizeof why) < 0) {
+	if (x509 && !(cert && *cert && cert_key && *cert_key && ca && *ca)) {
+		snprintf(err, errlen,
+			 "XGPU_REMOTE_CERT, XGPU_REMOTE_CERT_KEY and XGPU_REMOTE_CA go together (this host's "
+			 "certificate, its key, and the CA that signs the GPU host's)");
+		return cudaErrorInvalidValue;
+	}
+	if (rs.plain && !(insecure && !strcmp(insecure, "1"))) {
+		snprintf(
+		    err, errlen,
+		    "XGPU_REMOTE needs XGPU_REMOTE_PSK_FILE, the GPU host's key, or XGPU_REMOTE_CERT, "
+		    "XGPU_REMOTE_CERT_KEY and XGPU_REMOTE_CA (plain TCP only with XGPU_REMOTE_INSECURE=1, "
+		    "against xgpud --remote-insecure)");
+		return cudaErrorInvalidValue;
+	}
+	if (x509) {
+		if (!(rs.cert = xgpu_rcert_load(cert, cert_key, ca, why, sizeof why))) {
+			snprintf(err, errlen, "XGPU_REMOTE_CERT: %s", why);
+			return cudaErrorInvalidValue;
+		}
+	} else if (psk && xgpu_remote_read_psk(keyfile, rs.identity, sizeof rs.identity, rs.key, &rs.keylen,
+					       why, sizeof why) < 0) {
 		snprintf(err, errlen, "XGPU_REMOTE_PSK_FILE: %s", why);
 		return cudaErrorInvalidValue;
 	}
@@ -288,10 +316,11 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 			  struct remote_settings *rs, char *err, size_t errlen)
 {
 	const char *spec = rs->spec;
-	char host[256], port[32], why[256];
+	char host[256], port[32], why[512];
 	bool plain = rs->plain;
 	if (split_hostport(spec, host, sizeof host, port, sizeof port) < 0) {
 		explicit_bzero(rs->key, sizeof rs->key);
+		xgpu_rcert_free(rs->cert);
 		snprintf(err, errlen, "remote GPU %s: need host:port", spec);
 		return cudaErrorInvalidValue;
 	}
@@ -299,6 +328,8 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 	void *region = NULL;
 	int status = cudaErrorDevicesUnavailable;
 	if (!rc) {
+		explicit_bzero(rs->key, sizeof rs->key);
+		xgpu_rcert_free(rs->cert);
 		snprintf(err, errlen, "out of memory");
 		return cudaErrorMemoryAllocation;
 	}
@@ -331,17 +362,25 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 		goto fail;
 	}
 	xgpu_remote_tune_socket(fd);
-	rc->conn = plain ? xgpu_rconn_client(fd, NULL, NULL, 0, CONNECT_TIMEOUT_MS, why, sizeof why)
-			 : xgpu_rconn_client(fd, rs->identity, rs->key, rs->keylen, CONNECT_TIMEOUT_MS, why,
+	if (rs->cert)
+		rc->conn = xgpu_rconn_client_cert(fd, rs->cert, host, CONNECT_TIMEOUT_MS, why, sizeof why);
+	else if (plain)
+		rc->conn = xgpu_rconn_client(fd, NULL, NULL, 0, CONNECT_TIMEOUT_MS, why, sizeof why);
+	else
+		rc->conn = xgpu_rconn_client(fd, rs->identity, rs->key, rs->keylen, CONNECT_TIMEOUT_MS, why,
 					     sizeof why);
 	explicit_bzero(rs->key, sizeof rs->key);
 	if (!rc->conn) {
-		snprintf(err, errlen,
-			 "the TLS handshake with remote xgpud at %s failed: %s (is the key the one of that "
-			 "host's --remote-psk?)",
-			 spec, why);
+		snprintf(err, errlen, "the TLS handshake with remote xgpud at %s failed: %s%s", spec, why,
+			 rs->cert ? "" : " (is the key the one of that host's --remote-psk?)");
 		goto fail;
 	}
+	/* The credentials are needed only for the handshake. TLS 1.3 ends a
+	 * client's handshake before the server has checked its certificate:
+	 * a refusal arrives as an alert in place of the first answer. */
+	bool x509 = rs->cert != NULL;
+	xgpu_rcert_free(rs->cert);
+	rs->cert = NULL;
 	const struct xgpu_shm_header *hdr = region;
 	struct {
 		struct xgpu_rframe h;
@@ -360,7 +399,14 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 	setsockopt(xgpu_rconn_fd(rc->conn), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	if (xgpu_rconn_send(rc->conn, &msg, sizeof msg, why, sizeof why) < 0 ||
 	    xgpu_rconn_recv_frame(rc->conn, true, &ah, rc->rbuf, why, sizeof why) < 0) {
-		snprintf(err, errlen, "remote xgpud at %s did not answer the handshake: %s", spec, why);
+		if (x509 && strstr(why, "TLS alert"))
+			snprintf(err, errlen,
+				 "remote xgpud at %s refused this host's certificate: %s (the GPU host's log "
+				 "says why; the CA of its --remote-ca must sign XGPU_REMOTE_CERT)",
+				 spec, why);
+		else
+			snprintf(err, errlen, "remote xgpud at %s did not answer the handshake: %s", spec,
+				 why);
 		goto fail;
 	}
 	if (ah.type != XGPU_RF_ACK) {
@@ -393,6 +439,8 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 	return 0;
 fail:
 	explicit_bzero(rs->key, sizeof rs->key);
+	xgpu_rcert_free(rs->cert);
+	rs->cert = NULL;
 	ch->priv = NULL;
 	ch->region = NULL;
 	free_chan(rc, region_size, region);
