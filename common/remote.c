@@ -16,6 +16,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <arpa/inet.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -791,7 +792,11 @@ struct xgpu_rconn {
 	gnutls_session_t s; /* NULL: plain */
 	gnutls_psk_client_credentials_t cc;
 	gnutls_psk_server_credentials_t sc;
-	bool x509;          /* the handshake authenticated with certificates */
+	bool x509; /* the handshake authenticated with certificates */
+	/* MSG_ZEROCOPY (plain TCP only): zerocopy sends made, and of their
+	 * completions those reaped, and those where the kernel copied anyway. */
+	bool zc;
+	uint64_t zc_sends, zc_done, zc_copied;
 	char identity[128]; /* the client's; the server's once a key or certificate proved it */
 	uint8_t key[64];
 	size_t keylen;
@@ -1144,6 +1149,140 @@ int xgpu_rconn_sendv(struct xgpu_rconn *c, struct iovec *iov, int n, char *err, 
 	return 0;
 }
 
+/* ---- MSG_ZEROCOPY ----------------------------------------------------------------- */
+
+/* Below this a copy costs less than pinning pages and a completion (the
+ * kernel's msg_zerocopy notes put the break-even near 10 KB). */
+#define ZC_MIN (16u << 10)
+
+int xgpu_rconn_set_zerocopy(struct xgpu_rconn *c, char *err, size_t errlen)
+{
+	if (c->s) {
+		snprintf(err, errlen, "TLS encrypts into buffers of its own: no zero-copy send");
+		return -1;
+	}
+	int one = 1;
+	if (setsockopt(c->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) < 0) {
+		snprintf(err, errlen, "SO_ZEROCOPY: %s", strerror(errno));
+		return -1;
+	}
+	c->zc = true;
+	return 0;
+}
+
+/* The same over every connection of this process. */
+static _Atomic uint64_t zc_total_sends, zc_total_done, zc_total_copied;
+
+void xgpu_rconn_zerocopy_totals(uint64_t *sends, uint64_t *done, uint64_t *copied)
+{
+	*sends = atomic_load(&zc_total_sends);
+	*done = atomic_load(&zc_total_done);
+	*copied = atomic_load(&zc_total_copied);
+}
+
+void xgpu_rconn_zerocopy_stats(const struct xgpu_rconn *c, uint64_t *sends, uint64_t *done, uint64_t *copied)
+{
+	*sends = c->zc_sends;
+	*done = c->zc_done;
+	*copied = c->zc_copied;
+}
+
+/* Takes the completions the kernel queued on the socket's error queue.
+ * Nothing waits on them: a bulk unit's ring space is released to its
+ * producer only when the far consumer reports reading it (CONS), by which
+ * time TCP has delivered those bytes, and a page the kernel still holds can
+ * then only go out again as a retransmission of sequence numbers the far
+ * end already has, which it discards. They are reaped so that the queue
+ * (charged to the socket's option memory) never fills, which would make
+ * further zerocopy sends fail with ENOBUFS. */
+static void zc_reap(struct xgpu_rconn *c)
+{
+	for (;;) {
+		char control[128];
+		struct msghdr m = {.msg_control = control, .msg_controllen = sizeof control};
+		if (recvmsg(c->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+			if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
+			      (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_RECVERR)))
+				continue;
+			struct sock_extended_err e;
+			memcpy(&e, CMSG_DATA(cm), sizeof e);
+			if (e.ee_origin != SO_EE_ORIGIN_ZEROCOPY || e.ee_errno != 0)
+				continue;
+			uint64_t n = (uint32_t)(e.ee_data - e.ee_info) + 1ull;
+			c->zc_done += n;
+			atomic_fetch_add(&zc_total_done, n);
+			if (e.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) {
+				c->zc_copied += n;
+				atomic_fetch_add(&zc_total_copied, n);
+			}
+		}
+	}
+}
+
+/* sendmsg of the n iovecs, all of one kind; 0 or -1 (err). */
+static int send_run(struct xgpu_rconn *c, struct iovec *iov, int n, int flags, char *err, size_t errlen)
+{
+	while (n > 0) {
+		struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL | flags);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == ENOBUFS && (flags & MSG_ZEROCOPY)) {
+			/* Out of option memory for completions: this time, copy. */
+			zc_reap(c);
+			flags &= ~MSG_ZEROCOPY;
+			continue;
+		}
+		if (k < 0) {
+			snprintf(err, errlen, "send: %s", strerror(errno));
+			return -1;
+		}
+		if (flags & MSG_ZEROCOPY) {
+			c->zc_sends++;
+			atomic_fetch_add(&zc_total_sends, 1);
+		}
+		while (n > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+/* The iovecs in order: those in buf (headers and slots, rewritten next
+ * turn) copied, the large ones outside it (bulk bytes in the ring, which
+ * stay put until the far side has read them) with MSG_ZEROCOPY. */
+static int sendv_zerocopy(struct xgpu_rconn *c, struct iovec *iov, int n, const uint8_t *buf, size_t cap,
+			  char *err, size_t errlen)
+{
+	int i = 0;
+	while (i < n) {
+		bool zc = false;
+		int j = i;
+		for (; j < n; j++) {
+			const uint8_t *b = iov[j].iov_base;
+			bool ring = (b < buf || b >= buf + cap) && iov[j].iov_len >= ZC_MIN;
+			if (j == i)
+				zc = ring;
+			else if (ring != zc)
+				break;
+		}
+		if (send_run(c, iov + i, j - i, (zc ? MSG_ZEROCOPY : 0) | (j < n ? MSG_MORE : 0), err,
+			     errlen) < 0)
+			return -1;
+		i = j;
+	}
+	zc_reap(c);
+	return 0;
+}
+
 int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen)
 {
 	uint8_t *p = buf;
@@ -1243,7 +1382,8 @@ int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *b
 		iov[0] = (struct iovec){buf, sizeof ping};
 		n = 1;
 	}
-	if (n > 0 && xgpu_rconn_sendv(c, iov, n, err, errlen) < 0)
+	if (n > 0 && (c->zc ? sendv_zerocopy(c, iov, n, buf, cap, err, errlen)
+			    : xgpu_rconn_sendv(c, iov, n, err, errlen)) < 0)
 		return -1;
 	if (n > 0)
 		*last_sent = xgpu_now_ns();

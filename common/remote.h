@@ -231,6 +231,16 @@ int xgpu_rconn_fd(const struct xgpu_rconn *c);
 /* Unblocks both directions (another thread may be in send or recv). */
 void xgpu_rconn_shutdown(struct xgpu_rconn *c);
 void xgpu_rconn_free(struct xgpu_rconn *c);
+/* Sends bulk bytes (in the ring, outside the turn's buffer) with
+ * MSG_ZEROCOPY from now on: plain TCP only (TLS encrypts into its own
+ * buffers). -1 with the reason when not possible. */
+int xgpu_rconn_set_zerocopy(struct xgpu_rconn *c, char *err, size_t errlen);
+/* Zerocopy sends made; completions reaped; of those, how many the kernel
+ * copied anyway (SO_EE_CODE_ZEROCOPY_COPIED: loopback and veth deliver to a
+ * local socket, which must own its data). */
+void xgpu_rconn_zerocopy_stats(const struct xgpu_rconn *c, uint64_t *sends, uint64_t *done, uint64_t *copied);
+/* The same over every connection of this process so far. */
+void xgpu_rconn_zerocopy_totals(uint64_t *sends, uint64_t *done, uint64_t *copied);
 /* "TLS1.3-PSK", "TLS1.3-X509" or "plain TCP". */
 const char *xgpu_rconn_protocol(const struct xgpu_rconn *c);
 

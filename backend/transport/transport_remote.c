@@ -33,6 +33,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -64,7 +65,7 @@ struct xgpu_remote_listener {
 	int stop_fd;
 	pthread_t acceptor;
 	char local_socket[108];
-	bool plain, psk;
+	bool plain, psk, zerocopy;
 	struct xgpu_psk_table keys;
 	struct xgpu_rcert *cert; /* NULL: pre-shared keys only */
 	pthread_mutex_t lock;
@@ -289,6 +290,9 @@ static void serve(struct session *s)
 		xgpu_log_limited(&l->rl, XGPU_LOG_WARN, "remote: %s not admitted: %s", s->peer, err);
 		return;
 	}
+	if (l->zerocopy && xgpu_rconn_set_zerocopy(s->conn, err, sizeof err) < 0)
+		xgpu_log_limited(&l->rl, XGPU_LOG_WARN, "remote: %s: sending without MSG_ZEROCOPY: %s",
+				 s->peer, err);
 	struct xgpu_rframe h;
 	struct xgpu_remote_hello rh;
 	struct timeval tv = {.tv_sec = HANDSHAKE_TIMEOUT_MS / 1000};
@@ -370,7 +374,15 @@ static void serve(struct session *s)
 	if (r < 0)
 		return;
 	relay(s);
-	xlog_info("remote: %s left domain %s: %s", s->peer, s->domain, s->why);
+	uint64_t zs, zd, zcopied;
+	xgpu_rconn_zerocopy_stats(s->conn, &zs, &zd, &zcopied);
+	char zc[128] = "";
+	if (l->zerocopy)
+		snprintf(zc, sizeof zc,
+			 " (MSG_ZEROCOPY: %" PRIu64 " sends, %" PRIu64 " completed, %" PRIu64
+			 " of them copied by the kernel)",
+			 zs, zd, zcopied);
+	xlog_info("remote: %s left domain %s: %s%s", s->peer, s->domain, s->why, zc);
 }
 
 static void *session_main(void *arg)
@@ -523,6 +535,7 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const struct x
 	l->stop_fd = -1;
 	l->psk = auth->psk_file != NULL;
 	l->plain = !l->psk && !auth->cert_file;
+	l->zerocopy = l->plain && auth->zerocopy;
 	xgpu_strlcpy(l->local_socket, local_socket, sizeof l->local_socket);
 	char why[400];
 	if (l->psk && xgpu_remote_read_psk_table(auth->psk_file, &l->keys, why, sizeof why) < 0) {

@@ -16,6 +16,7 @@ struct xgpu_remote_listener;
 struct xgpu_remote_auth {
 	const char *psk_file;
 	const char *cert_file, *key_file, *ca_file;
+	bool zerocopy; /* plain TCP: bulk bytes sent with MSG_ZEROCOPY */
 };
 
 /* Listens on addr ("host:port", "[v6]:port" or ":port" for every address).

@@ -64,6 +64,8 @@ static void usage(FILE *f)
 		"  --remote-cert-key FILE  the certificate's private key (PEM, mode 600)\n"
 		"  --remote-ca FILE        the CA(s) whose signature a guest's certificate must carry\n"
 		"  --remote-insecure       --remote-listen without TLS: plain TCP, for tests only\n"
+		"  --remote-zerocopy       plain TCP: send bulk bytes with MSG_ZEROCOPY (off by default:\n"
+		"                          docs/results/bench-remote.md)\n"
 		"  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
 		"  --fatbin-inflate-limit SIZE  most a module's compressed fatbin entries may\n"
 		"                          inflate to in all (default 512M; NCCL's need about 1G)\n"
@@ -135,6 +137,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_RCERT,
 		O_RCERTKEY,
 		O_RCA,
+		O_RZEROCOPY,
 		O_HELP,
 		O_VERSION
 	};
@@ -170,6 +173,7 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"remote-cert-key", required_argument, 0, O_RCERTKEY},
 	    {"remote-ca", required_argument, 0, O_RCA},
 	    {"remote-insecure", no_argument, 0, O_RINSECURE},
+	    {"remote-zerocopy", no_argument, 0, O_RZEROCOPY},
 	    {"help", no_argument, 0, O_HELP},
 	    {"version", no_argument, 0, O_VERSION},
 	    {0, 0, 0, 0},
@@ -335,6 +339,9 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		case O_RCA:
 			o->remote_ca = optarg;
 			break;
+		case O_RZEROCOPY:
+			o->remote_zerocopy = true;
+			break;
 		case O_HELP:
 			usage(stdout);
 			exit(0);
@@ -360,6 +367,11 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		fprintf(stderr, "xgpud: --remote-listen needs --remote-psk FILE or --remote-cert FILE "
 				"--remote-cert-key FILE --remote-ca FILE, or both (or, for tests only, "
 				"--remote-insecure alone)\n");
+		return -1;
+	}
+	if (o->remote_zerocopy && !o->remote_insecure) {
+		fprintf(stderr, "xgpud: --remote-zerocopy needs --remote-insecure (TLS encrypts into "
+				"buffers of its own)\n");
 		return -1;
 	}
 	if (!o->remote_listen && (o->remote_psk || o->remote_insecure || cert)) {
@@ -552,7 +564,8 @@ int main(int argc, char **argv)
 		struct xgpu_remote_auth auth = {.psk_file = d.o.remote_psk,
 						.cert_file = d.o.remote_cert,
 						.key_file = d.o.remote_cert_key,
-						.ca_file = d.o.remote_ca};
+						.ca_file = d.o.remote_ca,
+						.zerocopy = d.o.remote_zerocopy};
 		remote = xgpu_remote_listen(d.o.remote_listen, &auth, path, err, sizeof err);
 		if (!remote) {
 			xlog_err("%s", err);
@@ -573,8 +586,8 @@ int main(int argc, char **argv)
 				  d.o.remote_cert ? "certificates signed by the CA of --remote-ca" : "");
 		else
 			xlog_info("remote transport: listening on %s (PLAIN TCP: --remote-insecure, for tests "
-				  "only)",
-				  d.o.remote_listen);
+				  "only%s)",
+				  d.o.remote_listen, d.o.remote_zerocopy ? "; MSG_ZEROCOPY" : "");
 	}
 
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);

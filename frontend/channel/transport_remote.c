@@ -29,6 +29,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -375,6 +376,10 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 			 rs->cert ? "" : " (is the key the one of that host's --remote-psk?)");
 		goto fail;
 	}
+	const char *zc = getenv("XGPU_REMOTE_ZEROCOPY");
+	if (plain && zc && !strcmp(zc, "1") && xgpu_rconn_set_zerocopy(rc->conn, why, sizeof why) < 0)
+		xgpu_fe_warn_once("remote-zerocopy",
+				  "XGPU_REMOTE_ZEROCOPY=1: sending without MSG_ZEROCOPY: %s", why);
 	/* The credentials are needed only for the handshake. TLS 1.3 ends a
 	 * client's handshake before the server has checked its certificate:
 	 * a refusal arrives as an alert in place of the first answer. */
@@ -493,6 +498,19 @@ static void remote_unshare_segment(struct xgpu_fe_chan *ch, void *ptr, size_t si
 {
 	(void)ch;
 	munmap(ptr, size);
+}
+
+/* XGPU_REMOTE_ZEROCOPY=1 is an experiment's setting: at exit (channels
+ * are not closed then), say what the kernel did with the sends. */
+__attribute__((destructor)) static void zerocopy_report(void)
+{
+	uint64_t sends, done, copied;
+	xgpu_rconn_zerocopy_totals(&sends, &done, &copied);
+	if (sends)
+		fprintf(stderr,
+			"xgpu: remote channels: MSG_ZEROCOPY: %" PRIu64 " sends, %" PRIu64
+			" completed, %" PRIu64 " of them copied by the kernel\n",
+			sends, done, copied);
 }
 
 static void remote_close(struct xgpu_fe_chan *ch)
