@@ -709,6 +709,27 @@ static int read_pem(const char *path, bool secret, gnutls_datum_t *d, char *err,
 	return -1;
 }
 
+int xgpu_remote_read_pem(const char *path, bool secret, char *buf, size_t len, char *err, size_t errlen)
+{
+	gnutls_datum_t d = {0};
+	if (read_pem(path, secret, &d, err, errlen) < 0)
+		return -1;
+	int r = -1;
+	if (strlen((char *)d.data) != d.size)
+		snprintf(err, errlen, "%s is not PEM text", path);
+	else if (d.size >= len)
+		snprintf(err, errlen,
+			 "%s holds %u bytes, more than the %zu that fit (an EC key's certificate does)", path,
+			 d.size, len - 1);
+	else {
+		memcpy(buf, d.data, (size_t)d.size + 1);
+		r = 0;
+	}
+	explicit_bzero(d.data, d.size);
+	free(d.data);
+	return r;
+}
+
 static void free_pem(gnutls_datum_t *d)
 {
 	if (d->data) {

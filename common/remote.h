@@ -192,6 +192,13 @@ struct xgpu_rcert *xgpu_rcert_load(const char *cert_file, const char *key_file, 
 struct xgpu_rcert *xgpu_rcert_load_mem(const char *cert, const char *key, const char *ca, char *err,
 				       size_t errlen);
 void xgpu_rcert_free(struct xgpu_rcert *rc);
+/* A PEM file's text into buf (len bytes with its NUL); a private key's
+ * (secret) only when no other user may read it. 0, or -1 with the reason
+ * (unreadable, larger than buf, not text). */
+int xgpu_remote_read_pem(const char *path, bool secret, char *buf, size_t len, char *err, size_t errlen);
+/* The most PEM text a Xen guest's backend key holds: a xenstore message
+ * carries at most 4096 bytes, path included. */
+#define XGPU_REMOTE_PEM_MAX 3500
 /* TLS 1.3 with certificates both ways: presents cert's certificate and
  * accepts the GPU host's only when cert's CA signed it, it is in date, it
  * is for a TLS server, and it names host (the DNS name or IP address

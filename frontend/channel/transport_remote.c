@@ -297,12 +297,22 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 
 int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
 			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
-			    const char *spec, const char *psk_text, char *err, size_t errlen)
+			    const char *spec, const struct xgpu_fe_remote_creds *creds, char *err,
+			    size_t errlen)
 {
-	char why[256];
+	char why[400];
 	struct remote_settings rs = {.spec = spec, .keylen = sizeof rs.key};
-	if (xgpu_remote_parse_psk(psk_text, rs.identity, sizeof rs.identity, rs.key, &rs.keylen, why,
-				  sizeof why) < 0) {
+	if (!creds->psk) {
+		if (!(rs.cert =
+			  xgpu_rcert_load_mem(creds->cert, creds->cert_key, creds->ca, why, sizeof why))) {
+			snprintf(err, errlen,
+				 "the remote GPU's certificates in xenstore (remote-cert...) are not "
+				 "usable: %s",
+				 why);
+			return cudaErrorInvalidValue;
+		}
+	} else if (xgpu_remote_parse_psk(creds->psk, rs.identity, sizeof rs.identity, rs.key, &rs.keylen, why,
+					 sizeof why) < 0) {
 		snprintf(err, errlen, "the remote GPU's key in xenstore (remote-psk) is not usable: %s", why);
 		return cudaErrorInvalidValue;
 	}

@@ -14,7 +14,10 @@
 #   - a guest certificate from another CA, an expired one, and a TLS client
 #     with no certificate at all are refused, each with its reason in xgpud's
 #     log;
-#   - a private key others may read stops xgpud at its start.
+#   - a private key others may read stops xgpud at its start;
+#   - a Xen guest (over xgpu-xenstub) whose gpu line names remote-cert=,
+#     remote-cert-key= and remote-ca= reaches the GPU host with the PEM texts
+#     xl-gpu wrote in its backend directory, and lands in its CN's domain.
 . "$(dirname "$0")/lib.bash"
 
 command -v openssl >/dev/null || { echo "SKIP: no openssl CLI (Debian package openssl)"; exit 0; }
@@ -183,6 +186,31 @@ out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$
 	fail "the frontend ran with a CA but no certificate"
 grep -q "XGPU_REMOTE_CERT, XGPU_REMOTE_CERT_KEY and XGPU_REMOTE_CA go together" <<<"$out" ||
 	{ echo "$out"; fail "no reason given for a CA without a certificate"; }
+
+note "a Xen guest whose gpu line names certificates (xgpu-xenstub as its Xen)"
+STUB_SOCK=$T/xen.sock
+start_xenstub "$STUB_SOCK" 1:far 2:other
+printf 'gpu = [ "remote=%s:%s, remote-cert=%s, remote-cert-key=%s, remote-ca=%s" ]\n' "$GPU_IP" "$PORT" \
+	"$C/far.pem" "$C/far.key" "$C/ca.pem" >"$T/far.cfg"
+XGPU_XEN_STUB=$STUB_SOCK "$B/bin/xl-gpu" attach 1 "$T/far.cfg" || fail "xl-gpu attach with remote-cert= failed"
+# A file that is not what its key says fails the attach, not the guest.
+printf 'gpu = [ "remote=%s:%s, remote-cert=%s, remote-cert-key=%s, remote-ca=%s" ]\n' "$GPU_IP" "$PORT" \
+	"$C/lab.pem" "$C/far.key" "$PSK" >"$T/mixed.cfg"
+out=$(XGPU_XEN_STUB=$STUB_SOCK "$B/bin/xl-gpu" attach 2 "$T/mixed.cfg" 2>&1) && fail "a key file was attached as a CA"
+grep -q "remote-ca=$PSK holds no PEM certificate" <<<"$out" || { echo "$out"; fail "no reason given for a CA that is not one"; }
+# The private key is the guest's and dom0's alone.
+XGPU_XEN_STUB=$STUB_SOCK XGPU_XEN_DOMID=1 "$B/tests/tools/xenliar" ls /local/domain/0/backend/vgpu/1/0 |
+	grep -x remote-cert-key >/dev/null || fail "domain 1 cannot see its certificate's key"
+XGPU_XEN_STUB=$STUB_SOCK XGPU_XEN_DOMID=2 "$B/tests/tools/xenliar" ls /local/domain/0/backend/vgpu/1/0 >/dev/null 2>&1 &&
+	fail "another domain can read domain 1's certificate key"
+before=$(grep -c "joined domain remote-far (channel [0-9]*, TLS1.3-X509)" "$XGPUD_LOG")
+out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_XEN_STUB="$STUB_SOCK" XGPU_XEN_DOMID=1 \
+	LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} \
+	"$B/bin/vectorAdd" -n 200000 -i 2 2>&1) || { echo "$out"; fail "the Xen guest's vectorAdd failed remotely"; }
+grep -q "^RESULT .*verified=yes" <<<"$out" || { echo "$out"; fail "the Xen guest's vectorAdd did not verify"; }
+[ "$(grep -c "joined domain remote-far (channel [0-9]*, TLS1.3-X509)" "$XGPUD_LOG")" -gt "$before" ] ||
+	fail "the Xen guest did not join remote-far with its certificate"
+stop_xenstub 0
 
 note "xgpud still serves"
 out=$(guest lab "$B/bin/vectorAdd" -n 1000 2>&1) || { echo "$out"; fail "vectorAdd failed after the refusals"; }
