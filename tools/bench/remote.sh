@@ -175,6 +175,12 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / 
 	echo "against plain \`sendmsg\`, in the same run (TLS cannot: it encrypts into buffers of its own)."
 	echo "What the kernel did with the zerocopy sends, from their completions: host to device"
 	echo "(the frontend sends) $zc_fe; device to host (xgpud sends) $zc_be."
+	echo "A completion flagged as copied (SO_EE_CODE_ZEROCOPY_COPIED) means the kernel copied the"
+	echo "pages after all: over loopback or a veth pair the packet goes to a socket on this machine,"
+	echo "which must own its data, so the copy is only deferred, and pinning pages and reaping the"
+	echo "completions come on top. A NIC with scatter-gather DMA is where the copy can vanish; this"
+	echo "machine has none to measure. Two CPUs shared by both ends, the executor and other jobs make"
+	echo "these figures noisy: compare the ratio, taken in one run, not the figures across runs."
 	echo
 	echo "| | plain send | MSG_ZEROCOPY | zerocopy / plain |"
 	echo "|---|---|---|---|"
