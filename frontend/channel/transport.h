@@ -56,6 +56,8 @@ int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, s
 struct xgpu_fe_remote_creds {
 	const char *psk;                  /* "identity:hex", or NULL: */
 	const char *cert, *cert_key, *ca; /* PEM texts */
+	/* The guest's xenstore, for remote-state; the callee closes it. */
+	struct xgpu_xs *xs;
 };
 int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
 			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,

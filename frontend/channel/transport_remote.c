@@ -26,6 +26,7 @@
 #include "remote.h"
 #include "transport.h"
 #include "util.h"
+#include "xenif.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -34,6 +35,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +63,44 @@ struct remote_chan {
 	_Atomic bool dead, stop;
 	char peer[300];
 	uint8_t *rbuf, *wbuf;
+	/* A Xen guest's: its xenstore, where remote-state says what became of
+	 * the channel (dom0's xl-gpu list shows it); NULL otherwise. */
+	struct xgpu_xs *xs;
+	pthread_mutex_t xs_lock;
 };
+
+/* The key, in the guest's own frontend directory (it owns it; dom0 reads
+ * it): the latest event of the latest remote channel of any process. */
+#define REMOTE_STATE_KEY "device/vgpu/0/remote-state"
+
+static void put_state(struct xgpu_xs *xs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_state(struct xgpu_xs *xs, const char *fmt, ...)
+{
+	char buf[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	xs->ops->write(xs, 0, REMOTE_STATE_KEY, buf, (unsigned)strlen(buf)); /* best effort */
+}
+
+static void chan_state(struct remote_chan *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void chan_state(struct remote_chan *rc, const char *fmt, ...)
+{
+	if (!rc->xs)
+		return;
+	char buf[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&rc->xs_lock);
+	put_state(rc->xs, "%s", buf);
+	pthread_mutex_unlock(&rc->xs_lock);
+}
+
+/* The latest Xen guest channel, for the exit below. */
+static struct remote_chan *_Atomic xen_latest;
 
 static void wake(int fd)
 {
@@ -90,6 +129,9 @@ static void lost(struct remote_chan *rc, const char *why)
 	if (!atomic_load(&rc->stop) && why)
 		xgpu_fe_warn_once("remote-lost", "lost the connection to remote xgpud at %s: %s", rc->peer,
 				  why);
+	if (!atomic_load(&rc->stop))
+		chan_state(rc, "lost %s: %s (pid %d)", rc->peer, why ? why : "the GPU host ended the channel",
+			   (int)getpid());
 	xgpu_rconn_shutdown(rc->conn);
 	wake(rc->wake_fd);
 	wake(rc->kick_fd);
@@ -225,6 +267,12 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 	if (region)
 		munmap(region, region_size);
 	pthread_mutex_destroy(&rc->send_lock);
+	if (rc->xs) {
+		struct remote_chan *self = rc;
+		atomic_compare_exchange_strong(&xen_latest, &self, NULL);
+		rc->xs->ops->close(rc->xs);
+	}
+	pthread_mutex_destroy(&rc->xs_lock);
 	free(rc);
 }
 
@@ -238,6 +286,7 @@ struct remote_settings {
 	char identity[128];
 	uint8_t key[64];
 	size_t keylen;
+	struct xgpu_xs *xs; /* a Xen guest's; the channel takes it */
 };
 
 static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
@@ -301,7 +350,8 @@ int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*i
 			    size_t errlen)
 {
 	char why[400];
-	struct remote_settings rs = {.spec = spec, .keylen = sizeof rs.key};
+	struct remote_settings rs = {.spec = spec, .keylen = sizeof rs.key, .xs = creds->xs};
+	put_state(creds->xs, "connecting %s (pid %d)", spec, (int)getpid());
 	if (!creds->psk) {
 		if (!(rs.cert =
 			  xgpu_rcert_load_mem(creds->cert, creds->cert_key, creds->ca, why, sizeof why))) {
@@ -309,6 +359,8 @@ int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*i
 				 "the remote GPU's certificates in xenstore (remote-cert...) are not "
 				 "usable: %s",
 				 why);
+			put_state(creds->xs, "failed %s: %s (pid %d)", spec, err, (int)getpid());
+			creds->xs->ops->close(creds->xs);
 			return cudaErrorInvalidValue;
 		}
 	} else if (xgpu_remote_parse_psk(creds->psk, rs.identity, sizeof rs.identity, rs.key, &rs.keylen, why,
@@ -319,6 +371,11 @@ int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*i
 	int r = connect_remote(ch, region_size, init, init_arg, hello, ack, &rs, err, errlen);
 	if (r == 0)
 		ch->ops = &xgpu_fe_transport_remote;
+	if (rs.xs) {
+		/* Not taken by a channel: the attempt failed. */
+		put_state(rs.xs, "failed %s: %s (pid %d)", spec, err, (int)getpid());
+		rs.xs->ops->close(rs.xs);
+	}
 	return r;
 }
 
@@ -345,6 +402,7 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 		return cudaErrorMemoryAllocation;
 	}
 	pthread_mutex_init(&rc->send_lock, NULL);
+	pthread_mutex_init(&rc->xs_lock, NULL);
 	rc->last_sent = xgpu_now_ns();
 	rc->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -451,6 +509,13 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 		status = cudaErrorMemoryAllocation;
 		goto fail;
 	}
+	if (rs->xs) {
+		rc->xs = rs->xs;
+		rs->xs = NULL;
+		chan_state(rc, "connected %s (%s, pid %d)", spec, xgpu_rconn_protocol(rc->conn),
+			   (int)getpid());
+		atomic_store(&xen_latest, rc);
+	}
 	return 0;
 fail:
 	explicit_bzero(rs->key, sizeof rs->key);
@@ -512,6 +577,15 @@ static void remote_unshare_segment(struct xgpu_fe_chan *ch, void *ptr, size_t si
 
 /* XGPU_REMOTE_ZEROCOPY=1 is an experiment's setting: at exit (channels
  * are not closed then), say what the kernel did with the sends. */
+/* A program that exits leaves its channels open (the OS ends them): a
+ * Xen guest's last says so, or "connected" would outlive it. */
+__attribute__((destructor)) static void xen_state_at_exit(void)
+{
+	struct remote_chan *rc = atomic_exchange(&xen_latest, NULL);
+	if (rc && !atomic_load(&rc->dead))
+		chan_state(rc, "ended %s: pid %d exited", rc->peer, (int)getpid());
+}
+
 __attribute__((destructor)) static void zerocopy_report(void)
 {
 	uint64_t sends, done, copied;
@@ -532,6 +606,7 @@ static void remote_close(struct xgpu_fe_chan *ch)
 	lost(rc, NULL);
 	pthread_join(rc->reader, NULL);
 	pthread_join(rc->writer, NULL);
+	chan_state(rc, "closed %s (pid %d)", rc->peer, (int)getpid());
 	free_chan(rc, ch->region_size, ch->region);
 	ch->priv = NULL;
 	ch->region = NULL;

@@ -478,6 +478,10 @@ static int xen_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(voi
 			creds.cert_key = pem + one;
 			creds.ca = pem + 2 * one;
 		}
+		/* The xenstore handle goes with the channel, which says what
+		 * became of it there (remote-state). */
+		creds.xs = xc->xs;
+		xc->xs = NULL;
 		xen_release(xc);
 		r = xgpu_fe_remote_open_xen(ch, region_size, init, init_arg, hello, ack, remote, &creds, err,
 					    errlen);

@@ -894,6 +894,55 @@ static int credit_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 	return 0;
 }
 
+/* A guest writes its remote-state: only printable ASCII reaches the
+ * terminal, at most len - 1 bytes of it. */
+static void printable(const char *in, unsigned n, char *out, size_t len)
+{
+	size_t k = 0;
+	for (unsigned i = 0; i < n && in[i] && k + 1 < len; i++)
+		out[k++] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+	out[k] = '\0';
+}
+
+int xlgpu_xen_list_remote(void)
+{
+	char why[256];
+	struct xgpu_xs *xs = xgpu_xs_open(why, sizeof why);
+	if (!xs) {
+		fprintf(stderr, "xl-gpu: list: cannot reach xenstore: %s\n", why);
+		return -1;
+	}
+	unsigned n = 0, shown = 0;
+	char **doms = xs->ops->directory(xs, 0, XGPU_XS_BACKEND_ROOT, &n);
+	for (unsigned i = 0; doms && i < n; i++) {
+		long domid;
+		if (xgpu_parse_long(doms[i], 1, UINT32_MAX, &domid) < 0)
+			continue;
+		char path[160], remote[XGPU_GPUSPEC_REMOTE_MAX + 1], state[240] = "no channel yet";
+		unsigned len = 0;
+		snprintf(path, sizeof path, "%s/%ld/0/remote", XGPU_XS_BACKEND_ROOT, domid);
+		char *v = xs->ops->read(xs, 0, path, &len);
+		if (!v)
+			continue;
+		printable(v, len, remote, sizeof remote);
+		free(v);
+		snprintf(path, sizeof path, "/local/domain/%ld/device/vgpu/0/remote-state", domid);
+		if ((v = xs->ops->read(xs, 0, path, &len))) {
+			printable(v, len, state, sizeof state);
+			free(v);
+		}
+		if (!shown++)
+			printf("\nRemote GPUs (served by xgpud on another host; the channel as the guest "
+			       "reports "
+			       "it):\n%5s  %-24s %s\n",
+			       "ID", "Remote", "Channel");
+		printf("%5ld  %-24s %s\n", domid, remote, state);
+	}
+	free(doms);
+	xs->ops->close(xs);
+	return (int)shown;
+}
+
 int xlgpu_xen_credit(const char *dom, long credit, double sla)
 {
 	const char *cmd = "credit";
