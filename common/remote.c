@@ -907,6 +907,9 @@ static void handshake_error(struct xgpu_rconn *c, bool server, int r, char *err,
 		snprintf(err, errlen,
 			 "TLS: the client presented no certificate (none, or none signed by the "
 			 "CA of --remote-ca)");
+	} else if (r == GNUTLS_E_SRP_PWD_ERROR && server) {
+		/* What GnuTLS makes of server_key's refusal. */
+		snprintf(err, errlen, "TLS: the client's pre-shared key identity is not one of --remote-psk");
 	} else if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
 		const char *a = tls.gnutls_alert_get_name(tls.gnutls_alert_get(c->s));
 		snprintf(err, errlen, "TLS: the %s refused the handshake: %s", server ? "client" : "GPU host",

@@ -151,6 +151,13 @@ out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$
 	LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$B/bin/vectorAdd" -n 1000 2>&1) ||
 	{ echo "$out"; fail "a PSK guest failed beside certificates"; }
 grep -q "joined domain remote-psk1 (channel [0-9]*, TLS1.3-PSK)" "$XGPUD_LOG" || fail "the PSK guest did not land in remote-psk1"
+NOBODY=$T/nobody.psk
+(umask 077 && echo "nobody:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$NOBODY")
+out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" XGPU_REMOTE_PSK_FILE="$NOBODY" \
+	LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$B/bin/vectorAdd" -n 1000 2>&1) &&
+	fail "a PSK identity the host does not hold was served"
+wait_for 5 grep -q "not admitted: TLS: the client's pre-shared key identity is not one of --remote-psk" \
+	"$XGPUD_LOG" || fail "the GPU host did not log why it refused an unknown PSK identity"
 
 note "the GPU host's certificate, not signed by the guest's CA"
 out=$(GCA=rogue guest lab "$B/bin/vectorAdd" -n 1000 2>&1) && fail "the guest accepted a GPU host its CA did not sign"
