@@ -38,8 +38,7 @@
 
 /* Flags for xgpu_gpuspec_parse. */
 #define XGPU_GPUSPEC_ALLOW_NAME 1u   /* accept `name=` (the daemon's config file) */
-#define XGPU_GPUSPEC_ALLOW_REMOTE 2u /* accept `remote=`, `remote-key=`, `remote-cert=`... (xl's gpu line)   \
-				      */
+#define XGPU_GPUSPEC_ALLOW_REMOTE 2u /* accept `remote=`, `remote-key=`, `remote-cert=`... (xl's gpu) */
 #define XGPU_GPUSPEC_REMOTE_MAX 263  /* "[v6 address]:port" or a DNS name and a port */
 #define XGPU_GPUSPEC_PATH_MAX 255
 
