@@ -176,9 +176,13 @@ static int cmd_list(enum xlgpu_mode mode)
 {
 	json_t *root = fetch("list");
 	/* A remote GPU host serves some guests: their channels are listed
-	 * from xenstore, with or without this host's xgpud. */
-	if (!root)
-		return xlgpu_xen_selected(mode) && xlgpu_xen_list_remote() > 0 ? 0 : 1;
+	 * from xenstore, with or without this host's xgpud (the status still
+	 * says whether xgpud answered: scripts probe it with list). */
+	if (!root) {
+		if (xlgpu_xen_selected(mode))
+			xlgpu_xen_list_remote();
+		return 1;
+	}
 	printf("%-20s %5s %4s %6s %7s %10s %10s  %s\n", "Name", "ID", "GPU", "Procs", "Credit", "Calls",
 	       "Mem(MiB)", "Executor");
 	size_t i;
