@@ -248,10 +248,24 @@ static int parse_item(char *key, char *val, unsigned flags, struct xgpu_gpuspec 
 					 "characters",
 					 val, XGPU_GPUSPEC_PATH_MAX);
 		xgpu_strlcpy(s->remote_key, val, sizeof s->remote_key);
+	} else if ((!strcmp(key, "remote-cert") || !strcmp(key, "remote-cert-key") ||
+		    !strcmp(key, "remote-ca")) &&
+		   (flags & XGPU_GPUSPEC_ALLOW_REMOTE)) {
+		char *dst = !strcmp(key, "remote-cert")       ? s->remote_cert
+			    : !strcmp(key, "remote-cert-key") ? s->remote_cert_key
+							      : s->remote_ca;
+		if (dst[0])
+			return xgpu_fail(e, "%s=%s: key '%s' given twice", key, val, key);
+		if (val[0] != '/' || strlen(val) > XGPU_GPUSPEC_PATH_MAX)
+			return xgpu_fail(e, "%s=%s: %s must be an absolute path of at most %d characters",
+					 key, val, key, XGPU_GPUSPEC_PATH_MAX);
+		xgpu_strlcpy(dst, val, XGPU_GPUSPEC_PATH_MAX + 1);
 	} else {
 		return xgpu_fail(e, "unknown key '%s' (known: %s%s%s)", key, KNOWN_KEYS,
 				 (flags & XGPU_GPUSPEC_ALLOW_NAME) ? ", name" : "",
-				 (flags & XGPU_GPUSPEC_ALLOW_REMOTE) ? ", remote, remote-key" : "");
+				 (flags & XGPU_GPUSPEC_ALLOW_REMOTE)
+				     ? ", remote, remote-key, remote-cert, remote-cert-key, remote-ca"
+				     : "");
 	}
 	return 0;
 }
@@ -304,10 +318,22 @@ int xgpu_gpuspec_parse(const char *text, unsigned flags, struct xgpu_gpuspec *ou
 	free(copy);
 	/* A remote GPU without its key would be plain TCP, which only an
 	 * operator's explicit test setting may ask for; a key alone is a typo. */
-	if (rc == 0 && !s.remote[0] != !s.remote_key[0])
+	bool cert = s.remote_cert[0] || s.remote_cert_key[0] || s.remote_ca[0];
+	bool all_cert = s.remote_cert[0] && s.remote_cert_key[0] && s.remote_ca[0];
+	if (rc == 0 && cert && !all_cert)
+		rc = xgpu_fail(&e, "remote-cert=, remote-cert-key= and remote-ca= go together (the domain's "
+				   "certificate, its key, and the CA that signed the GPU host's)");
+	else if (rc == 0 && cert && s.remote_key[0])
 		rc = xgpu_fail(&e,
-			       s.remote[0] ? "remote=%s needs remote-key=FILE, the GPU host's pre-shared key"
-					   : "remote-key=%s is given without remote=HOST:PORT",
+			       "remote-key=%s and remote-cert=%s: a remote GPU takes a pre-shared key or "
+			       "certificates, not both",
+			       s.remote_key, s.remote_cert);
+	else if (rc == 0 && !s.remote[0] != !(s.remote_key[0] || cert))
+		rc = xgpu_fail(&e,
+			       s.remote[0]
+				   ? "remote=%s needs remote-key=FILE, the GPU host's pre-shared key, or "
+				     "remote-cert=, remote-cert-key= and remote-ca="
+				   : "remote-key=%s or remote-cert= is given without remote=HOST:PORT",
 			       s.remote[0] ? s.remote : s.remote_key);
 	if (rc == 0)
 		*out = s;
@@ -427,6 +453,11 @@ int xgpu_gpuspec_format(const struct xgpu_gpuspec *s, char *buf, size_t len)
 	if (s->remote_key[0]) {
 		sep(&b);
 		put(&b, "remote-key=%s", s->remote_key);
+	}
+	if (s->remote_cert[0]) {
+		sep(&b);
+		put(&b, "remote-cert=%s, remote-cert-key=%s, remote-ca=%s", s->remote_cert,
+		    s->remote_cert_key, s->remote_ca);
 	}
 	unsigned n = s->ntasks < XGPU_GPUSPEC_TASKS ? s->ntasks : XGPU_GPUSPEC_TASKS;
 	unsigned order[XGPU_GPUSPEC_TASKS];

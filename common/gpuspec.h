@@ -13,7 +13,10 @@
  *   name=NAME                             1-63 of [A-Za-z0-9_.:-], only with XGPU_GPUSPEC_ALLOW_NAME
  *   remote=HOST[:PORT]                    a remote xgpud serves the domain (issue 30), only with
  *   remote-key=FILE                       XGPU_GPUSPEC_ALLOW_REMOTE; FILE (absolute) holds its
- *                                         pre-shared key; each needs the other
+ *                                         pre-shared key; or, instead of remote-key,
+ *   remote-cert=FILE, remote-cert-key=FILE, remote-ca=FILE  (absolute) the domain's
+ *                                         certificate, its key, and the CA that signed the GPU
+ *                                         host's; remote= needs one way, and one way needs it
  * A key given twice, an empty item ("a=1,,b=2"), an unknown key or a value
  * with trailing junk is an error whose message names the key and value.
  */
@@ -35,7 +38,7 @@
 
 /* Flags for xgpu_gpuspec_parse. */
 #define XGPU_GPUSPEC_ALLOW_NAME 1u   /* accept `name=` (the daemon's config file) */
-#define XGPU_GPUSPEC_ALLOW_REMOTE 2u /* accept `remote=`, `remote-key=` (xl's gpu line) */
+#define XGPU_GPUSPEC_ALLOW_REMOTE 2u /* accept `remote=`, `remote-key=`, `remote-cert=`... (xl's gpu) */
 #define XGPU_GPUSPEC_REMOTE_MAX 263  /* "[v6 address]:port" or a DNS name and a port */
 #define XGPU_GPUSPEC_PATH_MAX 255
 
@@ -55,6 +58,9 @@ struct xgpu_gpuspec {
 	/* "" unless given (needs XGPU_GPUSPEC_ALLOW_REMOTE) */
 	char remote[XGPU_GPUSPEC_REMOTE_MAX + 1];
 	char remote_key[XGPU_GPUSPEC_PATH_MAX + 1];
+	char remote_cert[XGPU_GPUSPEC_PATH_MAX + 1];
+	char remote_cert_key[XGPU_GPUSPEC_PATH_MAX + 1];
+	char remote_ca[XGPU_GPUSPEC_PATH_MAX + 1];
 };
 
 /* Parses `text` into *out. Returns 0, or -1 with a message in err (when

@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
+#include <arpa/inet.h>
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -584,13 +587,32 @@ void xgpu_remote_set_silence_limit(int fd)
 	X(gnutls_error_is_fatal)                                                                             \
 	X(gnutls_protocol_get_version)                                                                       \
 	X(gnutls_session_set_ptr)                                                                            \
-	X(gnutls_session_get_ptr)
+	X(gnutls_session_get_ptr)                                                                            \
+	X(gnutls_certificate_allocate_credentials)                                                           \
+	X(gnutls_certificate_free_credentials)                                                               \
+	X(gnutls_certificate_set_x509_key_mem)                                                               \
+	X(gnutls_certificate_set_x509_trust_mem)                                                             \
+	X(gnutls_certificate_server_set_request)                                                             \
+	X(gnutls_session_set_verify_cert2)                                                                   \
+	X(gnutls_session_get_verify_cert_status)                                                             \
+	X(gnutls_certificate_verification_status_print)                                                      \
+	X(gnutls_certificate_get_peers)                                                                      \
+	X(gnutls_auth_get_type)                                                                              \
+	X(gnutls_alert_get)                                                                                  \
+	X(gnutls_alert_get_name)                                                                             \
+	X(gnutls_server_name_set)                                                                            \
+	X(gnutls_x509_crt_init)                                                                              \
+	X(gnutls_x509_crt_import)                                                                            \
+	X(gnutls_x509_crt_get_dn_by_oid)                                                                     \
+	X(gnutls_x509_crt_deinit)                                                                            \
+	X(gnutls_alert_send_appropriate)
 
 static struct {
 #define X(f) __typeof__(f) *f;
 	TLS_FUNCS(X)
 #undef X
 	gnutls_alloc_function *malloc_fn;
+	gnutls_free_function *free_fn;
 	bool ok;
 	char why[256];
 } tls;
@@ -619,22 +641,184 @@ static void tls_load(void)
 		return;
 	}
 	tls.malloc_fn = p;
+	if (!(p = dlsym(h, "gnutls_free"))) {
+		snprintf(tls.why, sizeof tls.why, "GnuTLS lacks gnutls_free");
+		return;
+	}
+	tls.free_fn = p;
 	tls.ok = true;
 }
 
-/* TLS 1.3 only, and only key exchanges with forward secrecy over the PSK.
- * AES-GCM first: GnuTLS's own order may put ChaCha20 ahead (where it thinks
- * AES has no hardware help), which on x86 with AES-NI moves bulk data some
- * fifteen times slower (measured: 64 MiB copies, 0.06 against 0.9 GB/s). */
-static const char tls_priority[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK:-CIPHER-ALL:"
-				   "+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305";
+/* TLS 1.3 only, and only key exchanges with forward secrecy: over the PSK
+ * (ECDHE-PSK, DHE-PSK) or, with certificates, (EC)DHE signed by each end's
+ * key; the plain PSK exchange stays off. AES-GCM first: GnuTLS's own order
+ * may put ChaCha20 ahead (where it thinks AES has no hardware help), which on
+ * x86 with AES-NI moves bulk data some fifteen times slower (measured: 64 MiB
+ * copies, 0.06 against 0.9 GB/s). */
+#define TLS_CIPHERS "-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:+CHACHA20-POLY1305"
+static const char tls_priority_psk[] =
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK:" TLS_CIPHERS;
+static const char tls_priority_x509[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:" TLS_CIPHERS;
+static const char tls_priority_both[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+ECDHE-PSK:+DHE-PSK:" TLS_CIPHERS;
+
+struct xgpu_rcert {
+	gnutls_certificate_credentials_t cred;
+};
+
+/* Reads a whole PEM file of at most 64 KiB; a private key's only when no
+ * other user may read it. */
+static int read_pem(const char *path, bool secret, gnutls_datum_t *d, char *err, size_t errlen)
+{
+	int fd = secret ? open_key_file(path, err, errlen) : open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (!secret)
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t cap = 64u << 10, n = 0;
+	uint8_t *buf = malloc(cap + 1);
+	if (!buf) {
+		close(fd);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (;;) {
+		ssize_t k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+			break;
+		}
+		if (k == 0) {
+			close(fd);
+			buf[n] = '\0';
+			d->data = buf;
+			d->size = (unsigned)n;
+			return 0;
+		}
+		n += (size_t)k;
+		if (n == cap) {
+			snprintf(err, errlen, "%s is larger than 64 KiB: not a PEM certificate or key", path);
+			break;
+		}
+	}
+	close(fd);
+	explicit_bzero(buf, n);
+	free(buf);
+	return -1;
+}
+
+int xgpu_remote_read_pem(const char *path, bool secret, char *buf, size_t len, char *err, size_t errlen)
+{
+	gnutls_datum_t d = {0};
+	if (read_pem(path, secret, &d, err, errlen) < 0)
+		return -1;
+	int r = -1;
+	if (strlen((char *)d.data) != d.size)
+		snprintf(err, errlen, "%s is not PEM text", path);
+	else if (d.size >= len)
+		snprintf(err, errlen,
+			 "%s holds %u bytes, more than the %zu that fit (an EC key's certificate does)", path,
+			 d.size, len - 1);
+	else {
+		memcpy(buf, d.data, (size_t)d.size + 1);
+		r = 0;
+	}
+	explicit_bzero(d.data, d.size);
+	free(d.data);
+	return r;
+}
+
+static void free_pem(gnutls_datum_t *d)
+{
+	if (d->data) {
+		explicit_bzero(d->data, d->size);
+		free(d->data);
+	}
+	d->data = NULL;
+}
+
+struct xgpu_rcert *xgpu_rcert_load_mem(const char *cert, const char *key, const char *ca, char *err,
+				       size_t errlen)
+{
+	pthread_once(&tls_once, tls_load);
+	if (!tls.ok) {
+		snprintf(err, errlen, "%s", tls.why);
+		return NULL;
+	}
+	struct xgpu_rcert *rc = calloc(1, sizeof *rc);
+	if (!rc) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	gnutls_datum_t c = {(unsigned char *)cert, (unsigned)strlen(cert)},
+		       k = {(unsigned char *)key, (unsigned)strlen(key)},
+		       a = {(unsigned char *)ca, (unsigned)strlen(ca)};
+	int r = tls.gnutls_certificate_allocate_credentials(&rc->cred);
+	if (r < 0) {
+		rc->cred = NULL;
+		snprintf(err, errlen, "TLS: %s", tls.gnutls_strerror(r));
+		goto fail;
+	}
+	if ((r = tls.gnutls_certificate_set_x509_key_mem(rc->cred, &c, &k, GNUTLS_X509_FMT_PEM)) < 0) {
+		snprintf(err, errlen, "the certificate and its key: %s", tls.gnutls_strerror(r));
+		goto fail;
+	}
+	if ((r = tls.gnutls_certificate_set_x509_trust_mem(rc->cred, &a, GNUTLS_X509_FMT_PEM)) <= 0) {
+		snprintf(err, errlen, "the CA: %s", r < 0 ? tls.gnutls_strerror(r) : "no certificate in it");
+		goto fail;
+	}
+	return rc;
+fail:
+	xgpu_rcert_free(rc);
+	return NULL;
+}
+
+struct xgpu_rcert *xgpu_rcert_load(const char *cert, const char *key, const char *ca, char *err,
+				   size_t errlen)
+{
+	gnutls_datum_t c = {0}, k = {0}, a = {0};
+	char why[256];
+	struct xgpu_rcert *rc = NULL;
+	if (read_pem(cert, false, &c, err, errlen) < 0 || read_pem(key, true, &k, err, errlen) < 0 ||
+	    read_pem(ca, false, &a, err, errlen) < 0)
+		goto out;
+	if (strlen((char *)c.data) != c.size || strlen((char *)k.data) != k.size ||
+	    strlen((char *)a.data) != a.size) {
+		snprintf(err, errlen, "%s, %s and %s must be PEM text", cert, key, ca);
+		goto out;
+	}
+	rc = xgpu_rcert_load_mem((char *)c.data, (char *)k.data, (char *)a.data, why, sizeof why);
+	if (!rc)
+		snprintf(err, errlen, "%s (%s, %s, %s)", why, cert, key, ca);
+out:
+	free_pem(&c);
+	free_pem(&k);
+	free_pem(&a);
+	return rc;
+}
+
+void xgpu_rcert_free(struct xgpu_rcert *rc)
+{
+	if (!rc)
+		return;
+	if (rc->cred)
+		tls.gnutls_certificate_free_credentials(rc->cred);
+	free(rc);
+}
 
 struct xgpu_rconn {
 	int fd;
 	gnutls_session_t s; /* NULL: plain */
 	gnutls_psk_client_credentials_t cc;
 	gnutls_psk_server_credentials_t sc;
-	char identity[128]; /* the client's; the server's once a key matched */
+	bool x509; /* the handshake authenticated with certificates */
+	/* MSG_ZEROCOPY (plain TCP only): zerocopy sends made, and of their
+	 * completions those reaped, and those where the kernel copied anyway. */
+	bool zc;
+	uint64_t zc_sends, zc_done, zc_copied;
+	char identity[128]; /* the client's; the server's once a key or certificate proved it */
 	uint8_t key[64];
 	size_t keylen;
 	struct xgpu_psk_table *keys; /* the server's */
@@ -667,9 +851,85 @@ static void set_timeouts(int fd, int ms)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
-static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, const uint8_t *key,
-				    size_t keylen, const struct xgpu_psk_table *keys, int timeout_ms,
-				    char *err, size_t errlen)
+/* The client certificate's identity, its subject's one common name. */
+static int peer_common_name(struct xgpu_rconn *c, char *err, size_t errlen)
+{
+	unsigned n = 0;
+	const gnutls_datum_t *peers = tls.gnutls_certificate_get_peers(c->s, &n);
+	gnutls_x509_crt_t crt;
+	if (!peers || !n) {
+		snprintf(err, errlen, "the client presented no certificate");
+		return -1;
+	}
+	if (tls.gnutls_x509_crt_init(&crt) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	char cn[128], extra[128];
+	size_t cnlen = sizeof cn, extralen = sizeof extra;
+	int r = tls.gnutls_x509_crt_import(crt, &peers[0], GNUTLS_X509_FMT_DER);
+	if (r >= 0)
+		r = tls.gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn, &cnlen);
+	/* Two common names would leave the domain to whichever one reads first. */
+	bool two =
+	    r >= 0 && tls.gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 1, 0, extra,
+							&extralen) != GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE;
+	tls.gnutls_x509_crt_deinit(crt);
+	if (r < 0 || two || cnlen == 0 || strlen(cn) != cnlen) {
+		snprintf(err, errlen,
+			 "the client's certificate names no single common name (CN), its identity");
+		return -1;
+	}
+	xgpu_strlcpy(c->identity, cn, sizeof c->identity);
+	return 0;
+}
+
+/* Why a handshake failed, in words an operator can act on. */
+static void handshake_error(struct xgpu_rconn *c, bool server, int r, char *err, size_t errlen)
+{
+	if (r == GNUTLS_E_AGAIN) {
+		snprintf(err, errlen, "TLS: timed out");
+	} else if (r == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+		gnutls_datum_t out = {0};
+		unsigned st = tls.gnutls_session_get_verify_cert_status(c->s);
+		if (tls.gnutls_certificate_verification_status_print(st, GNUTLS_CRT_X509, &out, 0) < 0)
+			out.data = NULL;
+		size_t n = out.data ? strlen((char *)out.data) : 0;
+		while (n && out.data[n - 1] == ' ')
+			out.data[--n] = '\0';
+		snprintf(err, errlen, "TLS: the %s's certificate was refused: %s",
+			 server ? "client" : "GPU host", out.data ? (char *)out.data : "it does not verify");
+		if (out.data)
+			(*tls.free_fn)(out.data);
+	} else if ((r == GNUTLS_E_NO_CERTIFICATE_FOUND || r == GNUTLS_E_CERTIFICATE_REQUIRED) && server) {
+		/* A GnuTLS client keeps back a certificate that none of the
+		 * CAs this end named signed. */
+		snprintf(err, errlen,
+			 "TLS: the client presented no certificate (none, or none signed by the "
+			 "CA of --remote-ca)");
+	} else if (r == GNUTLS_E_SRP_PWD_ERROR && server) {
+		/* What GnuTLS makes of server_key's refusal. */
+		snprintf(err, errlen, "TLS: the client's pre-shared key identity is not one of --remote-psk");
+	} else if (r == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+		const char *a = tls.gnutls_alert_get_name(tls.gnutls_alert_get(c->s));
+		snprintf(err, errlen, "TLS: the %s refused the handshake: %s", server ? "client" : "GPU host",
+			 a ? a : "fatal alert");
+	} else {
+		snprintf(err, errlen, "TLS: %s", tls.gnutls_strerror(r));
+	}
+}
+
+struct rauth {
+	const char *identity; /* PSK client */
+	const uint8_t *key;
+	size_t keylen;
+	const struct xgpu_psk_table *keys; /* PSK server */
+	const struct xgpu_rcert *cert;     /* certificates, either end */
+	const char *host;                  /* client: the name or address dialled */
+};
+
+static struct xgpu_rconn *rconn_new(bool server, int fd, const struct rauth *a, int timeout_ms, char *err,
+				    size_t errlen)
 {
 	struct xgpu_rconn *c = calloc(1, sizeof *c);
 	if (!c) {
@@ -678,42 +938,44 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, c
 		return NULL;
 	}
 	c->fd = fd;
-	if (!key && !keys)
+	bool psk = server ? a->keys != NULL : a->key != NULL;
+	if (!psk && !a->cert)
 		return c;
 	pthread_once(&tls_once, tls_load);
 	if (!tls.ok) {
 		snprintf(err, errlen, "%s", tls.why);
 		goto fail;
 	}
-	if (server) {
+	if (server && psk) {
 		if (!(c->keys = malloc(sizeof *c->keys))) {
 			snprintf(err, errlen, "out of memory");
 			goto fail;
 		}
-		memcpy(c->keys, keys, sizeof *keys);
-	} else {
-		if (keylen > sizeof c->key || strlen(identity) >= sizeof c->identity) {
+		memcpy(c->keys, a->keys, sizeof *a->keys);
+	} else if (psk) {
+		if (a->keylen > sizeof c->key || strlen(a->identity) >= sizeof c->identity) {
 			snprintf(err, errlen, "key or identity too long");
 			goto fail;
 		}
-		memcpy(c->key, key, keylen);
-		c->keylen = keylen;
-		xgpu_strlcpy(c->identity, identity, sizeof c->identity);
+		memcpy(c->key, a->key, a->keylen);
+		c->keylen = a->keylen;
+		xgpu_strlcpy(c->identity, a->identity, sizeof c->identity);
 	}
 	int r = tls.gnutls_init(&c->s, (server ? GNUTLS_SERVER : GNUTLS_CLIENT) | GNUTLS_NO_SIGNAL);
 	if (r < 0) {
 		c->s = NULL;
 		goto tls_fail;
 	}
-	if ((r = tls.gnutls_priority_set_direct(c->s, tls_priority, NULL)) < 0)
+	const char *prio = !a->cert ? tls_priority_psk : psk ? tls_priority_both : tls_priority_x509;
+	if ((r = tls.gnutls_priority_set_direct(c->s, prio, NULL)) < 0)
 		goto tls_fail;
-	if (server) {
+	if (server && psk) {
 		if ((r = tls.gnutls_psk_allocate_server_credentials(&c->sc)) < 0)
 			goto tls_fail;
 		tls.gnutls_psk_set_server_credentials_function(c->sc, server_key);
 		tls.gnutls_session_set_ptr(c->s, c);
 		r = tls.gnutls_credentials_set(c->s, GNUTLS_CRD_PSK, c->sc);
-	} else {
+	} else if (psk) {
 		gnutls_datum_t k = {c->key, (unsigned)c->keylen};
 		if ((r = tls.gnutls_psk_allocate_client_credentials(&c->cc)) < 0 ||
 		    (r = tls.gnutls_psk_set_client_credentials(c->cc, c->identity, &k, GNUTLS_PSK_KEY_RAW)) <
@@ -723,18 +985,62 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, c
 	}
 	if (r < 0)
 		goto tls_fail;
+	if (a->cert) {
+		/* Each end checks the other's chain against its CA during the
+		 * handshake, for the other's role (key purpose), and the client
+		 * the name or address it dialled, so a failure is the
+		 * handshake's, with an alert the other end can name. */
+		static char client_kp[] = GNUTLS_KP_TLS_WWW_CLIENT, server_kp[] = GNUTLS_KP_TLS_WWW_SERVER;
+		gnutls_typed_vdata_st v[2] = {
+		    {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)(server ? client_kp : server_kp), 0},
+		    {GNUTLS_DT_DNS_HOSTNAME, (unsigned char *)a->host, 0},
+		};
+		if ((r = tls.gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, a->cert->cred)) < 0)
+			goto tls_fail;
+		if (server) {
+			/* A PSK client is not asked (TLS 1.3 PSK handshakes carry no certificates). */
+			tls.gnutls_certificate_server_set_request(c->s, GNUTLS_CERT_REQUIRE);
+		} else if (a->host) {
+			/* A name (not an address) goes in SNI too. */
+			struct in6_addr ip6;
+			struct in_addr ip4;
+			if (inet_pton(AF_INET, a->host, &ip4) != 1 && inet_pton(AF_INET6, a->host, &ip6) != 1)
+				tls.gnutls_server_name_set(c->s, GNUTLS_NAME_DNS, a->host, strlen(a->host));
+		}
+		tls.gnutls_session_set_verify_cert2(c->s, v, !server && a->host ? 2 : 1, 0);
+	}
 	tls.gnutls_transport_set_int2(c->s, fd, fd);
 	tls.gnutls_handshake_set_timeout(c->s, (unsigned)timeout_ms);
 	set_timeouts(fd, timeout_ms);
 	do
 		r = tls.gnutls_handshake(c->s);
 	while (r < 0 && !tls.gnutls_error_is_fatal(r) && r != GNUTLS_E_AGAIN);
-	if (r < 0)
-		goto tls_fail;
+	if (r < 0) {
+		handshake_error(c, server, r, err, errlen);
+		/* In TLS 1.3 a client's handshake is over before the server has
+		 * checked its certificate: the alert is how it learns why. */
+		if (r != GNUTLS_E_FATAL_ALERT_RECEIVED && r != GNUTLS_E_AGAIN) {
+			tls.gnutls_alert_send_appropriate(c->s, r);
+			/* Closing with the client's first frame unread would
+			 * reset the connection, and a reset can overtake the
+			 * alert: let the client close first (briefly). */
+			if (server) {
+				shutdown(fd, SHUT_WR);
+				set_timeouts(fd, 200);
+				char sink[4096];
+				for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, 0) > 0; i++)
+					;
+			}
+		}
+		goto fail;
+	}
 	if (tls.gnutls_protocol_get_version(c->s) != GNUTLS_TLS1_3) {
 		snprintf(err, errlen, "the TLS handshake did not settle on TLS 1.3");
 		goto fail;
 	}
+	c->x509 = tls.gnutls_auth_get_type(c->s) == GNUTLS_CRD_CERTIFICATE;
+	if (server && c->x509 && peer_common_name(c, err, errlen) < 0)
+		goto fail;
 	set_timeouts(fd, 0);
 	if (c->keys) {
 		/* The handshake is over: no key stays in this connection. */
@@ -744,7 +1050,7 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const char *identity, c
 	}
 	return c;
 tls_fail:
-	snprintf(err, errlen, "TLS: %s", r == GNUTLS_E_AGAIN ? "timed out" : tls.gnutls_strerror(r));
+	snprintf(err, errlen, "TLS: %s", tls.gnutls_strerror(r));
 fail:
 	xgpu_rconn_free(c);
 	return NULL;
@@ -753,13 +1059,22 @@ fail:
 struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
 				     int timeout_ms, char *err, size_t errlen)
 {
-	return rconn_new(false, fd, identity, key, keylen, NULL, timeout_ms, err, errlen);
+	struct rauth a = {.identity = identity, .key = key, .keylen = keylen};
+	return rconn_new(false, fd, &a, timeout_ms, err, errlen);
 }
 
-struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, int timeout_ms, char *err,
-				     size_t errlen)
+struct xgpu_rconn *xgpu_rconn_client_cert(int fd, const struct xgpu_rcert *cert, const char *host,
+					  int timeout_ms, char *err, size_t errlen)
 {
-	return rconn_new(true, fd, NULL, NULL, 0, keys, timeout_ms, err, errlen);
+	struct rauth a = {.cert = cert, .host = host};
+	return rconn_new(false, fd, &a, timeout_ms, err, errlen);
+}
+
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, const struct xgpu_rcert *cert,
+				     int timeout_ms, char *err, size_t errlen)
+{
+	struct rauth a = {.keys = keys, .cert = cert};
+	return rconn_new(true, fd, &a, timeout_ms, err, errlen);
 }
 
 const char *xgpu_rconn_identity(const struct xgpu_rconn *c)
@@ -768,10 +1083,14 @@ const char *xgpu_rconn_identity(const struct xgpu_rconn *c)
 }
 
 /* GnuTLS says "Error in the pull function" where the socket said why. */
-static void tls_error(char *err, size_t errlen, int r)
+static void tls_error(const struct xgpu_rconn *c, char *err, size_t errlen, int r)
 {
 	int e = errno;
-	if (r == GNUTLS_E_AGAIN)
+	const char *alert;
+	if (r == GNUTLS_E_FATAL_ALERT_RECEIVED &&
+	    (alert = tls.gnutls_alert_get_name(tls.gnutls_alert_get(c->s))))
+		snprintf(err, errlen, "the other end sent TLS alert \"%s\"", alert);
+	else if (r == GNUTLS_E_AGAIN)
 		snprintf(err, errlen, "timed out");
 	else if ((r == GNUTLS_E_PULL_ERROR || r == GNUTLS_E_PUSH_ERROR) && e)
 		snprintf(err, errlen, "%s", strerror(e));
@@ -789,7 +1108,7 @@ int xgpu_rconn_send(struct xgpu_rconn *c, const void *buf, size_t len, char *err
 			if (n == GNUTLS_E_INTERRUPTED)
 				continue;
 			if (n < 0) {
-				tls_error(err, errlen, (int)n);
+				tls_error(c, err, errlen, (int)n);
 				return -1;
 			}
 		} else {
@@ -854,6 +1173,140 @@ int xgpu_rconn_sendv(struct xgpu_rconn *c, struct iovec *iov, int n, char *err, 
 	return 0;
 }
 
+/* ---- MSG_ZEROCOPY ----------------------------------------------------------------- */
+
+/* Below this a copy costs less than pinning pages and a completion (the
+ * kernel's msg_zerocopy notes put the break-even near 10 KB). */
+#define ZC_MIN (16u << 10)
+
+int xgpu_rconn_set_zerocopy(struct xgpu_rconn *c, char *err, size_t errlen)
+{
+	if (c->s) {
+		snprintf(err, errlen, "TLS encrypts into buffers of its own: no zero-copy send");
+		return -1;
+	}
+	int one = 1;
+	if (setsockopt(c->fd, SOL_SOCKET, SO_ZEROCOPY, &one, sizeof one) < 0) {
+		snprintf(err, errlen, "SO_ZEROCOPY: %s", strerror(errno));
+		return -1;
+	}
+	c->zc = true;
+	return 0;
+}
+
+/* The same over every connection of this process. */
+static _Atomic uint64_t zc_total_sends, zc_total_done, zc_total_copied;
+
+void xgpu_rconn_zerocopy_totals(uint64_t *sends, uint64_t *done, uint64_t *copied)
+{
+	*sends = atomic_load(&zc_total_sends);
+	*done = atomic_load(&zc_total_done);
+	*copied = atomic_load(&zc_total_copied);
+}
+
+void xgpu_rconn_zerocopy_stats(const struct xgpu_rconn *c, uint64_t *sends, uint64_t *done, uint64_t *copied)
+{
+	*sends = c->zc_sends;
+	*done = c->zc_done;
+	*copied = c->zc_copied;
+}
+
+/* Takes the completions the kernel queued on the socket's error queue.
+ * Nothing waits on them: a bulk unit's ring space is released to its
+ * producer only when the far consumer reports reading it (CONS), by which
+ * time TCP has delivered those bytes, and a page the kernel still holds can
+ * then only go out again as a retransmission of sequence numbers the far
+ * end already has, which it discards. They are reaped so that the queue
+ * (charged to the socket's option memory) never fills, which would make
+ * further zerocopy sends fail with ENOBUFS. */
+static void zc_reap(struct xgpu_rconn *c)
+{
+	for (;;) {
+		char control[128];
+		struct msghdr m = {.msg_control = control, .msg_controllen = sizeof control};
+		if (recvmsg(c->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			return;
+		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm)) {
+			if (!((cm->cmsg_level == SOL_IP && cm->cmsg_type == IP_RECVERR) ||
+			      (cm->cmsg_level == SOL_IPV6 && cm->cmsg_type == IPV6_RECVERR)))
+				continue;
+			struct sock_extended_err e;
+			memcpy(&e, CMSG_DATA(cm), sizeof e);
+			if (e.ee_origin != SO_EE_ORIGIN_ZEROCOPY || e.ee_errno != 0)
+				continue;
+			uint64_t n = (uint32_t)(e.ee_data - e.ee_info) + 1ull;
+			c->zc_done += n;
+			atomic_fetch_add(&zc_total_done, n);
+			if (e.ee_code & SO_EE_CODE_ZEROCOPY_COPIED) {
+				c->zc_copied += n;
+				atomic_fetch_add(&zc_total_copied, n);
+			}
+		}
+	}
+}
+
+/* sendmsg of the n iovecs, all of one kind; 0 or -1 (err). */
+static int send_run(struct xgpu_rconn *c, struct iovec *iov, int n, int flags, char *err, size_t errlen)
+{
+	while (n > 0) {
+		struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+		ssize_t k = sendmsg(c->fd, &m, MSG_NOSIGNAL | flags);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 && errno == ENOBUFS && (flags & MSG_ZEROCOPY)) {
+			/* Out of option memory for completions: this time, copy. */
+			zc_reap(c);
+			flags &= ~MSG_ZEROCOPY;
+			continue;
+		}
+		if (k < 0) {
+			snprintf(err, errlen, "send: %s", strerror(errno));
+			return -1;
+		}
+		if (flags & MSG_ZEROCOPY) {
+			c->zc_sends++;
+			atomic_fetch_add(&zc_total_sends, 1);
+		}
+		while (n > 0 && (size_t)k >= iov->iov_len) {
+			k -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + k;
+			iov->iov_len -= (size_t)k;
+		}
+	}
+	return 0;
+}
+
+/* The iovecs in order: those in buf (headers and slots, rewritten next
+ * turn) copied, the large ones outside it (bulk bytes in the ring, which
+ * stay put until the far side has read them) with MSG_ZEROCOPY. */
+static int sendv_zerocopy(struct xgpu_rconn *c, struct iovec *iov, int n, const uint8_t *buf, size_t cap,
+			  char *err, size_t errlen)
+{
+	int i = 0;
+	while (i < n) {
+		bool zc = false;
+		int j = i;
+		for (; j < n; j++) {
+			const uint8_t *b = iov[j].iov_base;
+			bool ring = (b < buf || b >= buf + cap) && iov[j].iov_len >= ZC_MIN;
+			if (j == i)
+				zc = ring;
+			else if (ring != zc)
+				break;
+		}
+		if (send_run(c, iov + i, j - i, (zc ? MSG_ZEROCOPY : 0) | (j < n ? MSG_MORE : 0), err,
+			     errlen) < 0)
+			return -1;
+		i = j;
+	}
+	zc_reap(c);
+	return 0;
+}
+
 int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size_t errlen)
 {
 	uint8_t *p = buf;
@@ -866,7 +1319,7 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
 			if (n == GNUTLS_E_PREMATURE_TERMINATION)
 				n = 0; /* the peer closed without close_notify: framing is ours */
 			if (n < 0) {
-				tls_error(err, errlen, (int)n);
+				tls_error(c, err, errlen, (int)n);
 				return -1;
 			}
 		} else {
@@ -934,7 +1387,7 @@ void xgpu_rconn_free(struct xgpu_rconn *c)
 
 const char *xgpu_rconn_protocol(const struct xgpu_rconn *c)
 {
-	return c->s ? "TLS1.3-PSK" : "plain TCP";
+	return !c->s ? "plain TCP" : c->x509 ? "TLS1.3-X509" : "TLS1.3-PSK";
 }
 
 int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *buf, size_t cap,
@@ -953,7 +1406,8 @@ int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *b
 		iov[0] = (struct iovec){buf, sizeof ping};
 		n = 1;
 	}
-	if (n > 0 && xgpu_rconn_sendv(c, iov, n, err, errlen) < 0)
+	if (n > 0 && (c->zc ? sendv_zerocopy(c, iov, n, buf, cap, err, errlen)
+			    : xgpu_rconn_sendv(c, iov, n, err, errlen)) < 0)
 		return -1;
 	if (n > 0)
 		*last_sent = xgpu_now_ns();

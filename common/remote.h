@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* remote.h - remote channels: one channel region mirrored over a TCP
- * connection (TLS 1.3 with a pre-shared key; plain TCP only when an operator
- * asks for it by name).
+ * connection (TLS 1.3 with a pre-shared key or X.509 certificates both ways;
+ * plain TCP only when an operator asks for it by name).
  *
  * Each end keeps a region of the usual layout (shm.h) in its own memory: the
  * guest process's frontend (frontend/channel/transport_remote.c) and, on the
@@ -181,10 +181,39 @@ void xgpu_remote_tune_socket(int fd);
  * with the reason in err. */
 struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t *key, size_t keylen,
 				     int timeout_ms, char *err, size_t errlen);
-/* keys NULL: plain. The table is copied. */
-struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, int timeout_ms, char *err,
-				     size_t errlen);
-/* The identity the peer's handshake proved ("" on a plain connection). */
+/* Certificate credentials for either end: this end's certificate (chain)
+ * and private key, and the CA whose signature the other end's certificate
+ * must carry, all PEM. The key file must not be readable by others. Loaded
+ * once and shared by connections; NULL with the reason. */
+struct xgpu_rcert;
+struct xgpu_rcert *xgpu_rcert_load(const char *cert_file, const char *key_file, const char *ca_file,
+				   char *err, size_t errlen);
+/* The same from PEM text (the keys xl-gpu writes for a Xen guest). */
+struct xgpu_rcert *xgpu_rcert_load_mem(const char *cert, const char *key, const char *ca, char *err,
+				       size_t errlen);
+void xgpu_rcert_free(struct xgpu_rcert *rc);
+/* A PEM file's text into buf (len bytes with its NUL); a private key's
+ * (secret) only when no other user may read it. 0, or -1 with the reason
+ * (unreadable, larger than buf, not text). */
+int xgpu_remote_read_pem(const char *path, bool secret, char *buf, size_t len, char *err, size_t errlen);
+/* The most PEM text a Xen guest's backend key holds: a xenstore message
+ * carries at most 4096 bytes, path included. */
+#define XGPU_REMOTE_PEM_MAX 3500
+/* TLS 1.3 with certificates both ways: presents cert's certificate and
+ * accepts the GPU host's only when cert's CA signed it, it is in date, it
+ * is for a TLS server, and it names host (the DNS name or IP address
+ * dialled; a name is matched against the certificate's DNS names, an
+ * address against its IP addresses). A refusal says why. */
+struct xgpu_rconn *xgpu_rconn_client_cert(int fd, const struct xgpu_rcert *cert, const char *host,
+					  int timeout_ms, char *err, size_t errlen);
+/* keys and cert both NULL: plain. The table is copied; cert is used (not
+ * owned) until the connection is freed. With cert, a client may prove
+ * itself with a certificate the CA signed for a TLS client, its identity
+ * being its subject's common name; with keys too, either way is taken. */
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, const struct xgpu_rcert *cert,
+				     int timeout_ms, char *err, size_t errlen);
+/* The identity the peer's handshake proved ("" on a plain connection): on
+ * the GPU host, the client's PSK identity or its certificate's CN. */
 const char *xgpu_rconn_identity(const struct xgpu_rconn *c);
 /* Exactly len bytes; one thread may send while another receives. 0, or -1
  * with the reason in err. */
@@ -209,7 +238,17 @@ int xgpu_rconn_fd(const struct xgpu_rconn *c);
 /* Unblocks both directions (another thread may be in send or recv). */
 void xgpu_rconn_shutdown(struct xgpu_rconn *c);
 void xgpu_rconn_free(struct xgpu_rconn *c);
-/* "TLS1.3" or "plain". */
+/* Sends bulk bytes (in the ring, outside the turn's buffer) with
+ * MSG_ZEROCOPY from now on: plain TCP only (TLS encrypts into its own
+ * buffers). -1 with the reason when not possible. */
+int xgpu_rconn_set_zerocopy(struct xgpu_rconn *c, char *err, size_t errlen);
+/* Zerocopy sends made; completions reaped; of those, how many the kernel
+ * copied anyway (SO_EE_CODE_ZEROCOPY_COPIED: loopback and veth deliver to a
+ * local socket, which must own its data). */
+void xgpu_rconn_zerocopy_stats(const struct xgpu_rconn *c, uint64_t *sends, uint64_t *done, uint64_t *copied);
+/* The same over every connection of this process so far. */
+void xgpu_rconn_zerocopy_totals(uint64_t *sends, uint64_t *done, uint64_t *copied);
+/* "TLS1.3-PSK", "TLS1.3-X509" or "plain TCP". */
 const char *xgpu_rconn_protocol(const struct xgpu_rconn *c);
 
 #endif

@@ -11,10 +11,12 @@ set -euo pipefail
 PACKAGES=(gcc make pkg-config libc6-dev libxen-dev libcmocka-dev libjansson-dev libzstd-dev liblz4-dev jq procps)
 # The executor's sandbox (backend/executor/sandbox.c) filters system calls with libseccomp.
 PACKAGES+=(libseccomp-dev)
-# Remote GPUs (common/remote.c): GnuTLS for TLS 1.3 with a pre-shared key (loaded with
+# Remote GPUs (common/remote.c): GnuTLS for TLS 1.3 with pre-shared keys or certificates (loaded with
 # dlopen at run time, so only hosts that use remote channels need libgnutls30); iproute2
 # for tests/e2e/remote.sh's network namespaces.
 PACKAGES+=(libgnutls28-dev iproute2)
+# tests/e2e/remote_cert.sh makes its CA and certificates with the openssl CLI.
+PACKAGES+=(openssl)
 # The real-Xen test (tools/xen-testbed, tests/e2e/xen_real.sh) boots Xen under QEMU;
 # the guest packages themselves are downloaded into a cache, never installed.
 PACKAGES+=(qemu-system-x86 cpio)

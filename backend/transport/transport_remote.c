@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* transport_remote.c - xgpud's remote transport (--remote-listen): guests on
- * other hosts connect over TCP, TLS 1.3 with a pre-shared key
- * (common/remote.h).
+ * other hosts connect over TCP, TLS 1.3 with a pre-shared key or X.509
+ * certificates both ways (common/remote.h).
  *
  * For each connection, once the TLS handshake has authenticated the guest,
  * a session thread makes what a local guest would have made: a sealed memfd
@@ -33,6 +33,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -64,8 +65,9 @@ struct xgpu_remote_listener {
 	int stop_fd;
 	pthread_t acceptor;
 	char local_socket[108];
-	bool plain;
+	bool plain, psk, zerocopy;
 	struct xgpu_psk_table keys;
+	struct xgpu_rcert *cert; /* NULL: pre-shared keys only */
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	struct session *sessions[MAX_SESSIONS];
@@ -282,11 +284,15 @@ static void serve(struct session *s)
 	xgpu_remote_tune_socket(s->tcp);
 	int tcp = s->tcp;
 	s->tcp = -1;
-	s->conn = xgpu_rconn_server(tcp, l->plain ? NULL : &l->keys, HANDSHAKE_TIMEOUT_MS, err, sizeof err);
+	s->conn =
+	    xgpu_rconn_server(tcp, l->psk ? &l->keys : NULL, l->cert, HANDSHAKE_TIMEOUT_MS, err, sizeof err);
 	if (!s->conn) {
 		xgpu_log_limited(&l->rl, XGPU_LOG_WARN, "remote: %s not admitted: %s", s->peer, err);
 		return;
 	}
+	if (l->zerocopy && xgpu_rconn_set_zerocopy(s->conn, err, sizeof err) < 0)
+		xgpu_log_limited(&l->rl, XGPU_LOG_WARN, "remote: %s: sending without MSG_ZEROCOPY: %s",
+				 s->peer, err);
 	struct xgpu_rframe h;
 	struct xgpu_remote_hello rh;
 	struct timeval tv = {.tv_sec = HANDSHAKE_TIMEOUT_MS / 1000};
@@ -321,8 +327,9 @@ static void serve(struct session *s)
 		       rh.nr_slots, rh.data_size, REMOTE_MAX_DATA >> 20);
 		return;
 	}
-	/* The domain is the one its key names, in the remote namespace (a
-	 * remote guest cannot join a local domain, nor another key's). A guest
+	/* The domain is the one its key or certificate names, in the remote
+	 * namespace (a remote guest cannot join a local domain, nor another
+	 * tenant's). A guest
 	 * may name it too, as XGPU_DOMAIN does locally, but only the same. On
 	 * plain TCP (tests only) the guest's name, else "default". */
 	char name[XGPU_DOMAIN_NAME_MAX], asked[XGPU_DOMAIN_NAME_MAX];
@@ -333,8 +340,10 @@ static void serve(struct session *s)
 	if (*asked && strcmp(asked, name) != 0) {
 		refuse(
 		    s, cudaErrorInvalidValue,
-		    "domain %.40s refused: this key belongs to domain %s%s (XGPU_DOMAIN must be unset or %s)",
-		    name_ok(asked) ? asked : "(not a name)", REMOTE_PREFIX, name, name);
+		    "domain %.40s refused: this %s belongs to domain %s%s (XGPU_DOMAIN must be unset or %s)",
+		    name_ok(asked) ? asked : "(not a name)",
+		    strcmp(xgpu_rconn_protocol(s->conn), "TLS1.3-X509") ? "key" : "certificate",
+		    REMOTE_PREFIX, name, name);
 		return;
 	}
 	if (!name_ok(name) || strlen(REMOTE_PREFIX) + strlen(name) >= sizeof s->domain) {
@@ -365,7 +374,15 @@ static void serve(struct session *s)
 	if (r < 0)
 		return;
 	relay(s);
-	xlog_info("remote: %s left domain %s: %s", s->peer, s->domain, s->why);
+	uint64_t zs, zd, zcopied;
+	xgpu_rconn_zerocopy_stats(s->conn, &zs, &zd, &zcopied);
+	char zc[128] = "";
+	if (l->zerocopy)
+		snprintf(zc, sizeof zc,
+			 " (MSG_ZEROCOPY: %" PRIu64 " sends, %" PRIu64 " completed, %" PRIu64
+			 " of them copied by the kernel)",
+			 zs, zd, zcopied);
+	xlog_info("remote: %s left domain %s: %s%s", s->peer, s->domain, s->why, zc);
 }
 
 static void *session_main(void *arg)
@@ -478,7 +495,12 @@ unsigned xgpu_remote_key_count(const struct xgpu_remote_listener *l)
 	return l->keys.n;
 }
 
-struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *psk_file,
+bool xgpu_remote_has_cert(const struct xgpu_remote_listener *l)
+{
+	return l->cert != NULL;
+}
+
+struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const struct xgpu_remote_auth *auth,
 						const char *local_socket, char *err, size_t errlen)
 {
 	char host[256] = "", port[32];
@@ -511,11 +533,21 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *ps
 	}
 	l->fd = -1;
 	l->stop_fd = -1;
-	l->plain = psk_file == NULL;
+	l->psk = auth->psk_file != NULL;
+	l->plain = !l->psk && !auth->cert_file;
+	l->zerocopy = l->plain && auth->zerocopy;
 	xgpu_strlcpy(l->local_socket, local_socket, sizeof l->local_socket);
-	char why[256];
-	if (psk_file && xgpu_remote_read_psk_table(psk_file, &l->keys, why, sizeof why) < 0) {
+	char why[400];
+	if (l->psk && xgpu_remote_read_psk_table(auth->psk_file, &l->keys, why, sizeof why) < 0) {
 		snprintf(err, errlen, "--remote-psk: %s", why);
+		free(l);
+		return NULL;
+	}
+	/* Loaded once, here, so that a bad file stops xgpud at its start. */
+	if (auth->cert_file &&
+	    !(l->cert = xgpu_rcert_load(auth->cert_file, auth->key_file, auth->ca_file, why, sizeof why))) {
+		snprintf(err, errlen, "--remote-cert: %s", why);
+		explicit_bzero(&l->keys, sizeof l->keys);
 		free(l);
 		return NULL;
 	}
@@ -524,6 +556,7 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *ps
 	int g = getaddrinfo(*host ? host : NULL, port, &hints, &res);
 	if (g) {
 		snprintf(err, errlen, "--remote-listen %s: %s", addr, gai_strerror(g));
+		xgpu_rcert_free(l->cert);
 		free(l);
 		return NULL;
 	}
@@ -536,6 +569,7 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *ps
 		freeaddrinfo(res);
 		if (l->fd >= 0)
 			close(l->fd);
+		xgpu_rcert_free(l->cert);
 		free(l);
 		return NULL;
 	}
@@ -550,6 +584,7 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *ps
 			close(l->stop_fd);
 		close(l->fd);
 		pthread_mutex_destroy(&l->rl.lock);
+		xgpu_rcert_free(l->cert);
 		free(l);
 		return NULL;
 	}
@@ -592,5 +627,6 @@ void xgpu_remote_close(struct xgpu_remote_listener *l)
 	pthread_cond_destroy(&l->idle);
 	pthread_mutex_destroy(&l->lock);
 	pthread_mutex_destroy(&l->rl.lock);
+	xgpu_rcert_free(l->cert);
 	free(l);
 }

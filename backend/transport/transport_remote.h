@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* transport_remote.h - xgpud's remote transport: guests on other hosts over
- * TCP (TLS 1.3 with a pre-shared key), each served like a local guest. */
+ * TCP (TLS 1.3 with pre-shared keys or certificates), each served like a local guest. */
 #ifndef XGPU_TRANSPORT_REMOTE_H
 #define XGPU_TRANSPORT_REMOTE_H
 
@@ -9,18 +9,29 @@
 
 struct xgpu_remote_listener;
 
-/* Listens on addr ("host:port", "[v6]:port" or ":port" for every address)
- * with the keys in psk_file (one line per tenant), or in plain TCP when psk_file is NULL (the
- * caller allows that only for --remote-insecure). Each connection is served
- * on threads of its own: once authenticated, its channel reaches the daemon
- * through local_socket as a local guest's does, with a region and socket
- * this process makes, in the domain "remote-NAME", NAME being the identity
- * of the key it proved (a guest naming another domain is refused). NULL
- * with the reason in err. */
-struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const char *psk_file,
+/* How guests prove who they are: pre-shared keys (psk_file, one line per
+ * tenant), certificates (cert_file and key_file, this host's, and ca_file,
+ * the CA that signs the guests'), or both; all NULL: plain TCP (the caller
+ * allows that only for --remote-insecure). */
+struct xgpu_remote_auth {
+	const char *psk_file;
+	const char *cert_file, *key_file, *ca_file;
+	bool zerocopy; /* plain TCP: bulk bytes sent with MSG_ZEROCOPY */
+};
+
+/* Listens on addr ("host:port", "[v6]:port" or ":port" for every address).
+ * Each connection is served on threads of its own: once authenticated, its
+ * channel reaches the daemon through local_socket as a local guest's does,
+ * with a region and socket this process makes, in the domain "remote-NAME",
+ * NAME being the identity the handshake proved (its key's identity, or its
+ * certificate's common name; a guest naming another domain is refused).
+ * NULL with the reason in err. */
+struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const struct xgpu_remote_auth *auth,
 						const char *local_socket, char *err, size_t errlen);
 /* How many tenants' keys it holds (0: plain). */
 unsigned xgpu_remote_key_count(const struct xgpu_remote_listener *l);
+/* Whether it takes certificates. */
+bool xgpu_remote_has_cert(const struct xgpu_remote_listener *l);
 /* Stops accepting and ends every remote channel. */
 void xgpu_remote_close(struct xgpu_remote_listener *l);
 

@@ -48,7 +48,9 @@ struct xgpud_opts {
 	const char *socket_path;   /* local transport */
 	const char *remote_listen; /* remote transport: ADDR:PORT, or NULL */
 	const char *remote_psk;
+	const char *remote_cert, *remote_cert_key, *remote_ca; /* this host's, and the guests' CA */
 	bool remote_insecure;
+	bool remote_zerocopy; /* plain TCP's bulk sends with MSG_ZEROCOPY */
 	const char *config_path;
 	const char *log_file;
 	const char *sim_driver;    /* path of libxgpu-simdrv.so; default beside the binary */

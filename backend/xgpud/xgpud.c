@@ -54,11 +54,18 @@ static void usage(FILE *f)
 		"  --socket PATH           local transport socket (default $XGPU_SOCKET, else\n"
 		"                          $XDG_RUNTIME_DIR/xgpu.sock, else /run/xgpu/xgpud.sock)\n"
 		"  --remote-listen ADDR:PORT  serve guests on other hosts over TCP, TLS 1.3 with the\n"
-		"                          keys in --remote-psk FILE (psktool's format); each guest\n"
-		"                          lands in domain remote-IDENTITY, its key's (docs/operations.md)\n"
+		"                          keys in --remote-psk and/or the certificates of --remote-cert;\n"
+		"                          each guest lands in domain remote-IDENTITY, its key's identity\n"
+		"                          or its certificate's CN (docs/operations.md)\n"
 		"  --remote-psk FILE       the pre-shared keys of --remote-listen, a line per tenant\n"
-		"                          (mode 600)\n"
+		"                          (psktool's format, mode 600)\n"
+		"  --remote-cert FILE      this host's certificate (PEM, its chain after it) for\n"
+		"                          --remote-listen; needs --remote-cert-key and --remote-ca\n"
+		"  --remote-cert-key FILE  the certificate's private key (PEM, mode 600)\n"
+		"  --remote-ca FILE        the CA(s) whose signature a guest's certificate must carry\n"
 		"  --remote-insecure       --remote-listen without TLS: plain TCP, for tests only\n"
+		"  --remote-zerocopy       plain TCP: send bulk bytes with MSG_ZEROCOPY (off by default:\n"
+		"                          docs/results/bench-remote.md)\n"
 		"  --mem-limit SIZE        device memory per domain, e.g. 4G (default: the GPU's)\n"
 		"  --fatbin-inflate-limit SIZE  most a module's compressed fatbin entries may\n"
 		"                          inflate to in all (default 512M; NCCL's need about 1G)\n"
@@ -127,6 +134,10 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		O_RLISTEN,
 		O_RPSK,
 		O_RINSECURE,
+		O_RCERT,
+		O_RCERTKEY,
+		O_RCA,
+		O_RZEROCOPY,
 		O_HELP,
 		O_VERSION
 	};
@@ -158,7 +169,11 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 	    {"foreground", no_argument, 0, O_FG},
 	    {"remote-listen", required_argument, 0, O_RLISTEN},
 	    {"remote-psk", required_argument, 0, O_RPSK},
+	    {"remote-cert", required_argument, 0, O_RCERT},
+	    {"remote-cert-key", required_argument, 0, O_RCERTKEY},
+	    {"remote-ca", required_argument, 0, O_RCA},
 	    {"remote-insecure", no_argument, 0, O_RINSECURE},
+	    {"remote-zerocopy", no_argument, 0, O_RZEROCOPY},
 	    {"help", no_argument, 0, O_HELP},
 	    {"version", no_argument, 0, O_VERSION},
 	    {0, 0, 0, 0},
@@ -315,6 +330,18 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		case O_RINSECURE:
 			o->remote_insecure = true;
 			break;
+		case O_RCERT:
+			o->remote_cert = optarg;
+			break;
+		case O_RCERTKEY:
+			o->remote_cert_key = optarg;
+			break;
+		case O_RCA:
+			o->remote_ca = optarg;
+			break;
+		case O_RZEROCOPY:
+			o->remote_zerocopy = true;
+			break;
 		case O_HELP:
 			usage(stdout);
 			exit(0);
@@ -330,13 +357,26 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 		fprintf(stderr, "xgpud: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
-	if (o->remote_listen && !o->remote_psk == !o->remote_insecure) {
-		fprintf(stderr, "xgpud: --remote-listen needs --remote-psk FILE (or, for tests only, "
-				"--remote-insecure)\n");
+	bool cert = o->remote_cert || o->remote_cert_key || o->remote_ca;
+	if (cert && !(o->remote_cert && o->remote_cert_key && o->remote_ca)) {
+		fprintf(stderr, "xgpud: --remote-cert, --remote-cert-key and --remote-ca go together (this "
+				"host's certificate, its key, and the CA that signs the guests')\n");
 		return -1;
 	}
-	if (!o->remote_listen && (o->remote_psk || o->remote_insecure)) {
-		fprintf(stderr, "xgpud: --remote-psk and --remote-insecure go with --remote-listen\n");
+	if (o->remote_listen && !(o->remote_psk || cert) == !o->remote_insecure) {
+		fprintf(stderr, "xgpud: --remote-listen needs --remote-psk FILE or --remote-cert FILE "
+				"--remote-cert-key FILE --remote-ca FILE, or both (or, for tests only, "
+				"--remote-insecure alone)\n");
+		return -1;
+	}
+	if (o->remote_zerocopy && !o->remote_insecure) {
+		fprintf(stderr, "xgpud: --remote-zerocopy needs --remote-insecure (TLS encrypts into "
+				"buffers of its own)\n");
+		return -1;
+	}
+	if (!o->remote_listen && (o->remote_psk || o->remote_insecure || cert)) {
+		fprintf(stderr, "xgpud: --remote-psk, --remote-cert and --remote-insecure go with "
+				"--remote-listen\n");
 		return -1;
 	}
 	return 0;
@@ -521,7 +561,12 @@ int main(int argc, char **argv)
 	 * signals blocked (they go to the main loop's signalfd). */
 	struct xgpu_remote_listener *remote = NULL;
 	if (d.o.remote_listen) {
-		remote = xgpu_remote_listen(d.o.remote_listen, d.o.remote_psk, path, err, sizeof err);
+		struct xgpu_remote_auth auth = {.psk_file = d.o.remote_psk,
+						.cert_file = d.o.remote_cert,
+						.key_file = d.o.remote_cert_key,
+						.ca_file = d.o.remote_ca,
+						.zerocopy = d.o.remote_zerocopy};
+		remote = xgpu_remote_listen(d.o.remote_listen, &auth, path, err, sizeof err);
 		if (!remote) {
 			xlog_err("%s", err);
 			xgpu_local_close(listener);
@@ -529,15 +574,20 @@ int main(int argc, char **argv)
 			xgpud_shutdown(&d, false);
 			return 1;
 		}
+		char keys[64] = "";
 		if (d.o.remote_psk)
-			xlog_info("remote transport: listening on %s (TLS 1.3, pre-shared keys of %u "
-				  "tenant%s, each its own domain remote-IDENTITY)",
-				  d.o.remote_listen, xgpu_remote_key_count(remote),
-				  xgpu_remote_key_count(remote) == 1 ? "" : "s");
+			snprintf(keys, sizeof keys, "pre-shared keys of %u tenant%s",
+				 xgpu_remote_key_count(remote),
+				 xgpu_remote_key_count(remote) == 1 ? "" : "s");
+		if (d.o.remote_psk || d.o.remote_cert)
+			xlog_info("remote transport: listening on %s (TLS 1.3, %s%s%s, each its own domain "
+				  "remote-IDENTITY)",
+				  d.o.remote_listen, keys, *keys && d.o.remote_cert ? " and " : "",
+				  d.o.remote_cert ? "certificates signed by the CA of --remote-ca" : "");
 		else
 			xlog_info("remote transport: listening on %s (PLAIN TCP: --remote-insecure, for tests "
-				  "only)",
-				  d.o.remote_listen);
+				  "only%s)",
+				  d.o.remote_listen, d.o.remote_zerocopy ? "; MSG_ZEROCOPY" : "");
 	}
 
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);

@@ -236,7 +236,7 @@ static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, boo
 		xgpu_strlcpy(hello.domain, dom, sizeof hello.domain);
 	c->spin_ns = env_size("XGPU_SPIN_US", 50) * 1000;
 	c->ch.ops = ops;
-	char err[320];
+	char err[512];
 	int r = c->ch.ops->open(&c->ch, region, layout_region, &p, &hello, &c->ack, err, sizeof err);
 	if (r) {
 		if (loud && !quiet())

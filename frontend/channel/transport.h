@@ -50,11 +50,19 @@ struct xgpu_fe_transport_ops {
 int xgpu_fe_check_ack(struct xgpu_hello_ack *ack, const char *peer, char *err, size_t errlen);
 
 /* A Xen guest whose vgpu device names a remote GPU host (the backend's
- * remote and remote-psk keys): opens a remote channel there, and ch->ops
+ * remote key, and remote-psk or remote-cert, remote-cert-key and remote-ca):
+ * opens a remote channel there, and ch->ops
  * becomes the remote transport's. */
+struct xgpu_fe_remote_creds {
+	const char *psk;                  /* "identity:hex", or NULL: */
+	const char *cert, *cert_key, *ca; /* PEM texts */
+	/* The guest's xenstore, for remote-state; the callee closes it. */
+	struct xgpu_xs *xs;
+};
 int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
 			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
-			    const char *spec, const char *psk_text, char *err, size_t errlen);
+			    const char *spec, const struct xgpu_fe_remote_creds *creds, char *err,
+			    size_t errlen);
 
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_local;
 extern const struct xgpu_fe_transport_ops xgpu_fe_transport_xen;

@@ -2,7 +2,10 @@
 /* transport_remote.c - the frontend's remote transport (XGPU_REMOTE=host:port):
  * the channel region lives in this process's memory and two relay threads
  * (common/remote.h) mirror its queues over one TCP connection to the GPU
- * host's xgpud, TLS 1.3 with the key in XGPU_REMOTE_PSK_FILE:
+ * host's xgpud, TLS 1.3 with the key in XGPU_REMOTE_PSK_FILE, or with
+ * certificates both ways (XGPU_REMOTE_CERT, XGPU_REMOTE_CERT_KEY: this
+ * host's; XGPU_REMOTE_CA: the CA that must have signed the GPU host's, whose
+ * certificate must also name the host or address in XGPU_REMOTE):
  *
  *   writer: sends what the client published (requests, bulk out) and how far
  *           it has read (responses, bulk in), and pings a silent link;
@@ -23,13 +26,16 @@
 #include "remote.h"
 #include "transport.h"
 #include "util.h"
+#include "xenif.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +63,44 @@ struct remote_chan {
 	_Atomic bool dead, stop;
 	char peer[300];
 	uint8_t *rbuf, *wbuf;
+	/* A Xen guest's: its xenstore, where remote-state says what became of
+	 * the channel (dom0's xl-gpu list shows it); NULL otherwise. */
+	struct xgpu_xs *xs;
+	pthread_mutex_t xs_lock;
 };
+
+/* The key, in the guest's own frontend directory (it owns it; dom0 reads
+ * it): the latest event of the latest remote channel of any process. */
+#define REMOTE_STATE_KEY "device/vgpu/0/remote-state"
+
+static void put_state(struct xgpu_xs *xs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put_state(struct xgpu_xs *xs, const char *fmt, ...)
+{
+	char buf[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	xs->ops->write(xs, 0, REMOTE_STATE_KEY, buf, (unsigned)strlen(buf)); /* best effort */
+}
+
+static void chan_state(struct remote_chan *rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void chan_state(struct remote_chan *rc, const char *fmt, ...)
+{
+	if (!rc->xs)
+		return;
+	char buf[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	pthread_mutex_lock(&rc->xs_lock);
+	put_state(rc->xs, "%s", buf);
+	pthread_mutex_unlock(&rc->xs_lock);
+}
+
+/* The latest Xen guest channel, for the exit below. */
+static struct remote_chan *_Atomic xen_latest;
 
 static void wake(int fd)
 {
@@ -86,6 +129,9 @@ static void lost(struct remote_chan *rc, const char *why)
 	if (!atomic_load(&rc->stop) && why)
 		xgpu_fe_warn_once("remote-lost", "lost the connection to remote xgpud at %s: %s", rc->peer,
 				  why);
+	if (!atomic_load(&rc->stop))
+		chan_state(rc, "lost %s: %s (pid %d)", rc->peer, why ? why : "the GPU host ended the channel",
+			   (int)getpid());
 	xgpu_rconn_shutdown(rc->conn);
 	wake(rc->wake_fd);
 	wake(rc->kick_fd);
@@ -221,6 +267,12 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 	if (region)
 		munmap(region, region_size);
 	pthread_mutex_destroy(&rc->send_lock);
+	if (rc->xs) {
+		struct remote_chan *self = rc;
+		atomic_compare_exchange_strong(&xen_latest, &self, NULL);
+		rc->xs->ops->close(rc->xs);
+	}
+	pthread_mutex_destroy(&rc->xs_lock);
 	free(rc);
 }
 
@@ -230,9 +282,11 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 struct remote_settings {
 	const char *spec; /* host:port */
 	bool plain;
+	struct xgpu_rcert *cert; /* certificates instead of a PSK; freed by connect_remote */
 	char identity[128];
 	uint8_t key[64];
 	size_t keylen;
+	struct xgpu_xs *xs; /* a Xen guest's; the channel takes it */
 };
 
 static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
@@ -246,20 +300,44 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 	const char *spec = getenv("XGPU_REMOTE");
 	const char *keyfile = getenv("XGPU_REMOTE_PSK_FILE");
 	const char *insecure = getenv("XGPU_REMOTE_INSECURE");
-	char why[256];
-	struct remote_settings rs = {.spec = spec, .plain = !keyfile || !*keyfile, .keylen = sizeof rs.key};
+	const char *cert = getenv("XGPU_REMOTE_CERT"), *cert_key = getenv("XGPU_REMOTE_CERT_KEY"),
+		   *ca = getenv("XGPU_REMOTE_CA");
+	char why[400];
+	bool psk = keyfile && *keyfile;
+	bool x509 = (cert && *cert) || (cert_key && *cert_key) || (ca && *ca);
+	struct remote_settings rs = {.spec = spec, .plain = !psk && !x509, .keylen = sizeof rs.key};
 	if (!spec || !*spec) {
 		snprintf(err, errlen, "XGPU_REMOTE=: need host:port");
 		return cudaErrorInvalidValue;
 	}
-	if (rs.plain && !(insecure && !strcmp(insecure, "1"))) {
-		snprintf(err, errlen,
-			 "XGPU_REMOTE needs XGPU_REMOTE_PSK_FILE, the GPU host's key (plain TCP only with "
-			 "XGPU_REMOTE_INSECURE=1, against xgpud --remote-insecure)");
+	if (psk && x509) {
+		snprintf(
+		    err, errlen,
+		    "XGPU_REMOTE: set XGPU_REMOTE_PSK_FILE or XGPU_REMOTE_CERT (with _CERT_KEY and _CA), "
+		    "not both");
 		return cudaErrorInvalidValue;
 	}
-	if (!rs.plain && xgpu_remote_read_psk(keyfile, rs.identity, sizeof rs.identity, rs.key, &rs.keylen,
-					      why, sizeof why) < 0) {
+	if (x509 && !(cert && *cert && cert_key && *cert_key && ca && *ca)) {
+		snprintf(err, errlen,
+			 "XGPU_REMOTE_CERT, XGPU_REMOTE_CERT_KEY and XGPU_REMOTE_CA go together (this host's "
+			 "certificate, its key, and the CA that signs the GPU host's)");
+		return cudaErrorInvalidValue;
+	}
+	if (rs.plain && !(insecure && !strcmp(insecure, "1"))) {
+		snprintf(
+		    err, errlen,
+		    "XGPU_REMOTE needs XGPU_REMOTE_PSK_FILE, the GPU host's key, or XGPU_REMOTE_CERT, "
+		    "XGPU_REMOTE_CERT_KEY and XGPU_REMOTE_CA (plain TCP only with XGPU_REMOTE_INSECURE=1, "
+		    "against xgpud --remote-insecure)");
+		return cudaErrorInvalidValue;
+	}
+	if (x509) {
+		if (!(rs.cert = xgpu_rcert_load(cert, cert_key, ca, why, sizeof why))) {
+			snprintf(err, errlen, "XGPU_REMOTE_CERT: %s", why);
+			return cudaErrorInvalidValue;
+		}
+	} else if (psk && xgpu_remote_read_psk(keyfile, rs.identity, sizeof rs.identity, rs.key, &rs.keylen,
+					       why, sizeof why) < 0) {
 		snprintf(err, errlen, "XGPU_REMOTE_PSK_FILE: %s", why);
 		return cudaErrorInvalidValue;
 	}
@@ -268,18 +346,36 @@ static int remote_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(
 
 int xgpu_fe_remote_open_xen(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(void *, size_t, void *),
 			    void *init_arg, const struct xgpu_hello *hello, struct xgpu_hello_ack *ack,
-			    const char *spec, const char *psk_text, char *err, size_t errlen)
+			    const char *spec, const struct xgpu_fe_remote_creds *creds, char *err,
+			    size_t errlen)
 {
-	char why[256];
-	struct remote_settings rs = {.spec = spec, .keylen = sizeof rs.key};
-	if (xgpu_remote_parse_psk(psk_text, rs.identity, sizeof rs.identity, rs.key, &rs.keylen, why,
-				  sizeof why) < 0) {
+	char why[400];
+	struct remote_settings rs = {.spec = spec, .keylen = sizeof rs.key, .xs = creds->xs};
+	put_state(creds->xs, "connecting %s (pid %d)", spec, (int)getpid());
+	if (!creds->psk) {
+		if (!(rs.cert =
+			  xgpu_rcert_load_mem(creds->cert, creds->cert_key, creds->ca, why, sizeof why))) {
+			snprintf(err, errlen,
+				 "the remote GPU's certificates in xenstore (remote-cert...) are not "
+				 "usable: %s",
+				 why);
+			put_state(creds->xs, "failed %s: %s (pid %d)", spec, err, (int)getpid());
+			creds->xs->ops->close(creds->xs);
+			return cudaErrorInvalidValue;
+		}
+	} else if (xgpu_remote_parse_psk(creds->psk, rs.identity, sizeof rs.identity, rs.key, &rs.keylen, why,
+					 sizeof why) < 0) {
 		snprintf(err, errlen, "the remote GPU's key in xenstore (remote-psk) is not usable: %s", why);
 		return cudaErrorInvalidValue;
 	}
 	int r = connect_remote(ch, region_size, init, init_arg, hello, ack, &rs, err, errlen);
 	if (r == 0)
 		ch->ops = &xgpu_fe_transport_remote;
+	if (rs.xs) {
+		/* Not taken by a channel: the attempt failed. */
+		put_state(rs.xs, "failed %s: %s (pid %d)", spec, err, (int)getpid());
+		rs.xs->ops->close(rs.xs);
+	}
 	return r;
 }
 
@@ -288,10 +384,11 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 			  struct remote_settings *rs, char *err, size_t errlen)
 {
 	const char *spec = rs->spec;
-	char host[256], port[32], why[256];
+	char host[256], port[32], why[512];
 	bool plain = rs->plain;
 	if (split_hostport(spec, host, sizeof host, port, sizeof port) < 0) {
 		explicit_bzero(rs->key, sizeof rs->key);
+		xgpu_rcert_free(rs->cert);
 		snprintf(err, errlen, "remote GPU %s: need host:port", spec);
 		return cudaErrorInvalidValue;
 	}
@@ -299,10 +396,13 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 	void *region = NULL;
 	int status = cudaErrorDevicesUnavailable;
 	if (!rc) {
+		explicit_bzero(rs->key, sizeof rs->key);
+		xgpu_rcert_free(rs->cert);
 		snprintf(err, errlen, "out of memory");
 		return cudaErrorMemoryAllocation;
 	}
 	pthread_mutex_init(&rc->send_lock, NULL);
+	pthread_mutex_init(&rc->xs_lock, NULL);
 	rc->last_sent = xgpu_now_ns();
 	rc->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -331,17 +431,29 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 		goto fail;
 	}
 	xgpu_remote_tune_socket(fd);
-	rc->conn = plain ? xgpu_rconn_client(fd, NULL, NULL, 0, CONNECT_TIMEOUT_MS, why, sizeof why)
-			 : xgpu_rconn_client(fd, rs->identity, rs->key, rs->keylen, CONNECT_TIMEOUT_MS, why,
+	if (rs->cert)
+		rc->conn = xgpu_rconn_client_cert(fd, rs->cert, host, CONNECT_TIMEOUT_MS, why, sizeof why);
+	else if (plain)
+		rc->conn = xgpu_rconn_client(fd, NULL, NULL, 0, CONNECT_TIMEOUT_MS, why, sizeof why);
+	else
+		rc->conn = xgpu_rconn_client(fd, rs->identity, rs->key, rs->keylen, CONNECT_TIMEOUT_MS, why,
 					     sizeof why);
 	explicit_bzero(rs->key, sizeof rs->key);
 	if (!rc->conn) {
-		snprintf(err, errlen,
-			 "the TLS handshake with remote xgpud at %s failed: %s (is the key the one of that "
-			 "host's --remote-psk?)",
-			 spec, why);
+		snprintf(err, errlen, "the TLS handshake with remote xgpud at %s failed: %s%s", spec, why,
+			 rs->cert ? "" : " (is the key the one of that host's --remote-psk?)");
 		goto fail;
 	}
+	const char *zc = getenv("XGPU_REMOTE_ZEROCOPY");
+	if (plain && zc && !strcmp(zc, "1") && xgpu_rconn_set_zerocopy(rc->conn, why, sizeof why) < 0)
+		xgpu_fe_warn_once("remote-zerocopy",
+				  "XGPU_REMOTE_ZEROCOPY=1: sending without MSG_ZEROCOPY: %s", why);
+	/* The credentials are needed only for the handshake. TLS 1.3 ends a
+	 * client's handshake before the server has checked its certificate:
+	 * a refusal arrives as an alert in place of the first answer. */
+	bool x509 = rs->cert != NULL;
+	xgpu_rcert_free(rs->cert);
+	rs->cert = NULL;
 	const struct xgpu_shm_header *hdr = region;
 	struct {
 		struct xgpu_rframe h;
@@ -360,7 +472,14 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 	setsockopt(xgpu_rconn_fd(rc->conn), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	if (xgpu_rconn_send(rc->conn, &msg, sizeof msg, why, sizeof why) < 0 ||
 	    xgpu_rconn_recv_frame(rc->conn, true, &ah, rc->rbuf, why, sizeof why) < 0) {
-		snprintf(err, errlen, "remote xgpud at %s did not answer the handshake: %s", spec, why);
+		if (x509 && strstr(why, "TLS alert"))
+			snprintf(err, errlen,
+				 "remote xgpud at %s refused this host's certificate: %s (the GPU host's log "
+				 "says why; the CA of its --remote-ca must sign XGPU_REMOTE_CERT)",
+				 spec, why);
+		else
+			snprintf(err, errlen, "remote xgpud at %s did not answer the handshake: %s", spec,
+				 why);
 		goto fail;
 	}
 	if (ah.type != XGPU_RF_ACK) {
@@ -390,9 +509,18 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 		status = cudaErrorMemoryAllocation;
 		goto fail;
 	}
+	if (rs->xs) {
+		rc->xs = rs->xs;
+		rs->xs = NULL;
+		chan_state(rc, "connected %s (%s, pid %d)", spec, xgpu_rconn_protocol(rc->conn),
+			   (int)getpid());
+		atomic_store(&xen_latest, rc);
+	}
 	return 0;
 fail:
 	explicit_bzero(rs->key, sizeof rs->key);
+	xgpu_rcert_free(rs->cert);
+	rs->cert = NULL;
 	ch->priv = NULL;
 	ch->region = NULL;
 	free_chan(rc, region_size, region);
@@ -447,6 +575,28 @@ static void remote_unshare_segment(struct xgpu_fe_chan *ch, void *ptr, size_t si
 	munmap(ptr, size);
 }
 
+/* XGPU_REMOTE_ZEROCOPY=1 is an experiment's setting: at exit (channels
+ * are not closed then), say what the kernel did with the sends. */
+/* A program that exits leaves its channels open (the OS ends them): a
+ * Xen guest's last says so, or "connected" would outlive it. */
+__attribute__((destructor)) static void xen_state_at_exit(void)
+{
+	struct remote_chan *rc = atomic_exchange(&xen_latest, NULL);
+	if (rc && !atomic_load(&rc->dead))
+		chan_state(rc, "ended %s: pid %d exited", rc->peer, (int)getpid());
+}
+
+__attribute__((destructor)) static void zerocopy_report(void)
+{
+	uint64_t sends, done, copied;
+	xgpu_rconn_zerocopy_totals(&sends, &done, &copied);
+	if (sends)
+		fprintf(stderr,
+			"xgpu: remote channels: MSG_ZEROCOPY: %" PRIu64 " sends, %" PRIu64
+			" completed, %" PRIu64 " of them copied by the kernel\n",
+			sends, done, copied);
+}
+
 static void remote_close(struct xgpu_fe_chan *ch)
 {
 	struct remote_chan *rc = ch->priv;
@@ -456,6 +606,7 @@ static void remote_close(struct xgpu_fe_chan *ch)
 	lost(rc, NULL);
 	pthread_join(rc->reader, NULL);
 	pthread_join(rc->writer, NULL);
+	chan_state(rc, "closed %s (pid %d)", rc->peer, (int)getpid());
 	free_chan(rc, ch->region_size, ch->region);
 	ch->priv = NULL;
 	ch->region = NULL;

@@ -10,6 +10,7 @@
  * Everything the backend writes (its xenstore keys, the ack and be_alive in
  * the root page) is copied before use; the backend path is checked against
  * the one the ABI prescribes so a guest cannot be steered elsewhere. */
+#include "remote.h"
 #include "transport.h"
 
 #include "util.h"
@@ -441,21 +442,54 @@ static int xen_open(struct xgpu_fe_chan *ch, size_t region_size, int (*init)(voi
 	}
 	if (find_device(xc, err, errlen) < 0)
 		goto fail;
-	/* gpu = [ "remote=HOST:PORT, remote-key=FILE" ]: a GPU host's xgpud
-	 * serves this domain over the network, not dom0's. */
+	/* gpu = [ "remote=HOST:PORT, remote-key=FILE" ] (or remote-cert=...):
+	 * a GPU host's xgpud serves this domain over the network, not dom0's. */
 	char remote[300], psk[400];
 	int r = read_be_key(xc, "remote", remote, sizeof remote, err, errlen);
 	if (r > 0) {
 		int k = read_be_key(xc, "remote-psk", psk, sizeof psk, err, errlen);
-		if (k == 0)
-			snprintf(err, errlen, "%s/remote names a GPU host but %s/remote-psk holds no key",
-				 xc->be_dev, xc->be_dev);
-		if (k <= 0)
+		if (k < 0)
 			goto fail;
+		struct xgpu_fe_remote_creds creds = {.psk = k > 0 ? psk : NULL};
+		char *pem = NULL;
+		if (k == 0) {
+			/* Certificates: the domain's, its key, the GPU host's CA. */
+			static const char *const keys[] = {"remote-cert", "remote-cert-key", "remote-ca"};
+			const size_t one = XGPU_REMOTE_PEM_MAX + 1;
+			if (!(pem = calloc(3, one))) {
+				snprintf(err, errlen, "out of memory");
+				goto fail;
+			}
+			for (unsigned i = 0; i < 3; i++) {
+				int c = read_be_key(xc, keys[i], pem + i * one, one, err, errlen);
+				if (c == 0)
+					snprintf(
+					    err, errlen,
+					    "%s/remote names a GPU host but %s/remote-psk holds no key, and "
+					    "%s/%s no certificate",
+					    xc->be_dev, xc->be_dev, xc->be_dev, keys[i]);
+				if (c <= 0) {
+					explicit_bzero(pem, 3 * one);
+					free(pem);
+					goto fail;
+				}
+			}
+			creds.cert = pem;
+			creds.cert_key = pem + one;
+			creds.ca = pem + 2 * one;
+		}
+		/* The xenstore handle goes with the channel, which says what
+		 * became of it there (remote-state). */
+		creds.xs = xc->xs;
+		xc->xs = NULL;
 		xen_release(xc);
-		r = xgpu_fe_remote_open_xen(ch, region_size, init, init_arg, hello, ack, remote, psk, err,
+		r = xgpu_fe_remote_open_xen(ch, region_size, init, init_arg, hello, ack, remote, &creds, err,
 					    errlen);
 		explicit_bzero(psk, sizeof psk);
+		if (pem) {
+			explicit_bzero(pem, 3 * (XGPU_REMOTE_PEM_MAX + 1));
+			free(pem);
+		}
 		return r;
 	}
 	if (r < 0 || wait_adopted(xc, err, errlen) < 0)

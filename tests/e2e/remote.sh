@@ -17,7 +17,10 @@
 #     naming the remote within the stated bound, and the GPU host releases
 #     the domain's channel;
 #   - xgpud killed and restarted: the running program gets a clear error at
-#     once, and a new program works against the new xgpud.
+#     once, and a new program works against the new xgpud;
+#   - plain TCP with MSG_ZEROCOPY (XGPU_REMOTE_ZEROCOPY, --remote-zerocopy)
+#     carries copies through wrapping rings intact, and both ends made zerocopy
+#     sends.
 . "$(dirname "$0")/lib.bash"
 
 if ! ip netns add "xgr-probe-$$" 2>/dev/null; then
@@ -329,4 +332,18 @@ wait_for 5 grep -q "sent no hello: malformed frame" "$XGPUD_LOG" || fail "xgpud 
 api=$(plain "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" 1000 2>"$T/bench.err") ||
 	{ cat "$T/bench.err"; fail "xgpu-bench-api failed over plain TCP"; }
 note "BENCH remote null call p50 $(awk '$1 == "api_runtime_null_p50_us" {print $2}' <<<"$api") us (plain TCP)"
+stop_xgpud
+
+note "plain TCP with MSG_ZEROCOPY both ways, through rings that wrap"
+echo "---- --remote-zerocopy ----" >>"$XGPUD_LOG"
+start_remote_xgpud --remote-insecure --remote-zerocopy
+grep -q "PLAIN TCP: --remote-insecure, for tests only; MSG_ZEROCOPY" "$XGPUD_LOG" || fail "xgpud does not say it sends with MSG_ZEROCOPY"
+out=$(plain env XGPU_REMOTE_ZEROCOPY=1 XGPU_DATA_SIZE=64K "$B/bin/vectorAdd" -n 1000000 -i 2 2>&1) ||
+	{ echo "$out"; fail "vectorAdd failed with MSG_ZEROCOPY"; }
+grep -q "^RESULT .*verified=yes" <<<"$out" || { echo "$out"; fail "vectorAdd did not verify with MSG_ZEROCOPY"; }
+grep -q "MSG_ZEROCOPY: [1-9][0-9]* sends, [1-9][0-9]* completed" <<<"$out" ||
+	{ echo "$out"; fail "the frontend made no zerocopy sends"; }
+wait_for 10 grep -q "left domain remote-lab: .*(MSG_ZEROCOPY: [1-9][0-9]* sends, [1-9][0-9]* completed" "$XGPUD_LOG" ||
+	fail "xgpud made no zerocopy sends"
+note "$(grep -o "MSG_ZEROCOPY: [0-9]* sends.*kernel" <<<"$out") (guest); $(grep -o "MSG_ZEROCOPY: [0-9]* sends[^)]*" "$XGPUD_LOG" | tail -n 1) (GPU host)"
 stop_xgpud

@@ -326,9 +326,40 @@ static void remote_only_when_allowed(void **state)
 	parse_bad(text, R, "remote must be", NULL);
 	parse_bad("remote=h:1, remote-key=k.psk", R, "remote-key=k.psk: remote-key must be an absolute path",
 		  NULL);
-	error_is("remote=h:1", R, "remote=h:1 needs remote-key=FILE, the GPU host's pre-shared key");
-	error_is("remote-key=/k", R, "remote-key=/k is given without remote=HOST:PORT");
+	error_is("remote=h:1", R,
+		 "remote=h:1 needs remote-key=FILE, the GPU host's pre-shared key, or remote-cert=, "
+		 "remote-cert-key= and remote-ca=");
+	error_is("remote-key=/k", R, "remote-key=/k or remote-cert= is given without remote=HOST:PORT");
 	error_is("remote=h:1, remote=h:2, remote-key=/k", R, "remote=h:2: key 'remote' given twice");
+}
+
+/* Certificates instead of a pre-shared key: all three files, never with a key. */
+static void remote_certificates(void **state)
+{
+	const unsigned R = XGPU_GPUSPEC_ALLOW_REMOTE;
+	struct xgpu_gpuspec s = parse_ok(
+	    "remote=10.0.0.5:7447, remote-cert=/c.pem, remote-cert-key=/c.key, remote-ca=/ca.pem", R);
+	assert_string_equal(s.remote_cert, "/c.pem");
+	assert_string_equal(s.remote_cert_key, "/c.key");
+	assert_string_equal(s.remote_ca, "/ca.pem");
+	assert_string_equal(s.remote_key, "");
+	char back[1024];
+	assert_true(xgpu_gpuspec_format(&s, back, sizeof back) < (int)sizeof back);
+	struct xgpu_gpuspec again = parse_ok(back, R);
+	assert_memory_equal(&s, &again, sizeof s);
+	error_is(
+	    "remote=h:1, remote-cert=/c.pem, remote-ca=/ca.pem", R,
+	    "remote-cert=, remote-cert-key= and remote-ca= go together (the domain's certificate, its key, "
+	    "and the CA that signed the GPU host's)");
+	error_is("remote=h:1, remote-key=/k, remote-cert=/c, remote-cert-key=/k2, remote-ca=/a", R,
+		 "remote-key=/k and remote-cert=/c: a remote GPU takes a pre-shared key or certificates, not "
+		 "both");
+	error_is("remote-cert=/c, remote-cert-key=/k2, remote-ca=/a", R,
+		 "remote-key= or remote-cert= is given without remote=HOST:PORT");
+	parse_bad("remote=h:1, remote-cert=c.pem, remote-cert-key=/k, remote-ca=/a", R,
+		  "remote-cert=c.pem: remote-cert must be an absolute path", NULL);
+	error_is("remote=h:1, remote-ca=/a, remote-ca=/b", R, "remote-ca=/b: key 'remote-ca' given twice");
+	parse_bad("remote-cert=/c", 0, "unknown key 'remote-cert'", NULL);
 }
 
 static void unknown_keys(void **state)
@@ -546,6 +577,7 @@ int main(void)
 	    cmocka_unit_test(task_weights),
 	    cmocka_unit_test(name_only_when_allowed),
 	    cmocka_unit_test(remote_only_when_allowed),
+	    cmocka_unit_test(remote_certificates),
 	    cmocka_unit_test(unknown_keys),
 	    cmocka_unit_test(duplicate_keys),
 	    cmocka_unit_test(item_syntax),

@@ -81,6 +81,7 @@ guest() {
 	shift
 	local key=(XGPU_REMOTE_PSK_FILE="$PSK")
 	[ "$mode" = plain ] && key=(XGPU_REMOTE_INSECURE=1)
+	[ "$mode" = zc ] && key=(XGPU_REMOTE_INSECURE=1 XGPU_REMOTE_ZEROCOPY=1)
 	"${guest_side[@]}" env XGPU_SOCKET="$work/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" "${key[@]}" XGPU_DOMAIN=bench \
 		LD_LIBRARY_PATH="$B/lib" "$@"
 }
@@ -102,24 +103,39 @@ stream_floor() { tcp_floor sink stream $((PORT + 2)) 256 | sed 's/.*tcp_stream_g
 
 echo "bench: remote null call and copies over $link"
 declare -A null h2d d2h launch launch_batch
-for mode in tls plain; do
-	if [ "$mode" = tls ]; then start --remote-psk "$PSK"; else start --remote-insecure; fi
+for mode in tls plain zc; do
+	case $mode in
+	tls) start --remote-psk "$PSK" ;;
+	plain) start --remote-insecure ;;
+	zc) start --remote-insecure --remote-zerocopy ;;
+	esac
 	for r in $(seq "$rounds"); do
+		# Plain sends against MSG_ZEROCOPY: only the copies differ.
+		if [ "$mode" = zc ]; then
+			guest "$mode" "$B/bin/xgpu-bench" copy 64 >"$work/copy.$mode.$r" 2>>"$work/zc.err"
+			continue
+		fi
 		guest "$mode" "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" 2000 \
 			>"$work/api.$mode.$r"
 		guest "$mode" XGPU_PIPELINE=0 "$B/bin/xgpu-bench-api" runtime "$B/lib" "$B/bench/null_kernel.fatbin" \
 			2000 >"$work/apisync.$mode.$r"
 		guest "$mode" "$B/bin/xgpu-bench" copy 64 >"$work/copy.$mode.$r"
 	done
-	null[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_null_p50_us | median)
-	launch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_p50_us | median)
-	launch_batch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_batch_us | median)
-	launch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_p50_us | median)
-	launch_batch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_batch_us | median)
+	if [ "$mode" != zc ]; then
+		null[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_null_p50_us | median)
+		launch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_p50_us | median)
+		launch_batch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_batch_us | median)
+		launch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_p50_us | median)
+		launch_batch[$mode.sync]=$(cat "$work"/apisync."$mode".* | field api_runtime_launch_batch_us | median)
+	fi
 	h2d[$mode]=$(cat "$work"/copy."$mode".* | awk '$1 ~ /h2d_gbps/ {print $2}' | median)
 	d2h[$mode]=$(cat "$work"/copy."$mode".* | awk '$1 ~ /d2h_gbps/ {print $2}' | median)
 	stop
 done
+# What the kernel did with the zerocopy sends: the frontend's (host to
+# device) and xgpud's (device to host) counts of completions it copied.
+zc_fe=$(awk '/MSG_ZEROCOPY:/ {sub(/.*MSG_ZEROCOPY: /, ""); s += $1; c += $3; k += $5} END {printf "%d sends, %d completed, %d copied", s, c, k}' "$work/zc.err")
+zc_be=$(awk '/left domain remote-bench.*MSG_ZEROCOPY:/ {sub(/.*MSG_ZEROCOPY: /, ""); s += $1; c += $3; k += $5} END {printf "%d sends, %d completed, %d copied", s, c, k}' "$work/xgpud.log")
 rtts=() streams=()
 for r in $(seq "$rounds"); do
 	rtts+=("$(rtt_floor)")
@@ -154,5 +170,21 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / 
 	echo "| empty launch, batch mean (us), XGPU_PIPELINE=0 | ${launch_batch[tls.sync]} | ${launch_batch[plain.sync]} | | | |"
 	echo "| 64 MiB host to device (GB/s) | ${h2d[tls]} | ${h2d[plain]} | $stream (TCP stream) | $(share "${h2d[tls]}" "$stream") | $(share "${h2d[plain]}" "$stream") |"
 	echo "| 64 MiB device to host (GB/s) | ${d2h[tls]} | ${d2h[plain]} | $stream (TCP stream) | $(share "${d2h[tls]}" "$stream") | $(share "${d2h[plain]}" "$stream") |"
+	echo
+	echo "Plain TCP's bulk sends with MSG_ZEROCOPY (XGPU_REMOTE_ZEROCOPY=1 and xgpud --remote-zerocopy)"
+	echo "against plain \`sendmsg\`, in the same run (TLS cannot: it encrypts into buffers of its own)."
+	echo "What the kernel did with the zerocopy sends, from their completions: host to device"
+	echo "(the frontend sends) $zc_fe; device to host (xgpud sends) $zc_be."
+	echo "A completion flagged as copied (SO_EE_CODE_ZEROCOPY_COPIED) means the kernel copied the"
+	echo "pages after all: over loopback or a veth pair the packet goes to a socket on this machine,"
+	echo "which must own its data, so the copy is only deferred, and pinning pages and reaping the"
+	echo "completions come on top. A NIC with scatter-gather DMA is where the copy can vanish; this"
+	echo "machine has none to measure. Two CPUs shared by both ends, the executor and other jobs make"
+	echo "these figures noisy: compare the ratio, taken in one run, not the figures across runs."
+	echo
+	echo "| | plain send | MSG_ZEROCOPY | zerocopy / plain |"
+	echo "|---|---|---|---|"
+	echo "| 64 MiB host to device (GB/s) | ${h2d[plain]} | ${h2d[zc]} | $(ratio "${h2d[zc]}" "${h2d[plain]}") |"
+	echo "| 64 MiB device to host (GB/s) | ${d2h[plain]} | ${d2h[zc]} | $(ratio "${d2h[zc]}" "${d2h[plain]}") |"
 } >"$out"
 cat "$out"

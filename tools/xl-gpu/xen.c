@@ -423,7 +423,9 @@ _Static_assert(PSK_TEXT_MAX <= XGPU_GPUSPEC_REMOTE_MAX + 1, "the key fits a back
 struct attach_args {
 	uint32_t domid;
 	const struct xgpu_gpuspec *spec;
-	char psk[PSK_TEXT_MAX]; /* with spec->remote */
+	char psk[PSK_TEXT_MAX]; /* with spec->remote and remote_key */
+	/* with spec->remote and remote_cert: PEM texts */
+	char cert[XGPU_REMOTE_PEM_MAX + 1], cert_key[XGPU_REMOTE_PEM_MAX + 1], ca[XGPU_REMOTE_PEM_MAX + 1];
 };
 
 static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu_errbuf *e)
@@ -485,13 +487,26 @@ static int attach_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 	if (s->remote[0]) {
 		be_keys[nk].key = "remote";
 		xgpu_strlcpy(be_keys[nk++].val, s->remote, sizeof be_keys[0].val);
-		be_keys[nk].key = "remote-psk";
-		xgpu_strlcpy(be_keys[nk++].val, a->psk, sizeof be_keys[0].val);
+		if (s->remote_key[0]) {
+			be_keys[nk].key = "remote-psk";
+			xgpu_strlcpy(be_keys[nk++].val, a->psk, sizeof be_keys[0].val);
+		}
 	}
 	for (unsigned i = 0; i < nk; i++) {
 		snprintf(path, sizeof path, "%s/%s", p.be, be_keys[i].key);
 		if (xs_put(xs, tx, path, be_keys[i].val, be_perms, nbe, e))
 			return -1;
+	}
+	/* Certificates instead of a key: the PEM texts, as long as a value may be. */
+	if (s->remote[0] && s->remote_cert[0]) {
+		const struct {
+			const char *key, *val;
+		} pem[] = {{"remote-cert", a->cert}, {"remote-cert-key", a->cert_key}, {"remote-ca", a->ca}};
+		for (unsigned i = 0; i < XGPU_ARRAY_SIZE(pem); i++) {
+			snprintf(path, sizeof path, "%s/%s", p.be, pem[i].key);
+			if (xs_put(xs, tx, path, pem[i].val, be_perms, nbe, e))
+				return -1;
+		}
 	}
 	if (s->ntasks) {
 		snprintf(path, sizeof path, "%s/task", p.be);
@@ -529,24 +544,49 @@ static int attach_dev(struct xgpu_xs *xs, const char *cmd, uint32_t domid, const
 		return err(cmd, "%s", msg);
 	if (!live)
 		return err(cmd, "domain %u does not exist", domid);
-	struct attach_args a = {domid, spec, ""};
-	if (spec->remote[0]) {
-		char identity[128], why[300];
+	struct attach_args *a = calloc(1, sizeof *a); /* three PEM texts: not on the stack */
+	if (!a)
+		return err(cmd, "out of memory");
+	a->domid = domid;
+	a->spec = spec;
+	char why[400];
+	int rc = 0;
+	if (spec->remote[0] && spec->remote_cert[0]) {
+		/* Only their shape is checked here (the guest's frontend loads
+		 * them and says what is wrong): loading GnuTLS into xl-gpu's
+		 * main thread leaves dynamic TLS that gcc 12's LeakSanitizer
+		 * cannot walk at exit. */
+		if (xgpu_remote_read_pem(spec->remote_cert, false, a->cert, sizeof a->cert, why, sizeof why) <
+			0 ||
+		    xgpu_remote_read_pem(spec->remote_cert_key, true, a->cert_key, sizeof a->cert_key, why,
+					 sizeof why) < 0 ||
+		    xgpu_remote_read_pem(spec->remote_ca, false, a->ca, sizeof a->ca, why, sizeof why) < 0)
+			rc = err(cmd, "%s", why);
+		else if (!strstr(a->cert, "-----BEGIN CERTIFICATE-----"))
+			rc = err(cmd, "remote-cert=%s holds no PEM certificate", spec->remote_cert);
+		else if (!strstr(a->cert_key, "PRIVATE KEY-----"))
+			rc = err(cmd, "remote-cert-key=%s holds no PEM private key", spec->remote_cert_key);
+		else if (!strstr(a->ca, "-----BEGIN CERTIFICATE-----"))
+			rc = err(cmd, "remote-ca=%s holds no PEM certificate", spec->remote_ca);
+	} else if (spec->remote[0]) {
+		char identity[128];
 		uint8_t key[64];
 		size_t keylen = sizeof key;
 		if (xgpu_remote_read_psk(spec->remote_key, identity, sizeof identity, key, &keylen, why,
-					 sizeof why) < 0)
-			return err(cmd, "remote-key=%s: %s", spec->remote_key, why);
-		size_t n = (size_t)snprintf(a.psk, sizeof a.psk, "%s:", identity);
-		for (size_t i = 0; i < keylen && n + 2 < sizeof a.psk; i++, n += 2)
-			snprintf(a.psk + n, sizeof a.psk - n, "%02x", key[i]);
+					 sizeof why) < 0) {
+			rc = err(cmd, "remote-key=%s: %s", spec->remote_key, why);
+		} else {
+			size_t n = (size_t)snprintf(a->psk, sizeof a->psk, "%s:", identity);
+			for (size_t i = 0; i < keylen && n + 2 < sizeof a->psk; i++, n += 2)
+				snprintf(a->psk + n, sizeof a->psk - n, "%02x", key[i]);
+		}
 		explicit_bzero(key, sizeof key);
 	}
-	int rc = xs_transact(xs, attach_body, &a, &e);
-	explicit_bzero(a.psk, sizeof a.psk);
-	if (rc)
-		return err(cmd, "%s", msg);
-	return 0;
+	if (rc == 0 && xs_transact(xs, attach_body, a, &e))
+		rc = err(cmd, "%s", msg);
+	explicit_bzero(a, sizeof *a);
+	free(a);
+	return rc;
 }
 
 static void describe(uint32_t domid, const struct xgpu_gpuspec *s, bool from_cfg, const char *cfgpath)
@@ -852,6 +892,55 @@ static int credit_body(struct xgpu_xs *xs, xgpu_xs_tx tx, void *arg, struct xgpu
 			return -1;
 	}
 	return 0;
+}
+
+/* A guest writes its remote-state: only printable ASCII reaches the
+ * terminal, at most len - 1 bytes of it. */
+static void printable(const char *in, unsigned n, char *out, size_t len)
+{
+	size_t k = 0;
+	for (unsigned i = 0; i < n && in[i] && k + 1 < len; i++)
+		out[k++] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+	out[k] = '\0';
+}
+
+int xlgpu_xen_list_remote(void)
+{
+	char why[256];
+	struct xgpu_xs *xs = xgpu_xs_open(why, sizeof why);
+	if (!xs) {
+		fprintf(stderr, "xl-gpu: list: cannot reach xenstore: %s\n", why);
+		return -1;
+	}
+	unsigned n = 0, shown = 0;
+	char **doms = xs->ops->directory(xs, 0, XGPU_XS_BACKEND_ROOT, &n);
+	for (unsigned i = 0; doms && i < n; i++) {
+		long domid;
+		if (xgpu_parse_long(doms[i], 1, UINT32_MAX, &domid) < 0)
+			continue;
+		char path[160], remote[XGPU_GPUSPEC_REMOTE_MAX + 1], state[240] = "no channel yet";
+		unsigned len = 0;
+		snprintf(path, sizeof path, "%s/%ld/0/remote", XGPU_XS_BACKEND_ROOT, domid);
+		char *v = xs->ops->read(xs, 0, path, &len);
+		if (!v)
+			continue;
+		printable(v, len, remote, sizeof remote);
+		free(v);
+		snprintf(path, sizeof path, "/local/domain/%ld/device/vgpu/0/remote-state", domid);
+		if ((v = xs->ops->read(xs, 0, path, &len))) {
+			printable(v, len, state, sizeof state);
+			free(v);
+		}
+		if (!shown++)
+			printf("\nRemote GPUs (served by xgpud on another host; the channel as the guest "
+			       "reports "
+			       "it):\n%5s  %-24s %s\n",
+			       "ID", "Remote", "Channel");
+		printf("%5ld  %-24s %s\n", domid, remote, state);
+	}
+	free(doms);
+	xs->ops->close(xs);
+	return (int)shown;
 }
 
 int xlgpu_xen_credit(const char *dom, long credit, double sla)

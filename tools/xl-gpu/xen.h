@@ -26,5 +26,10 @@ int xlgpu_xen_credit(const char *dom, long credit, double sla);
 /* Xen-mode policy: name NULL shows; gpu < 0 means every GPU. The name is
  * checked against the registered policies. */
 int xlgpu_xen_policy(const char *name, long gpu);
+/* Xen-mode list's second part: the domains whose GPU a remote xgpud serves
+ * (their backend's remote key) and what became of each one's latest remote
+ * channel, as its frontend wrote it (remote-state). Returns how many it
+ * showed, or -1 when xenstore cannot be read. */
+int xlgpu_xen_list_remote(void);
 
 #endif

@@ -172,11 +172,17 @@ static double real(json_t *o, const char *key)
 	return json_number_value(json_object_get(o, key));
 }
 
-static int cmd_list(void)
+static int cmd_list(enum xlgpu_mode mode)
 {
 	json_t *root = fetch("list");
-	if (!root)
+	/* A remote GPU host serves some guests: their channels are listed
+	 * from xenstore, with or without this host's xgpud (the status still
+	 * says whether xgpud answered: scripts probe it with list). */
+	if (!root) {
+		if (xlgpu_xen_selected(mode))
+			xlgpu_xen_list_remote();
 		return 1;
+	}
 	printf("%-20s %5s %4s %6s %7s %10s %10s  %s\n", "Name", "ID", "GPU", "Procs", "Credit", "Calls",
 	       "Mem(MiB)", "Executor");
 	size_t i;
@@ -196,6 +202,8 @@ static int cmd_list(void)
 		       (double)num(d, "mem_bytes") / 1048576.0, ex);
 	}
 	json_decref(root);
+	if (xlgpu_xen_selected(mode))
+		xlgpu_xen_list_remote();
 	return 0;
 }
 
@@ -388,7 +396,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "list") && rest == 0)
-		return cmd_list();
+		return cmd_list(mode);
 	if (!strcmp(cmd, "stats") && rest == 0)
 		return cmd_stats(STATS_TABLE);
 	if (!strcmp(cmd, "stats") && rest == 1 && !strcmp(args[0], "--json"))
