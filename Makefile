@@ -329,6 +329,12 @@ $(OBJ)/%.o: %.c | $(DEPS_STAMP)
 
 -include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
 
+# The PTX interpreter's lane loops (ptx_exec.c's fast forms) want the
+# vectoriser, which -O2 runs only where it needs no run-time alias checks.
+ifneq ($(SAN),1)
+$(OBJ)/backend/simdrv/ptx_exec.o: ALL_CFLAGS += -O3
+endif
+
 # xenctrl.h pulls in Xen's public headers, which refuse strict ISO C
 # (anonymous unions); only the `xen` schedule source includes it.
 $(OBJ)/backend/schedsrc/hypsrc_xen.o: ALL_CFLAGS += -std=gnu11

@@ -1043,6 +1043,53 @@ static uint64_t atom_op(const struct ptx_insn *in, uint64_t old, uint64_t b, uin
 	}
 }
 
+/* atom / red at host address p (size bytes, aligned): the old value. In
+ * the block's own shared or local memory no other worker can see it; global
+ * memory other blocks reach from other workers at once, so there it is a
+ * host atomic (a compare-and-swap loop over atom_op for what has no
+ * instruction of its own). */
+static uint64_t atomic_rmw(struct blk *b, const struct ptx_insn *in, uint8_t *p, uint32_t size, uint64_t v,
+			   uint64_t c)
+{
+	uintptr_t a = (uintptr_t)p, sh = (uintptr_t)b->shared, lo = (uintptr_t)b->local;
+	size_t local_size = (size_t)b->nwarps * 32 * (b->k->local_bytes ? b->k->local_bytes : 1);
+	if ((a >= sh && a - sh < b->shared_bytes) || (a >= lo && a - lo < local_size) || size == 1) {
+		uint64_t old = load(p, size);
+		store(p, size, atom_op(in, old, v, c));
+		return old;
+	}
+	const bool add = in->mod == A_ADD && in->type != PT_F32 && in->type != PT_F64;
+	switch (size) {
+	case 2: {
+		uint16_t *q = (uint16_t *)(void *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(q, &old, (uint16_t)atom_op(in, old, v, c), false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		return old;
+	}
+	case 4: {
+		uint32_t *q = (uint32_t *)(void *)p;
+		if (add)
+			return __atomic_fetch_add(q, (uint32_t)v, __ATOMIC_SEQ_CST);
+		uint32_t old = __atomic_load_n(q, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(q, &old, (uint32_t)atom_op(in, old, v, c), false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		return old;
+	}
+	default: {
+		uint64_t *q = (uint64_t *)(void *)p;
+		if (add)
+			return __atomic_fetch_add(q, v, __ATOMIC_SEQ_CST);
+		uint64_t old = __atomic_load_n(q, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(q, &old, atom_op(in, old, v, c), false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_RELAXED))
+			;
+		return old;
+	}
+	}
+}
+
 /* ---- fast forms ---------------------------------------------------------------------------- */
 
 /* The hottest instructions of what nvcc emits, picked once per launch
@@ -1104,6 +1151,7 @@ enum {
 	F_SETP_U64,
 	F_SETP_F32,
 	F_SETP_F64,
+	F_CVTA,
 	F_LD,
 	F_ST,
 };
@@ -1128,7 +1176,7 @@ static uint8_t fast_form(const struct ptx_insn *in)
 		if (in->vec != 1 && in->vec != 2 && in->vec != 4)
 			return F_NONE;
 		if (in->space != PS_GLOBAL && in->space != PS_GENERIC && in->space != PS_SHARED &&
-		    in->space != PS_CONST)
+		    in->space != PS_CONST && !(in->space == PS_PARAM && op == OP_LD))
 			return F_NONE;
 		const struct ptx_opnd *a = &in->o[op == OP_ST ? 0 : 1], *v = &in->o[op == OP_ST ? 1 : 0];
 		if (a->k != PO_ADDR)
@@ -1195,6 +1243,8 @@ static uint8_t fast_form(const struct ptx_insn *in)
 		if (i64)
 			return t == PT_S64 ? F_SHRS64 : F_SHRU64;
 		return F_NONE;
+	case OP_CVTA:
+		return t == PT_NONE || i64 ? F_CVTA : F_NONE;
 	case OP_SELP:
 		return i32 || t == PT_F32 ? F_SELP32 : i64 || t == PT_F64 ? F_SELP64 : F_NONE;
 	case OP_CVT: {
@@ -1262,6 +1312,20 @@ static inline const uint64_t *lanes(const struct blk *b, const struct warp *w, c
 		for (int L = 0; L < 32; L++)
 			tmp[L] = o->imm;
 		return tmp;
+	}
+	if (o->k == PO_SREG && !o->neg) {
+		if (o->r <= SR_TID_Z) {
+			const uint16_t *t = b->tid[o->r - SR_TID_X] + w->id * 32;
+			const uint32_t n = b->nthreads - w->id * 32;
+			LOOP(tmp[L] = (uint32_t)L < n ? t[L] : 0);
+			return tmp;
+		}
+		if (o->r >= SR_NTID_X && o->r <= SR_NCTAID_Z) {
+			const uint64_t v = sreg(b, w, o->r, 0);
+			for (int L = 0; L < 32; L++)
+				tmp[L] = v;
+			return tmp;
+		}
 	}
 	LOOP(tmp[L] = val(b, w, o, L));
 	return tmp;
@@ -1335,6 +1399,10 @@ static bool fast_mem(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 		if (a >= b->shared_bytes || span > b->shared_bytes - a)
 			return false;
 		h = b->shared + a;
+	} else if (sp == PS_PARAM) {
+		if (st || lo >= b->l->param_bytes || span > b->l->param_bytes - lo)
+			return false;
+		h = (uint8_t *)(uintptr_t)(b->l->params + lo);
 	} else if (st && sp == PS_CONST)
 		return false;
 	else if (!(h = global_ptr(b, lo, span)))
@@ -1401,7 +1469,9 @@ static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 	uint64_t ta[32], tb[32], tc[32];
 	uint64_t *D = &w->R[(size_t)in->o[0].r * 32];
 	const uint64_t *A = lanes(b, w, &in->o[1], mask, ta);
-	const uint64_t *B = f >= F_MOV32 && f <= F_MOV64 ? NULL : lanes(b, w, &in->o[2], mask, tb);
+	const bool unary =
+	    (f >= F_MOV32 && f <= F_MOV64) || (f >= F_CVT_ZX32 && f <= F_CVT_F32_F64) || f == F_CVTA;
+	const uint64_t *B = unary ? NULL : lanes(b, w, &in->o[2], mask, tb);
 	const uint64_t *C = NULL;
 	if (f == F_MAD32 || f == F_MAD64 || (f >= F_MADWU32 && f <= F_MADWS32) || f == F_FMAF32 ||
 	    f == F_FMAF64 || f == F_SELP32 || f == F_SELP64)
@@ -1414,6 +1484,16 @@ static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 	case F_MOV64:
 		LOOP(D[L] = A[L]);
 		break;
+	case F_CVTA: {
+		uint64_t win = in->space == PS_SHARED  ? PTX_WIN_SHARED
+			       : in->space == PS_LOCAL ? PTX_WIN_LOCAL
+			       : in->space == PS_PARAM ? PTX_WIN_PARAM
+						       : 0;
+		if (in->to)
+			win = (uint64_t)0 - win;
+		LOOP(D[L] = A[L] + win);
+		break;
+	}
 	case F_ADD32:
 		LOOP(D[L] = (uint32_t)(A[L] + B[L]));
 		break;
@@ -1898,9 +1978,8 @@ static void run_warp(struct blk *b, struct warp *w)
 			uint8_t *p = mem_ptr(b, w, L, in->space, a, size, true);
 			if (!p)
 				return;
-			uint64_t old = load(p, size);
-			uint64_t nv = atom_op(in, old, V(ai + 1), in->mod == A_CAS ? V(ai + 2) : 0);
-			store(p, size, nv);
+			uint64_t old =
+			    atomic_rmw(b, in, p, size, V(ai + 1), in->mod == A_CAS ? V(ai + 2) : 0);
 			if (in->op == OP_ATOM)
 				W(0, fit(tsigned(in->type) ? (uint64_t)sx(old, size * 8) : old, in->type));
 			END_LANES
