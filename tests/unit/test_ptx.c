@@ -505,7 +505,7 @@ static const char fault_ptx[] =
     "\t@%p1 bra $L__spin;\n\tst.global.u32 [%rd1+4096], %r1;\n"
     "$L__spin:\n\tmov.u32 %r2, 0;\n"
     "$L__top:\n\tadd.s32 %r2, %r2, 1;\n\tsetp.lt.u32 %p2, %r2, 2000;\n\t@%p2 bra $L__top;\n"
-    "\tst.global.u32 [%rd1], %r2;\n\tret;\n}\n";
+    "\tret;\n}\n";
 
 static void test_fault_stops_workers(void **state)
 {
@@ -628,12 +628,20 @@ static void test_fast_forms_match(void **state)
 				       .slow = slow};
 		assert_int_equal(ptx_run(k, &l), CUDA_SUCCESS);
 	}
-	for (int i = 0; i < N * 256; i++)
-		if (out[0][i] != out[1][i]) {
-			fprintf(stderr, "thread %d byte %d: fast %02x, general %02x\n", i / 256, i % 256,
-				out[0][i], out[1][i]);
+	/* A NaN's sign and payload are the host's choice (which operand of
+	 * x + y it keeps, which the compiler may swap): in the float slots
+	 * (bytes 128 to 175) any NaN matches any other. */
+	for (int i = 0; i < N * 256; i += 4) {
+		uint32_t f, g;
+		memcpy(&f, &out[0][i], 4);
+		memcpy(&g, &out[1][i], 4);
+		bool nans = (f & 0x7fffffffu) > 0x7f800000u && (g & 0x7fffffffu) > 0x7f800000u;
+		if (f != g && !(nans && i % 256 >= 128 && i % 256 < 176)) {
+			fprintf(stderr, "thread %d byte %d: fast %08x, general %08x\n", i / 256, i % 256, f,
+				g);
 			fail();
 		}
+	}
 	ptx_free(m);
 }
 
