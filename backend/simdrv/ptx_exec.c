@@ -1702,7 +1702,14 @@ static void run_warp(struct blk *b, struct warp *w)
 		}
 		const struct ptx_insn *in = &code[w->pc];
 		uint32_t mask = w->active;
-		if (in->guard != PTX_NOREG) {
+		if (in->guard != PTX_NOREG && mask == 0xffffffffu) {
+			/* A whole warp: every lane's predicate, without the bit scan. */
+			const uint64_t *P = &w->R[(size_t)in->guard * 32];
+			uint32_t g = 0;
+			for (int L = 0; L < 32; L++)
+				g |= (uint32_t)(P[L] != 0) << L;
+			mask = in->gneg ? ~g : g;
+		} else if (in->guard != PTX_NOREG) {
 			uint32_t g = 0;
 			for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {
 				const int L = __builtin_ctz(m_);
