@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ptx_exec.c - runs a decoded PTX kernel (ptx.h) on the host.
  *
- * Blocks run one after another; in a block, each warp runs until it reaches
+ * Blocks run on worker threads (ptx_run, XGPU_SIM_PTX_THREADS), each
+ * taking the next block and running it to its end; in a block, each warp runs until it reaches
  * a barrier or exits, and once every warp still running waits at the
  * barrier, they all go on. A warp executes one instruction at a time over
  * its active lanes. Divergence: each live lane has its own program counter
@@ -20,7 +21,8 @@
  * the context's table), shared memory is per block, local memory per thread,
  * param space the launch's parameter buffer; an access outside them faults
  * the kernel with CUDA_ERROR_ILLEGAL_ADDRESS, a misaligned one with
- * CUDA_ERROR_MISALIGNED_ADDRESS.
+ * CUDA_ERROR_MISALIGNED_ADDRESS. The hottest instruction shapes also have a
+ * fast form each (fast_form, run_fast), which the general path backs.
  */
 #include "ptx.h"
 
