@@ -1154,6 +1154,23 @@ enum {
 	F_SETP_F32,
 	F_SETP_F64,
 	F_CVTA,
+	F_MINS32,
+	F_MAXS32,
+	F_MINU32,
+	F_MAXU32,
+	F_DIVS32,
+	F_REMS32,
+	F_DIVU32,
+	F_REMU32,
+	F_DIVF32,
+	F_DIVF64,
+	F_NEG32, /* integer */
+	F_NOT32,
+	F_NOT64,
+	F_NEGF32,
+	F_ABSF32,
+	F_SQRTF32,
+	F_RCPF32,
 	F_LD,
 	F_ST,
 };
@@ -1247,6 +1264,34 @@ static uint8_t fast_form(const struct ptx_insn *in)
 		return F_NONE;
 	case OP_CVTA:
 		return t == PT_NONE || i64 ? F_CVTA : F_NONE;
+	case OP_MIN:
+	case OP_MAX:
+		/* Not f32: vectorised, fminf / fmaxf may pick either zero of
+		 * -0 and +0, so the general path's answer could differ. */
+		if (!i32)
+			return F_NONE;
+		return t == PT_S32 ? (op == OP_MIN ? F_MINS32 : F_MAXS32)
+				   : (op == OP_MIN ? F_MINU32 : F_MAXU32);
+	case OP_DIV:
+	case OP_REM:
+		if (op == OP_DIV && t == PT_F32 && !in->sat)
+			return F_DIVF32;
+		if (op == OP_DIV && t == PT_F64)
+			return F_DIVF64;
+		if (!i32)
+			return F_NONE;
+		return t == PT_S32 ? (op == OP_DIV ? F_DIVS32 : F_REMS32)
+				   : (op == OP_DIV ? F_DIVU32 : F_REMU32);
+	case OP_NEG:
+		return t == PT_F32 ? F_NEGF32 : i32 ? F_NEG32 : F_NONE;
+	case OP_ABS:
+		return t == PT_F32 ? F_ABSF32 : F_NONE;
+	case OP_NOT:
+		return i32 ? F_NOT32 : i64 ? F_NOT64 : F_NONE;
+	case OP_SQRT:
+		return t == PT_F32 ? F_SQRTF32 : F_NONE;
+	case OP_RCP:
+		return t == PT_F32 ? F_RCPF32 : F_NONE;
 	case OP_SELP:
 		return i32 || t == PT_F32 ? F_SELP32 : i64 || t == PT_F64 ? F_SELP64 : F_NONE;
 	case OP_CVT: {
@@ -1471,8 +1516,8 @@ static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 	uint64_t ta[32], tb[32], tc[32];
 	uint64_t *D = &w->R[(size_t)in->o[0].r * 32];
 	const uint64_t *A = lanes(b, w, &in->o[1], mask, ta);
-	const bool unary =
-	    (f >= F_MOV32 && f <= F_MOV64) || (f >= F_CVT_ZX32 && f <= F_CVT_F32_F64) || f == F_CVTA;
+	const bool unary = (f >= F_MOV32 && f <= F_MOV64) || (f >= F_CVT_ZX32 && f <= F_CVT_F32_F64) ||
+			   f == F_CVTA || (f >= F_NEG32 && f <= F_RCPF32);
 	const uint64_t *B = unary ? NULL : lanes(b, w, &in->o[2], mask, tb);
 	const uint64_t *C = NULL;
 	if (f == F_MAD32 || f == F_MAD64 || (f >= F_MADWU32 && f <= F_MADWS32) || f == F_FMAF32 ||
@@ -1485,6 +1530,60 @@ static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 		break;
 	case F_MOV64:
 		LOOP(D[L] = A[L]);
+		break;
+	case F_MINS32:
+		LOOP(D[L] = AS_S32(A[L]) < AS_S32(B[L]) ? (uint32_t)A[L] : (uint32_t)B[L]);
+		break;
+	case F_MAXS32:
+		LOOP(D[L] = AS_S32(A[L]) < AS_S32(B[L]) ? (uint32_t)B[L] : (uint32_t)A[L]);
+		break;
+	case F_MINU32:
+		LOOP(D[L] = (uint32_t)A[L] < (uint32_t)B[L] ? (uint32_t)A[L] : (uint32_t)B[L]);
+		break;
+	case F_MAXU32:
+		LOOP(D[L] = (uint32_t)A[L] < (uint32_t)B[L] ? (uint32_t)B[L] : (uint32_t)A[L]);
+		break;
+	case F_DIVS32:
+		LOOP(int64_t x = AS_S32(A[L]), y = AS_S32(B[L]);
+		     D[L] = !y ? 0xffffffffu : (uint32_t)(y == -1 ? -x : x / y));
+		break;
+	case F_REMS32:
+		LOOP(int64_t x = AS_S32(A[L]), y = AS_S32(B[L]); D[L] = !y        ? (uint32_t)x
+									: y == -1 ? 0
+										  : (uint32_t)(x % y));
+		break;
+	case F_DIVU32:
+		LOOP(uint32_t x = (uint32_t)A[L], y = (uint32_t)B[L]; D[L] = !y ? 0xffffffffu : x / y);
+		break;
+	case F_REMU32:
+		LOOP(uint32_t x = (uint32_t)A[L], y = (uint32_t)B[L]; D[L] = !y ? x : x % y);
+		break;
+	case F_DIVF32:
+		LOOP(D[L] = of32(f32(A[L]) / f32(B[L])));
+		break;
+	case F_DIVF64:
+		LOOP(D[L] = of64(f64(A[L]) / f64(B[L])));
+		break;
+	case F_NEG32:
+		LOOP(D[L] = (uint32_t)(0 - A[L]));
+		break;
+	case F_NOT32:
+		LOOP(D[L] = (uint32_t)~A[L]);
+		break;
+	case F_NOT64:
+		LOOP(D[L] = ~A[L]);
+		break;
+	case F_NEGF32:
+		LOOP(D[L] = A[L] ^ 0x80000000u);
+		break;
+	case F_ABSF32:
+		LOOP(D[L] = A[L] & 0x7fffffffu);
+		break;
+	case F_SQRTF32:
+		LOOP(D[L] = of32(sqrtf(f32(A[L]))));
+		break;
+	case F_RCPF32:
+		LOOP(D[L] = of32(1.0f / f32(A[L])));
 		break;
 	case F_CVTA: {
 		uint64_t win = in->space == PS_SHARED  ? PTX_WIN_SHARED
