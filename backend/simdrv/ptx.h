@@ -229,6 +229,9 @@ struct ptx_kernel {
 	uint32_t local_bytes;   /* per thread */
 	uint32_t param_bytes;   /* as declared */
 	char unsupported[48];   /* the first construct it cannot run, or "" */
+	/* Its instructions' fast forms (ptx_exec.c), made at its first launch
+	 * and kept: a cache, freed with the module. */
+	_Atomic(uint8_t *) fast;
 };
 
 struct ptx_module {

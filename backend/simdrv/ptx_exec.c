@@ -2323,6 +2323,26 @@ static bool needs_coresident(const struct ptx_kernel *k)
 	return false;
 }
 
+/* k's fast forms, made once: a launch of a big kernel would otherwise pay
+ * for them each time. NULL when out of memory. */
+static const uint8_t *forms(const struct ptx_kernel *k)
+{
+	/* The cache is the only thing a launch writes in the kernel. */
+	struct ptx_kernel *mk = (struct ptx_kernel *)(uintptr_t)k;
+	uint8_t *f = atomic_load(&mk->fast);
+	if (f)
+		return f;
+	uint8_t *nf = malloc(k->ninsns ? k->ninsns : 1);
+	if (!nf)
+		return NULL;
+	for (uint32_t i = 0; i < k->ninsns; i++)
+		nf[i] = fast_form(&k->code[i]);
+	if (atomic_compare_exchange_strong(&mk->fast, &f, nf))
+		return nf;
+	free(nf); /* another launch made them first */
+	return f;
+}
+
 /* Launches of fewer threads than this run on the calling thread alone:
  * starting workers would cost more than they save. */
 #define PAR_MIN_THREADS 4096u
@@ -2340,15 +2360,15 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 	if (!nblocks)
 		return CUDA_SUCCESS;
 	uint64_t shared_bytes = (uint64_t)k->shared_static + l->shared_dyn;
-	uint8_t *fast = calloc(k->ninsns ? k->ninsns : 1, 1);
+	/* slow: no fast forms, each instruction's entry F_NONE. */
+	uint8_t *none = l->slow ? calloc(k->ninsns ? k->ninsns : 1, 1) : NULL;
+	const uint8_t *fast = l->slow ? none : forms(k);
 	uint16_t *tid = calloc(3 * (size_t)nthreads, sizeof *tid);
 	if (!fast || !tid) {
-		free(fast);
+		free(none);
 		free(tid);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	for (uint32_t i = 0; i < k->ninsns && !l->slow; i++)
-		fast[i] = fast_form(&k->code[i]);
 	for (uint32_t t = 0; t < nthreads; t++) {
 		tid[t] = (uint16_t)(t % l->block[0]);
 		tid[nthreads + t] = (uint16_t)(t / l->block[0] % l->block[1]);
@@ -2377,7 +2397,7 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 	for (uint32_t i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 	l->insns = atomic_load(&g.insns);
-	free(fast);
+	free(none);
 	free(tid);
 	return (CUresult)atomic_load(&g.err);
 }
