@@ -1171,6 +1171,7 @@ enum {
 	F_ABSF32,
 	F_SQRTF32,
 	F_RCPF32,
+	F_ATOMS_ADD32, /* atom/red.shared.add at 32 bits */
 	F_LD,
 	F_ST,
 };
@@ -1188,6 +1189,10 @@ static inline bool int64t(uint8_t t)
 static uint8_t fast_form(const struct ptx_insn *in)
 {
 	const uint8_t t = in->type, op = in->op;
+	if ((op == OP_ATOM || op == OP_RED) && in->space == PS_SHARED && in->mod == A_ADD && int32t(t) &&
+	    in->o[op == OP_ATOM ? 1 : 0].k == PO_ADDR && (op == OP_RED || in->o[0].k == PO_REG) &&
+	    in->o[op == OP_ATOM ? 2 : 1].k != PO_VEC)
+		return F_ATOMS_ADD32;
 	if (op == OP_LD || op == OP_ST) {
 		unsigned bits = tbits(t);
 		if (t == PT_NONE || t == PT_B128 || t == PT_PRED || bits < 8)
@@ -1508,11 +1513,40 @@ static bool fast_mem(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 	return true;
 }
 
+/* atom/red.shared.add at 32 bits, every lane's address in bounds and
+ * aligned (else false, having done nothing): lane by lane in lane order, as
+ * the general path, on the block's own shared memory. */
+static bool fast_atom_shared(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	const int ai = in->op == OP_ATOM ? 1 : 0;
+	const struct ptx_opnd *ao = &in->o[ai];
+	const uint64_t *base = ao->r == PTX_NOREG ? NULL : &w->R[(size_t)ao->r * 32];
+	uint64_t addr[32], bad = 0, tmp[32];
+	const uint64_t lim = b->shared_bytes < 4 ? 0 : b->shared_bytes - 4;
+	LOOP(uint64_t a = (base ? base[L] : 0) + ao->imm; addr[L] = a; bad |= (a & 3) | (uint64_t)(a > lim));
+	if (bad || b->shared_bytes < 4)
+		return false;
+	const uint64_t *V = lanes(b, w, &in->o[ai + 1], mask, tmp);
+	uint64_t *D = ai ? &w->R[(size_t)in->o[0].r * 32] : NULL;
+	for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {
+		const int L = __builtin_ctz(m_);
+		uint32_t old;
+		memcpy(&old, b->shared + addr[L], 4);
+		uint32_t nv = old + (uint32_t)V[L];
+		memcpy(b->shared + addr[L], &nv, 4);
+		if (D)
+			D[L] = old;
+	}
+	return true;
+}
+
 /* Runs in's fast form f over mask; false for the general path to run it. */
 static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, uint8_t f, uint32_t mask)
 {
 	if (f >= F_LD)
 		return fast_mem(b, w, in, mask);
+	if (f == F_ATOMS_ADD32)
+		return fast_atom_shared(b, w, in, mask);
 	uint64_t ta[32], tb[32], tc[32];
 	uint64_t *D = &w->R[(size_t)in->o[0].r * 32];
 	const uint64_t *A = lanes(b, w, &in->o[1], mask, ta);

@@ -547,7 +547,7 @@ static const char forms_ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry forms(.param .u64 px, .param .u64 pout)\n{\n"
     "\t.reg .pred %p<6>;\n\t.reg .b32 %r<40>;\n\t.reg .f32 %f<12>;\n\t.reg .f64 %fd<6>;\n"
-    "\t.reg .b64 %rd<24>;\n"
+    "\t.reg .b64 %rd<24>;\n\t.shared .align 4 .b8 fsm[64];\n"
     "\tld.param.u64 %rd1, [px];\n\tld.param.u64 %rd2, [pout];\n"
     "\tcvta.to.global.u64 %rd1, %rd1;\n\tcvta.to.global.u64 %rd2, %rd2;\n"
     "\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, %ctaid.x;\n\tmov.u32 %r3, %ntid.x;\n"
@@ -607,7 +607,14 @@ static const char forms_ptx[] =
     "\tneg.f32 %f6, %f1;\n\tst.global.v4.f32 [%rd6+320], {%f3, %f4, %f5, %f6};\n"
     "\tabs.f32 %f3, %f1;\n\tsqrt.rn.f32 %f4, %f1;\n\trcp.rn.f32 %f5, %f2;\n"
     "\tdiv.rn.f64 %fd5, %fd1, %fd2;\n\tst.global.v4.f32 [%rd6+336], {%f3, %f4, %f5, %f6};\n"
-    "\tst.global.f64 [%rd6+352], %fd5;\n\tret;\n}\n";
+    "\tst.global.f64 [%rd6+352], %fd5;\n"
+    /* shared atomics, eight lanes to a word: the old values depend on the
+     * lane order, which both paths keep */
+    "\tand.b32 %r33, %r1, 7;\n\tshl.b32 %r33, %r33, 2;\n\tmov.u32 %r34, fsm;\n"
+    "\tadd.s32 %r34, %r34, %r33;\n\tst.shared.u32 [%r34], 0;\n\tbar.sync 0;\n"
+    "\t@%p5 atom.shared.add.u32 %r35, [%r34], %r5;\n\tred.shared.add.u32 [%r34+32], %r6;\n"
+    "\tbar.sync 0;\n\tld.shared.u32 %r36, [%r34];\n\tld.shared.u32 %r37, [%r34+32];\n"
+    "\tst.global.v4.u32 [%rd6+368], {%r35, %r36, %r37, %r33};\n\tret;\n}\n";
 
 static void test_fast_forms_match(void **state)
 {
