@@ -229,6 +229,9 @@ struct ptx_kernel {
 	uint32_t local_bytes;   /* per thread */
 	uint32_t param_bytes;   /* as declared */
 	char unsupported[48];   /* the first construct it cannot run, or "" */
+	/* Its instructions' fast forms (ptx_exec.c), made at its first launch
+	 * and kept: a cache, freed with the module. */
+	_Atomic(uint8_t *) fast;
 };
 
 struct ptx_module {
@@ -264,9 +267,21 @@ struct ptx_launch {
 	/* Polled now and then: nonzero ends the kernel with that error. */
 	CUresult (*cancelled)(void *arg);
 	void *arg;
+	/* Worker threads that run independent blocks at once: 0 takes
+	 * ptx_threads() (XGPU_SIM_PTX_THREADS, else the CPUs this process may
+	 * use, at most PTX_MAX_THREADS). cancelled may be called from any. */
+	uint32_t threads;
+	/* The general path only: no decode-time fast forms (tests compare the
+	 * two, the bench measures what they gain). */
+	bool slow;
 	uint64_t insns;  /* out: thread-instructions executed */
 	char fault[160]; /* out: what faulted */
 };
+
+#define PTX_MAX_THREADS 16u
+
+/* The worker threads a launch gets by default (see ptx_launch.threads). */
+uint32_t ptx_threads(void) __attribute__((visibility("hidden")));
 
 /* Runs kernel k to its end; CUDA_SUCCESS, or the fault it raised. */
 CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l) __attribute__((visibility("hidden")));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ptx_exec.c - runs a decoded PTX kernel (ptx.h) on the host.
  *
- * Blocks run one after another; in a block, each warp runs until it reaches
+ * Blocks run on worker threads (ptx_run, XGPU_SIM_PTX_THREADS), each
+ * taking the next block and running it to its end; in a block, each warp runs until it reaches
  * a barrier or exits, and once every warp still running waits at the
  * barrier, they all go on. A warp executes one instruction at a time over
  * its active lanes. Divergence: each live lane has its own program counter
@@ -20,11 +21,15 @@
  * the context's table), shared memory is per block, local memory per thread,
  * param space the launch's parameter buffer; an access outside them faults
  * the kernel with CUDA_ERROR_ILLEGAL_ADDRESS, a misaligned one with
- * CUDA_ERROR_MISALIGNED_ADDRESS.
+ * CUDA_ERROR_MISALIGNED_ADDRESS. The hottest instruction shapes also have a
+ * fast form each (fast_form, run_fast), which the general path backs.
  */
 #include "ptx.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +45,22 @@ struct warp {
 	uint32_t lpc[32];
 };
 
+/* What the workers of one launch share. */
+struct grid {
+	const struct ptx_kernel *k;
+	struct ptx_launch *l;
+	const uint8_t *fast;
+	const uint16_t *tid;
+	uint32_t nthreads, nwarps, shared_bytes;
+	uint64_t nblocks;
+	_Atomic uint64_t next;  /* the next block to start */
+	_Atomic int err;        /* the first fault, which stops every worker */
+	_Atomic uint64_t insns; /* summed as workers finish */
+};
+
 struct blk {
 	const struct ptx_kernel *k;
+	struct grid *g;
 	struct ptx_launch *l;
 	uint8_t *shared;
 	uint32_t shared_bytes;
@@ -49,7 +68,8 @@ struct blk {
 	uint32_t nthreads, nwarps;
 	uint32_t ctaid[3];
 	const uint16_t *tid[3];
-	size_t cache; /* index of the region last hit */
+	size_t cache;        /* index of the region last hit */
+	const uint8_t *fast; /* per instruction: its fast form, F_NONE for none */
 	CUresult err;
 	uint64_t insns;
 	uint64_t budget; /* warp-instructions until the next cancellation poll */
@@ -92,6 +112,15 @@ static inline bool tsigned(uint8_t t)
 static inline bool tfloat(uint8_t t)
 {
 	return t == PT_F32 || t == PT_F64;
+}
+
+static inline unsigned pop32(uint32_t x)
+{
+	if (x == 0xffffffffu)
+		return 32;
+	x = x - ((x >> 1) & 0x55555555u);
+	x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+	return (((x + (x >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24;
 }
 
 static inline uint64_t zx(uint64_t v, unsigned bits)
@@ -316,13 +345,28 @@ static inline uint64_t val(const struct blk *b, const struct warp *w, const stru
 
 /* ---- memory --------------------------------------------------------------------------- */
 
-static void fault(struct blk *b, CUresult r, const char *what, uint64_t addr, uint32_t size)
+/* Ends block b's worker with r; true when r is the launch's first fault,
+ * whose caller then says what it was (the others are only stopped). */
+static bool claim(struct blk *b, CUresult r)
 {
 	if (b->err)
-		return;
+		return false;
 	b->err = r;
-	snprintf(b->l->fault, sizeof b->l->fault, "%s of %u bytes at 0x%llx in block (%u,%u,%u)", what, size,
-		 (unsigned long long)addr, b->ctaid[0], b->ctaid[1], b->ctaid[2]);
+	int none = 0;
+	return atomic_compare_exchange_strong(&b->g->err, &none, (int)r);
+}
+
+static void stop(struct blk *b, CUresult r, const char *what)
+{
+	if (claim(b, r))
+		snprintf(b->l->fault, sizeof b->l->fault, "%s", what);
+}
+
+static void fault(struct blk *b, CUresult r, const char *what, uint64_t addr, uint32_t size)
+{
+	if (claim(b, r))
+		snprintf(b->l->fault, sizeof b->l->fault, "%s of %u bytes at 0x%llx in block (%u,%u,%u)",
+			 what, size, (unsigned long long)addr, b->ctaid[0], b->ctaid[1], b->ctaid[2]);
 }
 
 static uint8_t *global_ptr(struct blk *b, uint64_t a, uint32_t size)
@@ -1001,6 +1045,759 @@ static uint64_t atom_op(const struct ptx_insn *in, uint64_t old, uint64_t b, uin
 	}
 }
 
+/* atom / red at host address p (size bytes, aligned): the old value. In
+ * the block's own shared or local memory no other worker can see it; global
+ * memory other blocks reach from other workers at once, so there it is a
+ * host atomic (a compare-and-swap loop over atom_op for what has no
+ * instruction of its own). */
+static uint64_t atomic_rmw(struct blk *b, const struct ptx_insn *in, uint8_t *p, uint32_t size, uint64_t v,
+			   uint64_t c)
+{
+	uintptr_t a = (uintptr_t)p, sh = (uintptr_t)b->shared, lo = (uintptr_t)b->local;
+	size_t local_size = (size_t)b->nwarps * 32 * (b->k->local_bytes ? b->k->local_bytes : 1);
+	if ((a >= sh && a - sh < b->shared_bytes) || (a >= lo && a - lo < local_size) || size == 1) {
+		uint64_t old = load(p, size);
+		store(p, size, atom_op(in, old, v, c));
+		return old;
+	}
+	const bool add = in->mod == A_ADD && in->type != PT_F32 && in->type != PT_F64;
+	switch (size) {
+	case 2: {
+		uint16_t *q = (uint16_t *)(void *)p, old = __atomic_load_n(q, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(q, &old, (uint16_t)atom_op(in, old, v, c), false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		return old;
+	}
+	case 4: {
+		uint32_t *q = (uint32_t *)(void *)p;
+		if (add)
+			return __atomic_fetch_add(q, (uint32_t)v, __ATOMIC_SEQ_CST);
+		uint32_t old = __atomic_load_n(q, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(q, &old, (uint32_t)atom_op(in, old, v, c), false,
+						    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			;
+		return old;
+	}
+	default: {
+		uint64_t *q = (uint64_t *)(void *)p;
+		if (add)
+			return __atomic_fetch_add(q, v, __ATOMIC_SEQ_CST);
+		uint64_t old = __atomic_load_n(q, __ATOMIC_RELAXED);
+		while (!__atomic_compare_exchange_n(q, &old, atom_op(in, old, v, c), false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_RELAXED))
+			;
+		return old;
+	}
+	}
+}
+
+/* ---- fast forms ---------------------------------------------------------------------------- */
+
+/* The hottest instructions of what nvcc emits, picked once per launch
+ * (fast_form): each gets a loop of its own with its type and operation
+ * fixed, over register rows rather than operand by operand and lane by lane,
+ * and over all 32 lanes at once when the warp is whole (which the compiler
+ * vectorises). Each computes exactly what the general path in run_warp
+ * does for that instruction; anything else takes the general path, and so
+ * does a load or store whose lanes do not all fall in one allocation. */
+enum {
+	F_NONE,
+	F_MOV32,
+	F_MOV64,
+	F_ADD32,
+	F_SUB32,
+	F_MUL32,
+	F_AND32,
+	F_OR32,
+	F_XOR32,
+	F_SHL32,
+	F_SHRU32,
+	F_SHRS32,
+	F_MAD32,
+	F_ADD64,
+	F_SUB64,
+	F_MUL64,
+	F_AND64,
+	F_OR64,
+	F_XOR64,
+	F_SHL64,
+	F_SHRU64,
+	F_SHRS64,
+	F_MAD64,
+	F_MULWU32,
+	F_MULWS32,
+	F_MADWU32,
+	F_MADWS32,
+	F_ADDF32,
+	F_SUBF32,
+	F_MULF32,
+	F_FMAF32,
+	F_ADDF64,
+	F_SUBF64,
+	F_MULF64,
+	F_FMAF64,
+	F_SELP32,
+	F_SELP64,
+	F_CVT_ZX32,    /* u32 -> 64-bit integer */
+	F_CVT_SX32,    /* s32 -> 64-bit integer */
+	F_CVT_TRUNC32, /* integer -> 32-bit integer */
+	F_CVT_F32_S32,
+	F_CVT_F32_U32,
+	F_CVT_S32_F32, /* .rzi */
+	F_CVT_F64_F32,
+	F_CVT_F32_F64, /* .rn */
+	F_SETP_S32,
+	F_SETP_U32,
+	F_SETP_S64,
+	F_SETP_U64,
+	F_SETP_F32,
+	F_SETP_F64,
+	F_CVTA,
+	F_MINS32,
+	F_MAXS32,
+	F_MINU32,
+	F_MAXU32,
+	F_DIVS32,
+	F_REMS32,
+	F_DIVU32,
+	F_REMU32,
+	F_DIVF32,
+	F_DIVF64,
+	F_NEG32, /* integer */
+	F_NOT32,
+	F_NOT64,
+	F_NEGF32,
+	F_ABSF32,
+	F_SQRTF32,
+	F_RCPF32,
+	F_ATOMS_ADD32, /* atom/red.shared.add at 32 bits */
+	F_LD,
+	F_ST,
+};
+
+static inline bool int32t(uint8_t t)
+{
+	return t == PT_B32 || t == PT_U32 || t == PT_S32;
+}
+
+static inline bool int64t(uint8_t t)
+{
+	return t == PT_B64 || t == PT_U64 || t == PT_S64;
+}
+
+static uint8_t fast_form(const struct ptx_insn *in)
+{
+	const uint8_t t = in->type, op = in->op;
+	if ((op == OP_ATOM || op == OP_RED) && in->space == PS_SHARED && in->mod == A_ADD && int32t(t) &&
+	    in->o[op == OP_ATOM ? 1 : 0].k == PO_ADDR && (op == OP_RED || in->o[0].k == PO_REG) &&
+	    in->o[op == OP_ATOM ? 2 : 1].k != PO_VEC)
+		return F_ATOMS_ADD32;
+	if (op == OP_LD || op == OP_ST) {
+		unsigned bits = tbits(t);
+		if (t == PT_NONE || t == PT_B128 || t == PT_PRED || bits < 8)
+			return F_NONE;
+		if (in->vec != 1 && in->vec != 2 && in->vec != 4)
+			return F_NONE;
+		if (in->space != PS_GLOBAL && in->space != PS_GENERIC && in->space != PS_SHARED &&
+		    in->space != PS_CONST && !(in->space == PS_PARAM && op == OP_LD))
+			return F_NONE;
+		const struct ptx_opnd *a = &in->o[op == OP_ST ? 0 : 1], *v = &in->o[op == OP_ST ? 1 : 0];
+		if (a->k != PO_ADDR)
+			return F_NONE;
+		if (in->vec > 1 ? v->k != PO_VEC || v->n < in->vec : v->k != PO_REG && op == OP_LD)
+			return F_NONE;
+		if (op == OP_ST && in->vec == 1 && v->k == PO_VEC)
+			return F_NONE;
+		return op == OP_LD ? F_LD : F_ST;
+	}
+	if (in->o[0].k != PO_REG)
+		return F_NONE;
+	for (unsigned i = 1; i < 4; i++)
+		if (in->o[i].k == PO_VEC)
+			return F_NONE;
+	const bool i32 = int32t(t), i64 = int64t(t);
+	switch (op) {
+	case OP_MOV:
+		return i32 || t == PT_F32 ? F_MOV32 : i64 || t == PT_F64 ? F_MOV64 : F_NONE;
+	case OP_ADD:
+	case OP_SUB:
+		if (in->sat)
+			return F_NONE;
+		if (i32 || i64)
+			return (op == OP_ADD ? F_ADD32 : F_SUB32) + (i64 ? F_ADD64 - F_ADD32 : 0);
+		if (t == PT_F32)
+			return op == OP_ADD ? F_ADDF32 : F_SUBF32;
+		if (t == PT_F64)
+			return op == OP_ADD ? F_ADDF64 : F_SUBF64;
+		return F_NONE;
+	case OP_MUL:
+		if (t == PT_F32)
+			return in->sat ? F_NONE : F_MULF32;
+		if (t == PT_F64)
+			return F_MULF64;
+		if (in->mod == M_WIDE)
+			return t == PT_U32 ? F_MULWU32 : t == PT_S32 ? F_MULWS32 : F_NONE;
+		if (in->mod == M_HI)
+			return F_NONE;
+		return i32 ? F_MUL32 : i64 ? F_MUL64 : F_NONE;
+	case OP_MAD:
+		if (t == PT_F32)
+			return F_FMAF32;
+		if (t == PT_F64)
+			return F_FMAF64;
+		if (in->mod == M_WIDE)
+			return t == PT_U32 ? F_MADWU32 : t == PT_S32 ? F_MADWS32 : F_NONE;
+		if (in->mod == M_HI)
+			return F_NONE;
+		return i32 ? F_MAD32 : i64 ? F_MAD64 : F_NONE;
+	case OP_FMA:
+		return t == PT_F32 ? F_FMAF32 : t == PT_F64 ? F_FMAF64 : F_NONE;
+	case OP_AND:
+	case OP_OR:
+	case OP_XOR: {
+		uint8_t f = op == OP_AND ? F_AND32 : op == OP_OR ? F_OR32 : F_XOR32;
+		return i32 ? f : i64 ? f + (F_AND64 - F_AND32) : F_NONE;
+	}
+	case OP_SHL:
+		return i32 ? F_SHL32 : i64 ? F_SHL64 : F_NONE;
+	case OP_SHR:
+		if (i32)
+			return t == PT_S32 ? F_SHRS32 : F_SHRU32;
+		if (i64)
+			return t == PT_S64 ? F_SHRS64 : F_SHRU64;
+		return F_NONE;
+	case OP_CVTA:
+		return t == PT_NONE || i64 ? F_CVTA : F_NONE;
+	case OP_MIN:
+	case OP_MAX:
+		/* Not f32: vectorised, fminf / fmaxf may pick either zero of
+		 * -0 and +0, so the general path's answer could differ. */
+		if (!i32)
+			return F_NONE;
+		return t == PT_S32 ? (op == OP_MIN ? F_MINS32 : F_MAXS32)
+				   : (op == OP_MIN ? F_MINU32 : F_MAXU32);
+	case OP_DIV:
+	case OP_REM:
+		if (op == OP_DIV && t == PT_F32 && !in->sat)
+			return F_DIVF32;
+		if (op == OP_DIV && t == PT_F64)
+			return F_DIVF64;
+		if (!i32)
+			return F_NONE;
+		return t == PT_S32 ? (op == OP_DIV ? F_DIVS32 : F_REMS32)
+				   : (op == OP_DIV ? F_DIVU32 : F_REMU32);
+	case OP_NEG:
+		return t == PT_F32 ? F_NEGF32 : i32 ? F_NEG32 : F_NONE;
+	case OP_ABS:
+		return t == PT_F32 ? F_ABSF32 : F_NONE;
+	case OP_NOT:
+		return i32 ? F_NOT32 : i64 ? F_NOT64 : F_NONE;
+	case OP_SQRT:
+		return t == PT_F32 ? F_SQRTF32 : F_NONE;
+	case OP_RCP:
+		return t == PT_F32 ? F_RCPF32 : F_NONE;
+	case OP_SELP:
+		return i32 || t == PT_F32 ? F_SELP32 : i64 || t == PT_F64 ? F_SELP64 : F_NONE;
+	case OP_CVT: {
+		const uint8_t s = in->type2;
+		if ((i32 || i64) && (int32t(s) || int64t(s)) && !in->sat) {
+			if (i32)
+				return F_CVT_TRUNC32;
+			return s == PT_S32 ? F_CVT_SX32 : int32t(s) ? F_CVT_ZX32 : F_MOV64;
+		}
+		if (t == PT_F32 && s == PT_S32)
+			return F_CVT_F32_S32;
+		if (t == PT_F32 && (s == PT_U32 || s == PT_B32))
+			return F_CVT_F32_U32;
+		if (t == PT_S32 && s == PT_F32 && (in->rnd == R_RZI || in->rnd == R_NONE))
+			return F_CVT_S32_F32;
+		if (t == PT_F64 && s == PT_F32 && in->rnd <= R_RP && !in->sat)
+			return F_CVT_F64_F32;
+		if (t == PT_F32 && s == PT_F64 && (in->rnd == R_RN || in->rnd == R_NONE) && !in->sat)
+			return F_CVT_F32_F64;
+		return F_NONE;
+	}
+	case OP_SETP:
+		if (in->bop)
+			return F_NONE;
+		if (t == PT_F32 || t == PT_F64) {
+			if (in->mod > C_GE)
+				return F_NONE;
+			return t == PT_F32 ? F_SETP_F32 : F_SETP_F64;
+		}
+		if (in->mod > C_HS)
+			return F_NONE;
+		if (i32)
+			return t == PT_S32 ? F_SETP_S32 : F_SETP_U32;
+		if (i64)
+			return t == PT_S64 ? F_SETP_S64 : F_SETP_U64;
+		return F_NONE;
+	default:
+		return F_NONE;
+	}
+}
+
+/* Over the instruction's lanes: all 32 in a plain loop when the warp is
+ * whole. */
+#define LOOP(...)                                                                                            \
+	do {                                                                                                 \
+		if (mask == 0xffffffffu) {                                                                   \
+			for (int L = 0; L < 32; L++) {                                                       \
+				__VA_ARGS__;                                                                 \
+			}                                                                                    \
+		} else {                                                                                     \
+			for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {                                         \
+				const int L = __builtin_ctz(m_);                                             \
+				__VA_ARGS__;                                                                 \
+			}                                                                                    \
+		}                                                                                            \
+	} while (0)
+
+/* Operand o's value in each lane: its register row, or tmp filled. */
+static inline const uint64_t *lanes(const struct blk *b, const struct warp *w, const struct ptx_opnd *o,
+				    uint32_t mask, uint64_t *tmp)
+{
+	if (o->k == PO_REG && !o->neg)
+		return &w->R[(size_t)o->r * 32];
+	if (o->k == PO_IMM && !o->neg) {
+		for (int L = 0; L < 32; L++)
+			tmp[L] = o->imm;
+		return tmp;
+	}
+	if (o->k == PO_SREG && !o->neg) {
+		if (o->r <= SR_TID_Z) {
+			const uint16_t *t = b->tid[o->r - SR_TID_X] + w->id * 32;
+			const uint32_t n = b->nthreads - w->id * 32;
+			LOOP(tmp[L] = (uint32_t)L < n ? t[L] : 0);
+			return tmp;
+		}
+		if (o->r >= SR_NTID_X && o->r <= SR_NCTAID_Z) {
+			const uint64_t v = sreg(b, w, o->r, 0);
+			for (int L = 0; L < 32; L++)
+				tmp[L] = v;
+			return tmp;
+		}
+	}
+	LOOP(tmp[L] = val(b, w, o, L));
+	return tmp;
+}
+
+/* A comparison loop for each condition of setp at one type. */
+#define SETP_LOOP(T, X)                                                                                      \
+	do {                                                                                                 \
+		switch (in->mod) {                                                                           \
+		case C_EQ:                                                                                   \
+			LOOP(T x = X(A[L]), y = X(B[L]); t[L] = x == y);                                     \
+			break;                                                                               \
+		case C_NE:                                                                                   \
+			LOOP(T x = X(A[L]), y = X(B[L]); t[L] = x < y || x > y);                             \
+			break;                                                                               \
+		case C_LT:                                                                                   \
+		case C_LO:                                                                                   \
+			LOOP(T x = X(A[L]), y = X(B[L]); t[L] = x < y);                                      \
+			break;                                                                               \
+		case C_LE:                                                                                   \
+		case C_LS:                                                                                   \
+			LOOP(T x = X(A[L]), y = X(B[L]); t[L] = x <= y);                                     \
+			break;                                                                               \
+		case C_GT:                                                                                   \
+		case C_HI:                                                                                   \
+			LOOP(T x = X(A[L]), y = X(B[L]); t[L] = x > y);                                      \
+			break;                                                                               \
+		default:                                                                                     \
+			LOOP(T x = X(A[L]), y = X(B[L]); t[L] = x >= y);                                     \
+			break;                                                                               \
+		}                                                                                            \
+	} while (0)
+#define AS_S32(v) ((int32_t)(uint32_t)(v))
+#define AS_U32(v) ((uint32_t)(v))
+#define AS_S64(v) ((int64_t)(v))
+#define AS_U64(v) ((uint64_t)(v))
+
+/* A load or store whose lanes all fall in one allocation (or in shared
+ * memory), aligned; false, having done nothing, for the general path to
+ * take it (and raise any fault). */
+static bool fast_mem(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	const bool st = in->op == OP_ST;
+	const struct ptx_opnd *ao = &in->o[st ? 0 : 1];
+	const uint32_t size = tbits(in->type) / 8, vec = in->vec;
+	uint64_t addr[32], lo = UINT64_MAX, hi = 0, ors = 0;
+	if (ao->r == PTX_NOREG) {
+		lo = hi = ors = ao->imm;
+		LOOP(addr[L] = ao->imm);
+	} else {
+		const uint64_t *base = &w->R[(size_t)ao->r * 32];
+		LOOP(uint64_t a = base[L] + ao->imm; addr[L] = a; lo = a < lo ? a : lo; hi = a > hi ? a : hi;
+		     ors |= a);
+	}
+	if ((ors & (size - 1)) || hi - lo > UINT32_MAX / 2)
+		return false;
+	const uint32_t span = (uint32_t)(hi - lo) + vec * size;
+	uint8_t sp = in->space;
+	uint64_t off = 0; /* the space's offset of lo */
+	if (sp == PS_GENERIC) {
+		if (hi < PTX_WIN_SHARED)
+			sp = PS_GLOBAL;
+		else if (lo >= PTX_WIN_SHARED && hi < PTX_WIN_SHARED + PTX_WIN_SIZE)
+			sp = PS_SHARED, off = PTX_WIN_SHARED;
+		else
+			return false;
+	}
+	uint8_t *h;
+	if (sp == PS_SHARED) {
+		uint64_t a = lo - off;
+		if (a >= b->shared_bytes || span > b->shared_bytes - a)
+			return false;
+		h = b->shared + a;
+	} else if (sp == PS_PARAM) {
+		if (st || lo >= b->l->param_bytes || span > b->l->param_bytes - lo)
+			return false;
+		h = (uint8_t *)(uintptr_t)(b->l->params + lo);
+	} else if (st && sp == PS_CONST)
+		return false;
+	else if (!(h = global_ptr(b, lo, span)))
+		return false;
+	LOOP(addr[L] -= lo); /* h + addr[L]: the lane's host address */
+	if (!st) {
+		const bool sgn = tsigned(in->type);
+		for (unsigned e = 0; e < vec; e++) {
+			uint64_t *D = &w->R[(size_t)(vec > 1 ? in->o[0].v[e] : in->o[0].r) * 32];
+			const uint32_t eo = e * size;
+			switch (size) {
+			case 1:
+				if (sgn)
+					LOOP(D[L] = (uint64_t)(int64_t)(int8_t)h[addr[L] + eo]);
+				else
+					LOOP(D[L] = h[addr[L] + eo]);
+				break;
+			case 2:
+				LOOP(uint16_t v; memcpy(&v, h + addr[L] + eo, 2);
+				     D[L] = sgn ? (uint64_t)(int64_t)(int16_t)v : v);
+				break;
+			case 4:
+				if (sgn)
+					LOOP(int32_t v; memcpy(&v, h + addr[L] + eo, 4);
+					     D[L] = (uint64_t)(int64_t)v);
+				else
+					LOOP(uint32_t v; memcpy(&v, h + addr[L] + eo, 4); D[L] = v);
+				break;
+			default:
+				LOOP(memcpy(&D[L], h + addr[L] + eo, 8));
+				break;
+			}
+		}
+		return true;
+	}
+	uint64_t tmp[32];
+	for (unsigned e = 0; e < vec; e++) {
+		const uint64_t *S =
+		    vec > 1 ? &w->R[(size_t)in->o[1].v[e] * 32] : lanes(b, w, &in->o[1], mask, tmp);
+		const uint32_t eo = e * size;
+		switch (size) {
+		case 1:
+			LOOP(h[addr[L] + eo] = (uint8_t)S[L]);
+			break;
+		case 2:
+			LOOP(uint16_t v = (uint16_t)S[L]; memcpy(h + addr[L] + eo, &v, 2));
+			break;
+		case 4:
+			LOOP(uint32_t v = (uint32_t)S[L]; memcpy(h + addr[L] + eo, &v, 4));
+			break;
+		default:
+			LOOP(memcpy(h + addr[L] + eo, &S[L], 8));
+			break;
+		}
+	}
+	return true;
+}
+
+/* atom/red.shared.add at 32 bits, every lane's address in bounds and
+ * aligned (else false, having done nothing): lane by lane in lane order, as
+ * the general path, on the block's own shared memory. */
+static bool fast_atom_shared(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	const int ai = in->op == OP_ATOM ? 1 : 0;
+	const struct ptx_opnd *ao = &in->o[ai];
+	const uint64_t *base = ao->r == PTX_NOREG ? NULL : &w->R[(size_t)ao->r * 32];
+	uint64_t addr[32], bad = 0, tmp[32];
+	const uint64_t lim = b->shared_bytes < 4 ? 0 : b->shared_bytes - 4;
+	LOOP(uint64_t a = (base ? base[L] : 0) + ao->imm; addr[L] = a; bad |= (a & 3) | (uint64_t)(a > lim));
+	if (bad || b->shared_bytes < 4)
+		return false;
+	const uint64_t *V = lanes(b, w, &in->o[ai + 1], mask, tmp);
+	uint64_t *D = ai ? &w->R[(size_t)in->o[0].r * 32] : NULL;
+	for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {
+		const int L = __builtin_ctz(m_);
+		uint32_t old;
+		memcpy(&old, b->shared + addr[L], 4);
+		uint32_t nv = old + (uint32_t)V[L];
+		memcpy(b->shared + addr[L], &nv, 4);
+		if (D)
+			D[L] = old;
+	}
+	return true;
+}
+
+/* Runs in's fast form f over mask; false for the general path to run it. */
+static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, uint8_t f, uint32_t mask)
+{
+	if (f >= F_LD)
+		return fast_mem(b, w, in, mask);
+	if (f == F_ATOMS_ADD32)
+		return fast_atom_shared(b, w, in, mask);
+	uint64_t ta[32], tb[32], tc[32];
+	uint64_t *D = &w->R[(size_t)in->o[0].r * 32];
+	const uint64_t *A = lanes(b, w, &in->o[1], mask, ta);
+	const bool unary = (f >= F_MOV32 && f <= F_MOV64) || (f >= F_CVT_ZX32 && f <= F_CVT_F32_F64) ||
+			   f == F_CVTA || (f >= F_NEG32 && f <= F_RCPF32);
+	const uint64_t *B = unary ? NULL : lanes(b, w, &in->o[2], mask, tb);
+	const uint64_t *C = NULL;
+	if (f == F_MAD32 || f == F_MAD64 || (f >= F_MADWU32 && f <= F_MADWS32) || f == F_FMAF32 ||
+	    f == F_FMAF64 || f == F_SELP32 || f == F_SELP64)
+		C = lanes(b, w, &in->o[3], mask, tc);
+	switch (f) {
+	case F_MOV32:
+	case F_CVT_TRUNC32:
+		LOOP(D[L] = (uint32_t)A[L]);
+		break;
+	case F_MOV64:
+		LOOP(D[L] = A[L]);
+		break;
+	case F_MINS32:
+		LOOP(D[L] = AS_S32(A[L]) < AS_S32(B[L]) ? (uint32_t)A[L] : (uint32_t)B[L]);
+		break;
+	case F_MAXS32:
+		LOOP(D[L] = AS_S32(A[L]) < AS_S32(B[L]) ? (uint32_t)B[L] : (uint32_t)A[L]);
+		break;
+	case F_MINU32:
+		LOOP(D[L] = (uint32_t)A[L] < (uint32_t)B[L] ? (uint32_t)A[L] : (uint32_t)B[L]);
+		break;
+	case F_MAXU32:
+		LOOP(D[L] = (uint32_t)A[L] < (uint32_t)B[L] ? (uint32_t)B[L] : (uint32_t)A[L]);
+		break;
+	case F_DIVS32:
+		LOOP(int64_t x = AS_S32(A[L]), y = AS_S32(B[L]);
+		     D[L] = !y ? 0xffffffffu : (uint32_t)(y == -1 ? -x : x / y));
+		break;
+	case F_REMS32:
+		LOOP(int64_t x = AS_S32(A[L]), y = AS_S32(B[L]); D[L] = !y        ? (uint32_t)x
+									: y == -1 ? 0
+										  : (uint32_t)(x % y));
+		break;
+	case F_DIVU32:
+		LOOP(uint32_t x = (uint32_t)A[L], y = (uint32_t)B[L]; D[L] = !y ? 0xffffffffu : x / y);
+		break;
+	case F_REMU32:
+		LOOP(uint32_t x = (uint32_t)A[L], y = (uint32_t)B[L]; D[L] = !y ? x : x % y);
+		break;
+	case F_DIVF32:
+		LOOP(D[L] = of32(f32(A[L]) / f32(B[L])));
+		break;
+	case F_DIVF64:
+		LOOP(D[L] = of64(f64(A[L]) / f64(B[L])));
+		break;
+	case F_NEG32:
+		LOOP(D[L] = (uint32_t)(0 - A[L]));
+		break;
+	case F_NOT32:
+		LOOP(D[L] = (uint32_t)~A[L]);
+		break;
+	case F_NOT64:
+		LOOP(D[L] = ~A[L]);
+		break;
+	case F_NEGF32:
+		LOOP(D[L] = A[L] ^ 0x80000000u);
+		break;
+	case F_ABSF32:
+		LOOP(D[L] = A[L] & 0x7fffffffu);
+		break;
+	case F_SQRTF32:
+		LOOP(D[L] = of32(sqrtf(f32(A[L]))));
+		break;
+	case F_RCPF32:
+		LOOP(D[L] = of32(1.0f / f32(A[L])));
+		break;
+	case F_CVTA: {
+		uint64_t win = in->space == PS_SHARED  ? PTX_WIN_SHARED
+			       : in->space == PS_LOCAL ? PTX_WIN_LOCAL
+			       : in->space == PS_PARAM ? PTX_WIN_PARAM
+						       : 0;
+		if (in->to)
+			win = (uint64_t)0 - win;
+		LOOP(D[L] = A[L] + win);
+		break;
+	}
+	case F_ADD32:
+		LOOP(D[L] = (uint32_t)(A[L] + B[L]));
+		break;
+	case F_SUB32:
+		LOOP(D[L] = (uint32_t)(A[L] - B[L]));
+		break;
+	case F_MUL32:
+		LOOP(D[L] = (uint32_t)(A[L] * B[L]));
+		break;
+	case F_AND32:
+		LOOP(D[L] = (uint32_t)(A[L] & B[L]));
+		break;
+	case F_OR32:
+		LOOP(D[L] = (uint32_t)(A[L] | B[L]));
+		break;
+	case F_XOR32:
+		LOOP(D[L] = (uint32_t)(A[L] ^ B[L]));
+		break;
+	case F_SHL32:
+		LOOP(uint32_t n = (uint32_t)B[L]; D[L] = n >= 32 ? 0 : (uint32_t)(A[L] << n));
+		break;
+	case F_SHRU32:
+		LOOP(uint32_t n = (uint32_t)B[L]; D[L] = n >= 32 ? 0 : (uint32_t)A[L] >> n);
+		break;
+	case F_SHRS32:
+		LOOP(uint32_t n = (uint32_t)B[L]; D[L] = (uint32_t)(AS_S32(A[L]) >> (n >= 32 ? 31 : n)));
+		break;
+	case F_MAD32:
+		LOOP(D[L] = (uint32_t)(A[L] * B[L] + C[L]));
+		break;
+	case F_ADD64:
+		LOOP(D[L] = A[L] + B[L]);
+		break;
+	case F_SUB64:
+		LOOP(D[L] = A[L] - B[L]);
+		break;
+	case F_MUL64:
+		LOOP(D[L] = A[L] * B[L]);
+		break;
+	case F_AND64:
+		LOOP(D[L] = A[L] & B[L]);
+		break;
+	case F_OR64:
+		LOOP(D[L] = A[L] | B[L]);
+		break;
+	case F_XOR64:
+		LOOP(D[L] = A[L] ^ B[L]);
+		break;
+	case F_SHL64:
+		LOOP(uint32_t n = (uint32_t)B[L]; D[L] = n >= 64 ? 0 : A[L] << n);
+		break;
+	case F_SHRU64:
+		LOOP(uint32_t n = (uint32_t)B[L]; D[L] = n >= 64 ? 0 : A[L] >> n);
+		break;
+	case F_SHRS64:
+		LOOP(uint32_t n = (uint32_t)B[L]; D[L] = (uint64_t)(AS_S64(A[L]) >> (n >= 64 ? 63 : n)));
+		break;
+	case F_MAD64:
+		LOOP(D[L] = A[L] * B[L] + C[L]);
+		break;
+	case F_MULWU32:
+		LOOP(D[L] = (uint64_t)(uint32_t)A[L] * (uint32_t)B[L]);
+		break;
+	case F_MULWS32:
+		LOOP(D[L] = (uint64_t)((int64_t)AS_S32(A[L]) * AS_S32(B[L])));
+		break;
+	case F_MADWU32:
+		LOOP(D[L] = (uint64_t)(uint32_t)A[L] * (uint32_t)B[L] + C[L]);
+		break;
+	case F_MADWS32:
+		LOOP(D[L] = (uint64_t)((int64_t)AS_S32(A[L]) * AS_S32(B[L])) + C[L]);
+		break;
+	case F_ADDF32:
+		LOOP(D[L] = of32(f32(A[L]) + f32(B[L])));
+		break;
+	case F_SUBF32:
+		LOOP(D[L] = of32(f32(A[L]) - f32(B[L])));
+		break;
+	case F_MULF32:
+		LOOP(D[L] = of32(f32(A[L]) * f32(B[L])));
+		break;
+	case F_FMAF32:
+		LOOP(D[L] = of32(fmaf(f32(A[L]), f32(B[L]), f32(C[L]))));
+		break;
+	case F_ADDF64:
+		LOOP(D[L] = of64(f64(A[L]) + f64(B[L])));
+		break;
+	case F_SUBF64:
+		LOOP(D[L] = of64(f64(A[L]) - f64(B[L])));
+		break;
+	case F_MULF64:
+		LOOP(D[L] = of64(f64(A[L]) * f64(B[L])));
+		break;
+	case F_FMAF64:
+		LOOP(D[L] = of64(fma(f64(A[L]), f64(B[L]), f64(C[L]))));
+		break;
+	case F_SELP32:
+		LOOP(D[L] = (uint32_t)(C[L] ? A[L] : B[L]));
+		break;
+	case F_SELP64:
+		LOOP(D[L] = C[L] ? A[L] : B[L]);
+		break;
+	case F_CVT_ZX32:
+		LOOP(D[L] = (uint32_t)A[L]);
+		break;
+	case F_CVT_SX32:
+		LOOP(D[L] = (uint64_t)(int64_t)AS_S32(A[L]));
+		break;
+	case F_CVT_F32_S32:
+		LOOP(D[L] = of32((float)AS_S32(A[L])));
+		break;
+	case F_CVT_F32_U32:
+		LOOP(D[L] = of32((float)(uint32_t)A[L]));
+		break;
+	case F_CVT_S32_F32:
+		LOOP(double d = trunc((double)f32(A[L])); D[L] = isnan(d)             ? 0
+								 : d <= -2147483648.0 ? 0x80000000u
+								 : d >= 2147483648.0  ? 0x7fffffffu
+										      : (uint32_t)(int32_t)d);
+		break;
+	case F_CVT_F64_F32:
+		LOOP(D[L] = of64((double)f32(A[L])));
+		break;
+	case F_CVT_F32_F64:
+		LOOP(D[L] = of32((float)f64(A[L])));
+		break;
+	default: {
+		/* setp */
+		uint8_t t[32];
+		switch (f) {
+		case F_SETP_S32:
+			if (in->mod <= C_GE) {
+				SETP_LOOP(int32_t, AS_S32);
+				break;
+			}
+			/* .lo/.ls/.hi/.hs compare unsigned */
+			__attribute__((fallthrough));
+		case F_SETP_U32:
+			SETP_LOOP(uint32_t, AS_U32);
+			break;
+		case F_SETP_S64:
+			if (in->mod <= C_GE) {
+				SETP_LOOP(int64_t, AS_S64);
+				break;
+			}
+			__attribute__((fallthrough));
+		case F_SETP_U64:
+			SETP_LOOP(uint64_t, AS_U64);
+			break;
+		case F_SETP_F32:
+			SETP_LOOP(float, f32);
+			break;
+		case F_SETP_F64:
+			SETP_LOOP(double, f64);
+			break;
+		default:
+			return false;
+		}
+		LOOP(D[L] = t[L]);
+		if (in->pipe) {
+			uint64_t *Q = &w->R[(size_t)in->o[5].r * 32];
+			LOOP(Q[L] = !t[L]);
+		}
+		break;
+	}
+	}
+	return true;
+}
+
 /* ---- the interpreter loop ---------------------------------------------------------------- */
 
 #define LANES                                                                                                \
@@ -1016,14 +1813,20 @@ static void run_warp(struct blk *b, struct warp *w)
 {
 	const struct ptx_insn *code = b->k->code;
 	const uint32_t ninsns = b->k->ninsns;
+	const uint8_t *fast = b->fast;
 	while (!w->done && !b->err) {
 		if (!--b->budget) {
 			b->budget = POLL_EVERY;
+			/* Another worker's fault stops this one too. */
+			int other = atomic_load_explicit(&b->g->err, memory_order_relaxed);
+			if (other) {
+				b->err = (CUresult)other;
+				return;
+			}
 			if (b->l->cancelled) {
 				CUresult r = b->l->cancelled(b->l->arg);
 				if (r) {
-					b->err = r;
-					snprintf(b->l->fault, sizeof b->l->fault, "cancelled");
+					stop(b, r, "cancelled");
 					return;
 				}
 			}
@@ -1034,7 +1837,14 @@ static void run_warp(struct blk *b, struct warp *w)
 		}
 		const struct ptx_insn *in = &code[w->pc];
 		uint32_t mask = w->active;
-		if (in->guard != PTX_NOREG) {
+		if (in->guard != PTX_NOREG && mask == 0xffffffffu) {
+			/* A whole warp: every lane's predicate, without the bit scan. */
+			const uint64_t *P = &w->R[(size_t)in->guard * 32];
+			uint32_t g = 0;
+			for (int L = 0; L < 32; L++)
+				g |= (uint32_t)(P[L] != 0) << L;
+			mask = in->gneg ? ~g : g;
+		} else if (in->guard != PTX_NOREG) {
 			uint32_t g = 0;
 			for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {
 				const int L = __builtin_ctz(m_);
@@ -1043,7 +1853,11 @@ static void run_warp(struct blk *b, struct warp *w)
 			}
 			mask = g;
 		}
-		b->insns += (uint64_t)__builtin_popcount(mask);
+		b->insns += pop32(mask);
+		if (mask && fast[w->pc] && run_fast(b, w, in, fast[w->pc], mask)) {
+			advance(w);
+			continue;
+		}
 		switch (in->op) {
 		case OP_NOP:
 			break;
@@ -1306,9 +2120,8 @@ static void run_warp(struct blk *b, struct warp *w)
 			uint8_t *p = mem_ptr(b, w, L, in->space, a, size, true);
 			if (!p)
 				return;
-			uint64_t old = load(p, size);
-			uint64_t nv = atom_op(in, old, V(ai + 1), in->mod == A_CAS ? V(ai + 2) : 0);
-			store(p, size, nv);
+			uint64_t old =
+			    atomic_rmw(b, in, p, size, V(ai + 1), in->mod == A_CAS ? V(ai + 2) : 0);
 			if (in->op == OP_ATOM)
 				W(0, fit(tsigned(in->type) ? (uint64_t)sx(old, size * 8) : old, in->type));
 			END_LANES
@@ -1425,6 +2238,149 @@ static void run_warp(struct blk *b, struct warp *w)
 	}
 }
 
+/* Runs one block to its end in b (its shared memory, registers, warps). */
+static void run_block(struct blk *b, struct warp *w, uint64_t *R)
+{
+	const struct ptx_kernel *k = b->k;
+	const uint32_t nthreads = b->nthreads, nwarps = b->nwarps;
+	memset(b->shared, 0, b->shared_bytes ? b->shared_bytes : 1);
+	memset(R, 0, (size_t)nwarps * k->nregs * 32 * sizeof *R);
+	for (uint32_t i = 0; i < nwarps; i++) {
+		uint32_t n = (uint32_t)(nthreads - i * 32 < 32 ? nthreads - i * 32 : 32);
+		w[i] = (struct warp){.live = n == 32 ? 0xffffffffu : (1u << n) - 1,
+				     .id = i,
+				     .R = R + (size_t)i * k->nregs * 32};
+		w[i].active = w[i].live;
+		w[i].next_wait = UINT32_MAX;
+	}
+	for (;;) {
+		bool any = false;
+		for (uint32_t i = 0; i < nwarps && !b->err; i++)
+			if (!w[i].done && !w[i].at_bar) {
+				run_warp(b, &w[i]);
+				any = true;
+			}
+		if (b->err)
+			break;
+		bool waiting = false;
+		for (uint32_t i = 0; i < nwarps; i++)
+			if (!w[i].done && w[i].at_bar) {
+				w[i].at_bar = false;
+				waiting = true;
+			}
+		if (!waiting && !any)
+			break;
+		if (!waiting) {
+			bool left = false;
+			for (uint32_t i = 0; i < nwarps; i++)
+				left |= !w[i].done;
+			if (!left)
+				break;
+		}
+	}
+}
+
+/* A worker: takes blocks in order from the launch's counter until none are
+ * left or some worker faulted. Each has its own shared memory, local memory,
+ * registers and warps, as blocks on different SMs do. */
+static void *run_blocks(void *arg)
+{
+	struct grid *g = arg;
+	const struct ptx_kernel *k = g->k;
+	struct ptx_launch *l = g->l;
+	struct blk b = {.k = k,
+			.l = l,
+			.g = g,
+			.fast = g->fast,
+			.nthreads = g->nthreads,
+			.nwarps = g->nwarps,
+			.shared_bytes = g->shared_bytes,
+			.budget = POLL_EVERY};
+	b.tid[0] = g->tid;
+	b.tid[1] = g->tid + g->nthreads;
+	b.tid[2] = g->tid + 2 * (size_t)g->nthreads;
+	b.shared = calloc(1, g->shared_bytes ? g->shared_bytes : 1);
+	b.local = calloc((size_t)g->nwarps * 32, k->local_bytes ? k->local_bytes : 1);
+	struct warp *w = calloc(g->nwarps, sizeof *w);
+	uint64_t *R = calloc((size_t)g->nwarps * k->nregs * 32, sizeof *R);
+	if (!b.shared || !b.local || !w || !R)
+		stop(&b, CUDA_ERROR_OUT_OF_MEMORY, "out of host memory");
+	while (!b.err) {
+		if (atomic_load_explicit(&g->err, memory_order_relaxed))
+			break;
+		uint64_t i = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+		if (i >= g->nblocks)
+			break;
+		b.ctaid[0] = (uint32_t)(i % l->grid[0]);
+		b.ctaid[1] = (uint32_t)(i / l->grid[0] % l->grid[1]);
+		b.ctaid[2] = (uint32_t)(i / l->grid[0] / l->grid[1]);
+		run_block(&b, w, R);
+	}
+	atomic_fetch_add(&g->insns, b.insns);
+	free(b.shared);
+	free(b.local);
+	free(w);
+	free(R);
+	return NULL;
+}
+
+static _Atomic uint32_t default_threads;
+
+uint32_t ptx_threads(void)
+{
+	uint32_t n = atomic_load(&default_threads);
+	if (n)
+		return n;
+	const char *e = getenv("XGPU_SIM_PTX_THREADS");
+	char *end;
+	unsigned long v = e && *e ? strtoul(e, &end, 10) : 0;
+	if (e && *e && !*end && v >= 1)
+		n = v > PTX_MAX_THREADS ? PTX_MAX_THREADS : (uint32_t)v;
+	else {
+		cpu_set_t set;
+		int c = sched_getaffinity(0, sizeof set, &set) ? 1 : CPU_COUNT(&set);
+		n = c < 1 ? 1 : c > (int)PTX_MAX_THREADS ? PTX_MAX_THREADS : (uint32_t)c;
+	}
+	atomic_store(&default_threads, n);
+	return n;
+}
+
+/* Whether k's blocks must all be resident at once: a kernel that syncs its
+ * whole grid (a cooperative launch's grid.sync) would wait for ever on a
+ * block that a busy worker has not started. None can yet: the interpreter
+ * has no grid-wide barrier. The one that adds it makes this say so for such
+ * kernels and runs their blocks interleaved on one worker (run_block up to
+ * the grid barrier, block by block), rather than in parallel. */
+static bool needs_coresident(const struct ptx_kernel *k)
+{
+	(void)k;
+	return false;
+}
+
+/* k's fast forms, made once: a launch of a big kernel would otherwise pay
+ * for them each time. NULL when out of memory. */
+static const uint8_t *forms(const struct ptx_kernel *k)
+{
+	/* The cache is the only thing a launch writes in the kernel. */
+	struct ptx_kernel *mk = (struct ptx_kernel *)(uintptr_t)k;
+	uint8_t *f = atomic_load(&mk->fast);
+	if (f)
+		return f;
+	uint8_t *nf = malloc(k->ninsns ? k->ninsns : 1);
+	if (!nf)
+		return NULL;
+	for (uint32_t i = 0; i < k->ninsns; i++)
+		nf[i] = fast_form(&k->code[i]);
+	if (atomic_compare_exchange_strong(&mk->fast, &f, nf))
+		return nf;
+	free(nf); /* another launch made them first */
+	return f;
+}
+
+/* Launches of fewer threads than this run on the calling thread alone:
+ * starting workers would cost more than they save. */
+#define PAR_MIN_THREADS 4096u
+
 CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 {
 	l->insns = 0;
@@ -1434,21 +2390,16 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 	uint64_t nthreads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
 	if (!nthreads || nthreads > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
-	uint32_t nwarps = (uint32_t)((nthreads + 31) / 32);
+	uint64_t nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	if (!nblocks)
+		return CUDA_SUCCESS;
 	uint64_t shared_bytes = (uint64_t)k->shared_static + l->shared_dyn;
-	struct blk b = {
-	    .k = k, .l = l, .nthreads = (uint32_t)nthreads, .nwarps = nwarps, .budget = POLL_EVERY};
-	b.shared_bytes = (uint32_t)shared_bytes;
-	b.shared = calloc(1, shared_bytes ? shared_bytes : 1);
-	b.local = calloc((size_t)nwarps * 32, k->local_bytes ? k->local_bytes : 1);
-	struct warp *w = calloc(nwarps, sizeof *w);
-	uint64_t *R = calloc((size_t)nwarps * k->nregs * 32, sizeof *R);
+	/* slow: no fast forms, each instruction's entry F_NONE. */
+	uint8_t *none = l->slow ? calloc(k->ninsns ? k->ninsns : 1, 1) : NULL;
+	const uint8_t *fast = l->slow ? none : forms(k);
 	uint16_t *tid = calloc(3 * (size_t)nthreads, sizeof *tid);
-	if (!b.shared || !b.local || !w || !R || !tid) {
-		free(b.shared);
-		free(b.local);
-		free(w);
-		free(R);
+	if (!fast || !tid) {
+		free(none);
 		free(tid);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -1457,55 +2408,30 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 		tid[nthreads + t] = (uint16_t)(t / l->block[0] % l->block[1]);
 		tid[2 * nthreads + t] = (uint16_t)(t / l->block[0] / l->block[1]);
 	}
-	b.tid[0] = tid;
-	b.tid[1] = tid + nthreads;
-	b.tid[2] = tid + 2 * nthreads;
-	for (uint32_t z = 0; z < l->grid[2] && !b.err; z++)
-		for (uint32_t y = 0; y < l->grid[1] && !b.err; y++)
-			for (uint32_t x = 0; x < l->grid[0] && !b.err; x++) {
-				b.ctaid[0] = x, b.ctaid[1] = y, b.ctaid[2] = z;
-				memset(b.shared, 0, shared_bytes ? shared_bytes : 1);
-				memset(R, 0, (size_t)nwarps * k->nregs * 32 * sizeof *R);
-				for (uint32_t i = 0; i < nwarps; i++) {
-					uint32_t n =
-					    (uint32_t)(nthreads - i * 32 < 32 ? nthreads - i * 32 : 32);
-					w[i] = (struct warp){.live = n == 32 ? 0xffffffffu : (1u << n) - 1,
-							     .id = i,
-							     .R = R + (size_t)i * k->nregs * 32};
-					w[i].active = w[i].live;
-					w[i].next_wait = UINT32_MAX;
-				}
-				for (;;) {
-					bool any = false;
-					for (uint32_t i = 0; i < nwarps && !b.err; i++)
-						if (!w[i].done && !w[i].at_bar) {
-							run_warp(&b, &w[i]);
-							any = true;
-						}
-					if (b.err)
-						break;
-					bool waiting = false;
-					for (uint32_t i = 0; i < nwarps; i++)
-						if (!w[i].done && w[i].at_bar) {
-							w[i].at_bar = false;
-							waiting = true;
-						}
-					if (!waiting && !any)
-						break;
-					if (!waiting) {
-						bool left = false;
-						for (uint32_t i = 0; i < nwarps; i++)
-							left |= !w[i].done;
-						if (!left)
-							break;
-					}
-				}
-			}
-	l->insns = b.insns;
-	free(b.shared);
-	free(b.local);
-	free(w);
-	free(R);
+	struct grid g = {.k = k,
+			 .l = l,
+			 .fast = fast,
+			 .tid = tid,
+			 .nthreads = (uint32_t)nthreads,
+			 .nwarps = (uint32_t)((nthreads + 31) / 32),
+			 .shared_bytes = (uint32_t)shared_bytes,
+			 .nblocks = nblocks};
+	uint32_t nw = l->threads ? l->threads : ptx_threads();
+	if (nw > PTX_MAX_THREADS)
+		nw = PTX_MAX_THREADS;
+	if (nw > nblocks)
+		nw = (uint32_t)nblocks;
+	if (needs_coresident(k) || nblocks * nthreads < PAR_MIN_THREADS)
+		nw = 1;
+	pthread_t th[PTX_MAX_THREADS];
+	uint32_t started = 0;
+	while (started + 1 < nw && !pthread_create(&th[started], NULL, run_blocks, &g))
+		started++;
+	run_blocks(&g);
+	for (uint32_t i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	l->insns = atomic_load(&g.insns);
+	free(none);
 	free(tid);
-	return b.err;
+	return (CUresult)atomic_load(&g.err);
 }

@@ -1458,6 +1458,7 @@ static void free_kernel(struct ptx_kernel *k)
 {
 	free(k->name);
 	free(k->code);
+	free(k->fast);
 }
 
 void ptx_free(struct ptx_module *m)

@@ -23,6 +23,9 @@
  *                         run from their PTX (ptx_exec.c); strict: also refuse
  *                         modules with kernels it cannot run; off: never
  *                         (read at each module load, module.c)
+ *   XGPU_SIM_PTX_THREADS  worker threads that run an interpreted kernel's
+ *                         blocks at once (1 to 16; default the CPUs the
+ *                         process may use, at most 16; read once, ptx_exec.c)
  */
 #include "simdrv_int.h"
 
