@@ -172,6 +172,18 @@ enum ptx_op {
 	OP_SAD,
 	OP_FNS,
 	OP_TRAP,
+	/* ptx_ext.c: warp collectives, textures and surfaces, async copies and
+	 * mbarriers; their sub-operation is in mod. */
+	OP_REDUX,
+	OP_MATCH,
+	OP_TEX,
+	OP_TLD4,
+	OP_SULD,
+	OP_SUST,
+	OP_TXQ,
+	OP_SUQ,
+	OP_CPASYNC,
+	OP_MBAR,
 };
 
 /* Modifiers (struct ptx_insn.mod). */
@@ -248,6 +260,18 @@ const struct ptx_kernel *ptx_find(const struct ptx_module *m, const char *name)
     __attribute__((visibility("hidden")));
 void ptx_free(struct ptx_module *m) __attribute__((visibility("hidden")));
 
+/* A texture or surface object as the interpreter samples it. */
+struct ptx_tex {
+	uint64_t base;                 /* element (0, 0, 0) */
+	uint64_t pitch, slice;         /* bytes between rows, slices (layers, cube faces) */
+	uint32_t width, height, depth; /* elements; height, depth >= 1 */
+	uint32_t format;               /* CUarray_format */
+	uint32_t channels, element_bytes;
+	uint32_t address_mode[3];      /* CUaddress_mode */
+	bool linear_filter, normalized, read_int, layered, cubemap;
+	float border[4];
+};
+
 /* One device allocation a kernel may reach. */
 struct ptx_region {
 	uint64_t base, size;
@@ -264,6 +288,9 @@ struct ptx_launch {
 	/* Polled now and then: nonzero ends the kernel with that error. */
 	CUresult (*cancelled)(void *arg);
 	void *arg;
+	/* The texture (surface: 1) object handle h names, or false when it is
+	 * none of that kind in the launching context; NULL: none exist. */
+	bool (*object)(void *arg, uint64_t h, int surface, struct ptx_tex *out);
 	uint64_t insns;  /* out: thread-instructions executed */
 	char fault[160]; /* out: what faulted */
 };

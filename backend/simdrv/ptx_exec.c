@@ -23,6 +23,7 @@
  * CUDA_ERROR_MISALIGNED_ADDRESS.
  */
 #include "ptx.h"
+#include "ptx_ext.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -720,6 +721,8 @@ static uint64_t arith(uint8_t op, const struct ptx_insn *in, uint64_t a, uint64_
 {
 	uint8_t t = in->type;
 	unsigned bits = tbits(t);
+	if (ptx_is_half(t))
+		return ptx_half_op(op, t, in->rnd, in->sat, a, b, 0);
 	if (t == PT_F32) {
 		float x = f32(a), y = f32(b), r;
 		switch (op) {
@@ -855,6 +858,8 @@ static uint64_t unary(const struct ptx_insn *in, uint64_t a)
 {
 	uint8_t t = in->type;
 	unsigned bits = tbits(t);
+	if (ptx_is_half(t))
+		return ptx_half_op(in->op, t, in->rnd, false, a, 0, 0);
 	if (t == PT_F32) {
 		float x = f32(a), r;
 		switch (in->op) {
@@ -1011,6 +1016,251 @@ static uint64_t atom_op(const struct ptx_insn *in, uint64_t old, uint64_t b, uin
 #define REG(r) w->R[(size_t)(r)*32 + (unsigned)L]
 #define W(i, x) REG(in->o[i].r) = (x)
 
+/* ---- ptx_ext.h's families --------------------------------------------------------------- */
+
+/* setp on f16x2/bf16x2: p compares the low halves, q the high ones. */
+static void setp_x2(const struct ptx_insn *in, uint64_t a, uint64_t b, bool *p, bool *q)
+{
+	uint8_t h = in->type == PT_F16X2 ? PT_F16 : PT_BF16;
+	*p = compare(in->mod, h, a & 0xffff, b & 0xffff);
+	*q = compare(in->mod, h, a >> 16 & 0xffff, b >> 16 & 0xffff);
+}
+
+static const uint8_t *ext_mem(void *arg, uint64_t a, uint32_t size)
+{
+	return global_ptr(arg, a, size);
+}
+
+/* The object handle h names, through a one-entry cache. */
+static bool ext_object(struct blk *b, uint64_t h, int surface, struct ptx_tex *t, uint64_t *last, int *last_kind)
+{
+	if (*last_kind == surface && *last == h)
+		return true;
+	if (!b->l->object || !b->l->object(b->l->arg, h, surface, t)) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, surface ? "surface access through a handle that is no surface"
+							     : "texture fetch through a handle that is no texture",
+		      h, 0);
+		return false;
+	}
+	*last = h;
+	*last_kind = surface;
+	return true;
+}
+
+/* n bytes at a in space sp, bounded and within one allocation, no alignment
+ * asked; NULL after the fault. */
+static uint8_t *ext_span(struct blk *b, const struct warp *w, int lane, uint8_t sp, uint64_t a, uint64_t n,
+			 bool write)
+{
+	if (!n || n > (1u << 24)) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, write ? "oversized write" : "oversized read", a, (uint32_t)n);
+		return NULL;
+	}
+	uint8_t *p = mem_ptr(b, w, lane, sp, a, 1, write);
+	uint8_t *q = p ? mem_ptr(b, w, lane, sp, a + n - 1, 1, write) : NULL;
+	if (p && q != p + n - 1) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, write ? "out-of-bounds write" : "out-of-bounds read", a,
+		      (uint32_t)n);
+		return NULL;
+	}
+	return p && q ? p : NULL;
+}
+
+/* The mbarrier operand's word. */
+static uint8_t *ext_mbar(struct blk *b, const struct warp *w, int L, const struct ptx_insn *in, int i)
+{
+	return mem_ptr(b, w, L, in->space, opaddr(w, &in->o[i], L), 8, true);
+}
+
+/* Runs one of ptx_ext.h's instructions over the lanes in mask: 0 to go on,
+ * 1 when a lane waits on others (the warp yields), -1 after a fault. */
+static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	uint64_t last = 0;
+	int last_kind = -1;
+	struct ptx_tex t;
+	switch (in->op) {
+	case OP_REDUX:
+	case OP_MATCH: {
+		uint64_t v[32] = {0}, out[32] = {0};
+		uint32_t members[32] = {0};
+		bool pred[32] = {0};
+		LANES
+		v[L] = V(1);
+		members[L] = (uint32_t)V(2);
+		END_LANES
+		if (in->op == OP_REDUX)
+			ptx_redux(in->mod, in->type, mask, v, members, out);
+		else
+			ptx_match(in->mod, in->type, mask, v, members, out, pred);
+		LANES
+		W(0, out[L]);
+		if (in->pipe)
+			W(5, pred[L]);
+		END_LANES
+		return 0;
+	}
+	case OP_TEX:
+	case OP_TLD4:
+		LANES
+		if (!ext_object(b, opaddr(w, &in->o[1], L), 0, &t, &last, &last_kind))
+			return -1;
+		uint64_t c[4] = {0, 0, 0, 0}, out[4];
+		for (unsigned e = 0; e < in->o[1].n; e++)
+			c[e] = REG(in->o[1].v[e]);
+		if (!ptx_tex_fetch(&t, in->mod, in->op == OP_TLD4 ? in->bop : -1, in->type, in->type2, c, ext_mem, b,
+				   out)) {
+			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "texture read outside device memory", t.base, 0);
+			return -1;
+		}
+		for (unsigned e = 0; e < 4; e++)
+			REG(in->o[0].v[e]) = out[e];
+		END_LANES
+		return 0;
+	case OP_SULD:
+	case OP_SUST: {
+		int hi = in->op == OP_SULD ? 1 : 0;
+		const struct ptx_opnd *vo = &in->o[1 - hi];
+		uint32_t size = tbits(in->type) / 8;
+		LANES
+		if (!ext_object(b, opaddr(w, &in->o[hi], L), 1, &t, &last, &last_kind))
+			return -1;
+		uint64_t c[4] = {0, 0, 0, 0};
+		for (unsigned e = 0; e < in->o[hi].n; e++)
+			c[e] = REG(in->o[hi].v[e]);
+		uint64_t a = ptx_surf_addr(&t, in->mod, in->to, c, size * in->vec);
+		if (!a) {
+			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface access out of range", c[0], size * in->vec);
+			return -1;
+		}
+		for (unsigned e = 0; e < in->vec; e++) {
+			uint32_t r = vo->k == PO_VEC ? vo->v[e] : vo->r;
+			uint8_t *p = a == 1 ? NULL : (uint8_t *)(uintptr_t)global_ptr(b, a + e * size, size);
+			if (a != 1 && !p) {
+				fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface outside device memory", a, size);
+				return -1;
+			}
+			if (hi)
+				REG(r) = p ? load(p, size) : 0;
+			else if (p)
+				store(p, size, REG(r));
+		}
+		END_LANES
+		return 0;
+	}
+	case OP_TXQ:
+	case OP_SUQ:
+		LANES
+		if (!ext_object(b, opaddr(w, &in->o[1], L), in->op == OP_SUQ, &t, &last, &last_kind))
+			return -1;
+		W(0, fit(ptx_tex_query(&t, in->mod), in->type ? in->type : PT_B32));
+		END_LANES
+		return 0;
+	case OP_CPASYNC:
+		switch (in->mod) {
+		case CA_COPY: {
+			/* The copy completes at issue: a valid schedule of an
+			 * asynchronous one, so every wait finds it done. */
+			uint32_t n = (uint32_t)in->o[2].imm;
+			LANES
+			uint64_t src = in->nops > 3 ? V(3) : n;
+			if (src > n)
+				src = n;
+			uint8_t *d = mem_ptr(b, w, L, PS_SHARED, opaddr(w, &in->o[0], L), n, true);
+			if (!d)
+				return -1;
+			if (src) {
+				const uint8_t *s = ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), src, false);
+				if (!s)
+					return -1;
+				memmove(d, s, src);
+			}
+			memset(d + src, 0, n - src);
+			END_LANES
+			return 0;
+		}
+		case CA_MBAR_ARRIVE:
+			/* Without .noinc the arrival is pre-counted: no change. */
+			if (!in->to)
+				return 0;
+			LANES
+			uint8_t *p = ext_mbar(b, w, L, in, 0);
+			uint64_t tok;
+			if (!p)
+				return -1;
+			store(p, 8, ptx_mbar_arrive(load(p, 8), 1, 0, false, &tok));
+			END_LANES
+			return 0;
+		case CA_BULK:
+			LANES
+			uint64_t n = V(2);
+			uint8_t *d = ext_span(b, w, L, PS_SHARED, opaddr(w, &in->o[0], L), n, true);
+			const uint8_t *s = d ? ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), n, false) : NULL;
+			uint8_t *p = s ? ext_mbar(b, w, L, in, 3) : NULL;
+			uint64_t tok;
+			if (!p)
+				return -1;
+			memmove(d, s, n);
+			store(p, 8, ptx_mbar_arrive(load(p, 8), 0, -(int64_t)n, false, &tok));
+			END_LANES
+			return 0;
+		default: /* commit_group, wait_group, wait_all: every copy is done */
+			return 0;
+		}
+	case OP_MBAR: {
+		bool wait = false;
+		int ai = in->mod == MB_ARRIVE || in->mod == MB_ARRIVE_DROP || in->mod == MB_TEST_WAIT ||
+				 in->mod == MB_TRY_WAIT
+			     ? 1
+			     : 0;
+		if (in->mod == MB_PENDING) {
+			LANES
+			W(0, 0);
+			END_LANES
+			return 0;
+		}
+		LANES
+		uint8_t *p = ext_mbar(b, w, L, in, ai);
+		uint64_t tok = 0;
+		if (!p)
+			return -1;
+		uint64_t s = load(p, 8);
+		switch (in->mod) {
+		case MB_INIT:
+			store(p, 8, ptx_mbar_init(V(1)));
+			break;
+		case MB_ARRIVE:
+		case MB_ARRIVE_DROP: {
+			uint32_t cnt = in->nops > 2 && !in->to ? (uint32_t)V(2) : 1;
+			int64_t tx = in->to ? (int64_t)(uint32_t)V(2) : 0;
+			store(p, 8, ptx_mbar_arrive(s, cnt, tx, in->mod == MB_ARRIVE_DROP, &tok));
+			W(0, tok);
+			break;
+		}
+		case MB_EXPECT_TX:
+		case MB_COMPLETE_TX: {
+			int64_t tx = (int64_t)(uint32_t)V(1);
+			store(p, 8, ptx_mbar_arrive(s, 0, in->mod == MB_EXPECT_TX ? tx : -tx, false, &tok));
+			break;
+		}
+		case MB_TEST_WAIT:
+		case MB_TRY_WAIT: {
+			bool done = ptx_mbar_done(s, V(2), in->bop);
+			W(0, done);
+			wait |= !done;
+			break;
+		}
+		default: /* inval */
+			break;
+		}
+		END_LANES
+		return wait ? 1 : 0;
+	}
+	default:
+		return 0;
+	}
+}
+
 /* Runs warp w until it exits, reaches a barrier or faults. */
 static void run_warp(struct blk *b, struct warp *w)
 {
@@ -1158,8 +1408,9 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_FMA:
 			LANES
 			uint64_t a = V(1), c = V(2), d = V(3);
-			W(0, in->type == PT_F32 ? of32(fmaf(f32(a), f32(c), f32(d)))
-						: of64(fma(f64(a), f64(c), f64(d))));
+			W(0, in->type == PT_F32	      ? of32(fmaf(f32(a), f32(c), f32(d)))
+			     : ptx_is_half(in->type) ? ptx_half_op(OP_FMA, in->type, in->rnd, in->sat, a, c, d)
+						     : of64(fma(f64(a), f64(c), f64(d))));
 			END_LANES
 			break;
 		case OP_NEG:
@@ -1185,6 +1436,8 @@ static void run_warp(struct blk *b, struct warp *w)
 			LANES
 			bool t = compare(in->mod, in->type, V(1), V(2));
 			bool p = t, q = !t;
+			if (in->type == PT_F16X2 || in->type == PT_BF16X2)
+				setp_x2(in, V(1), V(2), &p, &q);
 			if (in->bop) {
 				bool c = V(3) != 0;
 				if (in->bop == B_AND)
@@ -1414,6 +1667,25 @@ static void run_warp(struct blk *b, struct warp *w)
 				continue;
 			}
 			break;
+		case OP_REDUX:
+		case OP_MATCH:
+		case OP_TEX:
+		case OP_TLD4:
+		case OP_SULD:
+		case OP_SUST:
+		case OP_TXQ:
+		case OP_SUQ:
+		case OP_CPASYNC:
+		case OP_MBAR: {
+			int r = mask ? run_ext(b, w, in, mask) : 0;
+			if (r < 0)
+				return;
+			if (r > 0) { /* waiting on others: let the block's other warps run */
+				advance(w);
+				return;
+			}
+			break;
+		}
 		case OP_TRAP:
 		default:
 			if (!mask)

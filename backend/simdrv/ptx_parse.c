@@ -15,6 +15,7 @@
  * know marks its kernel unsupported (by name) instead of failing the parse.
  */
 #include "ptx.h"
+#include "ptx_ext.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -98,6 +99,8 @@ static void unsup(struct parser *P, const char *what)
 	if (P->k && !P->k->unsupported[0])
 		snprintf(P->k->unsupported, sizeof P->k->unsupported, "%s", what[0] ? what : "?");
 }
+
+static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o);
 
 /* ---- lexer -------------------------------------------------------------------------- */
 
@@ -555,6 +558,33 @@ static bool reg_operand(struct parser *P, uint32_t *r)
 	return true;
 }
 
+/* ", {c0, c1, ...}" after a texture or surface handle: the coordinates,
+ * registers only, into o->v. */
+static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o)
+{
+	next(P);
+	if (!is(P, "{")) {
+		unsup(P, "texture coordinates");
+		return false;
+	}
+	next(P);
+	while (!is(P, "}")) {
+		if (o->n == 4 || !reg_operand(P, &o->v[o->n]) || o->v[o->n] == PTX_NOREG) {
+			unsup(P, "texture coordinates");
+			return false;
+		}
+		o->n++;
+		if (is(P, ","))
+			next(P);
+		else if (!is(P, "}")) {
+			unsup(P, "texture coordinates");
+			return false;
+		}
+	}
+	next(P);
+	return o->n > 0;
+}
+
 /* Parses one operand into o. immt: type for immediates; sp: the space
  * symbols resolve in (SP_RAW: their own). Returns false on text it cannot
  * read (the kernel is then unsupported, with the reason set). */
@@ -610,6 +640,8 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			o->imm += neg ? (uint64_t)0 - v : v;
 			next(P);
 		}
+		if (is(P, ",") && !ptx_ext_coords(P, o)) /* [handle, {coordinates}] */
+			return false;
 		if (!is(P, "]")) {
 			unsup(P, "address");
 			return false;
@@ -770,6 +802,16 @@ static const struct {
     {"prefetchu", OP_NOP},
     {"discard", OP_NOP},
     {"set", OP_SET},
+    {"redux", OP_REDUX},
+    {"match", OP_MATCH},
+    {"tex", OP_TEX},
+    {"tld4", OP_TLD4},
+    {"suld", OP_SULD},
+    {"sust", OP_SUST},
+    {"txq", OP_TXQ},
+    {"suq", OP_SUQ},
+    {"cp", OP_CPASYNC},
+    {"mbarrier", OP_MBAR},
 };
 
 static const char *const cmp_names[] = {"eq", "ne",  "lt",  "le",  "gt",  "ge",  "lo",  "ls",  "hi",
@@ -879,6 +921,8 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 				types[ntypes++] = t;
 			continue;
 		}
+		if (in->op >= OP_REDUX && ptx_ext_mod(in, m))
+			continue;
 		if (!strcmp(m, "global"))
 			in->space = PS_GLOBAL;
 		else if (!strcmp(m, "shared") || !strcmp(m, "shared::cta"))
@@ -971,9 +1015,7 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 		ok = false;
 	/* Types the interpreter does not compute with. */
 	for (int i = 0; ok && i < ntypes; i++)
-		if (types[i] == PT_F16X2 || types[i] == PT_BF16X2 || types[i] == PT_B128 ||
-		    ((types[i] == PT_F16 || types[i] == PT_BF16) && in->op != OP_CVT && in->op != OP_LD &&
-		     in->op != OP_ST && in->op != OP_MOV)) {
+		if (!ptx_ext_type_ok(in, types[i])) {
 			snprintf(what, sizeof what, "%s.%s", base, type_names[0].name);
 			for (size_t j = 0; j < sizeof type_names / sizeof *type_names; j++)
 				if (type_names[j].t == types[i])
@@ -1053,6 +1095,8 @@ static const char *check_insn(const struct ptx_insn *in)
 	    [OP_PRMT] = 4,  [OP_COPYSIGN] = 3, [OP_TESTP] = 2,      [OP_SET] = 3,  [OP_MUL24] = 3,
 	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0,
 	};
+	if (in->op >= OP_REDUX)
+		return ptx_ext_check(in);
 	if (in->op >= sizeof need)
 		return "opcode";
 	uint8_t n = need[in->op];
