@@ -273,7 +273,7 @@ bool sim_object_find_ptx(const struct CUctx_st *ctx, uint64_t id, int surface, s
 }
 
 static CUresult object_add(int surface, const struct xgpu_simk_texture *t, uint32_t tex_flags,
-			  uint32_t array_flags, uint64_t *id)
+			   uint32_t array_flags, uint64_t *id)
 {
 	struct CUctx_st *c;
 	CUresult r = sim_ctx_enter(&c, false);

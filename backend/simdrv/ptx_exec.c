@@ -1032,13 +1032,15 @@ static const uint8_t *ext_mem(void *arg, uint64_t a, uint32_t size)
 }
 
 /* The object handle h names, through a one-entry cache. */
-static bool ext_object(struct blk *b, uint64_t h, int surface, struct ptx_tex *t, uint64_t *last, int *last_kind)
+static bool ext_object(struct blk *b, uint64_t h, int surface, struct ptx_tex *t, uint64_t *last,
+		       int *last_kind)
 {
 	if (*last_kind == surface && *last == h)
 		return true;
 	if (!b->l->object || !b->l->object(b->l->arg, h, surface, t)) {
-		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, surface ? "surface access through a handle that is no surface"
-							     : "texture fetch through a handle that is no texture",
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS,
+		      surface ? "surface access through a handle that is no surface"
+			      : "texture fetch through a handle that is no texture",
 		      h, 0);
 		return false;
 	}
@@ -1053,7 +1055,8 @@ static uint8_t *ext_span(struct blk *b, const struct warp *w, int lane, uint8_t 
 			 bool write)
 {
 	if (!n || n > (1u << 24)) {
-		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, write ? "oversized write" : "oversized read", a, (uint32_t)n);
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, write ? "oversized write" : "oversized read", a,
+		      (uint32_t)n);
 		return NULL;
 	}
 	uint8_t *p = mem_ptr(b, w, lane, sp, a, 1, write);
@@ -1108,8 +1111,8 @@ static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uin
 		uint64_t c[4] = {0, 0, 0, 0}, out[4];
 		for (unsigned e = 0; e < in->o[1].n; e++)
 			c[e] = REG(in->o[1].v[e]);
-		if (!ptx_tex_fetch(&t, in->mod, in->op == OP_TLD4 ? in->bop : -1, in->type, in->type2, c, ext_mem, b,
-				   out)) {
+		if (!ptx_tex_fetch(&t, in->mod, in->op == OP_TLD4 ? in->bop : -1, in->type, in->type2, c,
+				   ext_mem, b, out)) {
 			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "texture read outside device memory", t.base, 0);
 			return -1;
 		}
@@ -1130,14 +1133,16 @@ static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uin
 			c[e] = REG(in->o[hi].v[e]);
 		uint64_t a = ptx_surf_addr(&t, in->mod, in->to, c, size * in->vec);
 		if (!a) {
-			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface access out of range", c[0], size * in->vec);
+			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface access out of range", c[0],
+			      size * in->vec);
 			return -1;
 		}
 		for (unsigned e = 0; e < in->vec; e++) {
 			uint32_t r = vo->k == PO_VEC ? vo->v[e] : vo->r;
 			uint8_t *p = a == 1 ? NULL : (uint8_t *)(uintptr_t)global_ptr(b, a + e * size, size);
 			if (a != 1 && !p) {
-				fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface outside device memory", a, size);
+				fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface outside device memory", a,
+				      size);
 				return -1;
 			}
 			if (hi)
@@ -1170,7 +1175,8 @@ static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uin
 			if (!d)
 				return -1;
 			if (src) {
-				const uint8_t *s = ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), src, false);
+				const uint8_t *s =
+				    ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), src, false);
 				if (!s)
 					return -1;
 				memmove(d, s, src);
@@ -1195,7 +1201,8 @@ static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uin
 			LANES
 			uint64_t n = V(2);
 			uint8_t *d = ext_span(b, w, L, PS_SHARED, opaddr(w, &in->o[0], L), n, true);
-			const uint8_t *s = d ? ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), n, false) : NULL;
+			const uint8_t *s =
+			    d ? ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), n, false) : NULL;
 			uint8_t *p = s ? ext_mbar(b, w, L, in, 3) : NULL;
 			uint64_t tok;
 			if (!p)

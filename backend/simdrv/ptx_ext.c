@@ -33,10 +33,13 @@ bool ptx_ext_mod(struct ptx_insn *in, const char *m)
 	static const char *const red[] = {"add", "min", "max", "exch", "cas", "and", "or", "xor"};
 	static const char *const geo[] = {"", "1d", "2d", "3d", "a1d", "a2d", "cube", "acube"};
 	static const char *const su[] = {"trap", "clamp", "zero"};
-	static const char *const q[] = {
-	    "width",	    "height",	      "depth",	     "channel_data_type", "channel_order", "normalized_coords",
-	    "filter_mode", "addr_mode_0", "addr_mode_1", "addr_mode_2",	     "array_size",    "num_mipmap_levels"};
-	static const char *const mb[] = {"init",	"arrive",   "arrive_drop",   "expect_tx", "complete_tx",
+	static const char *const q[] = {"width",         "height",
+					"depth",         "channel_data_type",
+					"channel_order", "normalized_coords",
+					"filter_mode",   "addr_mode_0",
+					"addr_mode_1",   "addr_mode_2",
+					"array_size",    "num_mipmap_levels"};
+	static const char *const mb[] = {"init",      "arrive",   "arrive_drop",   "expect_tx", "complete_tx",
 					 "test_wait", "try_wait", "pending_count", "inval"};
 	uint8_t v;
 	switch (in->op) {
@@ -175,8 +178,8 @@ static bool is_handle(const struct ptx_opnd *o, unsigned n)
 
 static unsigned dims(uint8_t g)
 {
-	static const uint8_t d[] = {[G_1D] = 1, [G_2D] = 2, [G_3D] = 3, [G_A1D] = 2,
-				    [G_A2D] = 3, [G_CUBE] = 3, [G_ACUBE] = 4};
+	static const uint8_t d[] = {
+	    [G_1D] = 1, [G_2D] = 2, [G_3D] = 3, [G_A1D] = 2, [G_A2D] = 3, [G_CUBE] = 3, [G_ACUBE] = 4};
 	return g < sizeof d ? d[g] : 0;
 }
 
@@ -240,7 +243,8 @@ const char *ptx_ext_check(const struct ptx_insn *in)
 			return "cp";
 		switch (in->mod) {
 		case CA_COPY:
-			if (n < 3 || !plain_addr(&in->o[0]) || !plain_addr(&in->o[1]) || in->o[2].k != PO_IMM ||
+			if (n < 3 || !plain_addr(&in->o[0]) || !plain_addr(&in->o[1]) ||
+			    in->o[2].k != PO_IMM ||
 			    (in->o[2].imm != 4 && in->o[2].imm != 8 && in->o[2].imm != 16) ||
 			    (n > 3 && !is_val(&in->o[3])))
 				return "cp.async operands";
@@ -261,7 +265,8 @@ const char *ptx_ext_check(const struct ptx_insn *in)
 		case MB_INIT:
 		case MB_EXPECT_TX:
 		case MB_COMPLETE_TX:
-			return n == 2 && plain_addr(&in->o[0]) && is_val(&in->o[1]) ? NULL : "mbarrier operands";
+			return n == 2 && plain_addr(&in->o[0]) && is_val(&in->o[1]) ? NULL
+										    : "mbarrier operands";
 		case MB_ARRIVE:
 		case MB_ARRIVE_DROP:
 			if (n < 2 || n > 3 || !is_reg(&in->o[0]) || !plain_addr(&in->o[1]) ||

@@ -18,13 +18,34 @@ enum { G_NONE, G_1D, G_2D, G_3D, G_A1D, G_A2D, G_CUBE, G_ACUBE };
 /* Surface out-of-range modes (suld/sust: insn.to). */
 enum { SU_TRAP, SU_CLAMP, SU_ZERO };
 /* txq/suq queries (insn.mod). */
-enum { Q_WIDTH, Q_HEIGHT, Q_DEPTH, Q_CHANNEL_TYPE, Q_CHANNEL_ORDER, Q_NORMALIZED, Q_FILTER, Q_ADDR0, Q_ADDR1,
-       Q_ADDR2, Q_ARRAY_SIZE, Q_MIPLEVELS };
+enum {
+	Q_WIDTH,
+	Q_HEIGHT,
+	Q_DEPTH,
+	Q_CHANNEL_TYPE,
+	Q_CHANNEL_ORDER,
+	Q_NORMALIZED,
+	Q_FILTER,
+	Q_ADDR0,
+	Q_ADDR1,
+	Q_ADDR2,
+	Q_ARRAY_SIZE,
+	Q_MIPLEVELS
+};
 /* cp.async forms (insn.mod). */
 enum { CA_COPY, CA_COMMIT, CA_WAIT, CA_MBAR_ARRIVE, CA_BULK };
 /* mbarrier operations (insn.mod). */
-enum { MB_INIT, MB_ARRIVE, MB_ARRIVE_DROP, MB_EXPECT_TX, MB_COMPLETE_TX, MB_TEST_WAIT, MB_TRY_WAIT,
-       MB_PENDING, MB_INVAL };
+enum {
+	MB_INIT,
+	MB_ARRIVE,
+	MB_ARRIVE_DROP,
+	MB_EXPECT_TX,
+	MB_COMPLETE_TX,
+	MB_TEST_WAIT,
+	MB_TRY_WAIT,
+	MB_PENDING,
+	MB_INVAL
+};
 
 /* Decoder hooks: a modifier of one of these opcodes (true: taken), whether
  * the instruction may compute with type t, and its operand check (NULL: fine). */
@@ -42,7 +63,8 @@ void ptx_match(bool all, uint8_t type, uint32_t mask, const uint64_t v[32], cons
 /* Half types (f16, f16x2, bf16, bf16x2): op (OP_ADD, OP_SUB, OP_MUL, OP_FMA,
  * OP_MAD, OP_MIN, OP_MAX, OP_NEG, OP_ABS) on a, b, c as register bits. */
 bool ptx_is_half(uint8_t t) PTX_EXT;
-uint64_t ptx_half_op(uint8_t op, uint8_t t, uint8_t rnd, bool sat, uint64_t a, uint64_t b, uint64_t c) PTX_EXT;
+uint64_t ptx_half_op(uint8_t op, uint8_t t, uint8_t rnd, bool sat, uint64_t a, uint64_t b,
+		     uint64_t c) PTX_EXT;
 
 /* Reads size bytes of device memory at addr, or NULL when outside it. */
 typedef const uint8_t *(*ptx_mem_fn)(void *arg, uint64_t addr, uint32_t size);
@@ -54,7 +76,8 @@ bool ptx_tex_fetch(const struct ptx_tex *t, uint8_t g, int comp, uint8_t dt, uin
 		   ptx_mem_fn mem, void *arg, uint64_t out[4]) PTX_EXT;
 /* The byte address suld.b/sust.b reach for coordinates c (x in bytes), or
  * 1 for out of range under .zero (nothing read, zeros), 0 under .trap. */
-uint64_t ptx_surf_addr(const struct ptx_tex *t, uint8_t g, uint8_t mode, const uint64_t c[4], uint32_t size) PTX_EXT;
+uint64_t ptx_surf_addr(const struct ptx_tex *t, uint8_t g, uint8_t mode, const uint64_t c[4],
+		       uint32_t size) PTX_EXT;
 uint64_t ptx_tex_query(const struct ptx_tex *t, uint8_t q) PTX_EXT;
 
 /* mbarrier state word (64 bits in shared memory) transitions. */

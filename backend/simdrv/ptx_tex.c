@@ -24,7 +24,9 @@ struct texel {
 static float half_f(uint16_t h)
 {
 	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-	float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 0x400), e - 25);
+	float v = e == 0    ? ldexpf((float)m, -24)
+		  : e == 31 ? (m ? NAN : INFINITY)
+			    : ldexpf((float)(m | 0x400), e - 25);
 	return (h & 0x8000) ? -v : v;
 }
 

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* test_ptx_ext.c - unit tests of the PTX interpreter's larger instruction
+ * families (backend/simdrv/ptx_ext.c, ptx_half.c, ptx_tex.c): redux and
+ * match over member masks (with divergence), f16/bf16 arithmetic against
+ * hand-computed bit patterns, texture fetches and surface loads/stores over
+ * objects the launch resolves (and faults for a handle that names none),
+ * cp.async and mbarrier phases across warps. Each kernel is hand-written
+ * PTX of the shape nvcc emits, run over host memory and checked against a
+ * reference computed here.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "simdrv/ptx.h"
+
+#define HDR ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+static struct ptx_module *parse_ok(const char *text)
+{
+	struct ptx_module *m = NULL;
+	char err[160];
+	int rc = ptx_parse(text, strlen(text), NULL, NULL, &m, err, sizeof err);
+	if (rc)
+		fprintf(stderr, "parse: %s\n", err);
+	assert_int_equal(rc, 0);
+	assert_non_null(m);
+	return m;
+}
+
+static const struct ptx_kernel *kernel(const struct ptx_module *m, const char *name)
+{
+	const struct ptx_kernel *k = ptx_find(m, name);
+	assert_non_null(k);
+	if (k->unsupported[0])
+		fprintf(stderr, "%s: unsupported: %s\n", name, k->unsupported);
+	assert_int_equal(k->unsupported[0], 0);
+	return k;
+}
+
+/* Objects the launch knows: handle 0x7e0 + i is objs[i]; surfaces 0x5f0 + i. */
+static struct ptx_tex objs[4];
+static bool lookup(void *arg, uint64_t h, int surface, struct ptx_tex *out)
+{
+	(void)arg;
+	uint64_t b = surface ? 0x5f0 : 0x7e0;
+	if (h < b || h >= b + 4 || !objs[h - b].width)
+		return false;
+	*out = objs[h - b];
+	return true;
+}
+
+static CUresult run(const struct ptx_kernel *k, uint32_t grid, uint32_t block, const void *params,
+		    uint32_t pbytes, struct ptx_region *mem, size_t nmem)
+{
+	struct ptx_launch l = {
+	    .grid = {grid, 1, 1},
+	    .block = {block, 1, 1},
+	    .params = params,
+	    .param_bytes = pbytes,
+	    .mem = mem,
+	    .nmem = nmem,
+	    .object = lookup,
+	};
+	CUresult r = ptx_run(k, &l);
+	if (r)
+		fprintf(stderr, "ptx_run: %d: %s\n", (int)r, l.fault);
+	return r;
+}
+
+/* ---- redux / match ------------------------------------------------------------------ */
+
+/* out[4 tid + 0..3]: redux.add over the lanes of the same parity, redux.min.s32
+ * of (16 - lane) over them, match.any of lane / 4 over all, and redux.or of
+ * 1 << lane over lanes < 20 only (a divergent branch). */
+static const char warp_ptx[] = HDR ".visible .entry warp(.param .u64 out)\n{\n"
+				   "\t.reg .pred %p<3>;\n\t.reg .b32 %r<20>;\n\t.reg .b64 %rd<4>;\n"
+				   "\tld.param.u64 %rd1, [out];\n"
+				   "\tmov.u32 %r1, %tid.x;\n"
+				   "\tmov.u32 %r2, %laneid;\n"
+				   "\tmul.wide.u32 %rd2, %r1, 16;\n"
+				   "\tadd.s64 %rd3, %rd1, %rd2;\n"
+				   "\tand.b32 %r3, %r2, 1;\n"
+				   "\tsetp.eq.u32 %p1, %r3, 1;\n"
+				   "\tselp.b32 %r4, -1431655766, 1431655765, %p1;\n"
+				   "\tmad.lo.s32 %r5, %r2, 3, 1;\n"
+				   "\tredux.sync.add.s32 %r6, %r5, %r4;\n"
+				   "\tst.global.u32 [%rd3], %r6;\n"
+				   "\tsub.s32 %r7, 16, %r2;\n"
+				   "\tredux.sync.min.s32 %r8, %r7, %r4;\n"
+				   "\tst.global.u32 [%rd3+4], %r8;\n"
+				   "\tshr.u32 %r9, %r2, 2;\n"
+				   "\tmatch.any.sync.b32 %r10, %r9, -1;\n"
+				   "\tst.global.u32 [%rd3+8], %r10;\n"
+				   "\tmov.u32 %r11, 0;\n"
+				   "\tsetp.ge.u32 %p2, %r2, 20;\n"
+				   "\t@%p2 bra $L__skip;\n"
+				   "\tshl.b32 %r12, 1, %r2;\n"
+				   "\tredux.sync.or.b32 %r11, %r12, 1048575;\n"
+				   "$L__skip:\n"
+				   "\tst.global.u32 [%rd3+12], %r11;\n"
+				   "\tret;\n}\n";
+
+static void test_redux_match(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(warp_ptx);
+	const struct ptx_kernel *k = kernel(m, "warp");
+	enum { T = 64 };
+	static uint32_t out[T * 4];
+	memset(out, 0xee, sizeof out);
+	struct ptx_region mem[1] = {{0x10000, sizeof out, (uint8_t *)out}};
+	uint64_t p = 0x10000;
+	assert_int_equal(run(k, 1, T, &p, 8, mem, 1), CUDA_SUCCESS);
+	for (uint32_t t = 0; t < T; t++) {
+		uint32_t lane = t % 32, sum = 0;
+		int32_t mn = INT32_MAX;
+		for (uint32_t j = lane & 1; j < 32; j += 2) {
+			sum += j * 3 + 1;
+			if (16 - (int32_t)j < mn)
+				mn = 16 - (int32_t)j;
+		}
+		assert_int_equal(out[t * 4], sum);
+		assert_int_equal((int32_t)out[t * 4 + 1], mn);
+		assert_int_equal(out[t * 4 + 2], 0xfu << (lane & ~3u));
+		assert_int_equal(out[t * 4 + 3], lane < 20 ? 0xfffffu : 0);
+	}
+	ptx_free(m);
+}
+
+/* ---- half precision ---------------------------------------------------------------- */
+
+/* out[i] = op(a[i], b[i], c[i]) for ops in a fixed order, each on b32 regs. */
+static const char half_ptx[] =
+    HDR ".visible .entry half(.param .u64 in, .param .u64 out)\n{\n"
+	"\t.reg .pred %p<3>;\n\t.reg .b16 %h<8>;\n\t.reg .b32 %r<20>;\n\t.reg .b64 %rd<4>;\n"
+	"\tld.param.u64 %rd1, [in];\n"
+	"\tld.param.u64 %rd2, [out];\n"
+	"\tld.global.u32 %r1, [%rd1];\n"
+	"\tld.global.u32 %r2, [%rd1+4];\n"
+	"\tld.global.u32 %r3, [%rd1+8];\n"
+	"\tadd.f16x2 %r4, %r1, %r2;\n"
+	"\tst.global.u32 [%rd2], %r4;\n"
+	"\tmul.rn.f16x2 %r5, %r1, %r2;\n"
+	"\tst.global.u32 [%rd2+4], %r5;\n"
+	"\tfma.rn.f16x2 %r6, %r1, %r2, %r3;\n"
+	"\tst.global.u32 [%rd2+8], %r6;\n"
+	"\tsub.bf16x2 %r7, %r1, %r2;\n"
+	"\tst.global.u32 [%rd2+12], %r7;\n"
+	"\tsetp.lt.f16x2 %p1|%p2, %r1, %r2;\n"
+	"\tselp.u32 %r8, 1, 0, %p1;\n"
+	"\tselp.u32 %r9, 2, 0, %p2;\n"
+	"\tor.b32 %r10, %r8, %r9;\n"
+	"\tst.global.u32 [%rd2+16], %r10;\n"
+	"\tmov.b32 {%h1, %h2}, %r1;\n"
+	"\tmov.b32 {%h3, %h4}, %r2;\n"
+	"\tneg.f16 %h5, %h1;\n"
+	"\tmax.f16 %h6, %h2, %h4;\n"
+	"\tmov.b32 %r11, {%h5, %h6};\n"
+	"\tst.global.u32 [%rd2+20], %r11;\n"
+	"\tmul.bf16 %h7, %h1, %h3;\n"
+	"\tst.global.u16 [%rd2+24], %h7;\n"
+	"\tret;\n}\n";
+
+static void test_half(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(half_ptx);
+	const struct ptx_kernel *k = kernel(m, "half");
+	struct {
+		uint32_t a, b, c;
+		uint32_t add, mul, fma, lt, negmax;
+	} cases[] = {
+	    /* lo: 1 + 2, 1 * 2, fma(1, 2, 0.5), hi: the same of 1.5, 2.5, 0.5 */
+	    {0x3e003c00, 0x41004000, 0x38003800, 0x44004200, 0x43804000, 0x44404100, 3, 0x4100bc00},
+	    /* lo: 2048 + 1 ties to even (2048); hi: 2048 + 3 ties to even (2052) */
+	    {0x68006800, 0x42003c00, 0, 0x68026800, 0x6e006800, 0x6e006800, 0, 0x6800e800},
+	    /* lo: NaN (canonical result, compares false); hi: 65504 + 2 rounds
+	     * back, 65504 * 2 overflows to infinity */
+	    {0x7bff7e00, 0x40003c00, 0, 0x7bff7fff, 0x7c007fff, 0x7c007fff, 0, 0x7bfffe00},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		uint32_t in[3] = {cases[i].a, cases[i].b, cases[i].c}, out[7] = {0};
+		struct ptx_region mem[2] = {{0x10000, sizeof in, (uint8_t *)in},
+					    {0x20000, sizeof out, (uint8_t *)out}};
+		uint64_t p[2] = {0x10000, 0x20000};
+		assert_int_equal(run(k, 1, 1, p, 16, mem, 2), CUDA_SUCCESS);
+		assert_int_equal(out[0], cases[i].add);
+		assert_int_equal(out[1], cases[i].mul);
+		assert_int_equal(out[2], cases[i].fma);
+		assert_int_equal(out[4], cases[i].lt);
+		assert_int_equal(out[5], cases[i].negmax);
+		/* bf16: reference in float, which holds bf16 sums and products of
+		 * these exactly before the one rounding. */
+		for (int h = 0; h < 2; h++) {
+			uint32_t ua = (cases[i].a >> (16 * h) & 0xffff) << 16,
+				 ub = (cases[i].b >> (16 * h) & 0xffff) << 16;
+			float fa, fb;
+			memcpy(&fa, &ua, 4);
+			memcpy(&fb, &ub, 4);
+			double d = (double)fa - (double)fb, pr = (double)fa * (double)fb;
+			float r = (float)d, q = (float)pr;
+			uint32_t ur, uq;
+			memcpy(&ur, &r, 4);
+			memcpy(&uq, &q, 4);
+			/* round to nearest even at bit 16 */
+			uint32_t exp = isnan(r) ? 0x7fff : (ur + 0x7fff + (ur >> 16 & 1)) >> 16;
+			uint32_t expq = isnan(q) ? 0x7fff : (uq + 0x7fff + (uq >> 16 & 1)) >> 16;
+			assert_int_equal(out[3] >> (16 * h) & 0xffff, exp);
+			if (h == 0)
+				assert_int_equal(out[6] & 0xffff, expq);
+		}
+	}
+	ptx_free(m);
+}
+
+/* ---- textures and surfaces ------------------------------------------------------------ */
+
+/* out[tid]: four results of one fetch per kernel, coordinates from in. */
+#define TEXK(name, insn, ncrd)                                                                               \
+	".visible .entry " name "(.param .u64 h, .param .u64 in, .param .u64 out)\n{\n"                      \
+	"\t.reg .f32 %f<12>;\n\t.reg .b32 %r<12>;\n\t.reg .b64 %rd<8>;\n"                                    \
+	"\tld.param.u64 %rd1, [h];\n"                                                                        \
+	"\tld.param.u64 %rd2, [in];\n"                                                                       \
+	"\tld.param.u64 %rd3, [out];\n"                                                                      \
+	"\tmov.u32 %r1, %tid.x;\n"                                                                           \
+	"\tmul.wide.u32 %rd4, %r1, 16;\n"                                                                    \
+	"\tadd.s64 %rd5, %rd2, %rd4;\n"                                                                      \
+	"\tadd.s64 %rd6, %rd3, %rd4;\n"                                                                      \
+	"\tld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd5];\n"                                                 \
+	"\tld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd5];\n" insn                                            \
+	"\tst.global.v4.f32 [%rd6], {%f5, %f6, %f7, %f8};\n"                                                 \
+	"\tret;\n}\n"
+
+static const char tex_ptx[] =
+    HDR TEXK("t2d", "\ttex.2d.v4.f32.f32 {%f5, %f6, %f7, %f8}, [%rd1, {%f1, %f2}];\n", 2)
+	TEXK("t1di",
+	     "\ttex.1d.v4.s32.s32 {%r6, %r7, %r8, %r9}, [%rd1, {%r2}];\n"
+	     "\tmov.b32 %f5, %r6;\n\tmov.b32 %f6, %r7;\n\tmov.b32 %f7, %r8;\n\tmov.b32 %f8, %r9;\n",
+	     1) TEXK("g2d", "\ttld4.r.2d.v4.f32.f32 {%f5, %f6, %f7, %f8}, [%rd1, {%f1, %f2}];\n", 2)
+	    TEXK("a2d", "\ttex.a2d.v4.f32.f32 {%f5, %f6, %f7, %f8}, [%rd1, {%r2, %f2, %f3, %f3}];\n", 3)
+		TEXK("q",
+		     "\ttxq.width.b32 %r6, [%rd1];\n\ttxq.height.b32 %r7, [%rd1];\n"
+		     "\tmov.b32 %f5, %r6;\n\tmov.b32 %f6, %r7;\n\tmov.b32 %f7, %r6;\n\tmov.b32 %f8, %r7;\n",
+		     0);
+
+static float texels[2][4][4]; /* two layers of 4 x 4 */
+
+static void fetch(const struct ptx_kernel *k, uint64_t h, float crd[][4], float res[][4], int n,
+		  CUresult want)
+{
+	static float out[16][4];
+	memset(out, 0, sizeof out);
+	struct ptx_region mem[3] = {{0x10000, sizeof texels, (uint8_t *)texels},
+				    {0x20000, 16 * 16, (uint8_t *)crd},
+				    {0x30000, sizeof out, (uint8_t *)out}};
+	uint64_t p[3] = {h, 0x20000, 0x30000};
+	assert_int_equal(run(k, 1, (uint32_t)n, p, 24, mem, 3), want);
+	memcpy(res, out, (size_t)n * 16);
+}
+
+static void test_tex(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(tex_ptx);
+	for (int l = 0; l < 2; l++)
+		for (int y = 0; y < 4; y++)
+			for (int x = 0; x < 4; x++)
+				texels[l][y][x] = (float)(100 * l + 10 * y + x);
+	objs[0] = (struct ptx_tex){.base = 0x10000,
+				   .pitch = 16,
+				   .slice = 64,
+				   .width = 4,
+				   .height = 4,
+				   .depth = 1,
+				   .format = CU_AD_FORMAT_FLOAT,
+				   .channels = 1,
+				   .element_bytes = 4,
+				   .address_mode = {CU_TR_ADDRESS_MODE_CLAMP, CU_TR_ADDRESS_MODE_CLAMP}};
+	float crd[16][4], res[16][4];
+	/* Point sampling, unnormalized, clamped. */
+	const struct ptx_kernel *t2d = kernel(m, "t2d");
+	float pts[][3] = {{0.5f, 0.5f, 0}, {3.9f, 1.2f, 13}, {-5, 2.5f, 20}, {9, 9, 33}};
+	for (int i = 0; i < 4; i++)
+		crd[i][0] = pts[i][0], crd[i][1] = pts[i][1];
+	fetch(t2d, 0x7e0, crd, res, 4, CUDA_SUCCESS);
+	for (int i = 0; i < 4; i++) {
+		assert_true(res[i][0] == pts[i][2]);
+		assert_true(res[i][1] == 0 && res[i][2] == 0);
+	}
+	/* Linear filtering: halfway between texels (1,1) and (2,1), then a
+	 * bilinear point; border outside. */
+	objs[0].linear_filter = true;
+	crd[0][0] = 2.0f, crd[0][1] = 1.5f;
+	crd[1][0] = 1.75f, crd[1][1] = 2.25f;
+	fetch(t2d, 0x7e0, crd, res, 2, CUDA_SUCCESS);
+	assert_true(fabsf(res[0][0] - 11.5f) < 1e-5f);
+	assert_true(fabsf(res[1][0] - (1.25f + 17.5f)) < 1e-4f); /* x 1.25, y 1.75 */
+	/* Normalized coordinates with wrap, point sampled. */
+	objs[0].linear_filter = false;
+	objs[0].normalized = true;
+	objs[0].address_mode[0] = objs[0].address_mode[1] = CU_TR_ADDRESS_MODE_WRAP;
+	crd[0][0] = 1.3f, crd[0][1] = -0.2f; /* x 0.3 -> 1, y 0.8 -> 3 */
+	fetch(t2d, 0x7e0, crd, res, 1, CUDA_SUCCESS);
+	assert_true(res[0][0] == 31);
+	/* Border: the border colour. */
+	objs[0].normalized = false;
+	objs[0].address_mode[0] = objs[0].address_mode[1] = CU_TR_ADDRESS_MODE_BORDER;
+	objs[0].border[0] = -7;
+	crd[0][0] = -0.5f, crd[0][1] = 1;
+	fetch(t2d, 0x7e0, crd, res, 1, CUDA_SUCCESS);
+	assert_true(res[0][0] == -7);
+	/* A handle that names no texture faults. */
+	fetch(t2d, 0x7e3, crd, res, 1, CUDA_ERROR_ILLEGAL_ADDRESS);
+	fetch(t2d, 0, crd, res, 1, CUDA_ERROR_ILLEGAL_ADDRESS);
+
+	/* u8 texels read as normalized floats, and as integers by index. */
+	static const uint8_t u8[8] = {0, 51, 255, 7, 1, 2, 3, 4};
+	memcpy(texels, u8, sizeof u8);
+	objs[1] = (struct ptx_tex){.base = 0x10000,
+				   .pitch = 8,
+				   .width = 2,
+				   .height = 1,
+				   .depth = 1,
+				   .format = CU_AD_FORMAT_UNSIGNED_INT8,
+				   .channels = 4,
+				   .element_bytes = 4};
+	crd[0][0] = 0.5f, crd[0][1] = 0;
+	fetch(t2d, 0x7e1, crd, res, 1, CUDA_SUCCESS);
+	assert_true(res[0][0] == 0 && fabsf(res[0][1] - 0.2f) < 1e-6f && res[0][2] == 1.0f);
+	objs[1].read_int = true;
+	uint32_t idx[2][4] = {{1, 0, 0, 0}, {5, 0, 0, 0}};
+	fetch(kernel(m, "t1di"), 0x7e1, (float(*)[4])idx, res, 2, CUDA_SUCCESS);
+	uint32_t got[4];
+	memcpy(got, res[0], 16);
+	assert_true(got[0] == 1 && got[1] == 2 && got[2] == 3 && got[3] == 4);
+	memcpy(got, res[1], 16);
+	assert_true(got[0] == 1 && got[3] == 4); /* clamped to the last texel */
+
+	/* tld4 gathers the footprint's red channel. */
+	for (int y = 0; y < 4; y++)
+		for (int x = 0; x < 4; x++)
+			texels[0][y][x] = (float)(10 * y + x);
+	objs[0].address_mode[0] = objs[0].address_mode[1] = CU_TR_ADDRESS_MODE_CLAMP;
+	crd[0][0] = 2.0f, crd[0][1] = 2.0f; /* footprint x 1..2, y 1..2 */
+	fetch(kernel(m, "g2d"), 0x7e0, crd, res, 1, CUDA_SUCCESS);
+	assert_true(res[0][0] == 21 && res[0][1] == 22 && res[0][2] == 12 && res[0][3] == 11);
+
+	/* Layered: layer 1 of two. */
+	for (int l = 0; l < 2; l++)
+		for (int y = 0; y < 4; y++)
+			for (int x = 0; x < 4; x++)
+				texels[l][y][x] = (float)(100 * l + 10 * y + x);
+	objs[0].depth = 2;
+	objs[0].layered = true;
+	uint32_t one = 1;
+	memcpy(&crd[0][0], &one, 4);
+	crd[0][1] = 2.5f, crd[0][2] = 3.5f;
+	fetch(kernel(m, "a2d"), 0x7e0, crd, res, 1, CUDA_SUCCESS);
+	assert_true(res[0][0] == 132);
+
+	fetch(kernel(m, "q"), 0x7e0, crd, res, 1, CUDA_SUCCESS);
+	memcpy(got, res[0], 16);
+	assert_true(got[0] == 4 && got[1] == 4);
+	ptx_free(m);
+}
+
+/* Each thread x, y: reads byte column 4 x of row y, stores it plus 1 to the
+ * second surface; .trap outside, .zero reads zero. */
+static const char surf_ptx[] = HDR ".visible .entry surf(.param .u64 s, .param .u64 d, .param .u32 off)\n{\n"
+				   "\t.reg .b32 %r<12>;\n\t.reg .b64 %rd<4>;\n"
+				   "\tld.param.u64 %rd1, [s];\n"
+				   "\tld.param.u64 %rd2, [d];\n"
+				   "\tld.param.u32 %r9, [off];\n"
+				   "\tmov.u32 %r1, %tid.x;\n"
+				   "\tmov.u32 %r2, %tid.y;\n"
+				   "\tshl.b32 %r3, %r1, 2;\n"
+				   "\tadd.s32 %r3, %r3, %r9;\n"
+				   "\tsuld.b.2d.b32.zero {%r4}, [%rd1, {%r3, %r2}];\n"
+				   "\tadd.s32 %r5, %r4, 1;\n"
+				   "\tsust.b.2d.b32.trap [%rd2, {%r3, %r2}], {%r5};\n"
+				   "\tsuq.width.b32 %r6, [%rd1];\n"
+				   "\tret;\n}\n";
+
+static void test_surf(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(surf_ptx);
+	const struct ptx_kernel *k = kernel(m, "surf");
+	static uint32_t a[3][4], b[3][4];
+	for (int y = 0; y < 3; y++)
+		for (int x = 0; x < 4; x++)
+			a[y][x] = (uint32_t)(10 * y + x);
+	memset(b, 0, sizeof b);
+	memset(objs, 0, sizeof objs);
+	struct ptx_tex s = {.pitch = 16,
+			    .slice = 48,
+			    .width = 4,
+			    .height = 3,
+			    .depth = 1,
+			    .format = CU_AD_FORMAT_UNSIGNED_INT32,
+			    .channels = 1,
+			    .element_bytes = 4};
+	objs[0] = s, objs[0].base = 0x10000;
+	objs[1] = s, objs[1].base = 0x20000;
+	struct ptx_region mem[2] = {{0x10000, sizeof a, (uint8_t *)a}, {0x20000, sizeof b, (uint8_t *)b}};
+	uint64_t p[3] = {0x5f0, 0x5f1, 0};
+	struct ptx_launch l = {.grid = {1, 1, 1},
+			       .block = {4, 3, 1},
+			       .params = (const uint8_t *)p,
+			       .param_bytes = 20,
+			       .mem = mem,
+			       .nmem = 2,
+			       .object = lookup};
+	assert_int_equal(ptx_run(k, &l), CUDA_SUCCESS);
+	for (int y = 0; y < 3; y++)
+		for (int x = 0; x < 4; x++)
+			assert_int_equal(b[y][x], a[y][x] + 1);
+	/* Shifted by one element: the last column's store is outside, .trap. */
+	p[2] = 4;
+	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_ILLEGAL_ADDRESS);
+	/* A texture handle is no surface. */
+	p[2] = 0;
+	p[0] = 0x7e0;
+	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_ILLEGAL_ADDRESS);
+	ptx_free(m);
+}
+
+/* ---- cp.async and mbarrier -------------------------------------------------------------- */
+
+/* 64 threads: each copies in[tid] to shared with cp.async (odd threads with
+ * src-size 0: zero-filled), waits, then thread 0 inits an mbarrier for 64,
+ * everyone arrives and waits for the phase; warp 1 sleeps on the barrier
+ * while warp 0 has not arrived. Then thread 0 bulk-copies 256 bytes
+ * guarded by the barrier's transaction count (phase 1). out[tid]: the
+ * neighbour's shared value (after the barrier) plus the bulk copy's word. */
+static const char async_ptx[] =
+    HDR ".visible .entry async(.param .u64 in, .param .u64 out)\n{\n"
+	"\t.reg .pred %p<4>;\n\t.reg .b32 %r<20>;\n\t.reg .b64 %rd<12>;\n"
+	"\t.shared .align 16 .b8 sm[256];\n"
+	"\t.shared .align 16 .b8 bulk[256];\n"
+	"\t.shared .align 8 .b64 bar;\n"
+	"\tld.param.u64 %rd1, [in];\n"
+	"\tld.param.u64 %rd2, [out];\n"
+	"\tmov.u32 %r1, %tid.x;\n"
+	"\tmul.wide.u32 %rd3, %r1, 4;\n"
+	"\tadd.s64 %rd4, %rd1, %rd3;\n"
+	"\tmov.u32 %r2, sm;\n"
+	"\tshl.b32 %r3, %r1, 2;\n"
+	"\tadd.s32 %r4, %r2, %r3;\n"
+	"\tand.b32 %r5, %r1, 1;\n"
+	"\txor.b32 %r5, %r5, 1;\n"
+	"\tshl.b32 %r5, %r5, 2;\n"
+	"\tcp.async.ca.shared.global [%r4], [%rd4], 4, %r5;\n"
+	"\tcp.async.commit_group;\n"
+	"\tcp.async.wait_group 0;\n"
+	"\tmov.u32 %r6, bar;\n"
+	"\tsetp.ne.s32 %p1, %r1, 0;\n"
+	"\t@%p1 bra $L__a;\n"
+	"\tmbarrier.init.shared.b64 [%r6], 64;\n"
+	"$L__a:\n"
+	"\tbar.sync 0;\n"
+	"\tsetp.lt.u32 %p2, %r1, 32;\n"
+	"\t@%p2 bra $L__arrive;\n"
+	"\tmbarrier.arrive.shared.b64 %rd5, [%r6];\n"
+	"\tbra.uni $L__wait;\n"
+	"$L__arrive:\n"
+	"\tmbarrier.arrive.shared.b64 %rd5, [%r6];\n"
+	"$L__wait:\n"
+	"\tmbarrier.try_wait.shared.b64 %p3, [%r6], %rd5;\n"
+	"\t@!%p3 bra $L__wait;\n"
+	"\txor.b32 %r7, %r1, 1;\n"
+	"\tshl.b32 %r7, %r7, 2;\n"
+	"\tadd.s32 %r7, %r2, %r7;\n"
+	"\tld.shared.u32 %r8, [%r7];\n"
+	/* phase 1: thread 0 arrives with 256 expected bytes and copies them */
+	"\t@%p1 bra $L__b;\n"
+	"\tmbarrier.arrive.expect_tx.shared.b64 %rd6, [%r6], 256;\n"
+	"\tmov.u32 %r9, bulk;\n"
+	"\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r9], [%rd1], 256, [%r6];\n"
+	"\tbra.uni $L__c;\n"
+	"$L__b:\n"
+	"\tmbarrier.arrive.shared.b64 %rd6, [%r6];\n"
+	"$L__c:\n"
+	"\tmbarrier.try_wait.parity.shared.b64 %p3, [%r6], 1;\n"
+	"\t@!%p3 bra $L__c;\n"
+	"\tmov.u32 %r10, bulk;\n"
+	"\tadd.s32 %r10, %r10, %r3;\n"
+	"\tld.shared.u32 %r11, [%r10];\n"
+	"\tadd.s32 %r8, %r8, %r11;\n"
+	"\tadd.s64 %rd7, %rd2, %rd3;\n"
+	"\tst.global.u32 [%rd7], %r8;\n"
+	"\tret;\n}\n";
+
+static void test_async(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(async_ptx);
+	const struct ptx_kernel *k = kernel(m, "async");
+	static uint32_t in[64], out[64];
+	for (int i = 0; i < 64; i++)
+		in[i] = (uint32_t)(1000 + i);
+	struct ptx_region mem[2] = {{0x10000, sizeof in, (uint8_t *)in},
+				    {0x20000, sizeof out, (uint8_t *)out}};
+	uint64_t p[2] = {0x10000, 0x20000};
+	assert_int_equal(run(k, 2, 64, p, 16, mem, 2), CUDA_SUCCESS);
+	for (uint32_t t = 0; t < 64; t++) {
+		uint32_t nb = t ^ 1, sh = (nb & 1) ? 0 : in[nb];
+		assert_int_equal(out[t], sh + in[t]);
+	}
+	ptx_free(m);
+}
+
+/* What it still refuses, it refuses by name at load. */
+static void test_refused(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(
+	    HDR ".visible .entry g(.param .u64 h)\n{\n\t.reg .f32 %f<9>;\n\t.reg .b64 %rd<2>;\n"
+		"\ttex.grad.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f6}], {%f7, %f8}, {%f7, %f8};\n"
+		"\tret;\n}\n"
+		".visible .entry p(.param .u64 h)\n{\n\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<2>;\n"
+		"\tsust.p.2d.b32.trap [%rd1, {%r1, %r2}], {%r1};\n\tret;\n}\n");
+	assert_string_equal(ptx_find(m, "g")->unsupported, "tex.grad");
+	assert_string_equal(ptx_find(m, "p")->unsupported, "sust.p");
+	ptx_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_redux_match), cmocka_unit_test(test_half),  cmocka_unit_test(test_tex),
+	    cmocka_unit_test(test_surf),        cmocka_unit_test(test_async), cmocka_unit_test(test_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
