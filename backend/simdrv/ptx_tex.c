@@ -277,17 +277,19 @@ bool ptx_tex_fetch(const struct ptx_tex *t, uint8_t g, int comp, uint8_t dt, uin
 		}
 		return !cx.bad;
 	}
-	unsigned corners = 1u << n;
-	for (unsigned q = 0; q < corners; q++)
+	unsigned corners = 1u << n, nch = t->channels < 4 ? t->channels : 4;
+	float k[8];
+	for (unsigned q = 0; q < corners; q++) {
 		fetch(&cx, base[0] + (q & 1), base[1] + (q >> 1 & 1), base[2] + (q >> 2 & 1), &x[q]);
-	for (int e = 0; e < 4; e++) {
+		k[q] = 1;
+		for (unsigned i = 0; i < n; i++)
+			k[q] *= (q >> i & 1) ? w[i] : 1 - w[i];
+	}
+	for (unsigned e = 0; e < 4; e++) {
 		float acc = 0;
-		for (unsigned q = 0; q < corners; q++) {
-			float k = 1;
-			for (unsigned i = 0; i < n; i++)
-				k *= (q >> i & 1) ? w[i] : 1 - w[i];
-			acc += k * x[q].f[e];
-		}
+		if (e < nch)
+			for (unsigned q = 0; q < corners; q++)
+				acc += k[q] * x[q].f[e];
 		uint32_t b;
 		memcpy(&b, &acc, 4);
 		out[e] = b;
