@@ -68,6 +68,7 @@ enum ptx_opk {
 	PO_ADDR,  /* [r + imm], r = PTX_NOREG for an absolute one */
 	PO_VEC,   /* v[0..n): registers, PTX_NOREG for a sink */
 	PO_LABEL, /* imm: instruction index */
+	PO_XVEC,  /* over 4 registers (wmma fragments): kernel's xregs[imm..imm+n) */
 };
 #define PTX_NOREG 0xffffffffu
 
@@ -184,6 +185,7 @@ enum ptx_op {
 	OP_SUQ,
 	OP_CPASYNC,
 	OP_MBAR,
+	OP_WMMA, /* ptx_mma.c */
 };
 
 /* Modifiers (struct ptx_insn.mod). */
@@ -240,6 +242,8 @@ struct ptx_kernel {
 	uint32_t shared_static; /* bytes of .shared declared, dynamic goes after */
 	uint32_t local_bytes;   /* per thread */
 	uint32_t param_bytes;   /* as declared */
+	uint32_t *xregs;        /* PO_XVEC operands' registers */
+	uint32_t nxregs;
 	char unsupported[48];   /* the first construct it cannot run, or "" */
 };
 

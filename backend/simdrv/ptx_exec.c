@@ -1075,6 +1075,87 @@ static uint8_t *ext_mbar(struct blk *b, const struct warp *w, int L, const struc
 	return mem_ptr(b, w, L, in->space, opaddr(w, &in->o[i], L), 8, true);
 }
 
+static uint32_t frag_reg(const struct blk *b, const struct ptx_opnd *o, uint32_t i)
+{
+	return o->k == PO_XVEC ? b->k->xregs[o->imm + i] : o->v[i];
+}
+
+/* wmma over the warp: loads and stores move each lane's elements (the
+ * layout is ptx_ext.h's); mma gathers the matrices from every lane. */
+static int run_wmma(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	struct ptx_frag f;
+	if (in->mod != WM_MMA) {
+		bool st = in->mod == WM_STORE_D;
+		uint8_t et = in->mod <= WM_LOAD_B && in->vec == 2 ? PT_F32 : in->type;
+		if (!ptx_frag_of(in->bop, in->mod, et, &f))
+			return 0;
+		const struct ptx_opnd *ao = &in->o[st ? 0 : 1], *vo = &in->o[st ? 1 : 0];
+		uint32_t S = f.nregs * f.per, E = f.rows * f.cols, bits = f.esize * 8;
+		LANES
+		uint64_t base = opaddr(w, ao, L), ldm = zx(V(2), 32);
+		for (uint32_t r = 0; r < f.nregs; r++) {
+			uint32_t reg = frag_reg(b, vo, r);
+			uint64_t v = st ? REG(reg) : 0;
+			for (uint32_t s = 0; s < f.per; s++) {
+				uint32_t e = ((uint32_t)L * S + r * f.per + s) % E, row = e / f.cols, col = e % f.cols;
+				uint64_t off = (in->to & 1) ? (uint64_t)col * ldm + row : (uint64_t)row * ldm + col;
+				uint8_t *p = mem_ptr(b, w, L, in->space, base + off * f.esize, f.esize, st);
+				if (!p)
+					return -1;
+				if (st)
+					store(p, f.esize, bits >= 64 ? v : v >> (s * bits));
+				else
+					v |= load(p, f.esize) << (s * bits);
+			}
+			if (!st)
+				REG(reg) = v;
+		}
+		END_LANES
+		return 0;
+	}
+	uint8_t dt, at, ct;
+	ptx_mma_types(in, &dt, &at, &ct);
+	struct ptx_frag fr[4];
+	if (!ptx_frag_of(in->bop, WM_STORE_D, dt, &fr[0]) || !ptx_frag_of(in->bop, WM_LOAD_A, at, &fr[1]) ||
+	    !ptx_frag_of(in->bop, WM_LOAD_B, at, &fr[2]) || !ptx_frag_of(in->bop, WM_LOAD_C, ct, &fr[3]))
+		return 0;
+	double *m[4];
+	double buf[4][512];
+	for (int i = 1; i < 4; i++) {
+		const struct ptx_frag *q = &fr[i];
+		uint32_t S = q->nregs * q->per, E = q->rows * q->cols;
+		m[i] = buf[i];
+		for (uint32_t L = 0; L < 32; L++)
+			for (uint32_t r = 0; r < q->nregs; r++) {
+				uint64_t v = w->R[(size_t)frag_reg(b, &in->o[i], r) * 32 + L];
+				for (uint32_t s = 0; s < q->per; s++)
+					m[i][(L * S + r * q->per + s) % E] = ptx_frag_get(q, v, s);
+			}
+	}
+	uint32_t M = fr[0].rows, N = fr[0].cols, K = fr[1].cols;
+	m[0] = buf[0];
+	for (uint32_t i = 0; i < M; i++)
+		for (uint32_t j = 0; j < N; j++) {
+			double acc = m[3][i * N + j];
+			for (uint32_t k = 0; k < K; k++)
+				acc += m[1][i * K + k] * m[2][k * N + j];
+			m[0][i * N + j] = acc;
+		}
+	const struct ptx_frag *q = &fr[0];
+	uint32_t S = q->nregs * q->per, E = q->rows * q->cols;
+	LANES
+	for (uint32_t r = 0; r < q->nregs; r++) {
+		uint32_t reg = frag_reg(b, &in->o[0], r);
+		uint64_t v = REG(reg);
+		for (uint32_t s = 0; s < q->per; s++)
+			v = ptx_frag_put(q, v, s, m[0][((uint32_t)L * S + r * q->per + s) % E]);
+		REG(reg) = v;
+	}
+	END_LANES
+	return 0;
+}
+
 /* Runs one of ptx_ext.h's instructions over the lanes in mask: 0 to go on,
  * 1 when a lane waits on others (the warp yields), -1 after a fault. */
 static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
@@ -1263,6 +1344,8 @@ static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uin
 		END_LANES
 		return wait ? 1 : 0;
 	}
+	case OP_WMMA:
+		return run_wmma(b, w, in, mask);
 	default:
 		return 0;
 	}
@@ -1683,7 +1766,8 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_TXQ:
 		case OP_SUQ:
 		case OP_CPASYNC:
-		case OP_MBAR: {
+		case OP_MBAR:
+		case OP_WMMA: {
 			int r = mask ? run_ext(b, w, in, mask) : 0;
 			if (r < 0)
 				return;

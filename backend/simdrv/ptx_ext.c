@@ -28,6 +28,44 @@ static bool one_of(const char *m, const char *const *names, int n, uint8_t *out)
 
 #define ONE_OF(m, arr, out) one_of(m, arr, (int)(sizeof arr / sizeof *arr), out)
 
+static bool wmma_mod(struct ptx_insn *in, const char *m)
+{
+	static const char *const shp[] = {"", "m16n16k16", "m32n8k16", "m8n32k16", "m16n16k8", "m8n8k4"};
+	uint8_t v;
+	if (!strcmp(m, "load") || !strcmp(m, "store") || !strcmp(m, "mma")) {
+		in->mod = m[0] == 'l' ? WM_LOAD_A : m[0] == 's' ? WM_STORE_D : WM_MMA;
+		return true;
+	}
+	if (strlen(m) == 1 && strchr("abcd", m[0])) {
+		if (in->mod == WM_LOAD_A && m[0] != 'd')
+			in->mod = (uint8_t)(WM_LOAD_A + (m[0] - 'a'));
+		else if (!(in->mod == WM_STORE_D && m[0] == 'd'))
+			return false;
+		return true;
+	}
+	if (!strcmp(m, "row") || !strcmp(m, "col")) {
+		/* bit 2: the first layout was seen */
+		unsigned bit = (in->to & 4) ? 2 : 1;
+		if (m[0] == 'c')
+			in->to |= (uint8_t)bit;
+		in->to |= 4;
+		return true;
+	}
+	if (ONE_OF(m, shp, &v) && v) {
+		in->bop = v;
+		return true;
+	}
+	if (!strcmp(m, "tf32")) {
+		in->vec = 2;
+		return true;
+	}
+	if (!strcmp(m, "satfinite")) {
+		in->sat = 1;
+		return true;
+	}
+	return false;
+}
+
 bool ptx_ext_mod(struct ptx_insn *in, const char *m)
 {
 	static const char *const red[] = {"add", "min", "max", "exch", "cas", "and", "or", "xor"};
@@ -125,6 +163,8 @@ bool ptx_ext_mod(struct ptx_insn *in, const char *m)
 			return true;
 		}
 		return false;
+	case OP_WMMA:
+		return wmma_mod(in, m);
 	default:
 		return false;
 	}
@@ -152,9 +192,8 @@ bool ptx_ext_type_ok(const struct ptx_insn *in, uint8_t t)
 	case OP_ABS:
 	case OP_SETP:
 		return true;
-	case OP_TEX:
-	case OP_TLD4:
-		return false;
+	case OP_WMMA:
+		return true;
 	default:
 		return false;
 	}
@@ -284,6 +323,8 @@ const char *ptx_ext_check(const struct ptx_insn *in)
 		default:
 			return n == 1 && plain_addr(&in->o[0]) ? NULL : "mbarrier operands";
 		}
+	case OP_WMMA:
+		return ptx_wmma_check(in);
 	default:
 		return "opcode";
 	}

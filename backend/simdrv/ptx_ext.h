@@ -63,6 +63,8 @@ void ptx_match(bool all, uint8_t type, uint32_t mask, const uint64_t v[32], cons
 /* Half types (f16, f16x2, bf16, bf16x2): op (OP_ADD, OP_SUB, OP_MUL, OP_FMA,
  * OP_MAD, OP_MIN, OP_MAX, OP_NEG, OP_ABS) on a, b, c as register bits. */
 bool ptx_is_half(uint8_t t) PTX_EXT;
+double ptx_h2d(uint16_t h, bool bf) PTX_EXT;
+uint16_t ptx_d2h(double v, bool bf) PTX_EXT; /* to nearest even */
 uint64_t ptx_half_op(uint8_t op, uint8_t t, uint8_t rnd, bool sat, uint64_t a, uint64_t b,
 		     uint64_t c) PTX_EXT;
 
@@ -88,5 +90,30 @@ uint64_t ptx_mbar_init(uint64_t count) PTX_EXT;
 uint64_t ptx_mbar_arrive(uint64_t s, uint32_t count, int64_t tx, bool drop, uint64_t *token) PTX_EXT;
 /* Whether the phase token (or parity) names a completed phase. */
 bool ptx_mbar_done(uint64_t s, uint64_t token, bool parity) PTX_EXT;
+
+/* wmma (ptx_mma.c). insn.mod: WM_LOAD_A.. WM_MMA; bop: the shape; to: bit 0
+ * a column-major first layout, bit 1 the second's (mma's b); vec: 2 for tf32
+ * elements. A fragment's elements are spread over the warp's lanes in a
+ * layout of the interpreter's own (programs cannot see it): slot s of lane L
+ * holds element (L * slots + s) mod elements of the matrix in row-major
+ * order, so each lane has a fixed set and element-wise code works. */
+enum { WM_LOAD_A, WM_LOAD_B, WM_LOAD_C, WM_STORE_D, WM_MMA };
+enum { WS_NONE, WS_M16N16K16, WS_M32N8K16, WS_M8N32K16, WS_M16N16K8, WS_M8N8K4 };
+struct ptx_frag {
+	uint32_t rows, cols;  /* the matrix */
+	uint32_t esize;       /* bytes of an element in memory */
+	uint32_t per;         /* elements per register */
+	uint32_t nregs;       /* registers per lane */
+	uint8_t etype;        /* PT_*, PT_F32 for tf32 */
+};
+/* The fragment frag (WM_LOAD_A.. WM_STORE_D; a, b, c/d) of shape with
+ * elements etype; false for one it does not know. */
+bool ptx_frag_of(uint8_t shape, uint8_t frag, uint8_t etype, struct ptx_frag *f) PTX_EXT;
+/* Element e (of register value v, slot sub) as a double, and back. */
+double ptx_frag_get(const struct ptx_frag *f, uint64_t v, uint32_t sub) PTX_EXT;
+uint64_t ptx_frag_put(const struct ptx_frag *f, uint64_t v, uint32_t sub, double x) PTX_EXT;
+/* mma's types: d, a (b the same), c. */
+void ptx_mma_types(const struct ptx_insn *in, uint8_t *dt, uint8_t *at, uint8_t *ct) PTX_EXT;
+const char *ptx_wmma_check(const struct ptx_insn *in) PTX_EXT;
 
 #endif

@@ -120,6 +120,16 @@ static uint16_t one(uint8_t op, bool bf, uint8_t rnd, bool sat, uint16_t a, uint
 	return d2h(r, bf, rnd);
 }
 
+double ptx_h2d(uint16_t h, bool bf)
+{
+	return h2d(h, bf);
+}
+
+uint16_t ptx_d2h(double v, bool bf)
+{
+	return d2h(v, bf, R_RN);
+}
+
 uint64_t ptx_half_op(uint8_t op, uint8_t t, uint8_t rnd, bool sat, uint64_t a, uint64_t b, uint64_t c)
 {
 	bool bf = t == PT_BF16 || t == PT_BF16X2;

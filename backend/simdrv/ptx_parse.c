@@ -80,6 +80,7 @@ struct parser {
 	struct fixup *fix;
 	uint32_t nfix, capfix;
 	uint32_t capcode;
+	uint32_t capx; /* k->xregs */
 };
 
 static void perr(struct parser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -585,6 +586,46 @@ static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o)
 	return o->n > 0;
 }
 
+/* The rest of a vector operand of over 4 registers (the first 4 are in
+ * o->v): into the kernel's xregs, o a PO_XVEC. */
+static bool ptx_ext_xvec(struct parser *P, struct ptx_opnd *o)
+{
+	uint32_t r[32], n = 4;
+	memcpy(r, o->v, sizeof o->v);
+	while (!is(P, "}")) {
+		if (n == 32 || !reg_operand(P, &r[n]) || r[n] == PTX_NOREG) {
+			unsup(P, "vector operand");
+			return false;
+		}
+		n++;
+		if (is(P, ","))
+			next(P);
+		else if (!is(P, "}")) {
+			unsup(P, "vector operand");
+			return false;
+		}
+	}
+	next(P);
+	struct ptx_kernel *k = P->k;
+	for (uint32_t i = 0; i < 4; i++)
+		if (r[i] == PTX_NOREG) {
+			unsup(P, "vector operand");
+			return false;
+		}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!grow((void **)&k->xregs, &P->capx, k->nxregs, sizeof *k->xregs, PTX_MAX_INSNS * 4u)) {
+			perr(P, "out of memory");
+			return false;
+		}
+		if (!i)
+			o->imm = k->nxregs;
+		k->xregs[k->nxregs++] = r[i];
+	}
+	o->k = PO_XVEC;
+	o->n = (uint8_t)n;
+	return true;
+}
+
 /* Parses one operand into o. immt: type for immediates; sp: the space
  * symbols resolve in (SP_RAW: their own). Returns false on text it cannot
  * read (the kernel is then unsupported, with the reason set). */
@@ -653,6 +694,8 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 		next(P);
 		o->k = PO_VEC;
 		while (!is(P, "}")) {
+			if (o->n == 4 && !is(P, "}"))
+				return ptx_ext_xvec(P, o);
 			if (o->n == 4 || !reg_operand(P, &o->v[o->n])) {
 				unsup(P, "vector operand");
 				return false;
@@ -812,6 +855,7 @@ static const struct {
     {"suq", OP_SUQ},
     {"cp", OP_CPASYNC},
     {"mbarrier", OP_MBAR},
+    {"wmma", OP_WMMA},
 };
 
 static const char *const cmp_names[] = {"eq", "ne",  "lt",  "le",  "gt",  "ge",  "lo",  "ls",  "hi",
@@ -1145,7 +1189,7 @@ static const char *check_insn(const struct ptx_insn *in)
 	if (in->o[0].k != PO_REG)
 		return "destination";
 	for (int i = 1; i < in->nops; i++)
-		if (in->o[i].k == PO_ADDR || in->o[i].k == PO_VEC || in->o[i].k == PO_LABEL)
+		if (in->o[i].k == PO_ADDR || in->o[i].k == PO_VEC || in->o[i].k == PO_LABEL || in->o[i].k == PO_XVEC)
 			return "operand kind";
 	return NULL;
 }
@@ -1167,6 +1211,7 @@ static void reset_kernel_state(struct parser *P)
 	P->local = P->param = 0;
 	P->dyn_fixed = false;
 	P->capcode = 0;
+	P->capx = 0;
 	P->k = NULL;
 }
 
@@ -1502,6 +1547,7 @@ static void free_kernel(struct ptx_kernel *k)
 {
 	free(k->name);
 	free(k->code);
+	free(k->xregs);
 }
 
 void ptx_free(struct ptx_module *m)
