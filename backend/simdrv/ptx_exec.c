@@ -1098,8 +1098,10 @@ static int run_wmma(struct blk *b, struct warp *w, const struct ptx_insn *in, ui
 			uint32_t reg = frag_reg(b, vo, r);
 			uint64_t v = st ? REG(reg) : 0;
 			for (uint32_t s = 0; s < f.per; s++) {
-				uint32_t e = ((uint32_t)L * S + r * f.per + s) % E, row = e / f.cols, col = e % f.cols;
-				uint64_t off = (in->to & 1) ? (uint64_t)col * ldm + row : (uint64_t)row * ldm + col;
+				uint32_t e = ((uint32_t)L * S + r * f.per + s) % E, row = e / f.cols,
+					 col = e % f.cols;
+				uint64_t off =
+				    (in->to & 1) ? (uint64_t)col * ldm + row : (uint64_t)row * ldm + col;
 				uint8_t *p = mem_ptr(b, w, L, in->space, base + off * f.esize, f.esize, st);
 				if (!p)
 					return -1;

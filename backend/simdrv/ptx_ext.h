@@ -100,11 +100,11 @@ bool ptx_mbar_done(uint64_t s, uint64_t token, bool parity) PTX_EXT;
 enum { WM_LOAD_A, WM_LOAD_B, WM_LOAD_C, WM_STORE_D, WM_MMA };
 enum { WS_NONE, WS_M16N16K16, WS_M32N8K16, WS_M8N32K16, WS_M16N16K8, WS_M8N8K4 };
 struct ptx_frag {
-	uint32_t rows, cols;  /* the matrix */
-	uint32_t esize;       /* bytes of an element in memory */
-	uint32_t per;         /* elements per register */
-	uint32_t nregs;       /* registers per lane */
-	uint8_t etype;        /* PT_*, PT_F32 for tf32 */
+	uint32_t rows, cols; /* the matrix */
+	uint32_t esize;      /* bytes of an element in memory */
+	uint32_t per;        /* elements per register */
+	uint32_t nregs;      /* registers per lane */
+	uint8_t etype;       /* PT_*, PT_F32 for tf32 */
 };
 /* The fragment frag (WM_LOAD_A.. WM_STORE_D; a, b, c/d) of shape with
  * elements etype; false for one it does not know. */

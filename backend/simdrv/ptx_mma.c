@@ -175,7 +175,8 @@ const char *ptx_wmma_check(const struct ptx_insn *in)
 	if (!ptx_frag_of(in->bop, in->mod, et, &f))
 		return "wmma shape or type";
 	int ai = in->mod == WM_STORE_D ? 0 : 1;
-	if (in->nops != 3 || !plain_addr(&in->o[ai]) || !frag_opnd(&in->o[1 - ai], f.nregs) || !is_val(&in->o[2]))
+	if (in->nops != 3 || !plain_addr(&in->o[ai]) || !frag_opnd(&in->o[1 - ai], f.nregs) ||
+	    !is_val(&in->o[2]))
 		return "wmma operands";
 	return NULL;
 }

@@ -1094,6 +1094,8 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 				   : in->type;
 		if (in->op == OP_SELP && i == 3)
 			immt = PT_PRED;
+		if (in->op >= OP_REDUX && in->op != OP_REDUX && in->op != OP_MATCH)
+			immt = PT_U64; /* counts, sizes, strides */
 		if (!parse_operand(P, &in->o[i], immt, sp, at, i, in->op == OP_BRA)) {
 			in->op = OP_TRAP;
 			skip_stmt(P);

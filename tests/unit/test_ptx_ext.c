@@ -520,6 +520,143 @@ static void test_async(void **state)
 	ptx_free(m);
 }
 
+/* ---- wmma --------------------------------------------------------------------------------- */
+
+#define R8(p) "{" p "1, " p "2, " p "3, " p "4, " p "5, " p "6, " p "7, " p "8}"
+#define R8B(p) "{" p "9, " p "10, " p "11, " p "12, " p "13, " p "14, " p "15, " p "16}"
+#define MMA_HEAD(name)                                                                                       \
+	".visible .entry " name "(.param .u64 a, .param .u64 b, .param .u64 c, .param .u64 d)\n{\n"          \
+	"\t.reg .b32 %r<24>;\n\t.reg .f32 %f<20>;\n\t.reg .f64 %fd<8>;\n\t.reg .b64 %rd<6>;\n"               \
+	"\tld.param.u64 %rd1, [a];\n\tld.param.u64 %rd2, [b];\n\tld.param.u64 %rd3, [c];\n"                  \
+	"\tld.param.u64 %rd4, [d];\n"
+
+/* D = 2 (A B + C): f16 inputs, f32 accumulator, scaled element-wise in the
+ * fragment (what wmma programs do with x[i]); B column-major. */
+static const char wmma_ptx[] = HDR MMA_HEAD("f16") "\twmma.load.a.sync.aligned.row.m16n16k16.global.f16 " R8(
+    "%r") ", [%rd1], 16;\n"
+	  "\twmma.load.b.sync.aligned.col.m16n16k16.global.f16 {%r9, %r10, %r11, %r12, %r13, %r14, %r15, "
+	  "%r16}, "
+	  "[%rd2], 16;\n"
+	  "\twmma.load.c.sync.aligned.row.m16n16k16.global.f32 " R8(
+	      "%f") ", [%rd3], 16;\n"
+		    "\twmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 " R8B("%f") ", " R8(
+			"%r") ", "
+			      "{%r9, %r10, %r11, %r12, %r13, %r14, %r15, %r16}, " R8(
+				  "%f") ";\n"
+					"\tmul.f32 %f9, %f9, 0f40000000;\n\tmul.f32 %f10, %f10, 0f40000000;\n"
+					"\tmul.f32 %f11, %f11, 0f40000000;\n\tmul.f32 %f12, %f12, "
+					"0f40000000;\n"
+					"\tmul.f32 %f13, %f13, 0f40000000;\n\tmul.f32 %f14, %f14, "
+					"0f40000000;\n"
+					"\tmul.f32 %f15, %f15, 0f40000000;\n\tmul.f32 %f16, %f16, "
+					"0f40000000;\n"
+					"\twmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd4], " R8B(
+					    "%f") ", 16;\n"
+						  "\tret;\n}\n" MMA_HEAD(
+						      "u8") "\twmma.load.a.sync.aligned.row.m16n16k16.global."
+							    "u8 {%r1, %r2}, [%rd1], 16;\n"
+							    "\twmma.load.b.sync.aligned.col.m16n16k16.global."
+							    "u8 {%r3, %r4}, [%rd2], 16;\n"
+							    "\twmma.load.c.sync.aligned.row.m16n16k16.global."
+							    "s32 {%r5, %r6, %r7, %r8, %r9, %r10, %r11, "
+							    "%r12}, "
+							    "[%rd3], 16;\n"
+							    "\twmma.mma.sync.aligned.row.col.m16n16k16.s32."
+							    "u8.u8.s32 {%r13, %r14, %r15, %r16, %r17, %r18, "
+							    "%r19, "
+							    "%r20}, {%r1, %r2}, {%r3, %r4}, {%r5, %r6, %r7, "
+							    "%r8, %r9, %r10, %r11, %r12};\n"
+							    "\twmma.store.d.sync.aligned.row.m16n16k16."
+							    "global.s32 [%rd4], {%r13, %r14, %r15, %r16, "
+							    "%r17, %r18, "
+							    "%r19, %r20}, 16;\n"
+							    "\tret;\n}\n" MMA_HEAD(
+								"f64") "\twmma.load.a.sync.aligned.row."
+								       "m8n8k4.f64 {%fd1}, [%rd1], 4;\n"
+								       "\twmma.load.b.sync.aligned.col."
+								       "m8n8k4.f64 {%fd2}, [%rd2], 4;\n"
+								       "\twmma.load.c.sync.aligned.row."
+								       "m8n8k4.f64 {%fd3, %fd4}, [%rd3], 8;\n"
+								       "\twmma.mma.sync.aligned.row.col."
+								       "m8n8k4.f64.f64.f64.f64.rn {%fd5, "
+								       "%fd6}, {%fd1}, {%fd2}, {%fd3, "
+								       "%fd4};\n"
+								       "\twmma.store.d.sync.aligned.row."
+								       "m8n8k4.f64 [%rd4], {%fd5, %fd6}, 8;\n"
+								       "\tret;\n}\n";
+
+static uint16_t half_of(int v) /* small integers, exactly */
+{
+	if (!v)
+		return 0;
+	int a = v < 0 ? -v : v, e = 0;
+	while ((1 << (e + 1)) <= a)
+		e++;
+	return (uint16_t)((v < 0 ? 0x8000 : 0) | (e + 15) << 10 | ((a << (10 - e)) & 0x3ff));
+}
+
+static void mma_run(const struct ptx_kernel *k, void *a, size_t as, void *b, size_t bs, void *c, size_t cs,
+		    void *d, size_t ds)
+{
+	struct ptx_region mem[4] = {{0x10000, as, a}, {0x20000, bs, b}, {0x30000, cs, c}, {0x40000, ds, d}};
+	uint64_t p[4] = {0x10000, 0x20000, 0x30000, 0x40000};
+	assert_int_equal(run(k, 1, 32, p, 32, mem, 4), CUDA_SUCCESS);
+}
+
+static void test_wmma(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(wmma_ptx);
+	static uint16_t ha[256], hb[256];
+	static float fc[256], fd[256];
+	for (int i = 0; i < 16; i++)
+		for (int j = 0; j < 16; j++) {
+			ha[i * 16 + j] = half_of((i + 2 * j) % 7 - 3);
+			hb[j * 16 + i] = half_of((3 * i + j) % 5 - 2); /* B(i, j), column-major */
+			fc[i * 16 + j] = (float)(i - j);
+		}
+	mma_run(kernel(m, "f16"), ha, sizeof ha, hb, sizeof hb, fc, sizeof fc, fd, sizeof fd);
+	for (int i = 0; i < 16; i++)
+		for (int j = 0; j < 16; j++) {
+			int acc = i - j;
+			for (int q = 0; q < 16; q++)
+				acc += ((i + 2 * q) % 7 - 3) * ((3 * q + j) % 5 - 2);
+			assert_true(fd[i * 16 + j] == 2.0f * (float)acc);
+		}
+	static uint8_t ua[256], ub[256];
+	static int32_t ic[256], id[256];
+	for (int i = 0; i < 256; i++)
+		ua[i] = (uint8_t)(i * 37), ub[i] = (uint8_t)(i * 11 + 5), ic[i] = 1000 - i;
+	mma_run(kernel(m, "u8"), ua, sizeof ua, ub, sizeof ub, ic, sizeof ic, id, sizeof id);
+	for (int i = 0; i < 16; i++)
+		for (int j = 0; j < 16; j++) {
+			int32_t acc = ic[i * 16 + j];
+			for (int q = 0; q < 16; q++)
+				acc += ua[i * 16 + q] * ub[j * 16 + q];
+			assert_int_equal(id[i * 16 + j], acc);
+		}
+	static double da[32], db[32], dc[64], dd[64];
+	for (int i = 0; i < 32; i++)
+		da[i] = 0.5 * i - 3, db[i] = 1.0 / (i + 1);
+	for (int i = 0; i < 64; i++)
+		dc[i] = i;
+	mma_run(kernel(m, "f64"), da, sizeof da, db, sizeof db, dc, sizeof dc, dd, sizeof dd);
+	for (int i = 0; i < 8; i++)
+		for (int j = 0; j < 8; j++) {
+			double acc = dc[i * 8 + j];
+			for (int q = 0; q < 4; q++)
+				acc += da[i * 4 + q] * db[j * 4 + q];
+			assert_true(fabs(dd[i * 8 + j] - acc) < 1e-12);
+		}
+	/* A fragment of the wrong register count is refused by name. */
+	struct ptx_module *bad =
+	    parse_ok(HDR MMA_HEAD("bad") "\twmma.load.a.sync.aligned.row.m16n16k16.global.f16 "
+					 "{%r1, %r2}, [%rd1], 16;\n\tret;\n}\n");
+	assert_string_equal(ptx_find(bad, "bad")->unsupported, "wmma operands");
+	ptx_free(bad);
+	ptx_free(m);
+}
+
 /* What it still refuses, it refuses by name at load. */
 static void test_refused(void **state)
 {
@@ -539,7 +676,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_redux_match), cmocka_unit_test(test_half),  cmocka_unit_test(test_tex),
-	    cmocka_unit_test(test_surf),        cmocka_unit_test(test_async), cmocka_unit_test(test_refused),
+	    cmocka_unit_test(test_surf),        cmocka_unit_test(test_async), cmocka_unit_test(test_wmma),
+	    cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
