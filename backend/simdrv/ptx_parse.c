@@ -753,6 +753,11 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 		next(P);
 		return true;
 	}
+	if (wchar(P->tok[0]) && reg_lookup(P, P->tok) != PTX_NOREG) {
+		/* A register without '%': inline asm's "{ .reg .pred p; ... }". */
+		o->k = PO_REG;
+		return reg_operand(P, &o->r);
+	}
 	if (wchar(P->tok[0])) {
 		if (label_ok) {
 			o->k = PO_LABEL;

@@ -657,6 +657,28 @@ static void test_wmma(void **state)
 	ptx_free(m);
 }
 
+/* Inline asm's blocks declare registers without '%' ("{ .reg .pred p; ...}"),
+ * which must read as registers, not as symbols. */
+static void test_bare_registers(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(
+	    HDR ".visible .entry inl(.param .u64 out)\n{\n"
+		"\t.reg .b32 %r<3>;\n\t.reg .f32 %f<2>;\n\t.reg .b64 %rd<2>;\n"
+		"\tld.param.u64 %rd1, [out];\n"
+		"\tmov.f32 %f1, 0f3FC00000;\n"
+		"\t{\n\t.reg .f16 low;\n\tcvt.rn.f16.f32 low, %f1;\n\tmov.b32 %r1, {low, low};\n\t}\n"
+		"\t{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %r1, 0;\n\tselp.b32 %r2, 7, 0, p;\n\t}\n"
+		"\tst.global.u32 [%rd1], %r1;\n\tst.global.u32 [%rd1+4], %r2;\n\tret;\n}\n");
+	uint32_t out[2] = {0, 0};
+	struct ptx_region mem[1] = {{0x10000, sizeof out, (uint8_t *)out}};
+	uint64_t p = 0x10000;
+	assert_int_equal(run(kernel(m, "inl"), 1, 1, &p, 8, mem, 1), CUDA_SUCCESS);
+	assert_int_equal(out[0], 0x3e003e00);
+	assert_int_equal(out[1], 7);
+	ptx_free(m);
+}
+
 /* What it still refuses, it refuses by name at load. */
 static void test_refused(void **state)
 {
@@ -675,8 +697,13 @@ static void test_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_redux_match), cmocka_unit_test(test_half),  cmocka_unit_test(test_tex),
-	    cmocka_unit_test(test_surf),        cmocka_unit_test(test_async), cmocka_unit_test(test_wmma),
+	    cmocka_unit_test(test_redux_match),
+	    cmocka_unit_test(test_half),
+	    cmocka_unit_test(test_tex),
+	    cmocka_unit_test(test_surf),
+	    cmocka_unit_test(test_async),
+	    cmocka_unit_test(test_wmma),
+	    cmocka_unit_test(test_bare_registers),
 	    cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
