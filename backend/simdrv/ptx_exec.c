@@ -601,6 +601,8 @@ static double round_mode(double v, uint8_t rnd)
 
 static uint64_t cvt(const struct ptx_insn *in, uint64_t v)
 {
+	if (in->vec == 2) /* to tf32 */
+		return ptx_tf32(v, in->mod ? R_NONE : in->rnd);
 	uint8_t dt = in->type, st = in->type2;
 	bool dfl = tfloat(dt) || dt == PT_F16 || dt == PT_BF16;
 	bool sfl = tfloat(st) || st == PT_F16 || st == PT_BF16;

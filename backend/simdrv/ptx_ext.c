@@ -165,6 +165,15 @@ bool ptx_ext_mod(struct ptx_insn *in, const char *m)
 		return false;
 	case OP_WMMA:
 		return wmma_mod(in, m);
+	case OP_CVT:
+		/* cvt.rna.tf32.f32 (tf32 is no register type: it marks vec) */
+		if (!strcmp(m, "tf32"))
+			in->vec = 2;
+		else if (!strcmp(m, "rna"))
+			in->mod = 1;
+		else
+			return false;
+		return true;
 	default:
 		return false;
 	}

@@ -65,6 +65,8 @@ void ptx_match(bool all, uint8_t type, uint32_t mask, const uint64_t v[32], cons
 bool ptx_is_half(uint8_t t) PTX_EXT;
 double ptx_h2d(uint16_t h, bool bf) PTX_EXT;
 uint16_t ptx_d2h(double v, bool bf) PTX_EXT; /* to nearest even */
+/* cvt to tf32 (its bits in a .b32), rnd R_NONE for .rna. */
+uint64_t ptx_tf32(uint64_t v, uint8_t rnd) PTX_EXT;
 uint64_t ptx_half_op(uint8_t op, uint8_t t, uint8_t rnd, bool sat, uint64_t a, uint64_t b,
 		     uint64_t c) PTX_EXT;
 

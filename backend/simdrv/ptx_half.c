@@ -139,3 +139,19 @@ uint64_t ptx_half_op(uint8_t op, uint8_t t, uint8_t rnd, bool sat, uint64_t a, u
 	uint64_t hi = one(op, bf, rnd, sat, (uint16_t)(a >> 16), (uint16_t)(b >> 16), (uint16_t)(c >> 16));
 	return hi << 16 | lo;
 }
+
+uint64_t ptx_tf32(uint64_t v, uint8_t rnd)
+{
+	/* f32 bits to tf32's 10 fraction bits, the low 13 bits cleared: .rna
+	 * (R_NONE here) rounds half away from zero, .rn to even, .rz down. */
+	uint32_t u = (uint32_t)v;
+	if ((u & 0x7f800000u) == 0x7f800000u)
+		return (u & 0x7fffffu) ? 0x7fffffffu : u;
+	if (rnd == R_RZ)
+		return u & ~0x1fffu;
+	if (rnd == R_RN)
+		u += 0xfffu + ((u >> 13) & 1);
+	else
+		u += 0x1000u;
+	return u & ~0x1fffu;
+}

@@ -970,7 +970,7 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 				types[ntypes++] = t;
 			continue;
 		}
-		if (in->op >= OP_REDUX && ptx_ext_mod(in, m))
+		if ((in->op >= OP_REDUX || in->op == OP_CVT) && ptx_ext_mod(in, m))
 			continue;
 		if (!strcmp(m, "global"))
 			in->space = PS_GLOBAL;

@@ -679,6 +679,31 @@ static void test_bare_registers(void **state)
 	ptx_free(m);
 }
 
+/* cvt.rna.tf32.f32 as nvcc emits it for wmma::__float_to_tf32: 10 fraction
+ * bits, half away from zero. */
+static void test_tf32(void **state)
+{
+	(void)state;
+	struct ptx_module *m =
+	    parse_ok(HDR ".visible .entry t(.param .u64 io)\n{\n"
+			 "\t.reg .b32 %r<3>;\n\t.reg .f32 %f<2>;\n\t.reg .b64 %rd<3>;\n"
+			 "\tld.param.u64 %rd1, [io];\n"
+			 "\tmov.u32 %r1, %tid.x;\n"
+			 "\tmul.wide.u32 %rd2, %r1, 4;\n"
+			 "\tadd.s64 %rd1, %rd1, %rd2;\n"
+			 "\tld.global.f32 %f1, [%rd1];\n"
+			 "\t{\n\t.reg .b32 __$1;\n\tcvt.rna.tf32.f32 __$1, %f1;\n\tmov.b32 %r2, __$1;\n\t}\n"
+			 "\tst.global.u32 [%rd1], %r2;\n\tret;\n}\n");
+	uint32_t io[5] = {0x3f801000, 0x3f800fff, 0xbf803000, 0x7f7ff000, 0x7fc00001};
+	const uint32_t want[5] = {0x3f802000, 0x3f800000, 0xbf804000, 0x7f800000, 0x7fffffff};
+	struct ptx_region mem[1] = {{0x10000, sizeof io, (uint8_t *)io}};
+	uint64_t p = 0x10000;
+	assert_int_equal(run(kernel(m, "t"), 1, 5, &p, 8, mem, 1), CUDA_SUCCESS);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(io[i], want[i]);
+	ptx_free(m);
+}
+
 /* What it still refuses, it refuses by name at load. */
 static void test_refused(void **state)
 {
@@ -704,6 +729,7 @@ int main(void)
 	    cmocka_unit_test(test_async),
 	    cmocka_unit_test(test_wmma),
 	    cmocka_unit_test(test_bare_registers),
+	    cmocka_unit_test(test_tf32),
 	    cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
