@@ -179,6 +179,8 @@ bool ptx_tex_fetch(const struct ptx_tex *t, uint8_t g, int comp, uint8_t dt, uin
 		   ptx_mem_fn mem, void *arg, uint64_t out[4])
 {
 	struct ctx cx = {.t = t, .mem = mem, .arg = arg};
+	if (!t->width || !t->height || !t->depth || !t->element_bytes)
+		return false; /* nothing to address (a guest's pitch2D of height 0) */
 	float crd[3] = {0, 0, 0};
 	int64_t icrd[3] = {0, 0, 0};
 	unsigned n = 0, first = 0;
@@ -300,6 +302,8 @@ bool ptx_tex_fetch(const struct ptx_tex *t, uint8_t g, int comp, uint8_t dt, uin
 uint64_t ptx_surf_addr(const struct ptx_tex *t, uint8_t g, uint8_t mode, const uint64_t c[4], uint32_t size)
 {
 	int64_t crd[3] = {0, 0, 0}, layer = 0;
+	if (!t->width || !t->height || !t->depth)
+		return mode == SU_ZERO;
 	unsigned n = g == G_1D || g == G_A1D ? 1 : g == G_3D ? 3 : 2, first = g == G_A1D || g == G_A2D;
 	if (first)
 		layer = (int32_t)(uint32_t)c[0];

@@ -319,6 +319,14 @@ static void test_tex(void **state)
 	crd[0][0] = -0.5f, crd[0][1] = 1;
 	fetch(t2d, 0x7e0, crd, res, 1, CUDA_SUCCESS);
 	assert_true(res[0][0] == -7);
+	/* An object with no rows (a guest's pitch2D of height 0) faults, never
+	 * divides by zero. */
+	objs[2] = objs[0];
+	objs[2].height = 0;
+	objs[2].normalized = true;
+	objs[2].address_mode[0] = objs[2].address_mode[1] = CU_TR_ADDRESS_MODE_WRAP;
+	fetch(t2d, 0x7e2, crd, res, 1, CUDA_ERROR_ILLEGAL_ADDRESS);
+	memset(&objs[2], 0, sizeof objs[2]);
 	/* A handle that names no texture faults. */
 	fetch(t2d, 0x7e3, crd, res, 1, CUDA_ERROR_ILLEGAL_ADDRESS);
 	fetch(t2d, 0, crd, res, 1, CUDA_ERROR_ILLEGAL_ADDRESS);
