@@ -498,6 +498,10 @@ static bool imm_bits(const char *s, bool negate, uint8_t t, uint64_t *out)
 /* The symbol's value in space sp (an instruction's), or false. */
 static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *out)
 {
+	if (!strcmp(name, "WARP_SZ")) { /* PTX's one predefined constant */
+		*out = 32;
+		return true;
+	}
 	const struct sym *s = sym_find(P->syms, P->nsyms, name);
 	if (!s)
 		s = sym_find(P->msyms, P->nmsyms, name);

@@ -677,13 +677,15 @@ static void test_bare_registers(void **state)
 		"\tmov.f32 %f1, 0f3FC00000;\n"
 		"\t{\n\t.reg .f16 low;\n\tcvt.rn.f16.f32 low, %f1;\n\tmov.b32 %r1, {low, low};\n\t}\n"
 		"\t{\n\t.reg .pred p;\n\tsetp.ne.s32 p, %r1, 0;\n\tselp.b32 %r2, 7, 0, p;\n\t}\n"
-		"\tst.global.u32 [%rd1], %r1;\n\tst.global.u32 [%rd1+4], %r2;\n\tret;\n}\n");
-	uint32_t out[2] = {0, 0};
+		"\tst.global.u32 [%rd1], %r1;\n\tst.global.u32 [%rd1+4], %r2;\n"
+		"\tmov.u32 %r2, WARP_SZ;\n\tst.global.u32 [%rd1+8], %r2;\n\tret;\n}\n");
+	uint32_t out[3] = {0, 0, 0};
 	struct ptx_region mem[1] = {{0x10000, sizeof out, (uint8_t *)out}};
 	uint64_t p = 0x10000;
 	assert_int_equal(run(kernel(m, "inl"), 1, 1, &p, 8, mem, 1), CUDA_SUCCESS);
 	assert_int_equal(out[0], 0x3e003e00);
 	assert_int_equal(out[1], 7);
+	assert_int_equal(out[2], 32); /* PTX's predefined WARP_SZ */
 	ptx_free(m);
 }
 
