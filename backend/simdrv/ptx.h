@@ -186,6 +186,7 @@ enum ptx_op {
 	OP_CPASYNC,
 	OP_MBAR,
 	OP_WMMA, /* ptx_mma.c */
+	OP_VABSDIFF4,
 };
 
 /* Modifiers (struct ptx_insn.mod). */

@@ -1350,6 +1350,11 @@ static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uin
 	}
 	case OP_WMMA:
 		return run_wmma(b, w, in, mask);
+	case OP_VABSDIFF4:
+		LANES
+		W(0, ptx_vabsdiff4(in->type2, in->sat, V(1), V(2), V(3)));
+		END_LANES
+		return 0;
 	default:
 		return 0;
 	}
@@ -1771,7 +1776,8 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_SUQ:
 		case OP_CPASYNC:
 		case OP_MBAR:
-		case OP_WMMA: {
+		case OP_WMMA:
+		case OP_VABSDIFF4: {
 			int r = mask ? run_ext(b, w, in, mask) : 0;
 			if (r < 0)
 				return;

@@ -165,6 +165,11 @@ bool ptx_ext_mod(struct ptx_insn *in, const char *m)
 		return false;
 	case OP_WMMA:
 		return wmma_mod(in, m);
+	case OP_VABSDIFF4:
+		if (strcmp(m, "add"))
+			return false; /* the per-byte forms are refused by name */
+		in->mod = 1;
+		return true;
 	case OP_CVT:
 		/* cvt.rna.tf32.f32 (tf32 is no register type: it marks vec) */
 		if (!strcmp(m, "tf32"))
@@ -334,6 +339,16 @@ const char *ptx_ext_check(const struct ptx_insn *in)
 		}
 	case OP_WMMA:
 		return ptx_wmma_check(in);
+	case OP_VABSDIFF4:
+		if (!in->mod)
+			return "vabsdiff4 without .add";
+		if (n != 4 || !is_reg(&in->o[0]) || !is_val(&in->o[1]) || !is_val(&in->o[2]) ||
+		    !is_val(&in->o[3]))
+			return "vabsdiff4 operands";
+		return (in->type == PT_U32 || in->type == PT_S32) &&
+			       (in->type2 == PT_U32 || in->type2 == PT_S32)
+			   ? NULL
+			   : "vabsdiff4 type";
 	default:
 		return "opcode";
 	}
@@ -403,6 +418,24 @@ void ptx_match(bool all, uint8_t type, uint32_t mask, const uint64_t v[32], cons
 			out[L] = same;
 		}
 	}
+}
+
+/* vabsdiff4 ... .add: c plus the four bytes' absolute differences (signed
+ * bytes when the sources are .s32), saturated to the destination with .sat
+ * (an unsigned one: the sum only grows). */
+uint64_t ptx_vabsdiff4(uint8_t at, bool sat, uint64_t a, uint64_t b, uint64_t c)
+{
+	int64_t s = 0;
+	for (int i = 0; i < 4; i++) {
+		int x = (int)(a >> (8 * i) & 0xff), y = (int)(b >> (8 * i) & 0xff);
+		if (at == PT_S32)
+			x = (int8_t)x, y = (int8_t)y;
+		s += x > y ? x - y : y - x;
+	}
+	uint64_t r = (uint32_t)c + (uint64_t)s;
+	if (sat && r > 0xffffffffu)
+		r = 0xffffffffu;
+	return (uint32_t)r;
 }
 
 /* ---- mbarrier ------------------------------------------------------------------------- */

@@ -84,6 +84,9 @@ uint64_t ptx_surf_addr(const struct ptx_tex *t, uint8_t g, uint8_t mode, const u
 		       uint32_t size) PTX_EXT;
 uint64_t ptx_tex_query(const struct ptx_tex *t, uint8_t q) PTX_EXT;
 
+/* vabsdiff4.add (at: the sources' type). */
+uint64_t ptx_vabsdiff4(uint8_t at, bool sat, uint64_t a, uint64_t b, uint64_t c) PTX_EXT;
+
 /* mbarrier state word (64 bits in shared memory) transitions. */
 uint64_t ptx_mbar_init(uint64_t count) PTX_EXT;
 /* Arrives count times after adding tx expected bytes; returns the new

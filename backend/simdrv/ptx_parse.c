@@ -865,6 +865,7 @@ static const struct {
     {"cp", OP_CPASYNC},
     {"mbarrier", OP_MBAR},
     {"wmma", OP_WMMA},
+    {"vabsdiff4", OP_VABSDIFF4},
 };
 
 static const char *const cmp_names[] = {"eq", "ne",  "lt",  "le",  "gt",  "ge",  "lo",  "ls",  "hi",

@@ -714,6 +714,33 @@ static void test_tf32(void **state)
 	ptx_free(m);
 }
 
+/* vabsdiff4 ... .add, as stereoDisparity's __vabsdiff4 sums emit it. */
+static void test_vabsdiff4(void **state)
+{
+	(void)state;
+	struct ptx_module *m =
+	    parse_ok(HDR ".visible .entry v(.param .u64 io)\n{\n"
+			 "\t.reg .b32 %r<6>;\n\t.reg .b64 %rd<2>;\n"
+			 "\tld.param.u64 %rd1, [io];\n"
+			 "\tld.global.u32 %r1, [%rd1];\n\tld.global.u32 %r2, [%rd1+4];\n"
+			 "\tld.global.u32 %r3, [%rd1+8];\n"
+			 "\tvabsdiff4.u32.u32.u32.add %r4, %r1, %r2, %r3;\n"
+			 "\tvabsdiff4.s32.s32.s32.add %r5, %r1, %r2, 0;\n"
+			 "\tst.global.u32 [%rd1+12], %r4;\n\tst.global.u32 [%rd1+16], %r5;\n"
+			 "\tret;\n}\n"
+			 ".visible .entry bytes(.param .u64 io)\n{\n\t.reg .b32 %r<4>;\n"
+			 "\tvabsdiff4.u32.u32.u32 %r1, %r2, %r3, %r1;\n\tret;\n}\n");
+	uint32_t io[5] = {0x10ff0305, 0x20017f01, 1000, 0, 0};
+	struct ptx_region mem[1] = {{0x10000, sizeof io, (uint8_t *)io}};
+	uint64_t p = 0x10000;
+	assert_int_equal(run(kernel(m, "v"), 1, 1, &p, 8, mem, 1), CUDA_SUCCESS);
+	/* bytes (lo first): 05/01, 03/7f, ff/01, 10/20 */
+	assert_int_equal(io[3], 1000 + 4 + 124 + 254 + 16);
+	assert_int_equal(io[4], 4 + 124 + 2 + 16); /* signed: ff is -1 */
+	assert_string_equal(ptx_find(m, "bytes")->unsupported, "vabsdiff4 without .add");
+	ptx_free(m);
+}
+
 /* What it still refuses, it refuses by name at load. */
 static void test_refused(void **state)
 {
@@ -740,6 +767,7 @@ int main(void)
 	    cmocka_unit_test(test_wmma),
 	    cmocka_unit_test(test_bare_registers),
 	    cmocka_unit_test(test_tf32),
+	    cmocka_unit_test(test_vabsdiff4),
 	    cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
