@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOK_MAX 256
+#define TOK_MAX 4096 /* C++ template kernels (cub, thrust) have names of 500 characters and more */
 #define MAX_REGDECLS 65536u
 #define MAX_SYMS 65536u
 #define MAX_LABELS (1u << 20)

@@ -741,6 +741,20 @@ static void test_vabsdiff4(void **state)
 	ptx_free(m);
 }
 
+/* cub's and thrust's kernels have names of hundreds of characters: the
+ * module still decodes and the kernel is found by its name. */
+static void test_long_name(void **state)
+{
+	(void)state;
+	static char text[4096], name[1201];
+	memset(name, 'x', 1200);
+	memcpy(name, "_ZN3cub", 7);
+	snprintf(text, sizeof text, HDR ".visible .entry %s()\n{\n\tret;\n}\n", name);
+	struct ptx_module *m = parse_ok(text);
+	kernel(m, name);
+	ptx_free(m);
+}
+
 /* What it still refuses, it refuses by name at load. */
 static void test_refused(void **state)
 {
@@ -768,6 +782,7 @@ int main(void)
 	    cmocka_unit_test(test_bare_registers),
 	    cmocka_unit_test(test_tf32),
 	    cmocka_unit_test(test_vabsdiff4),
+	    cmocka_unit_test(test_long_name),
 	    cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
