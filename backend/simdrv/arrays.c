@@ -388,9 +388,10 @@ CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pR
 	t.normalized = (pTexDesc->flags & CU_TRSF_NORMALIZED_COORDINATES) != 0;
 	memcpy(t.border, pTexDesc->borderColor, sizeof t.border);
 	struct sim_array_info a;
-	uint32_t aflags = pResDesc->resType == CU_RESOURCE_TYPE_ARRAY && sim_array_find(pResDesc->res.array.hArray, &a)
-			      ? a.desc.Flags
-			      : 0;
+	uint32_t aflags =
+	    pResDesc->resType == CU_RESOURCE_TYPE_ARRAY && sim_array_find(pResDesc->res.array.hArray, &a)
+		? a.desc.Flags
+		: 0;
 	uint64_t id;
 	r = object_add(0, &t, pTexDesc->flags, aflags, &id);
 	if (!r)

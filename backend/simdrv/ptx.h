@@ -272,7 +272,7 @@ struct ptx_tex {
 	uint32_t width, height, depth; /* elements; height, depth >= 1 */
 	uint32_t format;               /* CUarray_format */
 	uint32_t channels, element_bytes;
-	uint32_t address_mode[3];      /* CUaddress_mode */
+	uint32_t address_mode[3]; /* CUaddress_mode */
 	bool linear_filter, normalized, read_int, layered, cubemap;
 	float border[4];
 };

@@ -1507,9 +1507,10 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_FMA:
 			LANES
 			uint64_t a = V(1), c = V(2), d = V(3);
-			W(0, in->type == PT_F32	      ? of32(fmaf(f32(a), f32(c), f32(d)))
-			     : ptx_is_half(in->type) ? ptx_half_op(OP_FMA, in->type, in->rnd, in->sat, a, c, d)
-						     : of64(fma(f64(a), f64(c), f64(d))));
+			W(0, in->type == PT_F32 ? of32(fmaf(f32(a), f32(c), f32(d)))
+			     : ptx_is_half(in->type)
+				 ? ptx_half_op(OP_FMA, in->type, in->rnd, in->sat, a, c, d)
+				 : of64(fma(f64(a), f64(c), f64(d))));
 			END_LANES
 			break;
 		case OP_NEG:

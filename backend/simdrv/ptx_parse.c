@@ -1201,7 +1201,8 @@ static const char *check_insn(const struct ptx_insn *in)
 	if (in->o[0].k != PO_REG)
 		return "destination";
 	for (int i = 1; i < in->nops; i++)
-		if (in->o[i].k == PO_ADDR || in->o[i].k == PO_VEC || in->o[i].k == PO_LABEL || in->o[i].k == PO_XVEC)
+		if (in->o[i].k == PO_ADDR || in->o[i].k == PO_VEC || in->o[i].k == PO_LABEL ||
+		    in->o[i].k == PO_XVEC)
 			return "operand kind";
 	return NULL;
 }
