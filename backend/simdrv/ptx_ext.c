@@ -105,8 +105,10 @@ bool ptx_ext_mod(struct ptx_insn *in, const char *m)
 			in->bop = (uint8_t)(strchr("rgba", m[0]) - "rgba");
 			return true;
 		}
-		if (in->op == OP_TEX && !strcmp(m, "level")) { /* one level: the sim has no mipmaps */
-			in->bop = 1;
+		if (in->op == OP_TEX && (!strcmp(m, "level") || !strcmp(m, "grad"))) {
+			/* One level (the sim has no mipmaps): any lod or gradient
+			 * selects it. */
+			in->bop = m[0] == 'l' ? 1 : 2;
 			return true;
 		}
 		if ((in->op == OP_SULD || in->op == OP_SUST) && ONE_OF(m, su, &v)) {
@@ -266,8 +268,11 @@ const char *ptx_ext_check(const struct ptx_insn *in)
 			return "tex type";
 		if (in->type2 != PT_F32 && in->type2 != PT_S32)
 			return "tex coordinate type";
-		if (in->bop && in->op == OP_TEX && n < 3)
+		if (in->bop == 1 && in->op == OP_TEX && n != 3)
 			return "tex.level operands";
+		if (in->bop == 2 && in->op == OP_TEX &&
+		    (n != 4 || in->o[2].k != PO_VEC || in->o[3].k != PO_VEC))
+			return "tex.grad operands";
 		if (!in->bop && in->op == OP_TEX && n > 2)
 			return "tex operands";
 		return NULL;
