@@ -1858,8 +1858,12 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 						}
 					if (b.err)
 						break;
-					bool waiting = false;
+					/* A warp that yielded (an mbarrier wait) has not
+					 * reached the barrier: the others wait for it. */
+					bool waiting = false, held = false;
 					for (uint32_t i = 0; i < nwarps; i++)
+						held |= !w[i].done && !w[i].at_bar;
+					for (uint32_t i = 0; i < nwarps && !held; i++)
 						if (!w[i].done && w[i].at_bar) {
 							w[i].at_bar = false;
 							waiting = true;

@@ -755,6 +755,63 @@ static void test_long_name(void **state)
 	ptx_free(m);
 }
 
+/* Warp 0 waits on mbarrier b1, which warp 2 completes; warp 2 then waits
+ * on b2, which warp 0 completes once it is through, and writes val; warp 1
+ * waits at bar.sync and then reads val: the barrier must hold warp 1 until
+ * the waiting warps arrive too (run in warp order, a barrier released
+ * while warp 2 still waits lets warp 1 read val before it is written). */
+static const char spin_ptx[] =
+    HDR ".visible .entry spin(.param .u64 out)\n{\n"
+	"\t.reg .pred %p<4>;\n\t.reg .b32 %r<12>;\n\t.reg .b64 %rd<6>;\n"
+	"\t.shared .align 8 .b64 b1;\n\t.shared .align 8 .b64 b2;\n\t.shared .align 4 .b32 val;\n"
+	"\tld.param.u64 %rd1, [out];\n"
+	"\tmov.u32 %r1, %tid.x;\n"
+	"\tshr.u32 %r2, %r1, 5;\n"
+	"\tmov.u32 %r3, b1;\n"
+	"\tmov.u32 %r6, b2;\n"
+	"\tsetp.ne.s32 %p1, %r1, 0;\n"
+	"\t@%p1 bra $L__i;\n"
+	"\tmbarrier.init.shared.b64 [%r3], 32;\n"
+	"\tmbarrier.init.shared.b64 [%r6], 32;\n"
+	"$L__i:\n"
+	"\tbar.sync 0;\n"
+	"\tsetp.eq.s32 %p2, %r2, 1;\n"
+	"\t@%p2 bra $L__sync;\n"
+	"\tsetp.eq.s32 %p3, %r2, 2;\n"
+	"\t@%p3 bra $L__w2;\n"
+	"$L__w0:\n"
+	"\tmbarrier.try_wait.parity.shared.b64 %p1, [%r3], 0;\n"
+	"\t@!%p1 bra $L__w0;\n"
+	"\tmbarrier.arrive.shared.b64 %rd2, [%r6];\n"
+	"\tbra.uni $L__sync;\n"
+	"$L__w2:\n"
+	"\tmbarrier.arrive.shared.b64 %rd2, [%r3];\n"
+	"$L__w2b:\n"
+	"\tmbarrier.try_wait.parity.shared.b64 %p1, [%r6], 0;\n"
+	"\t@!%p1 bra $L__w2b;\n"
+	"\tmov.u32 %r4, 42;\n"
+	"\tst.shared.u32 [val], %r4;\n"
+	"$L__sync:\n"
+	"\tbar.sync 0;\n"
+	"\tld.shared.u32 %r5, [val];\n"
+	"\tmul.wide.u32 %rd3, %r1, 4;\n"
+	"\tadd.s64 %rd4, %rd1, %rd3;\n"
+	"\tst.global.u32 [%rd4], %r5;\n"
+	"\tret;\n}\n";
+
+static void test_spin_barrier(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(spin_ptx);
+	static uint32_t out[96];
+	struct ptx_region mem[1] = {{0x10000, sizeof out, (uint8_t *)out}};
+	uint64_t p = 0x10000;
+	assert_int_equal(run(kernel(m, "spin"), 1, 96, &p, 8, mem, 1), CUDA_SUCCESS);
+	for (int t = 0; t < 96; t++)
+		assert_int_equal(out[t], 42);
+	ptx_free(m);
+}
+
 /* What it still refuses, it refuses by name at load (and tex.grad it now takes). */
 static void test_refused(void **state)
 {
@@ -787,6 +844,7 @@ int main(void)
 	    cmocka_unit_test(test_tf32),
 	    cmocka_unit_test(test_vabsdiff4),
 	    cmocka_unit_test(test_long_name),
+	    cmocka_unit_test(test_spin_barrier),
 	    cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
