@@ -9,6 +9,7 @@
  * of a kernel sees of them (simkernel.h) and, again, ids as handles. */
 #include "simdrv_int.h"
 
+#include "ptx.h"
 #include "simkernel.h"
 
 #include <stdlib.h>
@@ -21,6 +22,8 @@ struct sim_object {
 	const struct CUctx_st *ctx;
 	int surface;
 	struct xgpu_simk_texture t;
+	uint32_t tex_flags;   /* CU_TRSF_* */
+	uint32_t array_flags; /* CUDA_ARRAY3D_* of an array resource */
 };
 
 struct sim_array {
@@ -237,7 +240,40 @@ bool sim_object_find(const struct CUctx_st *ctx, uint64_t id, int surface, struc
 	return found;
 }
 
-static CUresult object_add(int surface, const struct xgpu_simk_texture *t, uint64_t *id)
+bool sim_object_find_ptx(const struct CUctx_st *ctx, uint64_t id, int surface, struct ptx_tex *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&arrays_lock);
+	for (size_t i = 0; i < nobjects && !found; i++)
+		if (objects[i].id == id && objects[i].ctx == ctx && objects[i].surface == surface) {
+			const struct sim_object *o = &objects[i];
+			const struct xgpu_simk_texture *t = &o->t;
+			*out = (struct ptx_tex){
+			    .base = t->base,
+			    .pitch = t->pitch,
+			    .slice = t->slice ? t->slice : t->pitch * t->height,
+			    .width = t->width,
+			    .height = t->height,
+			    .depth = t->depth,
+			    .format = t->format,
+			    .channels = t->channels,
+			    .element_bytes = t->element_bytes,
+			    .address_mode = {t->address_mode[0], t->address_mode[1], t->address_mode[2]},
+			    .linear_filter = t->linear_filter,
+			    .normalized = t->normalized,
+			    .read_int = (o->tex_flags & CU_TRSF_READ_AS_INTEGER) != 0,
+			    .layered = (o->array_flags & CUDA_ARRAY3D_LAYERED) != 0,
+			    .cubemap = (o->array_flags & CUDA_ARRAY3D_CUBEMAP) != 0,
+			};
+			memcpy(out->border, t->border, sizeof out->border);
+			found = true;
+		}
+	pthread_mutex_unlock(&arrays_lock);
+	return found;
+}
+
+static CUresult object_add(int surface, const struct xgpu_simk_texture *t, uint32_t tex_flags,
+			   uint32_t array_flags, uint64_t *id)
 {
 	struct CUctx_st *c;
 	CUresult r = sim_ctx_enter(&c, false);
@@ -256,7 +292,12 @@ static CUresult object_add(int surface, const struct xgpu_simk_texture *t, uint6
 	}
 	if (!r) {
 		*id = next_object_id++;
-		objects[nobjects++] = (struct sim_object){.id = *id, .ctx = c, .surface = surface, .t = *t};
+		objects[nobjects++] = (struct sim_object){.id = *id,
+							  .ctx = c,
+							  .surface = surface,
+							  .t = *t,
+							  .tex_flags = tex_flags,
+							  .array_flags = array_flags};
 	}
 	pthread_mutex_unlock(&arrays_lock);
 	sim_ctx_put(c);
@@ -346,8 +387,13 @@ CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pR
 	t.linear_filter = pTexDesc->filterMode == CU_TR_FILTER_MODE_LINEAR;
 	t.normalized = (pTexDesc->flags & CU_TRSF_NORMALIZED_COORDINATES) != 0;
 	memcpy(t.border, pTexDesc->borderColor, sizeof t.border);
+	struct sim_array_info a;
+	uint32_t aflags =
+	    pResDesc->resType == CU_RESOURCE_TYPE_ARRAY && sim_array_find(pResDesc->res.array.hArray, &a)
+		? a.desc.Flags
+		: 0;
 	uint64_t id;
-	r = object_add(0, &t, &id);
+	r = object_add(0, &t, pTexDesc->flags, aflags, &id);
 	if (!r)
 		*pTexObject = id;
 	return r;
@@ -372,7 +418,7 @@ CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC 
 	CUresult r = resource_of(pResDesc, &t);
 	uint64_t id;
 	if (!r)
-		r = object_add(1, &t, &id);
+		r = object_add(1, &t, 0, a.desc.Flags, &id);
 	if (!r)
 		*pSurfObject = id;
 	return r;

@@ -970,6 +970,12 @@ static CUresult interp_cancelled(void *arg)
 	return stop ? CUDA_ERROR_LAUNCH_FAILED : CUDA_SUCCESS;
 }
 
+static bool interp_object(void *arg, uint64_t h, int surface, struct ptx_tex *out)
+{
+	const struct interp_cancel *c = arg;
+	return sim_object_find_ptx(c->op->ctx, h, surface, out);
+}
+
 /* Runs kernel op's PTX over the context's memory; *spent_ns: the wall time it
  * took. */
 static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
@@ -1007,6 +1013,7 @@ static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
 	    .mem = mem,
 	    .nmem = n,
 	    .cancelled = interp_cancelled,
+	    .object = interp_object,
 	    .arg = &cancel,
 	};
 	CUresult r = ptx_run(f->pk, &l);

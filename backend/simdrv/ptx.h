@@ -68,6 +68,7 @@ enum ptx_opk {
 	PO_ADDR,  /* [r + imm], r = PTX_NOREG for an absolute one */
 	PO_VEC,   /* v[0..n): registers, PTX_NOREG for a sink */
 	PO_LABEL, /* imm: instruction index */
+	PO_XVEC,  /* over 4 registers (wmma fragments): kernel's xregs[imm..imm+n) */
 };
 #define PTX_NOREG 0xffffffffu
 
@@ -172,6 +173,20 @@ enum ptx_op {
 	OP_SAD,
 	OP_FNS,
 	OP_TRAP,
+	/* ptx_ext.c: warp collectives, textures and surfaces, async copies and
+	 * mbarriers; their sub-operation is in mod. */
+	OP_REDUX,
+	OP_MATCH,
+	OP_TEX,
+	OP_TLD4,
+	OP_SULD,
+	OP_SUST,
+	OP_TXQ,
+	OP_SUQ,
+	OP_CPASYNC,
+	OP_MBAR,
+	OP_WMMA, /* ptx_mma.c */
+	OP_VABSDIFF4,
 };
 
 /* Modifiers (struct ptx_insn.mod). */
@@ -228,6 +243,8 @@ struct ptx_kernel {
 	uint32_t shared_static; /* bytes of .shared declared, dynamic goes after */
 	uint32_t local_bytes;   /* per thread */
 	uint32_t param_bytes;   /* as declared */
+	uint32_t *xregs;        /* PO_XVEC operands' registers */
+	uint32_t nxregs;
 	char unsupported[48];   /* the first construct it cannot run, or "" */
 	/* Its instructions' fast forms (ptx_exec.c), made at its first launch
 	 * and kept: a cache, freed with the module. */
@@ -250,6 +267,18 @@ int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, s
 const struct ptx_kernel *ptx_find(const struct ptx_module *m, const char *name)
     __attribute__((visibility("hidden")));
 void ptx_free(struct ptx_module *m) __attribute__((visibility("hidden")));
+
+/* A texture or surface object as the interpreter samples it. */
+struct ptx_tex {
+	uint64_t base;                 /* element (0, 0, 0) */
+	uint64_t pitch, slice;         /* bytes between rows, slices (layers, cube faces) */
+	uint32_t width, height, depth; /* elements; height, depth >= 1 */
+	uint32_t format;               /* CUarray_format */
+	uint32_t channels, element_bytes;
+	uint32_t address_mode[3]; /* CUaddress_mode */
+	bool linear_filter, normalized, read_int, layered, cubemap;
+	float border[4];
+};
 
 /* One device allocation a kernel may reach. */
 struct ptx_region {
@@ -274,6 +303,9 @@ struct ptx_launch {
 	/* The general path only: no decode-time fast forms (tests compare the
 	 * two, the bench measures what they gain). */
 	bool slow;
+	/* The texture (surface: 1) object handle h names, or false when it is
+	 * none of that kind in the launching context; NULL: none exist. */
+	bool (*object)(void *arg, uint64_t h, int surface, struct ptx_tex *out);
 	uint64_t insns;  /* out: thread-instructions executed */
 	char fault[160]; /* out: what faulted */
 };

@@ -25,6 +25,7 @@
  * fast form each (fast_form, run_fast), which the general path backs.
  */
 #include "ptx.h"
+#include "ptx_ext.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -644,6 +645,8 @@ static double round_mode(double v, uint8_t rnd)
 
 static uint64_t cvt(const struct ptx_insn *in, uint64_t v)
 {
+	if (in->vec == 2) /* to tf32 */
+		return ptx_tf32(v, in->mod ? R_NONE : in->rnd);
 	uint8_t dt = in->type, st = in->type2;
 	bool dfl = tfloat(dt) || dt == PT_F16 || dt == PT_BF16;
 	bool sfl = tfloat(st) || st == PT_F16 || st == PT_BF16;
@@ -764,6 +767,8 @@ static uint64_t arith(uint8_t op, const struct ptx_insn *in, uint64_t a, uint64_
 {
 	uint8_t t = in->type;
 	unsigned bits = tbits(t);
+	if (ptx_is_half(t))
+		return ptx_half_op(op, t, in->rnd, in->sat, a, b, 0);
 	if (t == PT_F32) {
 		float x = f32(a), y = f32(b), r;
 		switch (op) {
@@ -899,6 +904,8 @@ static uint64_t unary(const struct ptx_insn *in, uint64_t a)
 {
 	uint8_t t = in->type;
 	unsigned bits = tbits(t);
+	if (ptx_is_half(t))
+		return ptx_half_op(in->op, t, in->rnd, false, a, 0, 0);
 	if (t == PT_F32) {
 		float x = f32(a), r;
 		switch (in->op) {
@@ -1808,6 +1815,348 @@ static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 #define REG(r) w->R[(size_t)(r)*32 + (unsigned)L]
 #define W(i, x) REG(in->o[i].r) = (x)
 
+/* ---- ptx_ext.h's families --------------------------------------------------------------- */
+
+/* setp on f16x2/bf16x2: p compares the low halves, q the high ones. */
+static void setp_x2(const struct ptx_insn *in, uint64_t a, uint64_t b, bool *p, bool *q)
+{
+	uint8_t h = in->type == PT_F16X2 ? PT_F16 : PT_BF16;
+	*p = compare(in->mod, h, a & 0xffff, b & 0xffff);
+	*q = compare(in->mod, h, a >> 16 & 0xffff, b >> 16 & 0xffff);
+}
+
+static const uint8_t *ext_mem(void *arg, uint64_t a, uint32_t size)
+{
+	return global_ptr(arg, a, size);
+}
+
+/* The object handle h names, through a one-entry cache. */
+static bool ext_object(struct blk *b, uint64_t h, int surface, struct ptx_tex *t, uint64_t *last,
+		       int *last_kind)
+{
+	if (*last_kind == surface && *last == h)
+		return true;
+	if (!b->l->object || !b->l->object(b->l->arg, h, surface, t)) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS,
+		      surface ? "surface access through a handle that is no surface"
+			      : "texture fetch through a handle that is no texture",
+		      h, 0);
+		return false;
+	}
+	*last = h;
+	*last_kind = surface;
+	return true;
+}
+
+/* n bytes at a in space sp, bounded and within one allocation, no alignment
+ * asked; NULL after the fault. */
+static uint8_t *ext_span(struct blk *b, const struct warp *w, int lane, uint8_t sp, uint64_t a, uint64_t n,
+			 bool write)
+{
+	if (!n || n > (1u << 24)) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, write ? "oversized write" : "oversized read", a,
+		      (uint32_t)n);
+		return NULL;
+	}
+	uint8_t *p = mem_ptr(b, w, lane, sp, a, 1, write);
+	uint8_t *q = p ? mem_ptr(b, w, lane, sp, a + n - 1, 1, write) : NULL;
+	if (p && q != p + n - 1) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, write ? "out-of-bounds write" : "out-of-bounds read", a,
+		      (uint32_t)n);
+		return NULL;
+	}
+	return p && q ? p : NULL;
+}
+
+/* The mbarrier operand's word. */
+static uint8_t *ext_mbar(struct blk *b, const struct warp *w, int L, const struct ptx_insn *in, int i)
+{
+	return mem_ptr(b, w, L, in->space, opaddr(w, &in->o[i], L), 8, true);
+}
+
+static uint32_t frag_reg(const struct blk *b, const struct ptx_opnd *o, uint32_t i)
+{
+	return o->k == PO_XVEC ? b->k->xregs[o->imm + i] : o->v[i];
+}
+
+/* wmma over the warp: loads and stores move each lane's elements (the
+ * layout is ptx_ext.h's); mma gathers the matrices from every lane. */
+static int run_wmma(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	struct ptx_frag f;
+	if (in->mod != WM_MMA) {
+		bool st = in->mod == WM_STORE_D;
+		uint8_t et = in->mod <= WM_LOAD_B && in->vec == 2 ? PT_F32 : in->type;
+		if (!ptx_frag_of(in->bop, in->mod, et, &f))
+			return 0;
+		const struct ptx_opnd *ao = &in->o[st ? 0 : 1], *vo = &in->o[st ? 1 : 0];
+		uint32_t S = f.nregs * f.per, E = f.rows * f.cols, bits = f.esize * 8;
+		LANES
+		uint64_t base = opaddr(w, ao, L), ldm = zx(V(2), 32);
+		for (uint32_t r = 0; r < f.nregs; r++) {
+			uint32_t reg = frag_reg(b, vo, r);
+			uint64_t v = st ? REG(reg) : 0;
+			for (uint32_t s = 0; s < f.per; s++) {
+				uint32_t e = ((uint32_t)L * S + r * f.per + s) % E, row = e / f.cols,
+					 col = e % f.cols;
+				uint64_t off =
+				    (in->to & 1) ? (uint64_t)col * ldm + row : (uint64_t)row * ldm + col;
+				uint8_t *p = mem_ptr(b, w, L, in->space, base + off * f.esize, f.esize, st);
+				if (!p)
+					return -1;
+				if (st)
+					store(p, f.esize, bits >= 64 ? v : v >> (s * bits));
+				else
+					v |= load(p, f.esize) << (s * bits);
+			}
+			if (!st)
+				REG(reg) = v;
+		}
+		END_LANES
+		return 0;
+	}
+	uint8_t dt, at, ct;
+	ptx_mma_types(in, &dt, &at, &ct);
+	struct ptx_frag fr[4];
+	if (!ptx_frag_of(in->bop, WM_STORE_D, dt, &fr[0]) || !ptx_frag_of(in->bop, WM_LOAD_A, at, &fr[1]) ||
+	    !ptx_frag_of(in->bop, WM_LOAD_B, at, &fr[2]) || !ptx_frag_of(in->bop, WM_LOAD_C, ct, &fr[3]))
+		return 0;
+	double *m[4];
+	double buf[4][512];
+	for (int i = 1; i < 4; i++) {
+		const struct ptx_frag *q = &fr[i];
+		uint32_t S = q->nregs * q->per, E = q->rows * q->cols;
+		m[i] = buf[i];
+		for (uint32_t L = 0; L < 32; L++)
+			for (uint32_t r = 0; r < q->nregs; r++) {
+				uint64_t v = w->R[(size_t)frag_reg(b, &in->o[i], r) * 32 + L];
+				for (uint32_t s = 0; s < q->per; s++)
+					m[i][(L * S + r * q->per + s) % E] = ptx_frag_get(q, v, s);
+			}
+	}
+	uint32_t M = fr[0].rows, N = fr[0].cols, K = fr[1].cols;
+	m[0] = buf[0];
+	for (uint32_t i = 0; i < M; i++)
+		for (uint32_t j = 0; j < N; j++) {
+			double acc = m[3][i * N + j];
+			for (uint32_t k = 0; k < K; k++)
+				acc += m[1][i * K + k] * m[2][k * N + j];
+			m[0][i * N + j] = acc;
+		}
+	const struct ptx_frag *q = &fr[0];
+	uint32_t S = q->nregs * q->per, E = q->rows * q->cols;
+	LANES
+	for (uint32_t r = 0; r < q->nregs; r++) {
+		uint32_t reg = frag_reg(b, &in->o[0], r);
+		uint64_t v = REG(reg);
+		for (uint32_t s = 0; s < q->per; s++)
+			v = ptx_frag_put(q, v, s, m[0][((uint32_t)L * S + r * q->per + s) % E]);
+		REG(reg) = v;
+	}
+	END_LANES
+	return 0;
+}
+
+/* Runs one of ptx_ext.h's instructions over the lanes in mask: 0 to go on,
+ * 1 when a lane waits on others (the warp yields), -1 after a fault. */
+static int run_ext(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	uint64_t last = 0;
+	int last_kind = -1;
+	struct ptx_tex t;
+	switch (in->op) {
+	case OP_REDUX:
+	case OP_MATCH: {
+		uint64_t v[32] = {0}, out[32] = {0};
+		uint32_t members[32] = {0};
+		bool pred[32] = {0};
+		LANES
+		v[L] = V(1);
+		members[L] = (uint32_t)V(2);
+		END_LANES
+		if (in->op == OP_REDUX)
+			ptx_redux(in->mod, in->type, mask, v, members, out);
+		else
+			ptx_match(in->mod, in->type, mask, v, members, out, pred);
+		LANES
+		W(0, out[L]);
+		if (in->pipe)
+			W(5, pred[L]);
+		END_LANES
+		return 0;
+	}
+	case OP_TEX:
+	case OP_TLD4:
+		LANES
+		if (!ext_object(b, opaddr(w, &in->o[1], L), 0, &t, &last, &last_kind))
+			return -1;
+		uint64_t c[4] = {0, 0, 0, 0}, out[4];
+		for (unsigned e = 0; e < in->o[1].n; e++)
+			c[e] = REG(in->o[1].v[e]);
+		if (!ptx_tex_fetch(&t, in->mod, in->op == OP_TLD4 ? in->bop : -1, in->type, in->type2, c,
+				   ext_mem, b, out)) {
+			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "texture read outside device memory", t.base, 0);
+			return -1;
+		}
+		for (unsigned e = 0; e < 4; e++)
+			REG(in->o[0].v[e]) = out[e];
+		END_LANES
+		return 0;
+	case OP_SULD:
+	case OP_SUST: {
+		int hi = in->op == OP_SULD ? 1 : 0;
+		const struct ptx_opnd *vo = &in->o[1 - hi];
+		uint32_t size = tbits(in->type) / 8;
+		LANES
+		if (!ext_object(b, opaddr(w, &in->o[hi], L), 1, &t, &last, &last_kind))
+			return -1;
+		uint64_t c[4] = {0, 0, 0, 0};
+		for (unsigned e = 0; e < in->o[hi].n; e++)
+			c[e] = REG(in->o[hi].v[e]);
+		uint64_t a = ptx_surf_addr(&t, in->mod, in->to, c, size * in->vec);
+		if (!a) {
+			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface access out of range", c[0],
+			      size * in->vec);
+			return -1;
+		}
+		for (unsigned e = 0; e < in->vec; e++) {
+			uint32_t r = vo->k == PO_VEC ? vo->v[e] : vo->r;
+			uint8_t *p = a == 1 ? NULL : (uint8_t *)(uintptr_t)global_ptr(b, a + e * size, size);
+			if (a != 1 && !p) {
+				fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "surface outside device memory", a,
+				      size);
+				return -1;
+			}
+			if (hi)
+				REG(r) = p ? load(p, size) : 0;
+			else if (p)
+				store(p, size, REG(r));
+		}
+		END_LANES
+		return 0;
+	}
+	case OP_TXQ:
+	case OP_SUQ:
+		LANES
+		if (!ext_object(b, opaddr(w, &in->o[1], L), in->op == OP_SUQ, &t, &last, &last_kind))
+			return -1;
+		W(0, fit(ptx_tex_query(&t, in->mod), in->type ? in->type : PT_B32));
+		END_LANES
+		return 0;
+	case OP_CPASYNC:
+		switch (in->mod) {
+		case CA_COPY: {
+			/* The copy completes at issue: a valid schedule of an
+			 * asynchronous one, so every wait finds it done. */
+			uint32_t n = (uint32_t)in->o[2].imm;
+			LANES
+			uint64_t src = in->nops > 3 ? V(3) : n;
+			if (src > n)
+				src = n;
+			uint8_t *d = mem_ptr(b, w, L, PS_SHARED, opaddr(w, &in->o[0], L), n, true);
+			if (!d)
+				return -1;
+			if (src) {
+				const uint8_t *s =
+				    ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), src, false);
+				if (!s)
+					return -1;
+				memmove(d, s, src);
+			}
+			memset(d + src, 0, n - src);
+			END_LANES
+			return 0;
+		}
+		case CA_MBAR_ARRIVE:
+			/* Without .noinc the arrival is pre-counted: no change. */
+			if (!in->to)
+				return 0;
+			LANES
+			uint8_t *p = ext_mbar(b, w, L, in, 0);
+			uint64_t tok;
+			if (!p)
+				return -1;
+			store(p, 8, ptx_mbar_arrive(load(p, 8), 1, 0, false, &tok));
+			END_LANES
+			return 0;
+		case CA_BULK:
+			LANES
+			uint64_t n = V(2);
+			uint8_t *d = ext_span(b, w, L, PS_SHARED, opaddr(w, &in->o[0], L), n, true);
+			const uint8_t *s =
+			    d ? ext_span(b, w, L, PS_GLOBAL, opaddr(w, &in->o[1], L), n, false) : NULL;
+			uint8_t *p = s ? ext_mbar(b, w, L, in, 3) : NULL;
+			uint64_t tok;
+			if (!p)
+				return -1;
+			memmove(d, s, n);
+			store(p, 8, ptx_mbar_arrive(load(p, 8), 0, -(int64_t)n, false, &tok));
+			END_LANES
+			return 0;
+		default: /* commit_group, wait_group, wait_all: every copy is done */
+			return 0;
+		}
+	case OP_MBAR: {
+		bool wait = false;
+		int ai = in->mod == MB_ARRIVE || in->mod == MB_ARRIVE_DROP || in->mod == MB_TEST_WAIT ||
+				 in->mod == MB_TRY_WAIT
+			     ? 1
+			     : 0;
+		if (in->mod == MB_PENDING) {
+			LANES
+			W(0, 0);
+			END_LANES
+			return 0;
+		}
+		LANES
+		uint8_t *p = ext_mbar(b, w, L, in, ai);
+		uint64_t tok = 0;
+		if (!p)
+			return -1;
+		uint64_t s = load(p, 8);
+		switch (in->mod) {
+		case MB_INIT:
+			store(p, 8, ptx_mbar_init(V(1)));
+			break;
+		case MB_ARRIVE:
+		case MB_ARRIVE_DROP: {
+			uint32_t cnt = in->nops > 2 && !in->to ? (uint32_t)V(2) : 1;
+			int64_t tx = in->to ? (int64_t)(uint32_t)V(2) : 0;
+			store(p, 8, ptx_mbar_arrive(s, cnt, tx, in->mod == MB_ARRIVE_DROP, &tok));
+			W(0, tok);
+			break;
+		}
+		case MB_EXPECT_TX:
+		case MB_COMPLETE_TX: {
+			int64_t tx = (int64_t)(uint32_t)V(1);
+			store(p, 8, ptx_mbar_arrive(s, 0, in->mod == MB_EXPECT_TX ? tx : -tx, false, &tok));
+			break;
+		}
+		case MB_TEST_WAIT:
+		case MB_TRY_WAIT: {
+			bool done = ptx_mbar_done(s, V(2), in->bop);
+			W(0, done);
+			wait |= !done;
+			break;
+		}
+		default: /* inval */
+			break;
+		}
+		END_LANES
+		return wait ? 1 : 0;
+	}
+	case OP_WMMA:
+		return run_wmma(b, w, in, mask);
+	case OP_VABSDIFF4:
+		LANES
+		W(0, ptx_vabsdiff4(in->type2, in->sat, V(1), V(2), V(3)));
+		END_LANES
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 /* Runs warp w until it exits, reaches a barrier or faults. */
 static void run_warp(struct blk *b, struct warp *w)
 {
@@ -1973,7 +2322,9 @@ static void run_warp(struct blk *b, struct warp *w)
 			LANES
 			uint64_t a = V(1), c = V(2), d = V(3);
 			W(0, in->type == PT_F32 ? of32(fmaf(f32(a), f32(c), f32(d)))
-						: of64(fma(f64(a), f64(c), f64(d))));
+			     : ptx_is_half(in->type)
+				 ? ptx_half_op(OP_FMA, in->type, in->rnd, in->sat, a, c, d)
+				 : of64(fma(f64(a), f64(c), f64(d))));
 			END_LANES
 			break;
 		case OP_NEG:
@@ -1999,6 +2350,8 @@ static void run_warp(struct blk *b, struct warp *w)
 			LANES
 			bool t = compare(in->mod, in->type, V(1), V(2));
 			bool p = t, q = !t;
+			if (in->type == PT_F16X2 || in->type == PT_BF16X2)
+				setp_x2(in, V(1), V(2), &p, &q);
 			if (in->bop) {
 				bool c = V(3) != 0;
 				if (in->bop == B_AND)
@@ -2227,6 +2580,27 @@ static void run_warp(struct blk *b, struct warp *w)
 				continue;
 			}
 			break;
+		case OP_REDUX:
+		case OP_MATCH:
+		case OP_TEX:
+		case OP_TLD4:
+		case OP_SULD:
+		case OP_SUST:
+		case OP_TXQ:
+		case OP_SUQ:
+		case OP_CPASYNC:
+		case OP_MBAR:
+		case OP_WMMA:
+		case OP_VABSDIFF4: {
+			int r = mask ? run_ext(b, w, in, mask) : 0;
+			if (r < 0)
+				return;
+			if (r > 0) { /* waiting on others: let the block's other warps run */
+				advance(w);
+				return;
+			}
+			break;
+		}
 		case OP_TRAP:
 		default:
 			if (!mask)
@@ -2262,8 +2636,12 @@ static void run_block(struct blk *b, struct warp *w, uint64_t *R)
 			}
 		if (b->err)
 			break;
-		bool waiting = false;
+		/* A warp that yielded (an mbarrier wait) has not reached the
+		 * barrier: the others wait for it. */
+		bool waiting = false, held = false;
 		for (uint32_t i = 0; i < nwarps; i++)
+			held |= !w[i].done && !w[i].at_bar;
+		for (uint32_t i = 0; i < nwarps && !held; i++)
 			if (!w[i].done && w[i].at_bar) {
 				w[i].at_bar = false;
 				waiting = true;

@@ -15,6 +15,7 @@
  * know marks its kernel unsupported (by name) instead of failing the parse.
  */
 #include "ptx.h"
+#include "ptx_ext.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -23,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOK_MAX 256
+#define TOK_MAX 4096 /* C++ template kernels (cub, thrust) have names of 500 characters and more */
 #define MAX_REGDECLS 65536u
 #define MAX_SYMS 65536u
 #define MAX_LABELS (1u << 20)
@@ -79,6 +80,7 @@ struct parser {
 	struct fixup *fix;
 	uint32_t nfix, capfix;
 	uint32_t capcode;
+	uint32_t capx; /* k->xregs */
 };
 
 static void perr(struct parser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -98,6 +100,8 @@ static void unsup(struct parser *P, const char *what)
 	if (P->k && !P->k->unsupported[0])
 		snprintf(P->k->unsupported, sizeof P->k->unsupported, "%s", what[0] ? what : "?");
 }
+
+static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o);
 
 /* ---- lexer -------------------------------------------------------------------------- */
 
@@ -494,6 +498,10 @@ static bool imm_bits(const char *s, bool negate, uint8_t t, uint64_t *out)
 /* The symbol's value in space sp (an instruction's), or false. */
 static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *out)
 {
+	if (!strcmp(name, "WARP_SZ")) { /* PTX's one predefined constant */
+		*out = 32;
+		return true;
+	}
 	const struct sym *s = sym_find(P->syms, P->nsyms, name);
 	if (!s)
 		s = sym_find(P->msyms, P->nmsyms, name);
@@ -555,6 +563,73 @@ static bool reg_operand(struct parser *P, uint32_t *r)
 	return true;
 }
 
+/* ", {c0, c1, ...}" after a texture or surface handle: the coordinates,
+ * registers only, into o->v. */
+static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o)
+{
+	next(P);
+	if (!is(P, "{")) {
+		unsup(P, "texture coordinates");
+		return false;
+	}
+	next(P);
+	while (!is(P, "}")) {
+		if (o->n == 4 || !reg_operand(P, &o->v[o->n]) || o->v[o->n] == PTX_NOREG) {
+			unsup(P, "texture coordinates");
+			return false;
+		}
+		o->n++;
+		if (is(P, ","))
+			next(P);
+		else if (!is(P, "}")) {
+			unsup(P, "texture coordinates");
+			return false;
+		}
+	}
+	next(P);
+	return o->n > 0;
+}
+
+/* The rest of a vector operand of over 4 registers (the first 4 are in
+ * o->v): into the kernel's xregs, o a PO_XVEC. */
+static bool ptx_ext_xvec(struct parser *P, struct ptx_opnd *o)
+{
+	uint32_t r[32], n = 4;
+	memcpy(r, o->v, sizeof o->v);
+	while (!is(P, "}")) {
+		if (n == 32 || !reg_operand(P, &r[n]) || r[n] == PTX_NOREG) {
+			unsup(P, "vector operand");
+			return false;
+		}
+		n++;
+		if (is(P, ","))
+			next(P);
+		else if (!is(P, "}")) {
+			unsup(P, "vector operand");
+			return false;
+		}
+	}
+	next(P);
+	struct ptx_kernel *k = P->k;
+	for (uint32_t i = 0; i < 4; i++)
+		if (r[i] == PTX_NOREG) {
+			unsup(P, "vector operand");
+			return false;
+		}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!grow((void **)&k->xregs, &P->capx, k->nxregs, sizeof *k->xregs, PTX_MAX_INSNS * 4u)) {
+			perr(P, "out of memory");
+			return false;
+		}
+		if (!i)
+			o->imm = k->nxregs;
+		k->xregs[k->nxregs++] = r[i];
+	}
+	o->k = PO_XVEC;
+	o->n = (uint8_t)n;
+	return true;
+}
+
 /* Parses one operand into o. immt: type for immediates; sp: the space
  * symbols resolve in (SP_RAW: their own). Returns false on text it cannot
  * read (the kernel is then unsupported, with the reason set). */
@@ -610,6 +685,8 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			o->imm += neg ? (uint64_t)0 - v : v;
 			next(P);
 		}
+		if (is(P, ",") && !ptx_ext_coords(P, o)) /* [handle, {coordinates}] */
+			return false;
 		if (!is(P, "]")) {
 			unsup(P, "address");
 			return false;
@@ -621,6 +698,8 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 		next(P);
 		o->k = PO_VEC;
 		while (!is(P, "}")) {
+			if (o->n == 4 && !is(P, "}"))
+				return ptx_ext_xvec(P, o);
 			if (o->n == 4 || !reg_operand(P, &o->v[o->n])) {
 				unsup(P, "vector operand");
 				return false;
@@ -677,6 +756,11 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 		}
 		next(P);
 		return true;
+	}
+	if (wchar(P->tok[0]) && reg_lookup(P, P->tok) != PTX_NOREG) {
+		/* A register without '%': inline asm's "{ .reg .pred p; ... }". */
+		o->k = PO_REG;
+		return reg_operand(P, &o->r);
 	}
 	if (wchar(P->tok[0])) {
 		if (label_ok) {
@@ -770,6 +854,18 @@ static const struct {
     {"prefetchu", OP_NOP},
     {"discard", OP_NOP},
     {"set", OP_SET},
+    {"redux", OP_REDUX},
+    {"match", OP_MATCH},
+    {"tex", OP_TEX},
+    {"tld4", OP_TLD4},
+    {"suld", OP_SULD},
+    {"sust", OP_SUST},
+    {"txq", OP_TXQ},
+    {"suq", OP_SUQ},
+    {"cp", OP_CPASYNC},
+    {"mbarrier", OP_MBAR},
+    {"wmma", OP_WMMA},
+    {"vabsdiff4", OP_VABSDIFF4},
 };
 
 static const char *const cmp_names[] = {"eq", "ne",  "lt",  "le",  "gt",  "ge",  "lo",  "ls",  "hi",
@@ -879,6 +975,8 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 				types[ntypes++] = t;
 			continue;
 		}
+		if ((in->op >= OP_REDUX || in->op == OP_CVT) && ptx_ext_mod(in, m))
+			continue;
 		if (!strcmp(m, "global"))
 			in->space = PS_GLOBAL;
 		else if (!strcmp(m, "shared") || !strcmp(m, "shared::cta"))
@@ -971,9 +1069,7 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 		ok = false;
 	/* Types the interpreter does not compute with. */
 	for (int i = 0; ok && i < ntypes; i++)
-		if (types[i] == PT_F16X2 || types[i] == PT_BF16X2 || types[i] == PT_B128 ||
-		    ((types[i] == PT_F16 || types[i] == PT_BF16) && in->op != OP_CVT && in->op != OP_LD &&
-		     in->op != OP_ST && in->op != OP_MOV)) {
+		if (!ptx_ext_type_ok(in, types[i])) {
 			snprintf(what, sizeof what, "%s.%s", base, type_names[0].name);
 			for (size_t j = 0; j < sizeof type_names / sizeof *type_names; j++)
 				if (type_names[j].t == types[i])
@@ -1008,6 +1104,8 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 				   : in->type;
 		if (in->op == OP_SELP && i == 3)
 			immt = PT_PRED;
+		if (in->op >= OP_REDUX && in->op != OP_REDUX && in->op != OP_MATCH)
+			immt = PT_U64; /* counts, sizes, strides */
 		if (!parse_operand(P, &in->o[i], immt, sp, at, i, in->op == OP_BRA)) {
 			in->op = OP_TRAP;
 			skip_stmt(P);
@@ -1053,6 +1151,8 @@ static const char *check_insn(const struct ptx_insn *in)
 	    [OP_PRMT] = 4,  [OP_COPYSIGN] = 3, [OP_TESTP] = 2,      [OP_SET] = 3,  [OP_MUL24] = 3,
 	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0,
 	};
+	if (in->op >= OP_REDUX)
+		return ptx_ext_check(in);
 	if (in->op >= sizeof need)
 		return "opcode";
 	uint8_t n = need[in->op];
@@ -1101,7 +1201,8 @@ static const char *check_insn(const struct ptx_insn *in)
 	if (in->o[0].k != PO_REG)
 		return "destination";
 	for (int i = 1; i < in->nops; i++)
-		if (in->o[i].k == PO_ADDR || in->o[i].k == PO_VEC || in->o[i].k == PO_LABEL)
+		if (in->o[i].k == PO_ADDR || in->o[i].k == PO_VEC || in->o[i].k == PO_LABEL ||
+		    in->o[i].k == PO_XVEC)
 			return "operand kind";
 	return NULL;
 }
@@ -1123,6 +1224,7 @@ static void reset_kernel_state(struct parser *P)
 	P->local = P->param = 0;
 	P->dyn_fixed = false;
 	P->capcode = 0;
+	P->capx = 0;
 	P->k = NULL;
 }
 
@@ -1459,6 +1561,7 @@ static void free_kernel(struct ptx_kernel *k)
 	free(k->name);
 	free(k->code);
 	free(k->fast);
+	free(k->xregs);
 }
 
 void ptx_free(struct ptx_module *m)

@@ -136,6 +136,10 @@ struct xgpu_simk_texture;
 /* The texture (surface: 1) object id of context ctx, for a kernel. */
 bool sim_object_find(const struct CUctx_st *ctx, uint64_t id, int surface,
 		     struct xgpu_simk_texture *out) SIM_HIDDEN;
+/* The same object as the PTX interpreter samples it (ptx.h). */
+struct ptx_tex;
+bool sim_object_find_ptx(const struct CUctx_st *ctx, uint64_t id, int surface,
+			 struct ptx_tex *out) SIM_HIDDEN;
 
 struct sim_device {
 	int ordinal;

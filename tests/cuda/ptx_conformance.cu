@@ -10,6 +10,8 @@
 //   ptx_conformance --fault    write out of bounds: expect an illegal address
 //   ptx_conformance --bench N  time a simple kernel over N elements
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
+#include <mma.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -897,6 +899,263 @@ static int run_bench(int n)
 	return bad != 0;
 }
 
+// ---- warp collectives, half pairs, textures and surfaces, cp.async, wmma ------------------
+
+// redux over a data-dependent partition of the warp, match.any / match.all.
+__global__ void k_ext_warp(const int *a, unsigned *out)
+{
+	int t = threadIdx.x, v = a[t];
+	unsigned odd = __ballot_sync(0xffffffffu, v & 1), mine = (v & 1) ? odd : ~odd;
+	int pred;
+	out[t * 5 + 0] = __match_any_sync(0xffffffffu, v & 3);
+	out[t * 5 + 1] = __reduce_add_sync(mine, (unsigned)v);
+	out[t * 5 + 2] = __reduce_max_sync(mine, (unsigned)v);
+	out[t * 5 + 3] = __match_all_sync(0xffffffffu, t < 32 ? 7 : v & 1, &pred);
+	out[t * 5 + 4] = pred;
+}
+
+__global__ void k_ext_half(const __half2 *a, const __half2 *b, const __half2 *c, __half2 *out, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	out[i * 4 + 0] = __hadd2(a[i], b[i]);
+	out[i * 4 + 1] = __hmul2(a[i], b[i]);
+	out[i * 4 + 2] = __hfma2(a[i], b[i], c[i]);
+	out[i * 4 + 3] = __hmax2(__hneg2(a[i]), __hsub2(b[i], c[i]));
+}
+
+// Linear and point fetches, a gather, and a surface round trip.
+__global__ void k_ext_tex(cudaTextureObject_t lin, cudaTextureObject_t pt, cudaSurfaceObject_t s,
+			  const float2 *crd, float *out, int n)
+{
+	int i = threadIdx.x;
+	if (i >= n)
+		return;
+	float2 c = crd[i];
+	float4 g = tex2Dgather<float4>(pt, c.x / 8, c.y / 8, 0);
+	out[i * 7 + 0] = tex2D<float>(lin, c.x, c.y);
+	out[i * 7 + 1] = tex2D<float>(pt, c.x / 8, c.y / 8);
+	out[i * 7 + 2] = g.x, out[i * 7 + 3] = g.y, out[i * 7 + 4] = g.z, out[i * 7 + 5] = g.w;
+	int x = i % 8, y = i / 8 % 8;
+	float v = surf2Dread<float>(s, x * 4, y);
+	surf2Dwrite(v * 2 + 1, s, x * 4, y);
+	out[i * 7 + 6] = v;
+}
+
+// cp.async through the pipeline primitives, then wmma D = A B + C.
+__global__ void k_ext_async(const int *g, int *out)
+{
+	__shared__ int sh[64];
+	int t = threadIdx.x;
+	__pipeline_memcpy_async(&sh[t], &g[t], 4);
+	__pipeline_commit();
+	__pipeline_wait_prior(0);
+	__syncthreads();
+	out[t] = sh[63 - t];
+}
+
+__global__ void k_ext_wmma(const __half *a, const __half *b, const float *c, float *d)
+{
+	using namespace nvcuda;
+	wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+	wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major> fb;
+	wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+	wmma::load_matrix_sync(fa, a, 16);
+	wmma::load_matrix_sync(fb, b, 16);
+	wmma::load_matrix_sync(fc, c, 16, wmma::mem_row_major);
+	wmma::mma_sync(fc, fa, fb, fc);
+	for (int i = 0; i < fc.num_elements; i++)
+		fc.x[i] = fc.x[i] * 0.5f;
+	wmma::store_matrix_sync(d, fc, 16, wmma::mem_row_major);
+}
+
+static float h2f(__half h)
+{
+	return __half2float(h);
+}
+
+static void test_ext(void)
+{
+	// Warp collectives: 64 threads.
+	int ha[64];
+	unsigned ho[64 * 5];
+	for (int i = 0; i < 64; i++)
+		ha[i] = (int)(rnd32() % 1000);
+	int *da = dev<int>(64);
+	unsigned *dout = dev<unsigned>(64 * 5);
+	up(da, ha, 64);
+	k_ext_warp<<<1, 64>>>(da, dout);
+	CK(cudaGetLastError());
+	down(ho, dout, 64 * 5);
+	for (int t = 0; t < 64; t++) {
+		int w = t & ~31;
+		unsigned any = 0, sum = 0, mx = 0, same = 1;
+		for (int j = 0; j < 32; j++) {
+			int v = ha[w + j];
+			if ((v & 3) == (ha[t] & 3))
+				any |= 1u << j;
+			if ((v & 1) == (ha[t] & 1))
+				sum += (unsigned)v, mx = (unsigned)v > mx ? (unsigned)v : mx;
+			if (w && (v & 1) != (ha[w] & 1))
+				same = 0;
+		}
+		check(ho[t * 5] == any, "match.any", t, ho[t * 5], any);
+		check(ho[t * 5 + 1] == sum, "redux.add over a partition", t, ho[t * 5 + 1], sum);
+		check(ho[t * 5 + 2] == mx, "redux.max over a partition", t, ho[t * 5 + 2], mx);
+		check(ho[t * 5 + 3] == (same ? 0xffffffffu : 0), "match.all", t, ho[t * 5 + 3], same);
+		check(ho[t * 5 + 4] == same, "match.all predicate", t, ho[t * 5 + 4], same);
+	}
+	cudaFree(da), cudaFree(dout);
+
+	// Half pairs: multiples of 1/16 in [-8, 8), so every result before its
+	// one rounding is exact in float.
+	enum { NH = 256 };
+	__half2 hx[3][NH], hr[NH * 4];
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < NH; i++)
+			hx[k][i] = __floats2half2_rn((float)((int)(rnd32() % 256) - 128) / 16,
+						     (float)((int)(rnd32() % 256) - 128) / 16);
+	__half2 *dh[4];
+	for (int k = 0; k < 3; k++) {
+		dh[k] = dev<__half2>(NH);
+		up(dh[k], hx[k], NH);
+	}
+	dh[3] = dev<__half2>(NH * 4);
+	k_ext_half<<<2, 128>>>(dh[0], dh[1], dh[2], dh[3], NH);
+	CK(cudaGetLastError());
+	down(hr, dh[3], NH * 4);
+	for (int i = 0; i < NH; i++)
+		for (int h = 0; h < 2; h++) {
+			float x = h2f(h ? __high2half(hx[0][i]) : __low2half(hx[0][i]));
+			float y = h2f(h ? __high2half(hx[1][i]) : __low2half(hx[1][i]));
+			float z = h2f(h ? __high2half(hx[2][i]) : __low2half(hx[2][i]));
+			float want[4] = {half_round(x + y), half_round(x * y), half_round(x * y + z),
+					 fmaxf(-x, half_round(y - z))};
+			for (int k = 0; k < 4; k++) {
+				float got = h2f(h ? __high2half(hr[i * 4 + k]) : __low2half(hr[i * 4 + k]));
+				check(got == want[k],
+				      k == 0   ? "add.f16x2"
+				      : k == 1 ? "mul.f16x2"
+				      : k == 2 ? "fma.f16x2"
+					       : "max/neg/sub.f16x2",
+				      i * 2 + h, got, want[k]);
+			}
+		}
+	for (int k = 0; k < 4; k++)
+		cudaFree(dh[k]);
+
+	// Textures over an 8 x 8 float array: linear filtering clamped, point
+	// sampling normalized and wrapped, tld4; a surface over another.
+	float tex[64], crd[2 * 64], to[64 * 7], sv[64];
+	for (int i = 0; i < 64; i++)
+		tex[i] = (float)(rnd32() % 100), sv[i] = (float)i;
+	for (int i = 0; i < 64; i++)
+		crd[2 * i] = (float)(rnd32() % 1200) / 100 - 2,
+			crd[2 * i + 1] = (float)(rnd32() % 1200) / 100 - 2;
+	cudaChannelFormatDesc cf = cudaCreateChannelDesc<float>();
+	cudaArray_t arr, sarr;
+	CK(cudaMallocArray(&arr, &cf, 8, 8));
+	CK(cudaMallocArray(&sarr, &cf, 8, 8, cudaArraySurfaceLoadStore));
+	CK(cudaMemcpy2DToArray(arr, 0, 0, tex, 32, 32, 8, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy2DToArray(sarr, 0, 0, sv, 32, 32, 8, cudaMemcpyHostToDevice));
+	cudaResourceDesc rd = {};
+	rd.resType = cudaResourceTypeArray;
+	rd.res.array.array = arr;
+	cudaTextureDesc td = {};
+	td.addressMode[0] = td.addressMode[1] = cudaAddressModeClamp;
+	td.filterMode = cudaFilterModeLinear;
+	td.readMode = cudaReadModeElementType;
+	cudaTextureObject_t tl, tp;
+	CK(cudaCreateTextureObject(&tl, &rd, &td, NULL));
+	td.filterMode = cudaFilterModePoint;
+	td.addressMode[0] = td.addressMode[1] = cudaAddressModeWrap;
+	td.normalizedCoords = 1;
+	CK(cudaCreateTextureObject(&tp, &rd, &td, NULL));
+	rd.res.array.array = sarr;
+	cudaSurfaceObject_t so;
+	CK(cudaCreateSurfaceObject(&so, &rd));
+	float2 *dc = dev<float2>(64);
+	float *dto = dev<float>(64 * 7);
+	up(dc, (float2 *)crd, 64);
+	k_ext_tex<<<1, 64>>>(tl, tp, so, dc, dto, 64);
+	CK(cudaGetLastError());
+	down(to, dto, 64 * 7);
+	float back[64];
+	CK(cudaMemcpy2DFromArray(back, 32, sarr, 0, 0, 32, 8, cudaMemcpyDeviceToHost));
+	auto at = [&](int x, int y, bool wrap) {
+		if (wrap)
+			x = ((x % 8) + 8) % 8, y = ((y % 8) + 8) % 8;
+		else
+			x = x < 0 ? 0 : x > 7 ? 7 : x, y = y < 0 ? 0 : y > 7 ? 7 : y;
+		return tex[y * 8 + x];
+	};
+	for (int i = 0; i < 64; i++) {
+		float x = crd[2 * i], y = crd[2 * i + 1];
+		float u = x - 0.5f, v = y - 0.5f, fu = floorf(u), fv = floorf(v), a = u - fu, b = v - fv;
+		int iu = (int)fu, iv = (int)fv;
+		float lin = (1 - a) * (1 - b) * at(iu, iv, false) + a * (1 - b) * at(iu + 1, iv, false) +
+			    (1 - a) * b * at(iu, iv + 1, false) + a * b * at(iu + 1, iv + 1, false);
+		// The GPU's filter weights have 8 fraction bits: within 1/256 of the texel range.
+		check(fabsf(to[i * 7] - lin) <= 100.0f / 256 + 1e-3f, "tex.2d linear", i, to[i * 7], lin);
+		float pt = at((int)floorf(x / 8 * 8), (int)floorf(y / 8 * 8), true);
+		check(to[i * 7 + 1] == pt, "tex.2d point normalized wrap", i, to[i * 7 + 1], pt);
+		// tld4 on unnormalized coordinates of a normalized texture: the
+		// footprint of (x / 8, y / 8) scaled, wrapped.
+		float gx = x - 0.5f, gy = y - 0.5f;
+		int gi = (int)floorf(gx), gj = (int)floorf(gy);
+		float gw[4] = {at(gi, gj + 1, true), at(gi + 1, gj + 1, true), at(gi + 1, gj, true),
+			       at(gi, gj, true)};
+		for (int k = 0; k < 4; k++)
+			check(to[i * 7 + 2 + k] == gw[k], "tld4.r", i * 4 + k, to[i * 7 + 2 + k], gw[k]);
+		check(to[i * 7 + 6] == sv[i], "suld.b", i, to[i * 7 + 6], sv[i]);
+		check(back[i] == sv[i] * 2 + 1, "sust.b", i, back[i], sv[i] * 2 + 1);
+	}
+	CK(cudaDestroyTextureObject(tl));
+	CK(cudaDestroyTextureObject(tp));
+	CK(cudaDestroySurfaceObject(so));
+	CK(cudaFreeArray(arr));
+	CK(cudaFreeArray(sarr));
+	cudaFree(dc), cudaFree(dto);
+
+	// cp.async.
+	int gi[64], go[64];
+	for (int i = 0; i < 64; i++)
+		gi[i] = (int)rnd32();
+	int *dg = dev<int>(64), *dgo = dev<int>(64);
+	up(dg, gi, 64);
+	k_ext_async<<<1, 64>>>(dg, dgo);
+	CK(cudaGetLastError());
+	down(go, dgo, 64);
+	for (int i = 0; i < 64; i++)
+		check(go[i] == gi[63 - i], "cp.async", i, go[i], gi[63 - i]);
+	cudaFree(dg), cudaFree(dgo);
+
+	// wmma: small integers, exact in f16 and f32.
+	__half wa[256], wb[256];
+	float wc[256], wd[256];
+	for (int i = 0; i < 256; i++)
+		wa[i] = __float2half((float)((int)(rnd32() % 9) - 4)),
+		wb[i] = __float2half((float)((int)(rnd32() % 9) - 4)),
+		wc[i] = (float)((int)(rnd32() % 201) - 100);
+	__half *dwa = dev<__half>(256), *dwb = dev<__half>(256);
+	float *dwc = dev<float>(256), *dwd = dev<float>(256);
+	up(dwa, wa, 256), up(dwb, wb, 256), up(dwc, wc, 256);
+	k_ext_wmma<<<1, 32>>>(dwa, dwb, dwc, dwd);
+	CK(cudaGetLastError());
+	down(wd, dwd, 256);
+	for (int i = 0; i < 16; i++)
+		for (int j = 0; j < 16; j++) {
+			float acc = wc[i * 16 + j];
+			for (int k = 0; k < 16; k++)
+				acc += h2f(wa[i * 16 + k]) * h2f(wb[j * 16 + k]);
+			check(wd[i * 16 + j] == acc * 0.5f, "wmma m16n16k16 f16/f32", i * 16 + j,
+			      wd[i * 16 + j], acc * 0.5f);
+		}
+	cudaFree(dwa), cudaFree(dwb), cudaFree(dwc), cudaFree(dwd);
+	printf("ext (redux, match, f16x2, tex, tld4, suld/sust, cp.async, wmma): checked\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--fault"))
@@ -911,6 +1170,7 @@ int main(int argc, char **argv)
 	test_atomics();
 	test_warp();
 	test_spaces();
+	test_ext();
 	CK(cudaDeviceSynchronize());
 	printf("RESULT ptx_conformance failures=%d verified=%s\n", failures, failures ? "no" : "yes");
 	return failures ? 1 : 0;

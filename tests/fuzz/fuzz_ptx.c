@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fuzz_ptx.c - libFuzzer harness for the simulated driver's PTX interpreter
- * (backend/simdrv/ptx_parse.c, ptx_exec.c): PTX text is guest input (a
+ * (backend/simdrv/ptx_parse.c, ptx_exec.c, ptx_ext.c and the rest): PTX text is guest input (a
  * fatbin's PTX entry, cuModuleLoadData's text). What decodes is run: every
  * kernel it can run, two blocks of 40 threads over one small allocation
  * that every pointer parameter points into, stopped after a few polls so
@@ -27,6 +27,30 @@ static CUresult stop_soon(void *arg)
 {
 	int *n = arg;
 	return ++*n > 2 ? CUDA_ERROR_LAUNCH_TIMEOUT : CUDA_SUCCESS;
+}
+
+/* The first two pointer parameters also name a texture and a surface
+ * object over the allocation's upper half (layered, so that every geometry
+ * has something to read). */
+static bool object(void *arg, uint64_t h, int surface, struct ptx_tex *out)
+{
+	(void)arg;
+	if (h != REGION_BASE + (surface ? 64 : 0))
+		return false;
+	*out = (struct ptx_tex){.base = REGION_BASE + 1024,
+				.pitch = 128,
+				.slice = 512,
+				.width = 8,
+				.height = 4,
+				.depth = 2,
+				.format = surface ? 0x01 : 0x20,
+				.channels = 4,
+				.element_bytes = surface ? 4 : 16,
+				.address_mode = {0, 2, 3},
+				.linear_filter = !surface,
+				.normalized = !surface,
+				.layered = true};
+	return true;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -63,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				       .mem = &region,
 				       .nmem = 1,
 				       .cancelled = stop_soon,
+				       .object = object,
 				       .arg = &polls};
 		(void)ptx_run(k, &l);
 	}
