@@ -100,7 +100,13 @@ enum ptx_sreg {
 	SR_GLOBALTIMER,
 	SR_DYN_SMEM,
 	SR_TOTAL_SMEM,
+	SR_RESERVED_SMEM, /* %reserved_smem_offset_1: cooperative groups' scratch */
 };
+
+/* Shared memory the driver reserves per block after the dynamic area (as
+ * sm_90's 1 KiB), which cooperative groups address through
+ * %reserved_smem_offset_1. */
+#define PTX_RESERVED_SMEM 1024u
 
 struct ptx_opnd {
 	uint8_t k;   /* enum ptx_opk */
@@ -172,6 +178,7 @@ enum ptx_op {
 	OP_SAD,
 	OP_FNS,
 	OP_TRAP,
+	OP_BFIND,
 };
 
 /* Modifiers (struct ptx_insn.mod). */
@@ -228,7 +235,7 @@ struct ptx_kernel {
 	uint32_t shared_static; /* bytes of .shared declared, dynamic goes after */
 	uint32_t local_bytes;   /* per thread */
 	uint32_t param_bytes;   /* as declared */
-	char unsupported[48];   /* the first construct it cannot run, or "" */
+	char unsupported[96];   /* the first construct it cannot run, or "" */
 };
 
 struct ptx_module {

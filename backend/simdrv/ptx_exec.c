@@ -289,6 +289,8 @@ static uint64_t sreg(const struct blk *b, const struct warp *w, uint32_t id, int
 		return l->shared_dyn;
 	case SR_TOTAL_SMEM:
 		return b->shared_bytes;
+	case SR_RESERVED_SMEM:
+		return b->shared_bytes - PTX_RESERVED_SMEM;
 	default:
 		return 0;
 	}
@@ -946,6 +948,15 @@ static uint64_t unary(const struct ptx_insn *in, uint64_t a)
 		uint64_t x = zx(a, bits);
 		return x ? (uint64_t)(__builtin_clzll(x) - (64 - (int)bits)) : bits;
 	}
+	case OP_BFIND: {
+		/* The most significant bit that differs from the sign (signed)
+		 * or is set (unsigned); .shiftamt counts from the top. */
+		uint64_t x = zx(tsigned(t) && sx(a, bits) < 0 ? ~a : a, bits);
+		if (!x)
+			return 0xffffffffu;
+		unsigned pos = 63 - (unsigned)__builtin_clzll(x);
+		return in->bop ? bits - 1 - pos : pos;
+	}
 	case OP_BREV: {
 		uint64_t x = zx(a, bits), r = 0;
 		for (unsigned i = 0; i < bits; i++)
@@ -1177,6 +1188,7 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_POPC:
 		case OP_CLZ:
 		case OP_BREV:
+		case OP_BFIND:
 			LANES
 			W(0, unary(in, V(1)));
 			END_LANES
@@ -1435,7 +1447,8 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 	if (!nthreads || nthreads > 1024)
 		return CUDA_ERROR_INVALID_VALUE;
 	uint32_t nwarps = (uint32_t)((nthreads + 31) / 32);
-	uint64_t shared_bytes = (uint64_t)k->shared_static + l->shared_dyn;
+	uint64_t shared_bytes =
+	    (((uint64_t)k->shared_static + l->shared_dyn + 15) & ~(uint64_t)15) + PTX_RESERVED_SMEM;
 	struct blk b = {
 	    .k = k, .l = l, .nthreads = (uint32_t)nthreads, .nwarps = nwarps, .budget = POLL_EVERY};
 	b.shared_bytes = (uint32_t)shared_bytes;

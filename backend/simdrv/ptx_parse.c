@@ -69,6 +69,13 @@ struct parser {
 	struct ptx_kernel *k;
 	struct regdecl *regs;
 	uint32_t nregs, capregs;
+	uint32_t nextslot; /* the next free register slot */
+	/* Braces in a body open a scope: the registers declared in it (inline
+	 * asm's, cuda_fp16.hpp's "{.reg .f16 low; ...}") die at its '}', and
+	 * their slots are reused. Scopes deeper than this keep their slots. */
+	struct {
+		uint32_t nregs, nextslot;
+	} scope[64];
 	struct sym *syms;
 	uint32_t nsyms, capsyms;
 	uint64_t shared, local, param;
@@ -97,6 +104,14 @@ static void unsup(struct parser *P, const char *what)
 {
 	if (P->k && !P->k->unsupported[0])
 		snprintf(P->k->unsupported, sizeof P->k->unsupported, "%s", what[0] ? what : "?");
+}
+
+/* A symbol it cannot place, by name (cut to what the reason holds). */
+static void unsup_sym(struct parser *P, const char *name)
+{
+	char b[sizeof P->k->unsupported];
+	snprintf(b, sizeof b, "unresolved symbol %.77s", name);
+	unsup(P, b);
 }
 
 /* ---- lexer -------------------------------------------------------------------------- */
@@ -299,7 +314,8 @@ static bool grow(void **v, uint32_t *cap, uint32_t n, size_t el, uint32_t max)
 
 static uint32_t reg_lookup(const struct parser *P, const char *name)
 {
-	for (uint32_t i = 0; i < P->nregs; i++) {
+	/* The latest declaration first: an inner scope's shadows an outer one. */
+	for (uint32_t i = P->nregs; i-- > 0;) {
 		const struct regdecl *d = &P->regs[i];
 		size_t pl = strlen(d->prefix);
 		if (strncmp(name, d->prefix, pl))
@@ -360,6 +376,7 @@ static const struct {
     {"%globaltimer", SR_GLOBALTIMER},
     {"%dynamic_smem_size", SR_DYN_SMEM},
     {"%total_smem_size", SR_TOTAL_SMEM},
+    {"%reserved_smem_offset_1", SR_RESERVED_SMEM},
 };
 
 /* ---- declarations ---------------------------------------------------------------- */
@@ -587,7 +604,7 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			next(P);
 		} else if (wchar(P->tok[0])) {
 			if (!sym_value(P, P->tok, sp, &o->imm)) {
-				unsup(P, "unresolved symbol");
+				unsup_sym(P, P->tok);
 				return false;
 			}
 			next(P);
@@ -678,6 +695,23 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 		next(P);
 		return true;
 	}
+	if (wchar(P->tok[0]) && !label_ok) {
+		/* A register declared without '%' (inline asm's), or WARP_SZ,
+		 * PTX's one predefined constant. */
+		uint32_t r = reg_lookup(P, P->tok);
+		if (r != PTX_NOREG) {
+			o->k = PO_REG;
+			o->r = r;
+			next(P);
+			return true;
+		}
+		if (is(P, "WARP_SZ")) {
+			o->k = PO_IMM;
+			o->imm = 32;
+			next(P);
+			return true;
+		}
+	}
 	if (wchar(P->tok[0])) {
 		if (label_ok) {
 			o->k = PO_LABEL;
@@ -690,7 +724,7 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 		}
 		o->k = PO_IMM;
 		if (!sym_value(P, P->tok, sp, &o->imm)) {
-			unsup(P, "unresolved symbol");
+			unsup_sym(P, P->tok);
 			return false;
 		}
 		next(P);
@@ -762,6 +796,7 @@ static const struct {
     {"membar", OP_NOP},
     {"fence", OP_NOP},
     {"trap", OP_TRAP},
+    {"bfind", OP_BFIND},
     {"mul24", OP_MUL24},
     {"mad24", OP_MAD24},
     {"nanosleep", OP_NOP},
@@ -818,6 +853,7 @@ static const char *const ignored_mods[] = {
     "mmio",
     "shared::cta",
     "L2::cache_hint",
+    "gl", /* membar.gl: a sequential interpreter orders everything */
 };
 
 static bool ignored(const char *m)
@@ -960,6 +996,12 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 			in->bop = 1;
 		else if (in->op == OP_BAR && !strcmp(m, "cta"))
 			;
+		else if (in->op == OP_BAR && !strcmp(m, "warp"))
+			/* bar.warp.sync: the lanes of a warp run together
+			 * already (the minimum-PC rule), so nothing waits. */
+			in->op = OP_NOP;
+		else if (in->op == OP_BFIND && !strcmp(m, "shiftamt"))
+			in->bop = 1;
 		else {
 			snprintf(what, sizeof what, "%s.%s", base, m);
 			ok = false;
@@ -1051,7 +1093,7 @@ static const char *check_insn(const struct ptx_insn *in)
 	    [OP_SHFL] = 4,  [OP_VOTE] = 2,     [OP_ACTIVEMASK] = 1, [OP_POPC] = 2, [OP_CLZ] = 2,
 	    [OP_BREV] = 2,  [OP_BFE] = 4,      [OP_BFI] = 5,        [OP_LOP3] = 5, [OP_SHF] = 4,
 	    [OP_PRMT] = 4,  [OP_COPYSIGN] = 3, [OP_TESTP] = 2,      [OP_SET] = 3,  [OP_MUL24] = 3,
-	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0,
+	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0, [OP_BFIND] = 2,
 	};
 	if (in->op >= sizeof need)
 		return "opcode";
@@ -1119,6 +1161,7 @@ static void reset_kernel_state(struct parser *P)
 	for (uint32_t i = 0; i < P->nfix; i++)
 		free(P->fix[i].name);
 	P->nregs = P->nsyms = P->nlabels = P->nfix = 0;
+	P->nextslot = 0;
 	P->shared = P->mshared;
 	P->local = P->param = 0;
 	P->dyn_fixed = false;
@@ -1154,7 +1197,7 @@ static void parse_reg(struct parser *P)
 			next(P);
 		}
 		uint32_t slots = count ? (uint32_t)(count > PTX_MAX_REGS ? PTX_MAX_REGS + 1 : count) : 1;
-		if (P->k->nregs + (uint64_t)slots > PTX_MAX_REGS) {
+		if (P->nextslot + (uint64_t)slots > PTX_MAX_REGS) {
 			unsup(P, "too many registers");
 			skip_stmt(P);
 			return;
@@ -1165,9 +1208,11 @@ static void parse_reg(struct parser *P)
 			return;
 		}
 		P->regs[P->nregs].count = (uint32_t)count;
-		P->regs[P->nregs].base = P->k->nregs;
+		P->regs[P->nregs].base = P->nextslot;
 		P->nregs++;
-		P->k->nregs += slots;
+		P->nextslot += slots;
+		if (P->k->nregs < P->nextslot)
+			P->k->nregs = P->nextslot;
 		if (is(P, ","))
 			next(P);
 	}
@@ -1379,12 +1424,21 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 			return;
 		}
 		if (is(P, "{")) {
+			if ((uint32_t)depth <= sizeof P->scope / sizeof *P->scope) {
+				P->scope[depth - 1].nregs = P->nregs;
+				P->scope[depth - 1].nextslot = P->nextslot;
+			}
 			depth++;
 			next(P);
 		} else if (is(P, "}")) {
 			next(P);
 			if (--depth == 0)
 				break;
+			if ((uint32_t)depth <= sizeof P->scope / sizeof *P->scope) {
+				while (P->nregs > P->scope[depth - 1].nregs)
+					free(P->regs[--P->nregs].prefix);
+				P->nextslot = P->scope[depth - 1].nextslot;
+			}
 		} else if (is(P, ";")) {
 			next(P);
 		} else if (is(P, ".reg")) {
