@@ -179,6 +179,7 @@ enum ptx_op {
 	OP_FNS,
 	OP_TRAP,
 	OP_BFIND,
+	OP_CALL, /* o[0].imm: index in the kernel's calls */
 };
 
 /* Modifiers (struct ptx_insn.mod). */
@@ -227,6 +228,29 @@ struct ptx_insn {
 	struct ptx_opnd o[6];
 };
 
+/* A call's parameter or return value: bytes in the thread's local memory
+ * (the PTX ABI's .param space of a call is kept there). */
+struct ptx_pslot {
+	uint32_t off, size;
+};
+
+enum ptx_callee { PC_FUNC, PC_VPRINTF, PC_ASSERTFAIL, PC_MALLOC, PC_FREE };
+#define PTX_MAX_CALL_DEPTH 256u /* frames per warp: deeper faults */
+#define PTX_MAX_CALL_ARGS 64u
+#define PTX_PRINTF_FIFO (1u << 20) /* printf bytes per launch kept, as cudaLimitPrintfFifoSize */
+
+struct ptx_callsite {
+	char *name;   /* the callee */
+	uint8_t kind; /* enum ptx_callee */
+	uint32_t nrets, nargs;
+	struct ptx_pslot *caller; /* rets then args, in the caller's frame */
+	/* Linked (PC_FUNC): the callee's body in this kernel's code. */
+	uint32_t entry;
+	uint32_t regbase, nregs;       /* its register slots */
+	uint32_t localbase, localsize; /* its local bytes */
+	struct ptx_pslot *callee;      /* its rets then args */
+};
+
 struct ptx_kernel {
 	char *name;
 	struct ptx_insn *code;
@@ -236,11 +260,18 @@ struct ptx_kernel {
 	uint32_t local_bytes;   /* per thread */
 	uint32_t param_bytes;   /* as declared */
 	char unsupported[96];   /* the first construct it cannot run, or "" */
+	struct ptx_callsite *calls;
+	uint32_t ncalls;
+	/* A .func's own parameters (in its local bytes): rets then args. */
+	struct ptx_pslot *sig;
+	uint32_t nsigrets, nsigargs;
 };
 
 struct ptx_module {
 	struct ptx_kernel *kernels;
 	uint32_t nkernels;
+	struct ptx_kernel *funcs; /* .func bodies, linked into the kernels calling them */
+	uint32_t nfuncs;
 };
 
 /* Resolves a module-scope .global / .const variable to its device address. */

@@ -23,6 +23,7 @@
  * CUDA_ERROR_MISALIGNED_ADDRESS.
  */
 #include "ptx.h"
+#include "ptx_call.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -32,12 +33,17 @@
 
 #define POLL_EVERY (1u << 16) /* warp-instructions between cancellation polls */
 
+struct frame;
+
 struct warp {
 	uint32_t pc, active, live, next_wait;
 	bool at_bar, done;
 	uint32_t id;
 	uint64_t *R;
 	uint32_t lpc[32];
+	struct frame *fr; /* calls in progress (ptx_call's) */
+	uint32_t nfr, capfr;
+	uint32_t exited; /* lanes that ran exit inside a call */
 };
 
 struct blk {
@@ -52,7 +58,8 @@ struct blk {
 	size_t cache; /* index of the region last hit */
 	CUresult err;
 	uint64_t insns;
-	uint64_t budget; /* warp-instructions until the next cancellation poll */
+	uint64_t budget;    /* warp-instructions until the next cancellation poll */
+	struct ptx_out out; /* device printf's, written out when the kernel ends */
 };
 
 /* ---- values ---------------------------------------------------------------------- */
@@ -1018,6 +1025,249 @@ static uint64_t atom_op(const struct ptx_insn *in, uint64_t old, uint64_t b, uin
 	for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {                                                         \
 		const int L = __builtin_ctz(m_);
 #define END_LANES }
+/* ---- calls -------------------------------------------------------------------------- */
+
+/* A .func call in progress: the warp runs only the lanes that made it until
+ * they all return, then the others resume. */
+struct frame {
+	uint32_t ret_pc, saved_live, called;
+	uint32_t cs;    /* the call site */
+	uint64_t *save; /* a recursive call: the callee's registers and local bytes before it */
+};
+
+static inline uint8_t *lane_local(const struct blk *b, const struct warp *w, int L, uint32_t off)
+{
+	return b->local + (size_t)(w->id * 32 + (uint32_t)L) * b->k->local_bytes + off;
+}
+
+struct rdctx {
+	struct blk *b;
+	const struct warp *w;
+	int lane;
+};
+
+static bool guest_read(void *arg, uint64_t a, void *dst, uint32_t n)
+{
+	struct rdctx *c = arg;
+	const uint8_t *p = mem_ptr(c->b, c->w, c->lane, PS_GENERIC, a, n, false);
+	if (!p)
+		return false;
+	memcpy(dst, p, n);
+	return true;
+}
+
+static uint64_t slot_u64(const struct blk *b, const struct warp *w, int L, const struct ptx_pslot *s)
+{
+	uint64_t v = 0;
+	memcpy(&v, lane_local(b, w, L, s->off), s->size < 8 ? s->size : 8);
+	return v;
+}
+
+/* The driver's own device functions: printf and assert. */
+static void call_extern(struct blk *b, struct warp *w, const struct ptx_callsite *cs, uint32_t mask)
+{
+	for (uint32_t m = mask; m && !b->err; m &= m - 1) {
+		const int L = __builtin_ctz(m);
+		const struct ptx_pslot *a = cs->caller + cs->nrets;
+		struct rdctx rc = {b, w, L};
+		int64_t ret = 0;
+		switch (cs->kind) {
+		case PC_VPRINTF:
+			if (!b->out.buf) {
+				b->out.buf = malloc(PTX_PRINTF_FIFO);
+				b->out.cap = b->out.buf ? PTX_PRINTF_FIFO : 0;
+			}
+			ret = ptx_vprintf(&b->out, slot_u64(b, w, L, &a[0]), slot_u64(b, w, L, &a[1]),
+					  guest_read, &rc);
+			break;
+		case PC_ASSERTFAIL: {
+			/* What the device prints, then the launch fails with
+			 * CUDA_ERROR_ASSERT as NVIDIA's driver reports it. */
+			char msg[256] = "", file[256] = "", fn[256] = "";
+			char *dst[3] = {msg, file, fn};
+			for (int s = 0; s < 3; s++) {
+				uint64_t p = slot_u64(b, w, L, &a[s == 0 ? 0 : s == 1 ? 1 : 3]);
+				for (size_t i = 0; p && i + 1 < 256; i++) {
+					if (!guest_read(&rc, p + i, &dst[s][i], 1) || !dst[s][i])
+						break;
+				}
+				dst[s][255] = 0;
+			}
+			if (b->err)
+				return;
+			uint32_t t = w->id * 32 + (uint32_t)L;
+			fprintf(stderr,
+				"%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+				file, (unsigned)slot_u64(b, w, L, &a[2]), fn, b->ctaid[0], b->ctaid[1],
+				b->ctaid[2], b->tid[0][t], b->tid[1][t], b->tid[2][t], msg);
+			b->err = CUDA_ERROR_ASSERT;
+			snprintf(b->l->fault, sizeof b->l->fault,
+				 "assert: %.60s:%u: Assertion `%.60s` failed", file,
+				 (unsigned)slot_u64(b, w, L, &a[2]), msg);
+			return;
+		}
+		default:
+			break;
+		}
+		if (cs->nrets)
+			memcpy(lane_local(b, w, L, cs->caller[0].off), &ret,
+			       cs->caller[0].size < 8 ? cs->caller[0].size : 8);
+	}
+}
+
+/* Executes call instruction in for the lanes of mask: true when the warp
+ * now runs the callee, false when the call is done (an extern) or faulted. */
+static bool call_enter(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	const struct ptx_callsite *cs = &b->k->calls[in->o[0].imm];
+	if (cs->kind != PC_FUNC) {
+		call_extern(b, w, cs, mask);
+		return false;
+	}
+	if (w->nfr >= PTX_MAX_CALL_DEPTH) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+		return false;
+	}
+	if (w->nfr == w->capfr) {
+		uint32_t nc = w->capfr ? w->capfr * 2 : 4;
+		struct frame *nf = realloc(w->fr, nc * sizeof *nf);
+		if (!nf) {
+			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+			return false;
+		}
+		w->fr = nf;
+		w->capfr = nc;
+	}
+	/* The arguments, read before a recursive call's save and overwrite. */
+	uint32_t argb = 0;
+	for (uint32_t j = 0; j < cs->nargs; j++)
+		argb += cs->callee[cs->nrets + j].size;
+	uint8_t *tmp = malloc((size_t)argb * 32 + 1);
+	bool rec = false;
+	for (uint32_t i = 0; i < w->nfr; i++)
+		rec |= b->k->calls[w->fr[i].cs].entry == cs->entry;
+	size_t rbytes = (size_t)cs->nregs * 32 * sizeof *w->R, lbytes = (size_t)cs->localsize * 32;
+	uint64_t *save = rec ? malloc(rbytes + lbytes + 8) : NULL;
+	if (!tmp || (rec && !save)) {
+		free(tmp);
+		free(save);
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+		return false;
+	}
+	for (uint32_t m = mask; m; m &= m - 1) {
+		const int L = __builtin_ctz(m);
+		uint8_t *t = tmp + (size_t)L * argb;
+		for (uint32_t j = 0; j < cs->nargs; j++) {
+			const struct ptx_pslot *from = &cs->caller[cs->nrets + j],
+					       *to = &cs->callee[cs->nrets + j];
+			memset(t, 0, to->size);
+			memcpy(t, lane_local(b, w, L, from->off),
+			       from->size < to->size ? from->size : to->size);
+			t += to->size;
+		}
+	}
+	if (save) {
+		memcpy(save, w->R + (size_t)cs->regbase * 32, rbytes);
+		for (int L = 0; L < 32; L++)
+			if (w->id * 32 + (uint32_t)L < b->nthreads)
+				memcpy((uint8_t *)save + rbytes + (size_t)L * cs->localsize,
+				       lane_local(b, w, L, cs->localbase), cs->localsize);
+	}
+	for (uint32_t m = mask; m; m &= m - 1) {
+		const int L = __builtin_ctz(m);
+		const uint8_t *t = tmp + (size_t)L * argb;
+		for (uint32_t j = 0; j < cs->nargs; j++) {
+			const struct ptx_pslot *to = &cs->callee[cs->nrets + j];
+			memcpy(lane_local(b, w, L, to->off), t, to->size);
+			t += to->size;
+		}
+	}
+	free(tmp);
+	/* The lanes the guard left out wait after the call with the others. */
+	for (uint32_t m = w->active & ~mask; m; m &= m - 1)
+		w->lpc[__builtin_ctz(m)] = w->pc + 1;
+	w->fr[w->nfr++] = (struct frame){w->pc + 1, w->live, mask, (uint32_t)in->o[0].imm, save};
+	w->live = mask;
+	for (uint32_t m = mask; m; m &= m - 1)
+		w->lpc[__builtin_ctz(m)] = cs->entry;
+	resched(w);
+	return true;
+}
+
+/* The top call returns to its caller: its return values copied out, a
+ * recursive call's caller state restored. */
+static void call_pop(struct blk *b, struct warp *w)
+{
+	struct frame *f = &w->fr[--w->nfr];
+	const struct ptx_callsite *cs = &b->k->calls[f->cs];
+	uint32_t ret = f->called & ~w->exited;
+	uint32_t retb = 0;
+	for (uint32_t j = 0; j < cs->nrets; j++)
+		retb += cs->callee[j].size;
+	uint8_t *tmp = retb && ret ? malloc((size_t)retb * 32) : NULL;
+	if (tmp)
+		for (uint32_t m = ret; m; m &= m - 1) {
+			const int L = __builtin_ctz(m);
+			uint8_t *t = tmp + (size_t)L * retb;
+			for (uint32_t j = 0; j < cs->nrets; j++) {
+				memcpy(t, lane_local(b, w, L, cs->callee[j].off), cs->callee[j].size);
+				t += cs->callee[j].size;
+			}
+		}
+	if (f->save) {
+		size_t rbytes = (size_t)cs->nregs * 32 * sizeof *w->R;
+		memcpy(w->R + (size_t)cs->regbase * 32, f->save, rbytes);
+		for (int L = 0; L < 32; L++)
+			if (w->id * 32 + (uint32_t)L < b->nthreads)
+				memcpy(lane_local(b, w, L, cs->localbase),
+				       (uint8_t *)f->save + rbytes + (size_t)L * cs->localsize,
+				       cs->localsize);
+		free(f->save);
+	}
+	if (tmp) {
+		for (uint32_t m = ret; m; m &= m - 1) {
+			const int L = __builtin_ctz(m);
+			const uint8_t *t = tmp + (size_t)L * retb;
+			for (uint32_t j = 0; j < cs->nrets; j++) {
+				uint32_t n = cs->caller[j].size < cs->callee[j].size ? cs->caller[j].size
+										     : cs->callee[j].size;
+				memcpy(lane_local(b, w, L, cs->caller[j].off), t, n);
+				t += cs->callee[j].size;
+			}
+		}
+		free(tmp);
+	} else if (retb && ret)
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+	w->live = f->saved_live & ~w->exited;
+	for (uint32_t m = ret; m; m &= m - 1)
+		w->lpc[__builtin_ctz(m)] = f->ret_pc;
+}
+
+/* ret or exit (exited) inside a call, for the lanes of mask: true when the
+ * warp's remaining active lanes go on to the next instruction. */
+static bool call_leave(struct blk *b, struct warp *w, uint32_t mask, bool exited)
+{
+	if (exited)
+		w->exited |= mask;
+	w->live &= ~mask;
+	w->active &= ~mask;
+	if (w->active)
+		return true;
+	while (!w->live && w->nfr && !b->err)
+		call_pop(b, w);
+	resched(w);
+	return false;
+}
+
+static void free_frames(struct warp *w)
+{
+	for (uint32_t i = 0; i < w->nfr; i++)
+		free(w->fr[i].save);
+	free(w->fr);
+	w->fr = NULL;
+	w->nfr = w->capfr = 0;
+}
+
 #define V(i) val(b, w, &in->o[i], L)
 #define REG(r) w->R[(size_t)(r)*32 + (unsigned)L]
 #define W(i, x) REG(in->o[i].r) = (x)
@@ -1415,10 +1665,25 @@ static void run_warp(struct blk *b, struct warp *w)
 			resched(w);
 			continue;
 		}
+		case OP_CALL:
+			if (!mask)
+				break;
+			if (call_enter(b, w, in, mask))
+				continue;
+			if (b->err)
+				return;
+			break;
 		case OP_RET:
 		case OP_EXIT:
 			if (!mask)
 				break;
+			if (w->nfr) {
+				if (call_leave(b, w, mask, in->op == OP_EXIT))
+					break;
+				if (b->err)
+					return;
+				continue;
+			}
 			w->live &= ~mask;
 			w->active &= ~mask;
 			if (!w->active) {
@@ -1480,6 +1745,7 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 				memset(b.shared, 0, shared_bytes ? shared_bytes : 1);
 				memset(R, 0, (size_t)nwarps * k->nregs * 32 * sizeof *R);
 				for (uint32_t i = 0; i < nwarps; i++) {
+					free_frames(&w[i]);
 					uint32_t n =
 					    (uint32_t)(nthreads - i * 32 < 32 ? nthreads - i * 32 : 32);
 					w[i] = (struct warp){.live = n == 32 ? 0xffffffffu : (1u << n) - 1,
@@ -1515,6 +1781,14 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 				}
 			}
 	l->insns = b.insns;
+	for (uint32_t i = 0; i < nwarps; i++)
+		free_frames(&w[i]);
+	if (b.out.len) {
+		/* The device's printf buffer, flushed when the kernel is done. */
+		fwrite(b.out.buf, 1, b.out.len, stdout);
+		fflush(stdout);
+	}
+	free(b.out.buf);
 	free(b.shared);
 	free(b.local);
 	free(w);

@@ -39,6 +39,8 @@ struct sym {
 	uint8_t space; /* PS_SHARED, PS_LOCAL, PS_PARAM */
 	bool dynamic;  /* extern shared: its offset is the dynamic area's */
 	uint64_t off;
+	bool callparam; /* a call's .param, kept in local memory */
+	uint32_t size;
 };
 
 struct label {
@@ -86,6 +88,10 @@ struct parser {
 	struct fixup *fix;
 	uint32_t nfix, capfix;
 	uint32_t capcode;
+	bool infunc;   /* reading a .func */
+	bool to_local; /* the instruction's .param operand is a call's, in local memory */
+	bool reloc;    /* the operand just read is a local offset */
+	uint32_t capcalls, capsig;
 };
 
 static void perr(struct parser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -445,7 +451,7 @@ static bool add_sym(struct parser *P __attribute__((unused)), struct sym **v, ui
 	char *c = strdup(name);
 	if (!c)
 		return false;
-	(*v)[(*n)++] = (struct sym){c, space, dynamic, off};
+	(*v)[(*n)++] = (struct sym){c, space, dynamic, off, false, 0};
 	return true;
 }
 
@@ -508,6 +514,8 @@ static bool imm_bits(const char *s, bool negate, uint8_t t, uint64_t *out)
 	return true;
 }
 
+#define SP_RAW 0xff
+
 /* The symbol's value in space sp (an instruction's), or false. */
 static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *out)
 {
@@ -516,6 +524,13 @@ static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *
 		s = sym_find(P->msyms, P->nmsyms, name);
 	uint8_t space;
 	uint64_t v;
+	if (s && s->callparam && (sp == PS_PARAM || sp == PS_LOCAL || sp == SP_RAW)) {
+		/* A call's parameter: local memory, the instruction follows. */
+		P->to_local |= sp == PS_PARAM;
+		P->reloc = true;
+		*out = s->off;
+		return true;
+	}
 	if (s) {
 		space = s->space;
 		v = s->off;
@@ -532,6 +547,7 @@ static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *
 		space = PS_GLOBAL;
 	}
 	*out = v;
+	P->reloc = space == PS_LOCAL;
 	if (space == PS_GLOBAL || space == PS_CONST || sp == space)
 		return true;
 	if (sp == PS_GENERIC) {
@@ -542,8 +558,6 @@ static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *
 	}
 	return sp == 0xff; /* raw, for mov */
 }
-
-#define SP_RAW 0xff
 
 static bool add_fixup(struct parser *P, uint32_t insn, uint32_t opnd, const char *name)
 {
@@ -603,10 +617,12 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			}
 			next(P);
 		} else if (wchar(P->tok[0])) {
+			P->reloc = false;
 			if (!sym_value(P, P->tok, sp, &o->imm)) {
 				unsup_sym(P, P->tok);
 				return false;
 			}
+			o->pad = P->reloc;
 			next(P);
 		} else {
 			unsup(P, "address");
@@ -723,10 +739,12 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			return true;
 		}
 		o->k = PO_IMM;
+		P->reloc = false;
 		if (!sym_value(P, P->tok, sp, &o->imm)) {
 			unsup_sym(P, P->tok);
 			return false;
 		}
+		o->pad = P->reloc;
 		next(P);
 		return true;
 	}
@@ -797,6 +815,7 @@ static const struct {
     {"fence", OP_NOP},
     {"trap", OP_TRAP},
     {"bfind", OP_BFIND},
+    {"call", OP_CALL},
     {"mul24", OP_MUL24},
     {"mad24", OP_MAD24},
     {"nanosleep", OP_NOP},
@@ -875,6 +894,83 @@ static bool emit(struct parser *P, struct ptx_insn **in)
 	memset(*in, 0, sizeof **in);
 	(*in)->guard = PTX_NOREG;
 	return true;
+}
+
+/* "(p0, p1, ...)": a call's parameters, each a .param declared in the
+ * caller (the current token is '('). */
+static bool call_list(struct parser *P, struct ptx_pslot *v, uint32_t *n)
+{
+	next(P);
+	while (!is(P, ")")) {
+		if (at_end(P) || *n == PTX_MAX_CALL_ARGS)
+			return false;
+		const struct sym *s = sym_find(P->syms, P->nsyms, P->tok);
+		if (!s || !s->callparam)
+			return false;
+		v[(*n)++] = (struct ptx_pslot){(uint32_t)s->off, s->size};
+		next(P);
+		if (is(P, ","))
+			next(P);
+		else if (!is(P, ")"))
+			return false;
+	}
+	next(P);
+	return true;
+}
+
+/* "call[.uni] [(ret),] name[, (args)][, prototype];" (the current token is
+ * the first after the opcode): a call site, its callee linked by name once
+ * the module is read. */
+static void parse_call(struct parser *P, struct ptx_insn *in)
+{
+	struct ptx_kernel *k = P->k;
+	struct ptx_pslot v[2 * PTX_MAX_CALL_ARGS];
+	uint32_t nr = 0, na = 0;
+	char name[TOK_MAX];
+	in->op = OP_TRAP;
+	if (is(P, "(")) {
+		if (!call_list(P, v, &nr) || !is(P, ","))
+			goto bad;
+		next(P);
+	}
+	if (P->toolong || !wchar(P->tok[0]))
+		goto bad;
+	if (P->tok[0] == '%') {
+		unsup(P, "indirect call");
+		skip_stmt(P);
+		return;
+	}
+	snprintf(name, sizeof name, "%s", P->tok);
+	next(P);
+	if (is(P, ",")) {
+		next(P);
+		if (is(P, "(") && !call_list(P, v + nr, &na))
+			goto bad;
+	}
+	skip_stmt(P); /* a prototype, then ';' */
+	if (!grow((void **)&k->calls, &P->capcalls, k->ncalls, sizeof *k->calls, PTX_MAX_INSNS)) {
+		perr(P, "out of memory");
+		return;
+	}
+	struct ptx_callsite *cs = &k->calls[k->ncalls];
+	memset(cs, 0, sizeof *cs);
+	cs->name = strdup(name);
+	cs->caller = malloc((nr + na ? nr + na : 1) * sizeof *cs->caller);
+	if (!cs->name || !cs->caller) {
+		free(cs->name);
+		free(cs->caller);
+		perr(P, "out of memory");
+		return;
+	}
+	memcpy(cs->caller, v, (nr + na) * sizeof *v);
+	cs->nrets = nr;
+	cs->nargs = na;
+	in->op = OP_CALL;
+	in->o[0].imm = k->ncalls++;
+	return;
+bad:
+	unsup(P, "call syntax");
+	skip_stmt(P);
 }
 
 /* Decodes one instruction statement; the current token is its opcode.
@@ -1028,7 +1124,12 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 		skip_stmt(P);
 		return;
 	}
+	if (in->op == OP_CALL) {
+		parse_call(P, in);
+		return;
+	}
 	/* Operands. */
+	P->to_local = false;
 	uint8_t sp = in->op == OP_MOV || in->op == OP_CVTA ? SP_RAW : in->space;
 	while (!is(P, ";") && !at_end(P)) {
 		if (in->nops == 5) {
@@ -1074,6 +1175,8 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 			return;
 		}
 	}
+	if (P->to_local)
+		in->space = PS_LOCAL; /* a call's .param */
 	next(P);
 }
 
@@ -1094,6 +1197,7 @@ static const char *check_insn(const struct ptx_insn *in)
 	    [OP_BREV] = 2,  [OP_BFE] = 4,      [OP_BFI] = 5,        [OP_LOP3] = 5, [OP_SHF] = 4,
 	    [OP_PRMT] = 4,  [OP_COPYSIGN] = 3, [OP_TESTP] = 2,      [OP_SET] = 3,  [OP_MUL24] = 3,
 	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0, [OP_BFIND] = 2,
+	    [OP_CALL] = 0,
 	};
 	if (in->op >= sizeof need)
 		return "opcode";
@@ -1107,6 +1211,7 @@ static const char *check_insn(const struct ptx_insn *in)
 	switch (in->op) {
 	case OP_NOP:
 	case OP_BAR:
+	case OP_CALL:
 	case OP_RET:
 	case OP_EXIT:
 	case OP_TRAP:
@@ -1162,6 +1267,7 @@ static void reset_kernel_state(struct parser *P)
 		free(P->fix[i].name);
 	P->nregs = P->nsyms = P->nlabels = P->nfix = 0;
 	P->nextslot = 0;
+	P->capcalls = P->capsig = 0;
 	P->shared = P->mshared;
 	P->local = P->param = 0;
 	P->dyn_fixed = false;
@@ -1266,8 +1372,12 @@ static void parse_space_decl(struct parser *P, uint8_t space, bool module)
 	}
 }
 
-/* ".param .type [.ptr ...] name" or ".param .align N .b8 name[N]". */
-static bool parse_param(struct parser *P)
+enum { PP_KERNEL, PP_RET, PP_ARG, PP_CALL };
+
+/* ".param .type [.ptr ...] name" or ".param .align N .b8 name[N]": a
+ * kernel's parameter (PP_KERNEL: in the launch's buffer), or a .func's
+ * return value or parameter or a call's (in local memory). */
+static bool parse_param(struct parser *P, int kind)
 {
 	uint64_t align = 0, size = 0;
 	bool seen_type = false;
@@ -1303,6 +1413,30 @@ static bool parse_param(struct parser *P)
 			return false;
 		next(P);
 		size *= n;
+	}
+	if (kind != PP_KERNEL) {
+		uint64_t off = align_up(P->local, align ? align : 1);
+		if (off + size > PTX_MAX_LOCAL) {
+			unsup(P, "local memory size");
+			return true;
+		}
+		P->local = off + size;
+		if (!add_sym(P, &P->syms, &P->nsyms, &P->capsyms, name, PS_LOCAL, off, false))
+			return false;
+		P->syms[P->nsyms - 1].callparam = true;
+		P->syms[P->nsyms - 1].size = (uint32_t)size;
+		if (kind == PP_CALL)
+			return true;
+		struct ptx_kernel *k = P->k;
+		if (!grow((void **)&k->sig, &P->capsig, k->nsigrets + k->nsigargs, sizeof *k->sig,
+			  PTX_MAX_CALL_ARGS))
+			return false;
+		k->sig[k->nsigrets + k->nsigargs] = (struct ptx_pslot){(uint32_t)off, (uint32_t)size};
+		if (kind == PP_RET)
+			k->nsigrets++;
+		else
+			k->nsigargs++;
+		return true;
 	}
 	uint64_t off = align_up(P->param, align);
 	if (off + size > 65536)
@@ -1348,11 +1482,11 @@ static void finish_kernel(struct parser *P)
 			in->op = OP_TRAP;
 		}
 	}
-	if (!k->ninsns || k->code[k->ninsns - 1].op != OP_EXIT) {
-		/* Falling off the end exits. */
+	if (!k->ninsns || k->code[k->ninsns - 1].op != (P->infunc ? OP_RET : OP_EXIT)) {
+		/* Falling off the end exits (returns, from a .func). */
 		struct ptx_insn *in;
 		if (emit(P, &in))
-			in->op = OP_EXIT;
+			in->op = P->infunc ? OP_RET : OP_EXIT;
 	}
 	k->shared_static = (uint32_t)(P->dyn_fixed ? P->dyn_off : align_up(P->shared, 16));
 	if (P->shared > PTX_MAX_SHARED)
@@ -1361,37 +1495,55 @@ static void finish_kernel(struct parser *P)
 	k->param_bytes = (uint32_t)P->param;
 }
 
-/* ".entry name ( params ) directives { body }"; the current token is the
- * name. */
-static void parse_entry(struct parser *P, struct ptx_module *m)
+static void free_kernel(struct ptx_kernel *k);
+
+/* ".entry name ( params ) directives { body }", or ".func [( rets )] name
+ * ( params ) { body }"; the current token is the first after .entry or
+ * .func. */
+static void parse_entry(struct parser *P, struct ptx_module *m, bool func)
 {
-	if (P->toolong || !wchar(P->tok[0])) {
-		perr(P, "bad .entry name");
-		return;
-	}
-	if (m->nkernels >= PTX_MAX_KERNELS) {
+	struct ptx_kernel **v = func ? &m->funcs : &m->kernels;
+	uint32_t *n = func ? &m->nfuncs : &m->nkernels;
+	if (*n >= PTX_MAX_KERNELS) {
 		perr(P, "too many kernels");
 		return;
 	}
-	struct ptx_kernel *nk = realloc(m->kernels, (m->nkernels + 1) * sizeof *nk);
+	struct ptx_kernel *nk = realloc(*v, (*n + 1) * sizeof *nk);
 	if (!nk) {
 		perr(P, "out of memory");
 		return;
 	}
-	m->kernels = nk;
-	struct ptx_kernel *k = &m->kernels[m->nkernels++];
+	*v = nk;
+	struct ptx_kernel *k = &nk[(*n)++];
 	memset(k, 0, sizeof *k);
+	reset_kernel_state(P);
+	P->k = k;
+	P->infunc = func;
+	if (func && is(P, "(")) {
+		next(P);
+		while (!is(P, ")") && !at_end(P) && !P->failed) {
+			if (!is(P, ".param") || !parse_param(P, PP_RET)) {
+				perr(P, "bad return value of a .func");
+				return;
+			}
+			if (is(P, ","))
+				next(P);
+		}
+		next(P);
+	}
+	if (P->toolong || !wchar(P->tok[0])) {
+		perr(P, func ? "bad .func name" : "bad .entry name");
+		return;
+	}
 	if (!(k->name = strdup(P->tok))) {
 		perr(P, "out of memory");
 		return;
 	}
-	reset_kernel_state(P);
-	P->k = k;
 	next(P);
 	if (is(P, "(")) {
 		next(P);
 		while (!is(P, ")") && !at_end(P) && !P->failed) {
-			if (!is(P, ".param") || !parse_param(P)) {
+			if (!is(P, ".param") || !parse_param(P, P->infunc ? PP_ARG : PP_KERNEL)) {
 				perr(P, "bad parameter of %s", k->name);
 				return;
 			}
@@ -1405,8 +1557,9 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 		next(P);
 	if (is(P, ";")) {
 		/* A declaration without a body: no kernel. */
-		free(k->name);
-		m->nkernels--;
+		free_kernel(k);
+		(*n)--;
+		P->k = NULL;
 		next(P);
 		return;
 	}
@@ -1453,12 +1606,14 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 		} else if (is(P, ".loc") || is(P, ".file")) {
 			skip_line(P);
 			next(P);
-		} else if (is(P, ".pragma") || is(P, ".param") || is(P, ".global") || is(P, ".const")) {
+		} else if (is(P, ".param")) {
+			/* A call's argument or return value. */
+			if (!parse_param(P, PP_CALL))
+				unsup(P, "call parameter");
+			skip_stmt(P);
+		} else if (is(P, ".pragma") || is(P, ".global") || is(P, ".const")) {
 			if (is(P, ".global") || is(P, ".const"))
 				unsup(P, "declaration in a kernel body");
-			/* .param in a body declares a call's arguments. */
-			if (is(P, ".param"))
-				unsup(P, "call");
 			skip_stmt(P);
 		} else if (P->tok[0] == '.') {
 			char b[48];
@@ -1508,10 +1663,186 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 		finish_kernel(P);
 }
 
+/* ---- linking calls ------------------------------------------------------------------ */
+
+static void kunsup(struct ptx_kernel *k, const char *what, const char *name)
+{
+	if (!k->unsupported[0])
+		snprintf(k->unsupported, sizeof k->unsupported, "%s%s%.60s", what, name ? " " : "",
+			 name ? name : "");
+}
+
+static const struct {
+	const char *name;
+	uint8_t kind;
+	uint8_t nargs; /* at least */
+} externs[] = {
+    {"vprintf", PC_VPRINTF, 2},
+    {"__assertfail", PC_ASSERTFAIL, 4},
+};
+
+/* Where a .func was placed in the kernel being linked. */
+struct placed {
+	uint32_t entry, regbase, localbase;
+};
+
+/* Appends .func f to k: its code after k's, its registers and local bytes
+ * after k's, its call sites added to k's. */
+static bool place(struct ptx_kernel *k, const struct ptx_kernel *f, struct placed *pl)
+{
+	uint64_t localbase = align_up(k->local_bytes, 16);
+	if ((uint64_t)k->ninsns + f->ninsns > PTX_MAX_INSNS || (uint64_t)k->nregs + f->nregs > PTX_MAX_REGS ||
+	    localbase + f->local_bytes > PTX_MAX_LOCAL || (uint64_t)k->ncalls + f->ncalls > PTX_MAX_INSNS) {
+		kunsup(k, "calls beyond the interpreter's bounds:", f->name);
+		return false;
+	}
+	struct ptx_insn *code = realloc(k->code, ((size_t)k->ninsns + f->ninsns) * sizeof *code);
+	if (!code)
+		return false;
+	k->code = code;
+	struct ptx_callsite *calls = realloc(k->calls, ((size_t)k->ncalls + f->ncalls + 1) * sizeof *calls);
+	if (!calls)
+		return false;
+	k->calls = calls;
+	for (uint32_t i = 0; i < f->ncalls; i++) {
+		const struct ptx_callsite *c = &f->calls[i];
+		struct ptx_callsite *d = &k->calls[k->ncalls + i];
+		*d = (struct ptx_callsite){.nrets = c->nrets, .nargs = c->nargs};
+		d->name = strdup(c->name);
+		d->caller = malloc(((size_t)c->nrets + c->nargs + 1) * sizeof *d->caller);
+		if (!d->name || !d->caller) {
+			free(d->name);
+			free(d->caller);
+			k->ncalls += i;
+			return false;
+		}
+		for (uint32_t j = 0; j < c->nrets + c->nargs; j++)
+			d->caller[j] =
+			    (struct ptx_pslot){c->caller[j].off + (uint32_t)localbase, c->caller[j].size};
+	}
+	pl->entry = k->ninsns;
+	pl->regbase = k->nregs;
+	pl->localbase = (uint32_t)localbase;
+	for (uint32_t i = 0; i < f->ninsns; i++) {
+		struct ptx_insn *in = &k->code[k->ninsns + i];
+		*in = f->code[i];
+		if (in->guard != PTX_NOREG)
+			in->guard += pl->regbase;
+		if (in->op == OP_CALL) {
+			in->o[0].imm += k->ncalls;
+			continue;
+		}
+		for (int j = 0; j < 6; j++) {
+			struct ptx_opnd *o = &in->o[j];
+			if (o->k == PO_REG || (o->k == PO_ADDR && o->r != PTX_NOREG))
+				o->r += pl->regbase;
+			else if (o->k == PO_VEC)
+				for (int e = 0; e < o->n; e++)
+					o->v[e] += pl->regbase;
+			else if (o->k == PO_LABEL)
+				o->imm += pl->entry;
+			if (o->pad)
+				o->imm += localbase;
+		}
+	}
+	k->ninsns += f->ninsns;
+	k->ncalls += f->ncalls;
+	k->nregs += f->nregs;
+	k->local_bytes = (uint32_t)align_up(localbase + f->local_bytes, 16);
+	return true;
+}
+
+/* Resolves k's call sites (and its callees', transitively): each .func is
+ * placed once per kernel, so recursion reuses its body. */
+static void link_kernel(const struct ptx_module *m, struct ptx_kernel *k)
+{
+	struct placed *pl = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof *pl);
+	if (!pl) {
+		kunsup(k, "calls (out of memory)", NULL);
+		return;
+	}
+	for (uint32_t i = 0; i < m->nfuncs; i++)
+		pl[i].entry = PTX_NOREG;
+	for (uint32_t i = 0; i < k->ncalls && !k->unsupported[0]; i++) {
+		struct ptx_callsite *cs = &k->calls[i];
+		uint32_t fi = PTX_NOREG;
+		for (uint32_t j = 0; j < m->nfuncs; j++)
+			if (!strcmp(m->funcs[j].name, cs->name)) {
+				fi = j;
+				break;
+			}
+		if (fi == PTX_NOREG) {
+			for (size_t e = 0; e < sizeof externs / sizeof *externs; e++)
+				if (!strcmp(cs->name, externs[e].name)) {
+					cs->kind = externs[e].kind;
+					if (cs->nargs < externs[e].nargs)
+						kunsup(k, "call arguments of", cs->name);
+					fi = 0;
+				}
+			if (fi == PTX_NOREG)
+				kunsup(k, "call to", cs->name);
+			continue;
+		}
+		const struct ptx_kernel *f = &m->funcs[fi];
+		if (f->unsupported[0]) {
+			char b[sizeof k->unsupported];
+			snprintf(b, sizeof b, "%.60s, in", f->unsupported);
+			kunsup(k, b, f->name);
+			break;
+		}
+		if (cs->nrets > f->nsigrets || cs->nargs != f->nsigargs) {
+			kunsup(k, "call arguments of", cs->name);
+			break;
+		}
+		if (pl[fi].entry == PTX_NOREG && !place(k, f, &pl[fi])) {
+			kunsup(k, "calls (out of memory)", NULL);
+			break;
+		}
+		cs = &k->calls[i]; /* place() moved the array */
+		cs->kind = PC_FUNC;
+		cs->entry = pl[fi].entry;
+		cs->regbase = pl[fi].regbase;
+		cs->nregs = f->nregs;
+		cs->localbase = pl[fi].localbase;
+		cs->localsize = f->local_bytes;
+		cs->callee = malloc(((size_t)f->nsigrets + f->nsigargs + 1) * sizeof *cs->callee);
+		if (!cs->callee) {
+			kunsup(k, "calls (out of memory)", NULL);
+			break;
+		}
+		/* The callee's rets the call site names, then all its args. */
+		for (uint32_t j = 0; j < cs->nrets; j++)
+			cs->callee[j] = (struct ptx_pslot){f->sig[j].off + cs->localbase, f->sig[j].size};
+		for (uint32_t j = 0; j < cs->nargs; j++)
+			cs->callee[cs->nrets + j] = (struct ptx_pslot){
+			    f->sig[f->nsigrets + j].off + cs->localbase, f->sig[f->nsigrets + j].size};
+	}
+	/* Every slot inside the thread's local bytes, so that a call cannot
+	 * reach past them. */
+	for (uint32_t i = 0; i < k->ncalls && !k->unsupported[0]; i++) {
+		const struct ptx_callsite *cs = &k->calls[i];
+		for (uint32_t j = 0; j < cs->nrets + cs->nargs; j++) {
+			const struct ptx_pslot *a = &cs->caller[j];
+			const struct ptx_pslot *b = cs->callee ? &cs->callee[j] : a;
+			if ((uint64_t)a->off + a->size > k->local_bytes ||
+			    (uint64_t)b->off + b->size > k->local_bytes)
+				kunsup(k, "call parameter outside local memory", NULL);
+		}
+	}
+	free(pl);
+}
+
 static void free_kernel(struct ptx_kernel *k)
 {
 	free(k->name);
 	free(k->code);
+	for (uint32_t i = 0; i < k->ncalls; i++) {
+		free(k->calls[i].name);
+		free(k->calls[i].caller);
+		free(k->calls[i].callee);
+	}
+	free(k->calls);
+	free(k->sig);
 }
 
 void ptx_free(struct ptx_module *m)
@@ -1521,6 +1852,9 @@ void ptx_free(struct ptx_module *m)
 	for (uint32_t i = 0; i < m->nkernels; i++)
 		free_kernel(&m->kernels[i]);
 	free(m->kernels);
+	for (uint32_t i = 0; i < m->nfuncs; i++)
+		free_kernel(&m->funcs[i]);
+	free(m->funcs);
 	free(m);
 }
 
@@ -1569,15 +1903,37 @@ int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, s
 			next(&P);
 		} else if (is(&P, ".entry")) {
 			next(&P);
-			parse_entry(&P, m);
+			parse_entry(&P, m, false);
 		} else if (is(&P, ".func")) {
-			/* Skipped whole: its prototype, then a body or ';'. */
-			while (!at_end(&P) && !is(&P, "{") && !is(&P, ";"))
-				next(&P);
-			if (is(&P, "{"))
-				skip_block(&P);
-			else
-				next(&P);
+			/* Decoded for the kernels that call it; one it cannot
+			 * read is skipped whole (its prototype, then a body or
+			 * ';'), and calls to it are refused. */
+			next(&P);
+			struct parser saved = P;
+			parse_entry(&P, m, true);
+			if (P.failed) {
+				if (m->nfuncs && P.k == &m->funcs[m->nfuncs - 1]) {
+					free_kernel(P.k);
+					m->nfuncs--;
+				}
+				P.k = NULL;
+				reset_kernel_state(&P);
+				/* The tables it grew stay; the lexer goes back. */
+				P.p = saved.p;
+				memcpy(P.tok, saved.tok, sizeof P.tok);
+				P.len = saved.len;
+				P.toolong = saved.toolong;
+				P.failed = false;
+				if (errlen)
+					err[0] = 0;
+				while (!at_end(&P) && !is(&P, "{") && !is(&P, ";"))
+					next(&P);
+				if (is(&P, "{"))
+					skip_block(&P);
+				else
+					next(&P);
+			}
+			P.infunc = false;
 		} else if (is(&P, ".shared")) {
 			next(&P);
 			parse_space_decl(&P, PS_SHARED, true);
@@ -1601,7 +1957,9 @@ int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, s
 		ptx_free(m);
 		return -1;
 	}
-	/* Shrink code arrays to their size is not needed; done. */
+	for (uint32_t i = 0; i < m->nkernels; i++)
+		if (m->kernels[i].ncalls && !m->kernels[i].unsupported[0])
+			link_kernel(m, &m->kernels[i]);
 	*out = m;
 	return 0;
 }

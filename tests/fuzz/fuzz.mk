@@ -64,7 +64,7 @@ $(FUZZ_BUILD)/bin/%: $(FZ_OBJ)/tests/fuzz/%.o $(FUZZ_BACKEND_A) $(FUZZ_COMMON_A)
 	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -Wl,--start-group $^ -Wl,--end-group -o $@ -pthread $(LIBS_DAEMON)
 
 # The PTX interpreter, on its own.
-$(FUZZ_BUILD)/bin/fuzz_ptx: $(call fzobj,backend/simdrv/ptx_parse.c backend/simdrv/ptx_exec.c)
+$(FUZZ_BUILD)/bin/fuzz_ptx: $(call fzobj,backend/simdrv/ptx_parse.c backend/simdrv/ptx_exec.c backend/simdrv/ptx_call.c)
 
 # xgpud's xenbus logic against the in-memory Xen, in-process; the channels
 # it opens are served by executors it starts (xgpu-executor beside it,

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda.h>
 
@@ -110,10 +111,156 @@ static void test_small(void **state)
 	ptx_free(m);
 }
 
+/* A recursive .func (sum of 0..n) called by the odd lanes only: recursion
+ * depths differ per lane, the caller's registers survive the callee. */
+static const char call_ptx[] =
+    HDR ".func (.param .b32 func_retval0) sum(.param .b32 sum_param_0)\n{\n"
+	"\t.reg .pred %p<2>;\n\t.reg .b32 %r<5>;\n"
+	"\tld.param.u32 %r1, [sum_param_0];\n"
+	"\tsetp.eq.s32 %p1, %r1, 0;\n"
+	"\tmov.u32 %r4, 0;\n"
+	"\t@%p1 bra $L__done;\n"
+	"\tadd.s32 %r2, %r1, -1;\n"
+	"\t{ // callseq 0, 0\n\t.param .b32 param0;\n\tst.param.b32 [param0+0], %r2;\n"
+	"\t.param .b32 retval0;\n\tcall.uni (retval0), \n\tsum, \n\t(\n\tparam0\n\t);\n"
+	"\tld.param.b32 %r3, [retval0+0];\n\t} // callseq 0\n"
+	"\tadd.s32 %r4, %r3, %r1;\n"
+	"$L__done:\n"
+	"\tst.param.b32 [func_retval0+0], %r4;\n"
+	"\tret;\n}\n"
+	".visible .entry callsum(.param .u64 out)\n{\n"
+	"\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n"
+	"\tld.param.u64 %rd1, [out];\n"
+	"\tmov.u32 %r1, %tid.x;\n"
+	"\tmul.wide.u32 %rd2, %r1, 4;\n"
+	"\tadd.s64 %rd3, %rd1, %rd2;\n"
+	"\tand.b32 %r2, %r1, 1;\n"
+	"\tsetp.eq.s32 %p1, %r2, 0;\n"
+	"\t@%p1 bra $L__even;\n"
+	"\t{\n\t.param .b32 param0;\n\tst.param.b32 [param0], %r1;\n\t.param .b32 retval0;\n"
+	"\tcall.uni (retval0), sum, (param0);\n\tld.param.b32 %r3, [retval0];\n\t}\n"
+	"\tst.global.u32 [%rd3], %r3;\n"
+	"\tbra.uni $L__end;\n"
+	"$L__even:\n"
+	"\tst.global.u32 [%rd3], %r1;\n"
+	"$L__end:\n"
+	"\tret;\n}\n";
+
+static void test_call_recursive(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(call_ptx);
+	assert_null(ptx_find(m, "sum")); /* a .func is no kernel */
+	uint32_t out[64] = {0};
+	assert_int_equal(run_out(m, "callsum", 1, 64, out, 64, NULL), CUDA_SUCCESS);
+	for (uint32_t t = 0; t < 64; t++)
+		assert_int_equal(out[t], t & 1 ? t * (t + 1) / 2 : t);
+	ptx_free(m);
+}
+
+/* A call deeper than the bound faults instead of growing without end. */
+static void test_call_depth(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(call_ptx);
+	uint32_t out[1024] = {0};
+	/* Lane 1023 recurses 1023 deep. */
+	assert_int_equal(run_out(m, "callsum", 1, 1024, out, 1024, NULL), CUDA_ERROR_ILLEGAL_ADDRESS);
+	ptx_free(m);
+}
+
+static bool resolve_fmt(void *arg, const char *name, uint64_t *addr)
+{
+	(void)arg;
+	if (strcmp(name, "fmtstr"))
+		return false;
+	*addr = 0x10000 + 64;
+	return true;
+}
+
+static const char printf_ptx[] =
+    HDR ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 a, .param .b64 b);\n"
+	".extern .func __assertfail(.param .b64 a, .param .b64 b, .param .b32 c, .param .b64 d,"
+	" .param .b64 e);\n"
+	".global .align 1 .b8 fmtstr[20] = {116, 37, 100, 61};\n"
+	".visible .entry pr(.param .u64 out)\n{\n"
+	"\t.local .align 8 .b8 __local_depot0[24];\n"
+	"\t.reg .b64 %SP;\n\t.reg .b64 %SPL;\n\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<6>;\n"
+	"\t.reg .f64 %fd<2>;\n"
+	"\tmov.u64 %SPL, __local_depot0;\n"
+	"\tcvta.local.u64 %SP, %SPL;\n"
+	"\tmov.u32 %r1, %tid.x;\n"
+	"\tst.local.u32 [%SPL], %r1;\n"
+	"\tmov.f64 %fd1, 0d400C000000000000;\n"
+	"\tst.local.f64 [%SPL+8], %fd1;\n"
+	"\tmov.u64 %rd1, 0x1234abcd5678;\n"
+	"\tst.local.u64 [%SPL+16], %rd1;\n"
+	"\tmov.u64 %rd2, fmtstr;\n"
+	"\tcvta.global.u64 %rd3, %rd2;\n"
+	"\tadd.u64 %rd4, %SP, 0;\n"
+	"\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd3;\n"
+	"\t.param .b64 param1;\n\tst.param.b64 [param1], %rd4;\n\t.param .b32 retval0;\n"
+	"\tcall.uni (retval0), vprintf, (param0, param1);\n"
+	"\tld.param.b32 %r2, [retval0];\n\t}\n"
+	"\tld.param.u64 %rd5, [out];\n"
+	"\tst.global.u32 [%rd5], %r2;\n"
+	"\tret;\n}\n"
+	".visible .entry asrt(.param .u64 out)\n{\n"
+	"\t.reg .b64 %rd<3>;\n"
+	"\tmov.u64 %rd1, fmtstr;\n"
+	"\tcvta.global.u64 %rd2, %rd1;\n"
+	"\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd2;\n"
+	"\t.param .b64 param1;\n\tst.param.b64 [param1], %rd2;\n"
+	"\t.param .b32 param2;\n\tst.param.b32 [param2], 42;\n"
+	"\t.param .b64 param3;\n\tst.param.b64 [param3], %rd2;\n"
+	"\t.param .b64 param4;\n\tst.param.b64 [param4], 1;\n"
+	"\tcall.uni __assertfail, (param0, param1, param2, param3, param4);\n\t}\n"
+	"\tret;\n}\n";
+
+static void test_printf_assert(void **state)
+{
+	(void)state;
+	struct ptx_module *m = NULL;
+	char err[160];
+	assert_int_equal(ptx_parse(printf_ptx, strlen(printf_ptx), resolve_fmt, NULL, &m, err, sizeof err),
+			 0);
+	uint32_t out[32] = {0};
+	static const char fmt[] = "t%d=%5.2f %llx|%%\n";
+	memcpy((char *)out + 64, fmt, sizeof fmt);
+	/* The device's output goes to stdout when the kernel ends: catch it. */
+	fflush(stdout);
+	FILE *cap = tmpfile();
+	assert_non_null(cap);
+	int saved = dup(1);
+	dup2(fileno(cap), 1);
+	CUresult r = run_out(m, "pr", 1, 2, out, 32, NULL);
+	fflush(stdout);
+	dup2(saved, 1);
+	close(saved);
+	assert_int_equal(r, CUDA_SUCCESS);
+	char got[256] = "";
+	rewind(cap);
+	size_t n = fread(got, 1, sizeof got - 1, cap);
+	got[n] = 0;
+	fclose(cap);
+	assert_string_equal(got, "t0= 3.50 1234abcd5678|%\nt1= 3.50 1234abcd5678|%\n");
+	assert_int_equal(out[0], 3); /* the arguments it used */
+
+	struct ptx_launch l;
+	static const char msg[] = "x > 0";
+	memcpy((char *)out + 64, msg, sizeof msg);
+	assert_int_equal(run_out(m, "asrt", 2, 32, out, 32, &l), CUDA_ERROR_ASSERT);
+	assert_non_null(strstr(l.fault, "Assertion `x > 0` failed"));
+	ptx_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_small),
+	    cmocka_unit_test(test_call_recursive),
+	    cmocka_unit_test(test_call_depth),
+	    cmocka_unit_test(test_printf_assert),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ptx_call.h - the PTX interpreter's device-side library calls (ptx_call.c):
+ * what nvcc's printf, assert and malloc become, with guest memory read
+ * through a bounded reader. */
+#ifndef XGPU_SIMDRV_PTX_CALL_H
+#define XGPU_SIMDRV_PTX_CALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reads n bytes of guest memory at a generic address; false on a fault
+ * (which the reader has raised). */
+typedef bool (*ptx_read_fn)(void *ctx, uint64_t addr, void *dst, uint32_t n);
+
+/* Bounded output: what does not fit is dropped. */
+struct ptx_out {
+	char *buf;
+	size_t len, cap;
+};
+
+/* vprintf(fmt, args): appends the formatted text to o; the count of
+ * arguments it used, or -1 after a fault reading guest memory. */
+int ptx_vprintf(struct ptx_out *o, uint64_t fmt, uint64_t args, ptx_read_fn rd, void *ctx)
+    __attribute__((visibility("hidden")));
+
+#endif
