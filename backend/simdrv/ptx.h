@@ -21,7 +21,9 @@
 #define PTX_WIN_SHARED 0xf000000000000000ull
 #define PTX_WIN_LOCAL 0xf100000000000000ull
 #define PTX_WIN_PARAM 0xf200000000000000ull
+#define PTX_WIN_GRID 0xf300000000000000ull /* the grid-sync workspace (%envreg1:%envreg2) */
 #define PTX_WIN_SIZE 0x0100000000000000ull
+#define PTX_GRID_WS 64u /* bytes of it */
 
 /* Bounds on what one module may ask for. */
 #define PTX_MAX_TEXT ((size_t)64 << 20)
@@ -30,6 +32,10 @@
 #define PTX_MAX_KERNELS 4096u       /* per module */
 #define PTX_MAX_LOCAL (64u << 10)   /* local bytes per thread */
 #define PTX_MAX_SHARED (256u << 10) /* static shared bytes per block */
+/* A grid that syncs has every block resident at once: at most this many,
+ * holding at most this much memory. */
+#define PTX_MAX_COOP_BLOCKS 4096u
+#define PTX_MAX_COOP_BYTES ((size_t)1 << 30)
 
 /* Operand types. */
 enum ptx_kind { PK_B, PK_U, PK_S, PK_F, PK_P };
@@ -101,6 +107,8 @@ enum ptx_sreg {
 	SR_DYN_SMEM,
 	SR_TOTAL_SMEM,
 	SR_RESERVED_SMEM, /* %reserved_smem_offset_1: cooperative groups' scratch */
+	SR_ENVREG1,       /* the grid-sync workspace's address, high half */
+	SR_ENVREG2,       /* low half */
 };
 
 /* Shared memory the driver reserves per block after the dynamic area (as
@@ -260,6 +268,7 @@ struct ptx_kernel {
 	uint32_t local_bytes;   /* per thread */
 	uint32_t param_bytes;   /* as declared */
 	char unsupported[96];   /* the first construct it cannot run, or "" */
+	bool grid_sync;         /* reads the grid-sync workspace: its blocks run interleaved */
 	struct ptx_callsite *calls;
 	uint32_t ncalls;
 	/* A .func's own parameters (in its local bytes): rets then args. */

@@ -60,6 +60,8 @@ struct blk {
 	uint64_t insns;
 	uint64_t budget;    /* warp-instructions until the next cancellation poll */
 	struct ptx_out out; /* device printf's, written out when the kernel ends */
+	bool yield;         /* a grid that syncs: a warp gives way now and then */
+	uint8_t *gridws;    /* its workspace */
 };
 
 /* ---- values ---------------------------------------------------------------------- */
@@ -298,6 +300,10 @@ static uint64_t sreg(const struct blk *b, const struct warp *w, uint32_t id, int
 		return b->shared_bytes;
 	case SR_RESERVED_SMEM:
 		return b->shared_bytes - PTX_RESERVED_SMEM;
+	case SR_ENVREG1:
+		return b->gridws ? PTX_WIN_GRID >> 32 : 0;
+	case SR_ENVREG2:
+		return 0;
 	default:
 		return 0;
 	}
@@ -377,6 +383,9 @@ static uint8_t *mem_ptr(struct blk *b, const struct warp *w, int lane, uint8_t s
 			sp = PS_LOCAL, a -= PTX_WIN_LOCAL;
 		else if (a >= PTX_WIN_PARAM && a < PTX_WIN_PARAM + PTX_WIN_SIZE)
 			sp = PS_PARAM, a -= PTX_WIN_PARAM;
+		else if (b->gridws && a >= PTX_WIN_GRID && a - PTX_WIN_GRID < PTX_GRID_WS &&
+			 size <= PTX_GRID_WS - (a - PTX_WIN_GRID))
+			return b->gridws + (a - PTX_WIN_GRID);
 		else
 			sp = PS_GLOBAL;
 	}
@@ -1288,6 +1297,8 @@ static void run_warp(struct blk *b, struct warp *w)
 					return;
 				}
 			}
+			if (b->yield)
+				return; /* another block's turn: one may wait for ours */
 		}
 		if (w->pc >= ninsns) {
 			fault(b, CUDA_ERROR_ILLEGAL_INSTRUCTION, "ran past the end of the kernel", w->pc, 0);
@@ -1702,6 +1713,110 @@ static void run_warp(struct blk *b, struct warp *w)
 	}
 }
 
+/* Runs the warps of block b that can run, once each; false once all exited. */
+static bool step_block(struct blk *b, struct warp *w)
+{
+	bool live = false, running = false;
+	for (uint32_t i = 0; i < b->nwarps && !b->err; i++) {
+		if (!w[i].done && !w[i].at_bar)
+			run_warp(b, &w[i]);
+		live |= !w[i].done;
+		running |= !w[i].done && !w[i].at_bar;
+	}
+	if (live && !running)
+		for (uint32_t i = 0; i < b->nwarps; i++)
+			w[i].at_bar = false; /* all that live wait: the barrier opens */
+	return live;
+}
+
+/* A kernel that syncs its grid (cooperative groups' grid.sync: an atomic on
+ * the workspace %envreg1:%envreg2 names, then a spin until every block has
+ * arrived): every block is resident, and they take turns, a warp giving way
+ * every POLL_EVERY instructions, so that a block spinning lets the others
+ * reach the barrier. The sim gives the workspace to any launch of such a
+ * kernel; cooperative launches are bounded by occupancy, and anything
+ * beyond PTX_MAX_COOP_* is refused. */
+static CUresult run_grid(const struct blk *t)
+{
+	const struct ptx_kernel *k = t->k;
+	struct ptx_launch *l = t->l;
+	uint64_t nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	size_t regs = (size_t)t->nwarps * k->nregs * 32 * sizeof(uint64_t);
+	size_t local = (size_t)t->nwarps * 32 * (k->local_bytes ? k->local_bytes : 1);
+	size_t per = regs + local + t->shared_bytes + t->nwarps * sizeof(struct warp) + sizeof(struct blk);
+	if (nblocks > PTX_MAX_COOP_BLOCKS || nblocks * per > PTX_MAX_COOP_BYTES) {
+		snprintf(l->fault, sizeof l->fault,
+			 "a grid of %llu blocks that syncs: more than the sim holds at once",
+			 (unsigned long long)nblocks);
+		return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+	}
+	uint8_t ws[PTX_GRID_WS] = {0};
+	struct blk *bs = calloc(nblocks, sizeof *bs);
+	struct warp **ws_w = calloc(nblocks, sizeof *ws_w);
+	bool *fin = calloc(nblocks, sizeof *fin);
+	CUresult err = bs && ws_w && fin ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	for (uint64_t i = 0; i < nblocks && !err; i++) {
+		struct blk *b = &bs[i];
+		*b = *t;
+		b->budget = POLL_EVERY;
+		b->yield = true;
+		b->gridws = ws;
+		b->out = (struct ptx_out){0};
+		b->ctaid[0] = (uint32_t)(i % l->grid[0]);
+		b->ctaid[1] = (uint32_t)(i / l->grid[0] % l->grid[1]);
+		b->ctaid[2] = (uint32_t)(i / l->grid[0] / l->grid[1]);
+		b->shared = calloc(1, t->shared_bytes);
+		b->local = calloc(1, local);
+		struct warp *w = ws_w[i] = calloc(t->nwarps, sizeof *w);
+		uint64_t *R = calloc(1, regs ? regs : 1);
+		if (!b->shared || !b->local || !w || !R) {
+			free(R);
+			err = CUDA_ERROR_OUT_OF_MEMORY;
+			break;
+		}
+		for (uint32_t j = 0; j < t->nwarps; j++) {
+			uint32_t n = t->nthreads - j * 32 < 32 ? t->nthreads - j * 32 : 32;
+			w[j] = (struct warp){.live = n == 32 ? 0xffffffffu : (1u << n) - 1,
+					     .id = j,
+					     .R = R + (size_t)j * k->nregs * 32,
+					     .next_wait = UINT32_MAX};
+			w[j].active = w[j].live;
+		}
+	}
+	for (bool left = true; left && !err;) {
+		left = false;
+		for (uint64_t i = 0; i < nblocks && !err; i++) {
+			if (fin[i])
+				continue;
+			fin[i] = !step_block(&bs[i], ws_w[i]);
+			left |= !fin[i];
+			err = bs[i].err;
+		}
+	}
+	l->insns = 0;
+	for (uint64_t i = 0; bs && i < nblocks; i++) {
+		struct blk *b = &bs[i];
+		l->insns += b->insns;
+		if (b->out.len) {
+			fwrite(b->out.buf, 1, b->out.len, stdout);
+			fflush(stdout);
+		}
+		free(b->out.buf);
+		free(b->shared);
+		free(b->local);
+		if (ws_w && ws_w[i]) {
+			for (uint32_t j = 0; j < t->nwarps; j++)
+				free_frames(&ws_w[i][j]);
+			free(ws_w[i][0].R);
+			free(ws_w[i]);
+		}
+	}
+	free(bs);
+	free(ws_w);
+	free(fin);
+	return err;
+}
+
 CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 {
 	l->insns = 0;
@@ -1738,6 +1853,15 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 	b.tid[0] = tid;
 	b.tid[1] = tid + nthreads;
 	b.tid[2] = tid + 2 * nthreads;
+	if (k->grid_sync) {
+		free(b.shared);
+		free(b.local);
+		free(w);
+		free(R);
+		CUresult r = run_grid(&b);
+		free(tid);
+		return r;
+	}
 	for (uint32_t z = 0; z < l->grid[2] && !b.err; z++)
 		for (uint32_t y = 0; y < l->grid[1] && !b.err; y++)
 			for (uint32_t x = 0; x < l->grid[0] && !b.err; x++) {

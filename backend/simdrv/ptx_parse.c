@@ -383,6 +383,8 @@ static const struct {
     {"%dynamic_smem_size", SR_DYN_SMEM},
     {"%total_smem_size", SR_TOTAL_SMEM},
     {"%reserved_smem_offset_1", SR_RESERVED_SMEM},
+    {"%envreg1", SR_ENVREG1},
+    {"%envreg2", SR_ENVREG2},
 };
 
 /* ---- declarations ---------------------------------------------------------------- */
@@ -509,7 +511,9 @@ static bool imm_bits(const char *s, bool negate, uint8_t t, uint64_t *out)
 		uint32_t b;
 		memcpy(&b, &f, 4);
 		*out = b;
-	} else
+	} else if (!(dv > -9.2e18 && dv < 9.2e18))
+		return false; /* a float literal no integer holds (or NaN) */
+	else
 		*out = (uint64_t)(int64_t)dv;
 	return true;
 }
@@ -684,6 +688,8 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			if (!strcmp(P->tok, sregs[i].name)) {
 				o->k = PO_SREG;
 				o->r = sregs[i].id;
+				if (o->r == SR_ENVREG1 || o->r == SR_ENVREG2)
+					P->k->grid_sync = true;
 				next(P);
 				return true;
 			}
@@ -1667,9 +1673,15 @@ static void parse_entry(struct parser *P, struct ptx_module *m, bool func)
 
 static void kunsup(struct ptx_kernel *k, const char *what, const char *name)
 {
-	if (!k->unsupported[0])
-		snprintf(k->unsupported, sizeof k->unsupported, "%s%s%.60s", what, name ? " " : "",
-			 name ? name : "");
+	if (k->unsupported[0])
+		return;
+	char b[256];
+	snprintf(b, sizeof b, "%.120s%s%.120s", what, name ? " " : "", name ? name : "");
+	size_t n = strlen(b);
+	if (n >= sizeof k->unsupported)
+		n = sizeof k->unsupported - 1; /* cut */
+	memcpy(k->unsupported, b, n);
+	k->unsupported[n] = 0;
 }
 
 static const struct {

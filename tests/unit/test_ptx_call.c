@@ -254,13 +254,70 @@ static void test_printf_assert(void **state)
 	ptx_free(m);
 }
 
+/* Cooperative groups' grid.sync as nvcc emits it: the workspace from
+ * %envreg1:%envreg2, an atomic per block, a spin until the top bit flips.
+ * Each block writes its word, syncs the grid, then sums every block's. */
+static const char gsync_ptx[] =
+    HDR ".visible .entry gsync(.param .u64 out)\n{\n"
+	"\t.reg .pred %p<4>;\n\t.reg .b32 %r<20>;\n\t.reg .b64 %rd<10>;\n"
+	"\tld.param.u64 %rd1, [out];\n"
+	"\tmov.u32 %r1, %envreg2;\n\tcvt.u64.u32 %rd2, %r1;\n"
+	"\tmov.u32 %r2, %envreg1;\n\tcvt.u64.u32 %rd3, %r2;\n"
+	"\tbfi.b64 %rd4, %rd3, %rd2, 32, 32;\n"
+	"\tmov.u32 %r3, %ctaid.x;\n\tmov.u32 %r4, %nctaid.x;\n\tmov.u32 %r5, %tid.x;\n"
+	"\tsetp.ne.s32 %p1, %r5, 0;\n"
+	"\t@%p1 bra $L__w;\n"
+	"\tadd.s32 %r6, %r3, 1;\n"
+	"\tmul.wide.u32 %rd5, %r3, 4;\n\tadd.s64 %rd6, %rd1, %rd5;\n"
+	"\tst.global.u32 [%rd6], %r6;\n"
+	"$L__w:\n"
+	"\tbarrier.sync 0;\n"
+	"\t@%p1 bra $L__after;\n"
+	"\tadd.s64 %rd7, %rd4, 4;\n"
+	"\tsetp.eq.s32 %p2, %r3, 0;\n"
+	"\tmov.u32 %r16, -2147483647;\n"
+	"\tsub.s32 %r7, %r16, %r4;\n"
+	"\tselp.b32 %r8, %r7, 1, %p2;\n"
+	"\tatom.add.release.gpu.u32 %r9, [%rd7], %r8;\n"
+	"$L__spin:\n"
+	"\tld.acquire.gpu.u32 %r10, [%rd7];\n"
+	"\txor.b32 %r11, %r10, %r9;\n"
+	"\tsetp.gt.s32 %p3, %r11, -1;\n"
+	"\t@%p3 bra $L__spin;\n"
+	"$L__after:\n"
+	"\tbarrier.sync 0;\n"
+	"\t@%p1 bra $L__end;\n"
+	"\tmov.u32 %r12, 0;\n\tmov.u32 %r13, 0;\n"
+	"$L__sum:\n"
+	"\tmul.wide.u32 %rd8, %r13, 4;\n\tadd.s64 %rd9, %rd1, %rd8;\n"
+	"\tld.global.u32 %r14, [%rd9];\n\tadd.s32 %r12, %r12, %r14;\n"
+	"\tadd.s32 %r13, %r13, 1;\n\tsetp.lt.u32 %p3, %r13, %r4;\n\t@%p3 bra $L__sum;\n"
+	"\tadd.s32 %r15, %r3, %r4;\n"
+	"\tmul.wide.u32 %rd8, %r15, 4;\n\tadd.s64 %rd9, %rd1, %rd8;\n"
+	"\tst.global.u32 [%rd9], %r12;\n"
+	"$L__end:\n"
+	"\tret;\n}\n";
+
+static void test_grid_sync(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(gsync_ptx);
+	assert_true(ptx_find(m, "gsync")->grid_sync);
+	uint32_t out[16] = {0};
+	assert_int_equal(run_out(m, "gsync", 8, 64, out, 16, NULL), CUDA_SUCCESS);
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(out[i], i + 1);
+		assert_int_equal(out[8 + i], 36); /* every block's word, after the sync */
+	}
+	ptx_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_small),
-	    cmocka_unit_test(test_call_recursive),
-	    cmocka_unit_test(test_call_depth),
-	    cmocka_unit_test(test_printf_assert),
+	    cmocka_unit_test(test_small),      cmocka_unit_test(test_call_recursive),
+	    cmocka_unit_test(test_call_depth), cmocka_unit_test(test_printf_assert),
+	    cmocka_unit_test(test_grid_sync),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
