@@ -29,6 +29,7 @@
 #define PTX_MAX_TEXT ((size_t)64 << 20)
 #define PTX_MAX_INSNS (1u << 22)    /* per kernel */
 #define PTX_MAX_REGS 8192u          /* register slots per thread */
+#define PTX_MAX_VREGS (1u << 18)    /* registers declared, before compaction */
 #define PTX_MAX_KERNELS 4096u       /* per module */
 #define PTX_MAX_LOCAL (64u << 10)   /* local bytes per thread */
 #define PTX_MAX_SHARED (256u << 10) /* static shared bytes per block */

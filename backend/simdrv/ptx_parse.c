@@ -1308,8 +1308,8 @@ static void parse_reg(struct parser *P)
 			}
 			next(P);
 		}
-		uint32_t slots = count ? (uint32_t)(count > PTX_MAX_REGS ? PTX_MAX_REGS + 1 : count) : 1;
-		if (P->nextslot + (uint64_t)slots > PTX_MAX_REGS) {
+		uint32_t slots = count ? (uint32_t)(count > PTX_MAX_VREGS ? PTX_MAX_VREGS + 1 : count) : 1;
+		if (P->nextslot + (uint64_t)slots > PTX_MAX_VREGS) {
 			unsup(P, "too many registers");
 			skip_stmt(P);
 			return;
@@ -1451,6 +1451,385 @@ static bool parse_param(struct parser *P, int kind)
 	return add_sym(P, &P->syms, &P->nsyms, &P->capsyms, name, PS_PARAM, off, false);
 }
 
+/* ---- register compaction ------------------------------------------------------------ */
+
+/* Calls f on every register operand of in. */
+#define FOR_REGS(in, f)                                                                                      \
+	do {                                                                                                 \
+		if ((in)->guard != PTX_NOREG)                                                                \
+			f((in)->guard);                                                                      \
+		if ((in)->op != OP_CALL)                                                                     \
+			for (int j_ = 0; j_ < 6; j_++) {                                                     \
+				struct ptx_opnd *o_ = &(in)->o[j_];                                          \
+				if (o_->k == PO_REG || (o_->k == PO_ADDR && o_->r != PTX_NOREG))             \
+					f(o_->r);                                                            \
+				else if (o_->k == PO_VEC)                                                    \
+					for (int e_ = 0; e_ < o_->n; e_++)                                   \
+						f(o_->v[e_]);                                                \
+			}                                                                                    \
+	} while (0)
+
+static int by_start(const void *a, const void *b, void *arg)
+{
+	const uint32_t *s = arg;
+	uint32_t x = s[*(const uint32_t *)a], y = s[*(const uint32_t *)b];
+	return x < y ? -1 : x > y;
+}
+
+/* Whether the instruction writes its destination operands (o[0], and o[5]
+ * for a d|p pair) without reading them, unguarded: only then does a write
+ * end a register's earlier life. Anything else counts as a read too, which
+ * only makes ranges longer. */
+static bool kills(const struct ptx_insn *in)
+{
+	if (in->guard != PTX_NOREG)
+		return false;
+	switch (in->op) {
+	case OP_MOV:
+		return in->o[0].k == PO_REG || in->o[0].k == PO_VEC;
+	case OP_LD:
+	case OP_ADD:
+	case OP_SUB:
+	case OP_MUL:
+	case OP_MAD:
+	case OP_FMA:
+	case OP_DIV:
+	case OP_REM:
+	case OP_MIN:
+	case OP_MAX:
+	case OP_NEG:
+	case OP_ABS:
+	case OP_AND:
+	case OP_OR:
+	case OP_XOR:
+	case OP_NOT:
+	case OP_CNOT:
+	case OP_SHL:
+	case OP_SHR:
+	case OP_SETP:
+	case OP_SELP:
+	case OP_CVT:
+	case OP_CVTA:
+	case OP_SQRT:
+	case OP_RSQRT:
+	case OP_RCP:
+	case OP_EX2:
+	case OP_LG2:
+	case OP_SIN:
+	case OP_COS:
+	case OP_TANH:
+	case OP_POPC:
+	case OP_CLZ:
+	case OP_BREV:
+	case OP_BFE:
+	case OP_BFI:
+	case OP_LOP3:
+	case OP_SHF:
+	case OP_PRMT:
+	case OP_COPYSIGN:
+	case OP_TESTP:
+	case OP_SET:
+	case OP_MUL24:
+	case OP_MAD24:
+	case OP_SAD:
+	case OP_BFIND:
+	case OP_ATOM:
+	case OP_SHFL:
+	case OP_VOTE:
+	case OP_ACTIVEMASK:
+		return in->o[0].k == PO_REG || (in->op == OP_LD && in->o[0].k == PO_VEC);
+	default:
+		return false;
+	}
+}
+
+#define LIVE_MAX_BYTES ((size_t)128 << 20)
+
+/* Stretches each register's range [s, e] over every instruction where it is
+ * live (liveness over basic blocks, iterated to its fixpoint). False when
+ * the body is too large for it (or memory runs out). */
+static bool live_ranges(const struct ptx_kernel *k, uint32_t nv, uint32_t *s, uint32_t *e)
+{
+	uint32_t n = k->ninsns;
+	const struct ptx_insn *code = k->code;
+	uint8_t *lead = calloc(n + 1, 1);
+	uint32_t *bof = malloc((size_t)(n + 1) * sizeof *bof);
+	if (!lead || !bof) {
+		free(lead);
+		free(bof);
+		return false;
+	}
+	lead[0] = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ptx_insn *in = &code[i];
+		if (in->op == OP_BRA && in->o[0].k == PO_LABEL && in->o[0].imm < n)
+			lead[in->o[0].imm] = 1;
+		if (in->op == OP_BRA || in->op == OP_RET || in->op == OP_EXIT || in->op == OP_TRAP)
+			lead[i + 1] = 1;
+	}
+	uint32_t nb = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		nb += lead[i];
+		bof[i] = nb - 1;
+	}
+	size_t words = ((size_t)nv + 63) / 64;
+	bool ok = nb && (size_t)nb * words * 8 * 4 <= LIVE_MAX_BYTES;
+	uint64_t *use = NULL, *def = NULL, *lin = NULL, *lout = NULL;
+	uint32_t *bstart = NULL, *succ = NULL;
+	if (ok) {
+		use = calloc((size_t)nb * words, 8);
+		def = calloc((size_t)nb * words, 8);
+		lin = calloc((size_t)nb * words, 8);
+		lout = calloc((size_t)nb * words, 8);
+		bstart = malloc(((size_t)nb + 1) * sizeof *bstart);
+		succ = malloc((size_t)nb * 2 * sizeof *succ);
+		ok = use && def && lin && lout && bstart && succ;
+	}
+	if (ok) {
+		for (uint32_t i = 0; i < n; i++)
+			if (lead[i])
+				bstart[bof[i]] = i;
+		bstart[nb] = n;
+		for (uint32_t b = 0; b < nb; b++) {
+			uint32_t last = bstart[b + 1] - 1;
+			const struct ptx_insn *in = &code[last];
+			bool cond = in->guard != PTX_NOREG;
+			uint32_t next = last + 1 < n ? bof[last + 1] : PTX_NOREG;
+			succ[2 * b] = succ[2 * b + 1] = PTX_NOREG;
+			if (in->op == OP_BRA) {
+				succ[2 * b] = in->o[0].k == PO_LABEL && in->o[0].imm < n ? bof[in->o[0].imm]
+											 : PTX_NOREG;
+				if (cond)
+					succ[2 * b + 1] = next;
+			} else if (in->op == OP_RET || in->op == OP_EXIT || in->op == OP_TRAP) {
+				if (cond)
+					succ[2 * b] = next;
+			} else
+				succ[2 * b] = next;
+			/* use and def, walking the block backwards. */
+			uint64_t *u = use + (size_t)b * words, *d = def + (size_t)b * words;
+			for (uint32_t i = last + 1; i-- > bstart[b];) {
+				const struct ptx_insn *x = &code[i];
+				if (kills(x)) {
+#define KILL(r)                                                                                              \
+	do {                                                                                                 \
+		if ((r) < nv) {                                                                              \
+			d[(r) / 64] |= 1ull << ((r) % 64);                                                   \
+			u[(r) / 64] &= ~(1ull << ((r) % 64));                                                \
+		}                                                                                            \
+	} while (0)
+					const struct ptx_opnd *o = &x->o[0];
+					if (o->k == PO_REG)
+						KILL(o->r);
+					else
+						for (int v = 0; v < o->n; v++)
+							KILL(o->v[v]);
+					if (x->pipe && x->o[5].k == PO_REG)
+						KILL(x->o[5].r);
+#undef KILL
+				}
+				/* Every operand but the destinations just killed reads. */
+				struct ptx_insn y = *x;
+				if (kills(x)) {
+					y.o[0].k = PO_NONE;
+					if (y.pipe)
+						y.o[5].k = PO_NONE;
+				}
+#define GEN(r)                                                                                               \
+	do {                                                                                                 \
+		if ((r) < nv)                                                                                \
+			u[(r) / 64] |= 1ull << ((r) % 64);                                                   \
+	} while (0)
+				FOR_REGS(&y, GEN);
+#undef GEN
+			}
+		}
+		/* Backwards to the fixpoint: out = the successors' in, in = use +
+		 * (out - def). */
+		bool changed = true;
+		for (int round = 0; changed && round < 64; round++) {
+			changed = false;
+			for (uint32_t b = nb; b-- > 0;) {
+				uint64_t *o = lout + (size_t)b * words, *i = lin + (size_t)b * words;
+				const uint64_t *u = use + (size_t)b * words, *d = def + (size_t)b * words;
+				for (int j = 0; j < 2; j++) {
+					uint32_t sb = succ[2 * b + j];
+					if (sb == PTX_NOREG)
+						continue;
+					const uint64_t *si = lin + (size_t)sb * words;
+					for (size_t w = 0; w < words; w++)
+						o[w] |= si[w];
+				}
+				for (size_t w = 0; w < words; w++) {
+					uint64_t v = u[w] | (o[w] & ~d[w]);
+					if (v != i[w]) {
+						i[w] = v;
+						changed = true;
+					}
+				}
+			}
+		}
+		ok = !changed;
+	}
+	if (ok)
+		for (uint32_t b = 0; b < nb; b++) {
+			const uint64_t *i = lin + (size_t)b * words, *o = lout + (size_t)b * words;
+			uint32_t first = bstart[b], last = bstart[b + 1] - 1;
+			for (size_t w = 0; w < words; w++) {
+				for (uint64_t m = i[w]; m; m &= m - 1) {
+					uint32_t r = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(m));
+					if (s[r] > first)
+						s[r] = first;
+					if (e[r] < first)
+						e[r] = first;
+				}
+				for (uint64_t m = o[w]; m; m &= m - 1) {
+					uint32_t r = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(m));
+					if (s[r] > last)
+						s[r] = last;
+					if (e[r] < last)
+						e[r] = last;
+				}
+			}
+		}
+	free(lead);
+	free(bof);
+	free(use);
+	free(def);
+	free(lin);
+	free(lout);
+	free(bstart);
+	free(succ);
+	return ok;
+}
+
+/* Maps the body's registers (PTX's virtual ones: nvcc declares thousands)
+ * onto as few slots as their live ranges need. A register's range is its
+ * first to its last occurrence in the code's order, stretched over each loop
+ * (back edge) it meets until nothing moves; ranges that do not overlap share
+ * a slot (linear scan). A body it cannot bring under PTX_MAX_REGS is
+ * refused by name. */
+static void compact_regs(struct parser *P, struct ptx_kernel *k)
+{
+	uint32_t nv = k->nregs, n = k->ninsns;
+	uint32_t *s = malloc((size_t)nv * sizeof *s), *e = malloc((size_t)nv * sizeof *e);
+	uint32_t *map = malloc((size_t)nv * sizeof *map), *ord = malloc((size_t)nv * sizeof *ord);
+	uint32_t *heap = malloc((size_t)nv * sizeof *heap), *freel = malloc((size_t)nv * sizeof *freel);
+	uint32_t *be = NULL, nbe = 0;
+	bool ok = s && e && map && ord && heap && freel;
+	for (uint32_t r = 0; ok && r < nv; r++)
+		s[r] = UINT32_MAX, e[r] = 0, map[r] = PTX_NOREG;
+	for (uint32_t i = 0; ok && i < n; i++) {
+		struct ptx_insn *in = &k->code[i];
+#define OCC(r)                                                                                               \
+	do {                                                                                                 \
+		if ((r) < nv) {                                                                              \
+			if (s[r] > i)                                                                        \
+				s[r] = i;                                                                    \
+			if (e[r] < i)                                                                        \
+				e[r] = i;                                                                    \
+		}                                                                                            \
+	} while (0)
+		FOR_REGS(in, OCC);
+#undef OCC
+		if (in->op == OP_BRA && in->o[0].k == PO_LABEL && in->o[0].imm <= i)
+			nbe++;
+	}
+	if (ok && nbe) {
+		be = malloc((size_t)nbe * 2 * sizeof *be);
+		ok = be != NULL;
+		nbe = 0;
+		for (uint32_t i = 0; ok && i < n; i++) {
+			const struct ptx_insn *in = &k->code[i];
+			if (in->op == OP_BRA && in->o[0].k == PO_LABEL && in->o[0].imm <= i) {
+				be[2 * nbe] = (uint32_t)in->o[0].imm;
+				be[2 * nbe++ + 1] = i;
+			}
+		}
+	}
+	/* Where each register is live; failing that (a body too large for
+	 * the bitsets), loops: a range that meets one covers it all (its value
+	 * may go round). Bounded rounds; a body that does not settle keeps its
+	 * registers as declared. */
+	bool moved = !(ok && live_ranges(k, nv, s, e));
+	for (int round = 0; ok && moved && round < 64; round++) {
+		moved = false;
+		for (uint32_t j = 0; j < nbe; j++) {
+			uint32_t t = be[2 * j], b = be[2 * j + 1];
+			for (uint32_t r = 0; r < nv; r++) {
+				if (s[r] == UINT32_MAX || s[r] > b || e[r] < t)
+					continue;
+				if (s[r] > t)
+					s[r] = t, moved = true;
+				if (e[r] < b)
+					e[r] = b, moved = true;
+			}
+		}
+	}
+	ok &= !moved;
+	/* Linear scan: ranges by start; a slot is free again once its range
+	 * ended before the next one starts (one that ends where another
+	 * starts keeps its slot: an instruction may read after it writes). */
+	uint32_t nused = 0, nord = 0, nheap = 0, nfree = 0;
+	if (ok) {
+		for (uint32_t r = 0; r < nv; r++)
+			if (s[r] != UINT32_MAX)
+				ord[nord++] = r;
+		qsort_r(ord, nord, sizeof *ord, by_start, s);
+		for (uint32_t x = 0; x < nord; x++) {
+			uint32_t r = ord[x];
+			/* Expire: heap of live registers keyed by end. */
+			while (nheap && e[heap[0]] < s[r]) {
+				freel[nfree++] = map[heap[0]];
+				heap[0] = heap[--nheap];
+				for (uint32_t h = 0;;) {
+					uint32_t c = 2 * h + 1, m = h;
+					if (c < nheap && e[heap[c]] < e[heap[m]])
+						m = c;
+					if (c + 1 < nheap && e[heap[c + 1]] < e[heap[m]])
+						m = c + 1;
+					if (m == h)
+						break;
+					uint32_t tmp = heap[h];
+					heap[h] = heap[m];
+					heap[m] = tmp;
+					h = m;
+				}
+			}
+			map[r] = nfree ? freel[--nfree] : nused++;
+			uint32_t h = nheap++;
+			heap[h] = r;
+			while (h && e[heap[(h - 1) / 2]] > e[heap[h]]) {
+				uint32_t p = (h - 1) / 2, tmp = heap[h];
+				heap[h] = heap[p];
+				heap[p] = tmp;
+				h = p;
+			}
+		}
+	}
+	if (ok && nused <= nv) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct ptx_insn *in = &k->code[i];
+#define MAP(r) ((r) = (r) < nv ? map[r] : (r))
+			FOR_REGS(in, MAP);
+#undef MAP
+		}
+		k->nregs = nused ? nused : 1;
+	}
+	if (k->nregs > PTX_MAX_REGS) {
+		char b[64];
+		snprintf(b, sizeof b, "too many registers (%u live)", k->nregs);
+		unsup(P, b);
+	}
+	free(s);
+	free(e);
+	free(map);
+	free(ord);
+	free(heap);
+	free(freel);
+	free(be);
+}
+
 static void finish_kernel(struct parser *P)
 {
 	struct ptx_kernel *k = P->k;
@@ -1494,6 +1873,8 @@ static void finish_kernel(struct parser *P)
 		if (emit(P, &in))
 			in->op = P->infunc ? OP_RET : OP_EXIT;
 	}
+	if (!P->failed)
+		compact_regs(P, k);
 	k->shared_static = (uint32_t)(P->dyn_fixed ? P->dyn_off : align_up(P->shared, 16));
 	if (P->shared > PTX_MAX_SHARED)
 		unsup(P, "shared memory size");
