@@ -384,9 +384,13 @@ static uint8_t *mem_ptr(struct blk *b, const struct warp *w, int lane, uint8_t s
 		else if (a >= PTX_WIN_PARAM && a < PTX_WIN_PARAM + PTX_WIN_SIZE)
 			sp = PS_PARAM, a -= PTX_WIN_PARAM;
 		else if (b->gridws && a >= PTX_WIN_GRID && a - PTX_WIN_GRID < PTX_GRID_WS &&
-			 size <= PTX_GRID_WS - (a - PTX_WIN_GRID))
+			 size <= PTX_GRID_WS - (a - PTX_WIN_GRID)) {
+			/* A warp at the grid barrier (its arrival, then each
+			 * read of its spin) gives way at once: the others have
+			 * to arrive. */
+			b->budget = 1;
 			return b->gridws + (a - PTX_WIN_GRID);
-		else
+		} else
 			sp = PS_GLOBAL;
 	}
 	uint8_t *p = NULL;
