@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOK_MAX 256
+#define TOK_MAX 8192 /* cub/thrust kernel names run to thousands of characters */
 #define MAX_REGDECLS 65536u
 #define MAX_SYMS 65536u
 #define MAX_LABELS (1u << 20)

@@ -368,12 +368,37 @@ static void test_compaction(void **state)
 	free(t);
 }
 
+/* cub's and thrust's kernel names run to thousands of characters. */
+static void test_long_names(void **state)
+{
+	(void)state;
+	char name[3001];
+	memset(name, 'x', sizeof name - 1);
+	memcpy(name, "_ZN3cub", 7);
+	name[sizeof name - 1] = 0;
+	size_t cap = 16384;
+	char *t = malloc(cap);
+	assert_non_null(t);
+	snprintf(t, cap,
+		 HDR ".visible .entry %s(\n\t.param .u64 %s_param_0\n)\n{\n\t.reg .b32 %%r<2>;\n"
+		     "\t.reg .b64 %%rd<2>;\n\tld.param.u64 %%rd1, [%s_param_0];\n"
+		     "\tmov.u32 %%r1, 5;\n\tst.global.u32 [%%rd1], %%r1;\n\tret;\n}\n",
+		 name, name, name);
+	struct ptx_module *m = parse_ok(t);
+	uint32_t out[1] = {0};
+	assert_int_equal(run_out(m, name, 1, 1, out, 1, NULL), CUDA_SUCCESS);
+	assert_int_equal(out[0], 5);
+	ptx_free(m);
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_small),      cmocka_unit_test(test_call_recursive),
 	    cmocka_unit_test(test_call_depth), cmocka_unit_test(test_printf_assert),
 	    cmocka_unit_test(test_grid_sync),  cmocka_unit_test(test_compaction),
+	    cmocka_unit_test(test_long_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
