@@ -189,6 +189,7 @@ enum ptx_op {
 	OP_TRAP,
 	OP_BFIND,
 	OP_CALL, /* o[0].imm: index in the kernel's calls */
+	OP_BMSK, /* mod: 1 = .clamp */
 };
 
 /* Modifiers (struct ptx_insn.mod). */

@@ -7,6 +7,8 @@
  * the caller's bounded reader, the format is cut at PTX_PRINTF_FMT bytes,
  * each conversion's output is bounded, and what does not fit the output
  * buffer is dropped (as the device's printf FIFO drops it).
+ *
+ * Also the bit-mask instruction bmsk, as PTX's ISA defines it.
  */
 #include "ptx_call.h"
 
@@ -193,4 +195,19 @@ int ptx_vprintf(struct ptx_out *o, uint64_t fmt, uint64_t args, ptx_read_fn rd, 
 		i = j + 1;
 	}
 	return nargs;
+}
+
+uint32_t ptx_bmsk(uint32_t a, uint32_t b, bool clamp)
+{
+	uint32_t a1 = a & 0x1f, b1 = b & 0x1f, sum = a1 + b1;
+	uint32_t mask0 = ~0u << a1;
+	bool over = sum >= 32;
+	if (clamp) {
+		if (a >= 32)
+			mask0 = 0, over = true;
+		if (b >= 32)
+			over = true;
+	}
+	uint32_t mask1 = over ? 0 : b1 == 0 ? ~0u : ~0u << sum;
+	return mask0 & ~mask1;
 }

@@ -24,4 +24,7 @@ struct ptx_out {
 int ptx_vprintf(struct ptx_out *o, uint64_t fmt, uint64_t args, ptx_read_fn rd, void *ctx)
     __attribute__((visibility("hidden")));
 
+/* bmsk.{wrap,clamp}.b32 d, a, b: b bits set from bit a. */
+uint32_t ptx_bmsk(uint32_t a, uint32_t b, bool clamp) __attribute__((visibility("hidden")));
+
 #endif

@@ -1680,6 +1680,11 @@ static void run_warp(struct blk *b, struct warp *w)
 			resched(w);
 			continue;
 		}
+		case OP_BMSK:
+			LANES
+			W(0, ptx_bmsk((uint32_t)V(1), (uint32_t)V(2), in->mod));
+			END_LANES
+			break;
 		case OP_CALL:
 			if (!mask)
 				break;

@@ -822,6 +822,8 @@ static const struct {
     {"trap", OP_TRAP},
     {"bfind", OP_BFIND},
     {"call", OP_CALL},
+    {"bmsk", OP_BMSK},
+    {"griddepcontrol", OP_NOP},
     {"mul24", OP_MUL24},
     {"mad24", OP_MAD24},
     {"nanosleep", OP_NOP},
@@ -1104,6 +1106,13 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 			in->op = OP_NOP;
 		else if (in->op == OP_BFIND && !strcmp(m, "shiftamt"))
 			in->bop = 1;
+		else if (in->op == OP_BMSK && (!strcmp(m, "wrap") || !strcmp(m, "clamp")))
+			in->mod = m[0] == 'c';
+		else if (in->op == OP_NOP && !strcmp(base, "griddepcontrol") &&
+			 (!strcmp(m, "wait") || !strcmp(m, "launch_dependents")))
+			/* Programmatic dependent launch: the grid before has
+			 * finished when this one runs, nothing waits. */
+			;
 		else {
 			snprintf(what, sizeof what, "%s.%s", base, m);
 			ok = false;
@@ -1203,7 +1212,7 @@ static const char *check_insn(const struct ptx_insn *in)
 	    [OP_BREV] = 2,  [OP_BFE] = 4,      [OP_BFI] = 5,        [OP_LOP3] = 5, [OP_SHF] = 4,
 	    [OP_PRMT] = 4,  [OP_COPYSIGN] = 3, [OP_TESTP] = 2,      [OP_SET] = 3,  [OP_MUL24] = 3,
 	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0, [OP_BFIND] = 2,
-	    [OP_CALL] = 0,
+	    [OP_CALL] = 0,  [OP_BMSK] = 3,
 	};
 	if (in->op >= sizeof need)
 		return "opcode";
@@ -1533,6 +1542,7 @@ static bool kills(const struct ptx_insn *in)
 	case OP_MAD24:
 	case OP_SAD:
 	case OP_BFIND:
+	case OP_BMSK:
 	case OP_ATOM:
 	case OP_SHFL:
 	case OP_VOTE:

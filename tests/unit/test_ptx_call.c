@@ -2,7 +2,7 @@
 /* test_ptx_call.c - unit tests of the PTX interpreter's calls and of the
  * smaller constructs nvcc's output for the cuda-samples needs: registers
  * declared in a brace scope (inline asm's, cuda_fp16.hpp's) and WARP_SZ,
- * bfind, bar.warp.sync, membar.gl, cooperative groups' reserved shared
+ * bfind, bmsk, griddepcontrol, bar.warp.sync, membar.gl, cooperative groups' reserved shared
  * memory; .func calls with their parameters, recursion, device printf and
  * assert. Each kernel is checked against values worked out by hand.
  */
@@ -89,14 +89,21 @@ static const char small_ptx[] =
 	"\tst.shared.u32 [%r6+1020], %r1;\n"
 	"\tld.shared.u32 %r7, [%r6+1020];\n"
 	"\tst.global.u32 [%rd1+32], %r7;\n"
+	"\tgriddepcontrol.wait;\n"
+	"\tgriddepcontrol.launch_dependents;\n"
+	"\tbmsk.wrap.b32 %r5, 1, 2;\n\tst.global.u32 [%rd1+36], %r5;\n"
+	"\tmov.u32 %r4, 40;\n"
+	"\tbmsk.clamp.b32 %r5, 4, %r4;\n\tst.global.u32 [%rd1+40], %r5;\n"
+	"\tbmsk.wrap.b32 %r5, 4, %r4;\n\tst.global.u32 [%rd1+44], %r5;\n"
+	"\tbmsk.clamp.b32 %r5, 33, 2;\n\tst.global.u32 [%rd1+48], %r5;\n"
 	"\tret;\n}\n";
 
 static void test_small(void **state)
 {
 	(void)state;
 	struct ptx_module *m = parse_ok(small_ptx);
-	uint32_t out[9] = {0};
-	assert_int_equal(run_out(m, "small", 1, 1, out, 9, NULL), CUDA_SUCCESS);
+	uint32_t out[13] = {0};
+	assert_int_equal(run_out(m, "small", 1, 1, out, 13, NULL), CUDA_SUCCESS);
 	assert_int_equal(out[0], 32);
 	assert_int_equal(out[1], 8);
 	assert_int_equal(out[2], 11);
@@ -106,6 +113,10 @@ static void test_small(void **state)
 	assert_int_equal(out[6], 0xffffffffu);
 	assert_int_equal(out[7], 32); /* after the 20 static bytes, aligned to 16 */
 	assert_int_equal(out[8], 32);
+	assert_int_equal(out[9], 6);            /* PTX's own example */
+	assert_int_equal(out[10], 0xfffffff0u); /* clamp: a width past 32 reaches the top */
+	assert_int_equal(out[11], 0xff0u);      /* wrap: 40 is 8 */
+	assert_int_equal(out[12], 0);           /* clamp: a start past 31 */
 	/* Declared: 8 + 4, two for the scopes, the sink; compacted below that. */
 	assert_true(ptx_find(m, "small")->nregs <= 15);
 	ptx_free(m);
