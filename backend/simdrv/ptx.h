@@ -22,6 +22,7 @@
 #define PTX_WIN_LOCAL 0xf100000000000000ull
 #define PTX_WIN_PARAM 0xf200000000000000ull
 #define PTX_WIN_GRID 0xf300000000000000ull /* the grid-sync workspace (%envreg1:%envreg2) */
+#define PTX_WIN_HEAP 0xf400000000000000ull /* the context's device malloc heap */
 #define PTX_WIN_SIZE 0x0100000000000000ull
 #define PTX_GRID_WS 64u /* bytes of it */
 
@@ -271,6 +272,7 @@ struct ptx_kernel {
 	uint32_t param_bytes;   /* as declared */
 	char unsupported[96];   /* the first construct it cannot run, or "" */
 	bool grid_sync;         /* reads the grid-sync workspace: its blocks run interleaved */
+	bool heap;              /* calls malloc or free */
 	struct ptx_callsite *calls;
 	uint32_t ncalls;
 	/* A .func's own parameters (in its local bytes): rets then args. */
@@ -303,6 +305,12 @@ struct ptx_region {
 	uint8_t *host;
 };
 
+/* A context's device malloc heap (ptx_call.c): its bytes at PTX_WIN_HEAP,
+ * the allocator's books on the host, where the guest cannot reach them. */
+struct ptx_heap;
+struct ptx_heap *ptx_heap_new(size_t size) __attribute__((visibility("hidden")));
+void ptx_heap_free(struct ptx_heap *h) __attribute__((visibility("hidden")));
+
 struct ptx_launch {
 	uint32_t grid[3], block[3];
 	uint32_t shared_dyn;
@@ -313,8 +321,9 @@ struct ptx_launch {
 	/* Polled now and then: nonzero ends the kernel with that error. */
 	CUresult (*cancelled)(void *arg);
 	void *arg;
-	uint64_t insns;  /* out: thread-instructions executed */
-	char fault[160]; /* out: what faulted */
+	struct ptx_heap *heap; /* for malloc and free; NULL: malloc returns NULL */
+	uint64_t insns;        /* out: thread-instructions executed */
+	char fault[160];       /* out: what faulted */
 };
 
 /* Runs kernel k to its end; CUDA_SUCCESS, or the fault it raised. */

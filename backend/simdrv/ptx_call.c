@@ -8,11 +8,18 @@
  * each conversion's output is bounded, and what does not fit the output
  * buffer is dropped (as the device's printf FIFO drops it).
  *
+ * Device malloc and free: a heap per context, its size the context's
+ * CU_LIMIT_MALLOC_HEAP_SIZE when a kernel first needs it; its blocks are
+ * kept in a sorted table on the host (first fit), so a kernel writing past
+ * its block corrupts data but never the allocator.
+ *
  * Also the bit-mask instruction bmsk, as PTX's ISA defines it.
  */
 #include "ptx_call.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PTX_PRINTF_FMT 4096u /* format bytes read */
@@ -210,4 +217,103 @@ uint32_t ptx_bmsk(uint32_t a, uint32_t b, bool clamp)
 	}
 	uint32_t mask1 = over ? 0 : b1 == 0 ? ~0u : ~0u << sum;
 	return mask0 & ~mask1;
+}
+
+struct ptx_heap {
+	pthread_mutex_t mu;
+	uint8_t *bytes;
+	uint64_t size;
+	struct hblock {
+		uint64_t off, size;
+	} * v; /* by offset */
+	size_t n, cap;
+};
+
+struct ptx_heap *ptx_heap_new(size_t size)
+{
+	struct ptx_heap *h = calloc(1, sizeof *h);
+	if (!h)
+		return NULL;
+	h->size = size;
+	h->bytes = calloc(1, size ? size : 1);
+	if (!h->bytes) {
+		free(h);
+		return NULL;
+	}
+	pthread_mutex_init(&h->mu, NULL);
+	return h;
+}
+
+void ptx_heap_free(struct ptx_heap *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_destroy(&h->mu);
+	free(h->bytes);
+	free(h->v);
+	free(h);
+}
+
+uint64_t ptx_heap_malloc(struct ptx_heap *h, uint64_t size)
+{
+	if (!h || !size || size > h->size)
+		return 0;
+	size = (size + 15) & ~(uint64_t)15;
+	uint64_t at = UINT64_MAX;
+	pthread_mutex_lock(&h->mu);
+	uint64_t prev = 0;
+	size_t i = 0;
+	for (; i <= h->n; i++) {
+		uint64_t next = i < h->n ? h->v[i].off : h->size;
+		if (next - prev >= size) {
+			at = prev;
+			break;
+		}
+		if (i < h->n)
+			prev = h->v[i].off + h->v[i].size;
+	}
+	if (at != UINT64_MAX && h->n == h->cap) {
+		size_t nc = h->cap ? h->cap * 2 : 64;
+		struct hblock *nv = realloc(h->v, nc * sizeof *nv);
+		if (nv) {
+			h->v = nv;
+			h->cap = nc;
+		} else
+			at = UINT64_MAX;
+	}
+	if (at != UINT64_MAX) {
+		memmove(&h->v[i + 1], &h->v[i], (h->n - i) * sizeof *h->v);
+		h->v[i] = (struct hblock){at, size};
+		h->n++;
+	}
+	pthread_mutex_unlock(&h->mu);
+	return at == UINT64_MAX ? 0 : PTX_WIN_HEAP + at;
+}
+
+void ptx_heap_release(struct ptx_heap *h, uint64_t addr)
+{
+	if (!h || addr < PTX_WIN_HEAP || addr - PTX_WIN_HEAP >= h->size)
+		return;
+	uint64_t off = addr - PTX_WIN_HEAP;
+	pthread_mutex_lock(&h->mu);
+	size_t lo = 0, hi = h->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (h->v[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < h->n && h->v[lo].off == off) {
+		memmove(&h->v[lo], &h->v[lo + 1], (h->n - lo - 1) * sizeof *h->v);
+		h->n--;
+	}
+	pthread_mutex_unlock(&h->mu);
+}
+
+uint8_t *ptx_heap_ptr(struct ptx_heap *h, uint64_t addr, uint32_t n)
+{
+	if (!h || addr < PTX_WIN_HEAP || addr - PTX_WIN_HEAP > h->size || n > h->size - (addr - PTX_WIN_HEAP))
+		return NULL;
+	return h->bytes + (addr - PTX_WIN_HEAP);
 }

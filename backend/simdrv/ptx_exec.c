@@ -358,10 +358,10 @@ static uint8_t *global_ptr(struct blk *b, uint64_t a, uint32_t size)
 			hi = mid;
 	}
 	if (!lo)
-		return NULL;
+		return b->l->heap ? ptx_heap_ptr(b->l->heap, a, size) : NULL;
 	const struct ptx_region *r = &m[lo - 1];
 	if (a - r->base > r->size || size > r->size - (a - r->base))
-		return NULL;
+		return b->l->heap ? ptx_heap_ptr(b->l->heap, a, size) : NULL;
 	b->cache = lo - 1;
 	return r->host + (a - r->base);
 }
@@ -1092,6 +1092,12 @@ static void call_extern(struct blk *b, struct warp *w, const struct ptx_callsite
 			}
 			ret = ptx_vprintf(&b->out, slot_u64(b, w, L, &a[0]), slot_u64(b, w, L, &a[1]),
 					  guest_read, &rc);
+			break;
+		case PC_MALLOC:
+			ret = (int64_t)ptx_heap_malloc(b->l->heap, slot_u64(b, w, L, &a[0]));
+			break;
+		case PC_FREE:
+			ptx_heap_release(b->l->heap, slot_u64(b, w, L, &a[0]));
 			break;
 		case PC_ASSERTFAIL: {
 			/* What the device prints, then the launch fails with

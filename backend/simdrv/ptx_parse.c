@@ -2082,6 +2082,8 @@ static const struct {
 } externs[] = {
     {"vprintf", PC_VPRINTF, 2},
     {"__assertfail", PC_ASSERTFAIL, 4},
+    {"malloc", PC_MALLOC, 1},
+    {"free", PC_FREE, 1},
 };
 
 /* Where a .func was placed in the kernel being linked. */
@@ -2178,6 +2180,7 @@ static void link_kernel(const struct ptx_module *m, struct ptx_kernel *k)
 			for (size_t e = 0; e < sizeof externs / sizeof *externs; e++)
 				if (!strcmp(cs->name, externs[e].name)) {
 					cs->kind = externs[e].kind;
+					k->heap |= cs->kind == PC_MALLOC || cs->kind == PC_FREE;
 					if (cs->nargs < externs[e].nargs)
 						kunsup(k, "call arguments of", cs->name);
 					fi = 0;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* test_ptx_call.c - unit tests of the PTX interpreter's calls and of the
- * smaller constructs nvcc's output for the cuda-samples needs: registers
- * declared in a brace scope (inline asm's, cuda_fp16.hpp's) and WARP_SZ,
- * bfind, bmsk, griddepcontrol, bar.warp.sync, membar.gl, cooperative groups' reserved shared
- * memory; .func calls with their parameters, recursion, device printf and
- * assert. Each kernel is checked against values worked out by hand.
+/* test_ptx_call.c - unit tests of what the PTX interpreter gained for the
+ * cuda-samples: registers declared in a brace scope (inline asm's,
+ * cuda_fp16.hpp's) and WARP_SZ; bfind, bmsk, griddepcontrol, bar.warp.sync,
+ * membar.gl, cooperative groups' reserved shared memory; .func calls with
+ * their parameters, recursion and its bound, device printf and assert;
+ * grid sync; register compaction and its refusal; long kernel names. Each
+ * kernel is checked against values worked out by hand.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -403,13 +404,81 @@ static void test_long_names(void **state)
 	free(t);
 }
 
+/* Device malloc and free on the context's heap: each thread's block holds
+ * its own value; a size past the heap gives NULL. */
+static const char heap_ptx[] =
+    HDR ".extern .func (.param .b64 func_retval0) malloc(.param .b64 malloc_param_0);\n"
+	".extern .func free(.param .b64 free_param_0);\n"
+	".visible .entry heap(.param .u64 out)\n{\n"
+	"\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<10>;\n"
+	"\tld.param.u64 %rd1, [out];\n"
+	"\tmov.u32 %r1, %tid.x;\n"
+	"\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], 16;\n\t.param .b64 retval0;\n"
+	"\tcall.uni (retval0), malloc, (param0);\n\tld.param.b64 %rd2, [retval0];\n\t}\n"
+	"\tcvta.to.global.u64 %rd3, %rd2;\n"
+	"\tst.global.u32 [%rd3], %r1;\n"
+	"\tmul.wide.u32 %rd4, %r1, 4;\n\tadd.s64 %rd5, %rd1, %rd4;\n"
+	"\tbar.sync 0;\n"
+	"\tld.global.u32 %r2, [%rd3];\n"
+	"\tadd.s32 %r3, %r2, 100;\n"
+	"\tst.global.u32 [%rd5], %r3;\n"
+	"\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd2;\n\tcall.uni free, (param0);\n\t}\n"
+	"\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], 0x7fffffffffff;\n\t.param .b64 retval0;\n"
+	"\tcall.uni (retval0), malloc, (param0);\n\tld.param.b64 %rd6, [retval0];\n\t}\n"
+	"\tsetp.eq.s64 %p1, %rd6, 0;\n"
+	"\tselp.u32 %r3, 1, 0, %p1;\n"
+	"\tst.global.u32 [%rd5+128], %r3;\n"
+	"\tret;\n}\n";
+
+static void test_heap(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(heap_ptx);
+	const struct ptx_kernel *k = ptx_find(m, "heap");
+	assert_int_equal(k->unsupported[0], 0);
+	assert_true(k->heap);
+	uint32_t out[64] = {0};
+	struct ptx_region mem = {0x10000, sizeof out, (uint8_t *)out};
+	uint64_t p = mem.base;
+	struct ptx_heap *h = ptx_heap_new(1 << 20);
+	assert_non_null(h);
+	for (int round = 0; round < 2; round++) {
+		struct ptx_launch l = {.grid = {1, 1, 1},
+				       .block = {32, 1, 1},
+				       .params = (const uint8_t *)&p,
+				       .param_bytes = 8,
+				       .mem = &mem,
+				       .nmem = 1,
+				       .heap = h};
+		CUresult r = ptx_run(k, &l);
+		if (r)
+			fprintf(stderr, "heap: %s\n", l.fault);
+		assert_int_equal(r, CUDA_SUCCESS);
+		for (uint32_t t = 0; t < 32; t++) {
+			assert_int_equal(out[t], t + 100);
+			assert_int_equal(out[32 + t], 1);
+		}
+		memset(out, 0, sizeof out);
+	}
+	/* Without a heap, malloc gives NULL and the store through it faults. */
+	struct ptx_launch l = {.grid = {1, 1, 1},
+			       .block = {32, 1, 1},
+			       .params = (const uint8_t *)&p,
+			       .param_bytes = 8,
+			       .mem = &mem,
+			       .nmem = 1};
+	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_ILLEGAL_ADDRESS);
+	ptx_heap_free(h);
+	ptx_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_small),      cmocka_unit_test(test_call_recursive),
 	    cmocka_unit_test(test_call_depth), cmocka_unit_test(test_printf_assert),
 	    cmocka_unit_test(test_grid_sync),  cmocka_unit_test(test_compaction),
-	    cmocka_unit_test(test_long_names),
+	    cmocka_unit_test(test_long_names), cmocka_unit_test(test_heap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
