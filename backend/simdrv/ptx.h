@@ -245,7 +245,7 @@ struct ptx_pslot {
 	uint32_t off, size;
 };
 
-enum ptx_callee { PC_FUNC, PC_VPRINTF, PC_ASSERTFAIL, PC_MALLOC, PC_FREE };
+enum ptx_callee { PC_FUNC, PC_VPRINTF, PC_ASSERTFAIL, PC_MALLOC, PC_FREE, PC_SETCOND };
 #define PTX_MAX_CALL_DEPTH 256u /* frames per warp: deeper faults */
 #define PTX_MAX_CALL_ARGS 64u
 #define PTX_PRINTF_FIFO (1u << 20) /* printf bytes per launch kept, as cudaLimitPrintfFifoSize */
@@ -322,8 +322,14 @@ struct ptx_launch {
 	CUresult (*cancelled)(void *arg);
 	void *arg;
 	struct ptx_heap *heap; /* for malloc and free; NULL: malloc returns NULL */
-	uint64_t insns;        /* out: thread-instructions executed */
-	char fault[160];       /* out: what faulted */
+	/* cudaGraphSetConditional(handle, value) from the kernel: the graph
+	 * that launched it takes the value; NULL (no conditional nodes) fails
+	 * the launch with CUDA_ERROR_NOT_SUPPORTED. Nonzero refuses the handle
+	 * (CUDA_ERROR_INVALID_VALUE). */
+	int (*set_conditional)(void *cond_arg, uint64_t handle, uint32_t value);
+	void *cond_arg;
+	uint64_t insns;  /* out: thread-instructions executed */
+	char fault[160]; /* out: what faulted */
 };
 
 /* Runs kernel k to its end; CUDA_SUCCESS, or the fault it raised. */

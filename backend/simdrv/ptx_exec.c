@@ -1099,6 +1099,26 @@ static void call_extern(struct blk *b, struct warp *w, const struct ptx_callsite
 		case PC_FREE:
 			ptx_heap_release(b->l->heap, slot_u64(b, w, L, &a[0]));
 			break;
+		case PC_SETCOND: {
+			uint64_t hnd = slot_u64(b, w, L, &a[0]);
+			uint32_t v = (uint32_t)slot_u64(b, w, L, &a[1]);
+			if (!b->l->set_conditional) {
+				b->err = CUDA_ERROR_NOT_SUPPORTED;
+				snprintf(
+				    b->l->fault, sizeof b->l->fault,
+				    "cudaGraphSetConditional: the sim's graphs have no conditional nodes");
+				return;
+			}
+			if (b->l->set_conditional(b->l->cond_arg, hnd, v)) {
+				b->err = CUDA_ERROR_INVALID_VALUE;
+				snprintf(
+				    b->l->fault, sizeof b->l->fault,
+				    "cudaGraphSetConditional: handle 0x%llx is not the launching graph's",
+				    (unsigned long long)hnd);
+				return;
+			}
+			break;
+		}
 		case PC_ASSERTFAIL: {
 			/* What the device prints, then the launch fails with
 			 * CUDA_ERROR_ASSERT as NVIDIA's driver reports it. */

@@ -2080,10 +2080,8 @@ static const struct {
 	uint8_t kind;
 	uint8_t nargs; /* at least */
 } externs[] = {
-    {"vprintf", PC_VPRINTF, 2},
-    {"__assertfail", PC_ASSERTFAIL, 4},
-    {"malloc", PC_MALLOC, 1},
-    {"free", PC_FREE, 1},
+    {"vprintf", PC_VPRINTF, 2}, {"__assertfail", PC_ASSERTFAIL, 4},         {"malloc", PC_MALLOC, 1},
+    {"free", PC_FREE, 1},       {"cudaGraphSetConditional", PC_SETCOND, 2},
 };
 
 /* Where a .func was placed in the kernel being linked. */

@@ -472,13 +472,73 @@ static void test_heap(void **state)
 	ptx_free(m);
 }
 
+/* cudaGraphSetConditional from a kernel reaches the launch's graph hook
+ * with its handle and value; with no hook the launch is refused. */
+static const char setcond_ptx[] =
+    HDR ".extern .func cudaGraphSetConditional(.param .b64 p0, .param .b32 p1);\n"
+	".visible .entry setc(.param .u64 h)\n{\n"
+	"\t.reg .pred %p<2>;\n\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<2>;\n"
+	"\tld.param.u64 %rd1, [h];\n"
+	"\tmov.u32 %r1, %tid.x;\n"
+	"\tsetp.ne.s32 %p1, %r1, 3;\n"
+	"\t@%p1 bra $L__end;\n"
+	"\tadd.s32 %r2, %r1, 4;\n"
+	"\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0], %rd1;\n"
+	"\t.param .b32 param1;\n\tst.param.b32 [param1], %r2;\n"
+	"\tcall.uni cudaGraphSetConditional, (param0, param1);\n\t}\n"
+	"$L__end:\n"
+	"\tret;\n}\n";
+
+struct cond_seen {
+	int calls;
+	uint64_t handle;
+	uint32_t value;
+};
+
+static int set_cond(void *arg, uint64_t handle, uint32_t value)
+{
+	struct cond_seen *c = arg;
+	c->calls++;
+	c->handle = handle;
+	c->value = value;
+	return handle == 0xbad;
+}
+
+static void test_set_conditional(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(setcond_ptx);
+	const struct ptx_kernel *k = ptx_find(m, "setc");
+	assert_int_equal(k->unsupported[0], 0);
+	uint64_t h = 0x1234;
+	struct cond_seen seen = {0};
+	struct ptx_launch l = {.grid = {1, 1, 1},
+			       .block = {32, 1, 1},
+			       .params = (const uint8_t *)&h,
+			       .param_bytes = 8,
+			       .set_conditional = set_cond,
+			       .cond_arg = &seen};
+	assert_int_equal(ptx_run(k, &l), CUDA_SUCCESS);
+	assert_int_equal(seen.calls, 1);
+	assert_int_equal(seen.handle, 0x1234);
+	assert_int_equal(seen.value, 7);
+	h = 0xbad;
+	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_INVALID_VALUE);
+	l.set_conditional = NULL;
+	h = 0x1234;
+	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_NOT_SUPPORTED);
+	assert_non_null(strstr(l.fault, "cudaGraphSetConditional"));
+	ptx_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_small),      cmocka_unit_test(test_call_recursive),
-	    cmocka_unit_test(test_call_depth), cmocka_unit_test(test_printf_assert),
-	    cmocka_unit_test(test_grid_sync),  cmocka_unit_test(test_compaction),
-	    cmocka_unit_test(test_long_names), cmocka_unit_test(test_heap),
+	    cmocka_unit_test(test_small),           cmocka_unit_test(test_call_recursive),
+	    cmocka_unit_test(test_call_depth),      cmocka_unit_test(test_printf_assert),
+	    cmocka_unit_test(test_grid_sync),       cmocka_unit_test(test_compaction),
+	    cmocka_unit_test(test_long_names),      cmocka_unit_test(test_heap),
+	    cmocka_unit_test(test_set_conditional),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
