@@ -43,7 +43,9 @@ struct warp {
 	uint32_t lpc[32];
 	struct frame *fr; /* calls in progress (ptx_call's) */
 	uint32_t nfr, capfr;
-	uint32_t exited; /* lanes that ran exit inside a call */
+	uint32_t exited;            /* lanes that ran exit inside a call */
+	const struct ptx_insn *red; /* waiting at a bar.red: its result is written when it opens */
+	uint32_t red_mask;
 };
 
 struct blk {
@@ -61,7 +63,9 @@ struct blk {
 	uint64_t budget;    /* warp-instructions until the next cancellation poll */
 	struct ptx_out out; /* device printf's, written out when the kernel ends */
 	bool yield;         /* a grid that syncs: a warp gives way now and then */
-	uint8_t *gridws;    /* its workspace */
+	uint32_t red_popc;  /* bar.red's tallies over the waiting threads */
+	bool red_all, red_any;
+	uint8_t *gridws; /* its workspace */
 };
 
 /* ---- values ---------------------------------------------------------------------- */
@@ -1687,8 +1691,18 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_BAR:
 			if (!mask)
 				break;
+			if (in->bop == 2) {
+				LANES
+				bool p = V(in->nops - 1) != 0;
+				b->red_popc += p;
+				b->red_all &= p;
+				b->red_any |= p;
+				END_LANES
+				w->red = in;
+				w->red_mask = mask;
+			}
 			advance(w);
-			if (!in->bop)
+			if (in->bop != 1) /* bar.arrive does not wait */
 				w->at_bar = true;
 			return;
 		case OP_BRA: {
@@ -1748,6 +1762,30 @@ static void run_warp(struct blk *b, struct warp *w)
 	}
 }
 
+/* Every live warp of block b waits at the barrier: it opens, bar.red's
+ * waiters get the tallies. False if none was waiting. */
+static bool bar_open(struct blk *b, struct warp *w, uint32_t nwarps)
+{
+	bool waiting = false;
+	for (uint32_t i = 0; i < nwarps; i++) {
+		if (w[i].done || !w[i].at_bar)
+			continue;
+		w[i].at_bar = false;
+		waiting = true;
+		const struct ptx_insn *in = w[i].red;
+		if (!in)
+			continue;
+		uint64_t v = in->mod == 1 ? b->red_popc : in->mod == 2 ? b->red_all : b->red_any;
+		for (uint32_t m = w[i].red_mask; m; m &= m - 1)
+			w[i].R[(size_t)in->o[0].r * 32 + (unsigned)__builtin_ctz(m)] = v;
+		w[i].red = NULL;
+	}
+	b->red_popc = 0;
+	b->red_all = true;
+	b->red_any = false;
+	return waiting;
+}
+
 /* Runs the warps of block b that can run, once each; false once all exited. */
 static bool step_block(struct blk *b, struct warp *w)
 {
@@ -1759,8 +1797,7 @@ static bool step_block(struct blk *b, struct warp *w)
 		running |= !w[i].done && !w[i].at_bar;
 	}
 	if (live && !running)
-		for (uint32_t i = 0; i < b->nwarps; i++)
-			w[i].at_bar = false; /* all that live wait: the barrier opens */
+		bar_open(b, w, b->nwarps); /* all that live wait: the barrier opens */
 	return live;
 }
 
@@ -1864,8 +1901,12 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 	uint32_t nwarps = (uint32_t)((nthreads + 31) / 32);
 	uint64_t shared_bytes =
 	    (((uint64_t)k->shared_static + l->shared_dyn + 15) & ~(uint64_t)15) + PTX_RESERVED_SMEM;
-	struct blk b = {
-	    .k = k, .l = l, .nthreads = (uint32_t)nthreads, .nwarps = nwarps, .budget = POLL_EVERY};
+	struct blk b = {.k = k,
+			.l = l,
+			.nthreads = (uint32_t)nthreads,
+			.nwarps = nwarps,
+			.budget = POLL_EVERY,
+			.red_all = true};
 	b.shared_bytes = (uint32_t)shared_bytes;
 	b.shared = calloc(1, shared_bytes ? shared_bytes : 1);
 	b.local = calloc((size_t)nwarps * 32, k->local_bytes ? k->local_bytes : 1);
@@ -1922,12 +1963,7 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 						}
 					if (b.err)
 						break;
-					bool waiting = false;
-					for (uint32_t i = 0; i < nwarps; i++)
-						if (!w[i].done && w[i].at_bar) {
-							w[i].at_bar = false;
-							waiting = true;
-						}
+					bool waiting = bar_open(&b, w, nwarps);
 					if (!waiting && !any)
 						break;
 					if (!waiting) {

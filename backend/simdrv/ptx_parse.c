@@ -1100,6 +1100,11 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 			in->bop = 1;
 		else if (in->op == OP_BAR && !strcmp(m, "cta"))
 			;
+		else if (in->op == OP_BAR && !strcmp(m, "red"))
+			in->bop = 2; /* bar.red: a barrier that reduces a predicate */
+		else if (in->op == OP_BAR && in->bop == 2 &&
+			 (!strcmp(m, "popc") || !strcmp(m, "and") || !strcmp(m, "or")))
+			in->mod = m[0] == 'p' ? 1 : m[0] == 'a' ? 2 : 3;
 		else if (in->op == OP_BAR && !strcmp(m, "warp"))
 			/* bar.warp.sync: the lanes of a warp run together
 			 * already (the minimum-PC rule), so nothing waits. */
@@ -1223,6 +1228,8 @@ static const char *check_insn(const struct ptx_insn *in)
 		return "too few operands";
 	if (in->op == OP_SETP && in->bop && in->nops < 4)
 		return "too few operands";
+	if (in->op == OP_BAR && in->bop == 2 && (in->nops < 3 || in->o[0].k != PO_REG || !in->mod))
+		return "bar.red operands";
 	switch (in->op) {
 	case OP_NOP:
 	case OP_BAR:

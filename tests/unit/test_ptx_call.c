@@ -531,6 +531,42 @@ static void test_set_conditional(void **state)
 	ptx_free(m);
 }
 
+/* bar.red: a barrier that counts (popc) or combines (and, or) a predicate
+ * over the block's threads; each warp reads the tally after every warp
+ * arrived. 96 threads, the predicate true for tid % 3 == 0. */
+static const char barred_ptx[] = HDR ".visible .entry barred(.param .u64 out)\n{\n"
+				     "\t.reg .pred %p<6>;\n\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<4>;\n"
+				     "\tld.param.u64 %rd1, [out];\n"
+				     "\tmov.u32 %r1, %tid.x;\n"
+				     "\trem.u32 %r2, %r1, 3;\n"
+				     "\tsetp.eq.s32 %p1, %r2, 0;\n"
+				     "\tbar.red.popc.u32 %r3, 0, %p1;\n"
+				     "\tbar.red.and.pred %p2, 0, %p1;\n"
+				     "\tbar.red.or.pred %p3, 0, %p1;\n"
+				     "\tsetp.lt.u32 %p4, %r1, 1000;\n"
+				     "\tbarrier.red.and.pred %p5, 0, %p4;\n"
+				     "\tselp.u32 %r4, 1, 0, %p2;\n"
+				     "\tselp.u32 %r5, 10, 0, %p3;\n"
+				     "\tselp.u32 %r6, 100, 0, %p5;\n"
+				     "\tadd.s32 %r7, %r4, %r5;\n\tadd.s32 %r7, %r7, %r6;\n"
+				     "\tmul.wide.u32 %rd2, %r1, 8;\n\tadd.s64 %rd3, %rd1, %rd2;\n"
+				     "\tst.global.u32 [%rd3], %r3;\n"
+				     "\tst.global.u32 [%rd3+4], %r7;\n"
+				     "\tret;\n}\n";
+
+static void test_bar_red(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(barred_ptx);
+	uint32_t out[2 * 96] = {0};
+	assert_int_equal(run_out(m, "barred", 2, 96, out, 2 * 96, NULL), CUDA_SUCCESS);
+	for (int t = 0; t < 96; t++) {
+		assert_int_equal(out[2 * t], 32);      /* popc: 96 / 3 */
+		assert_int_equal(out[2 * t + 1], 110); /* and false, or true, and of all-true true */
+	}
+	ptx_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -538,7 +574,7 @@ int main(void)
 	    cmocka_unit_test(test_call_depth),      cmocka_unit_test(test_printf_assert),
 	    cmocka_unit_test(test_grid_sync),       cmocka_unit_test(test_compaction),
 	    cmocka_unit_test(test_long_names),      cmocka_unit_test(test_heap),
-	    cmocka_unit_test(test_set_conditional),
+	    cmocka_unit_test(test_set_conditional), cmocka_unit_test(test_bar_red),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
