@@ -504,6 +504,7 @@ $(BENCH_FATBIN): tools/bench/null_kernel.cu | $(DEPS_STAMP)
 TEST_LIBS_test_simdrv := $(SIMDRV_A)
 TEST_LIBS_test_ptx := $(SIMDRV_A)
 TEST_LIBS_test_ptx_ext := $(SIMDRV_A)
+TEST_LIBS_test_ptx_call := $(SIMDRV_A)
 TEST_LIBS_test_simkernels :=
 # Frontend pieces tested on their own, without the whole (changing) frontend archive.
 TEST_LIBS_test_errors := $(OBJ)/frontend/runtime/errors.o

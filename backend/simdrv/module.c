@@ -994,6 +994,12 @@ static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
 		if (!a->dead)
 			mem[n++] = (struct ptx_region){a->base, a->size, a->host};
 	}
+	if (f->pk->heap && !ctx->heap) {
+		/* The limit as the guest set it, up to 1 GiB of the executor's memory. */
+		size_t hs = ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE];
+		ctx->heap = ptx_heap_new(hs < ((size_t)1 << 30) ? hs : (size_t)1 << 30);
+	}
+	struct ptx_heap *heap = ctx->heap;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!mem)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1015,6 +1021,7 @@ static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
 	    .cancelled = interp_cancelled,
 	    .object = interp_object,
 	    .arg = &cancel,
+	    .heap = heap,
 	};
 	CUresult r = ptx_run(f->pk, &l);
 	free(mem);

@@ -21,15 +21,23 @@
 #define PTX_WIN_SHARED 0xf000000000000000ull
 #define PTX_WIN_LOCAL 0xf100000000000000ull
 #define PTX_WIN_PARAM 0xf200000000000000ull
+#define PTX_WIN_GRID 0xf300000000000000ull /* the grid-sync workspace (%envreg1:%envreg2) */
+#define PTX_WIN_HEAP 0xf400000000000000ull /* the context's device malloc heap */
 #define PTX_WIN_SIZE 0x0100000000000000ull
+#define PTX_GRID_WS 64u /* bytes of it */
 
 /* Bounds on what one module may ask for. */
 #define PTX_MAX_TEXT ((size_t)64 << 20)
 #define PTX_MAX_INSNS (1u << 22)    /* per kernel */
 #define PTX_MAX_REGS 8192u          /* register slots per thread */
+#define PTX_MAX_VREGS (1u << 18)    /* registers declared, before compaction */
 #define PTX_MAX_KERNELS 4096u       /* per module */
 #define PTX_MAX_LOCAL (64u << 10)   /* local bytes per thread */
 #define PTX_MAX_SHARED (256u << 10) /* static shared bytes per block */
+/* A grid that syncs has every block resident at once: at most this many,
+ * holding at most this much memory. */
+#define PTX_MAX_COOP_BLOCKS 4096u
+#define PTX_MAX_COOP_BYTES ((size_t)1 << 30)
 
 /* Operand types. */
 enum ptx_kind { PK_B, PK_U, PK_S, PK_F, PK_P };
@@ -101,7 +109,15 @@ enum ptx_sreg {
 	SR_GLOBALTIMER,
 	SR_DYN_SMEM,
 	SR_TOTAL_SMEM,
+	SR_RESERVED_SMEM, /* %reserved_smem_offset_1: cooperative groups' scratch */
+	SR_ENVREG1,       /* the grid-sync workspace's address, high half */
+	SR_ENVREG2,       /* low half */
 };
+
+/* Shared memory the driver reserves per block after the dynamic area (as
+ * sm_90's 1 KiB), which cooperative groups address through
+ * %reserved_smem_offset_1. */
+#define PTX_RESERVED_SMEM 1024u
 
 struct ptx_opnd {
 	uint8_t k;   /* enum ptx_opk */
@@ -173,8 +189,12 @@ enum ptx_op {
 	OP_SAD,
 	OP_FNS,
 	OP_TRAP,
-	/* ptx_ext.c: warp collectives, textures and surfaces, async copies and
-	 * mbarriers; their sub-operation is in mod. */
+	OP_BFIND,
+	OP_CALL, /* o[0].imm: index in the kernel's calls */
+	OP_BMSK, /* mod: 1 = .clamp */
+	/* From here on ptx_ext.c's (check_insn hands them to ptx_ext_check):
+	 * warp collectives, textures and surfaces, async copies and mbarriers;
+	 * their sub-operation is in mod. */
 	OP_REDUX,
 	OP_MATCH,
 	OP_TEX,
@@ -235,6 +255,29 @@ struct ptx_insn {
 	struct ptx_opnd o[6];
 };
 
+/* A call's parameter or return value: bytes in the thread's local memory
+ * (the PTX ABI's .param space of a call is kept there). */
+struct ptx_pslot {
+	uint32_t off, size;
+};
+
+enum ptx_callee { PC_FUNC, PC_VPRINTF, PC_ASSERTFAIL, PC_MALLOC, PC_FREE, PC_SETCOND };
+#define PTX_MAX_CALL_DEPTH 256u /* frames per warp: deeper faults */
+#define PTX_MAX_CALL_ARGS 64u
+#define PTX_PRINTF_FIFO (1u << 20) /* printf bytes per launch kept, as cudaLimitPrintfFifoSize */
+
+struct ptx_callsite {
+	char *name;   /* the callee */
+	uint8_t kind; /* enum ptx_callee */
+	uint32_t nrets, nargs;
+	struct ptx_pslot *caller; /* rets then args, in the caller's frame */
+	/* Linked (PC_FUNC): the callee's body in this kernel's code. */
+	uint32_t entry;
+	uint32_t regbase, nregs;       /* its register slots */
+	uint32_t localbase, localsize; /* its local bytes */
+	struct ptx_pslot *callee;      /* its rets then args */
+};
+
 struct ptx_kernel {
 	char *name;
 	struct ptx_insn *code;
@@ -245,15 +288,24 @@ struct ptx_kernel {
 	uint32_t param_bytes;   /* as declared */
 	uint32_t *xregs;        /* PO_XVEC operands' registers */
 	uint32_t nxregs;
-	char unsupported[48];   /* the first construct it cannot run, or "" */
+	char unsupported[96]; /* the first construct it cannot run, or "" */
 	/* Its instructions' fast forms (ptx_exec.c), made at its first launch
 	 * and kept: a cache, freed with the module. */
 	_Atomic(uint8_t *) fast;
+	bool grid_sync; /* reads the grid-sync workspace: its blocks run interleaved */
+	bool heap;      /* calls malloc or free */
+	struct ptx_callsite *calls;
+	uint32_t ncalls;
+	/* A .func's own parameters (in its local bytes): rets then args. */
+	struct ptx_pslot *sig;
+	uint32_t nsigrets, nsigargs;
 };
 
 struct ptx_module {
 	struct ptx_kernel *kernels;
 	uint32_t nkernels;
+	struct ptx_kernel *funcs; /* .func bodies, linked into the kernels calling them */
+	uint32_t nfuncs;
 };
 
 /* Resolves a module-scope .global / .const variable to its device address. */
@@ -286,6 +338,12 @@ struct ptx_region {
 	uint8_t *host;
 };
 
+/* A context's device malloc heap (ptx_call.c): its bytes at PTX_WIN_HEAP,
+ * the allocator's books on the host, where the guest cannot reach them. */
+struct ptx_heap;
+struct ptx_heap *ptx_heap_new(size_t size) __attribute__((visibility("hidden")));
+void ptx_heap_free(struct ptx_heap *h) __attribute__((visibility("hidden")));
+
 struct ptx_launch {
 	uint32_t grid[3], block[3];
 	uint32_t shared_dyn;
@@ -306,6 +364,13 @@ struct ptx_launch {
 	/* The texture (surface: 1) object handle h names, or false when it is
 	 * none of that kind in the launching context; NULL: none exist. */
 	bool (*object)(void *arg, uint64_t h, int surface, struct ptx_tex *out);
+	struct ptx_heap *heap; /* for malloc and free; NULL: malloc returns NULL */
+	/* cudaGraphSetConditional(handle, value) from the kernel: the graph
+	 * that launched it takes the value; NULL (no conditional nodes) fails
+	 * the launch with CUDA_ERROR_NOT_SUPPORTED. Nonzero refuses the handle
+	 * (CUDA_ERROR_INVALID_VALUE). */
+	int (*set_conditional)(void *cond_arg, uint64_t handle, uint32_t value);
+	void *cond_arg;
 	uint64_t insns;  /* out: thread-instructions executed */
 	char fault[160]; /* out: what faulted */
 };

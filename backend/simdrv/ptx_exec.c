@@ -26,6 +26,7 @@
  */
 #include "ptx.h"
 #include "ptx_ext.h"
+#include "ptx_call.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -38,12 +39,19 @@
 
 #define POLL_EVERY (1u << 16) /* warp-instructions between cancellation polls */
 
+struct frame;
+
 struct warp {
 	uint32_t pc, active, live, next_wait;
 	bool at_bar, done;
 	uint32_t id;
 	uint64_t *R;
 	uint32_t lpc[32];
+	struct frame *fr; /* calls in progress (ptx_call's) */
+	uint32_t nfr, capfr;
+	uint32_t exited;            /* lanes that ran exit inside a call */
+	const struct ptx_insn *red; /* waiting at a bar.red: its result is written when it opens */
+	uint32_t red_mask;
 };
 
 /* What the workers of one launch share. */
@@ -73,7 +81,12 @@ struct blk {
 	const uint8_t *fast; /* per instruction: its fast form, F_NONE for none */
 	CUresult err;
 	uint64_t insns;
-	uint64_t budget; /* warp-instructions until the next cancellation poll */
+	uint64_t budget;    /* warp-instructions until the next cancellation poll */
+	struct ptx_out out; /* device printf's, written out when the kernel ends */
+	bool yield;         /* a grid that syncs: a warp gives way now and then */
+	uint32_t red_popc;  /* bar.red's tallies over the waiting threads */
+	bool red_all, red_any;
+	uint8_t *gridws; /* its workspace */
 };
 
 /* ---- values ---------------------------------------------------------------------- */
@@ -319,6 +332,12 @@ static uint64_t sreg(const struct blk *b, const struct warp *w, uint32_t id, int
 		return l->shared_dyn;
 	case SR_TOTAL_SMEM:
 		return b->shared_bytes;
+	case SR_RESERVED_SMEM:
+		return b->shared_bytes - PTX_RESERVED_SMEM;
+	case SR_ENVREG1:
+		return b->gridws ? PTX_WIN_GRID >> 32 : 0;
+	case SR_ENVREG2:
+		return 0;
 	default:
 		return 0;
 	}
@@ -388,10 +407,10 @@ static uint8_t *global_ptr(struct blk *b, uint64_t a, uint32_t size)
 			hi = mid;
 	}
 	if (!lo)
-		return NULL;
+		return b->l->heap ? ptx_heap_ptr(b->l->heap, a, size) : NULL;
 	const struct ptx_region *r = &m[lo - 1];
 	if (a - r->base > r->size || size > r->size - (a - r->base))
-		return NULL;
+		return b->l->heap ? ptx_heap_ptr(b->l->heap, a, size) : NULL;
 	b->cache = lo - 1;
 	return r->host + (a - r->base);
 }
@@ -413,7 +432,14 @@ static uint8_t *mem_ptr(struct blk *b, const struct warp *w, int lane, uint8_t s
 			sp = PS_LOCAL, a -= PTX_WIN_LOCAL;
 		else if (a >= PTX_WIN_PARAM && a < PTX_WIN_PARAM + PTX_WIN_SIZE)
 			sp = PS_PARAM, a -= PTX_WIN_PARAM;
-		else
+		else if (b->gridws && a >= PTX_WIN_GRID && a - PTX_WIN_GRID < PTX_GRID_WS &&
+			 size <= PTX_GRID_WS - (a - PTX_WIN_GRID)) {
+			/* A warp at the grid barrier (its arrival, then each
+			 * read of its spin) gives way at once: the others have
+			 * to arrive. */
+			b->budget = 1;
+			return b->gridws + (a - PTX_WIN_GRID);
+		} else
 			sp = PS_GLOBAL;
 	}
 	uint8_t *p = NULL;
@@ -996,6 +1022,15 @@ static uint64_t unary(const struct ptx_insn *in, uint64_t a)
 	case OP_CLZ: {
 		uint64_t x = zx(a, bits);
 		return x ? (uint64_t)(__builtin_clzll(x) - (64 - (int)bits)) : bits;
+	}
+	case OP_BFIND: {
+		/* The most significant bit that differs from the sign (signed)
+		 * or is set (unsigned); .shiftamt counts from the top. */
+		uint64_t x = zx(tsigned(t) && sx(a, bits) < 0 ? ~a : a, bits);
+		if (!x)
+			return 0xffffffffu;
+		unsigned pos = 63 - (unsigned)__builtin_clzll(x);
+		return in->bop ? bits - 1 - pos : pos;
 	}
 	case OP_BREV: {
 		uint64_t x = zx(a, bits), r = 0;
@@ -1811,6 +1846,273 @@ static bool run_fast(struct blk *b, struct warp *w, const struct ptx_insn *in, u
 	for (uint32_t m_ = mask; m_; m_ &= m_ - 1) {                                                         \
 		const int L = __builtin_ctz(m_);
 #define END_LANES }
+/* ---- calls -------------------------------------------------------------------------- */
+
+/* A .func call in progress: the warp runs only the lanes that made it until
+ * they all return, then the others resume. */
+struct frame {
+	uint32_t ret_pc, saved_live, called;
+	uint32_t cs;    /* the call site */
+	uint64_t *save; /* a recursive call: the callee's registers and local bytes before it */
+};
+
+static inline uint8_t *lane_local(const struct blk *b, const struct warp *w, int L, uint32_t off)
+{
+	return b->local + (size_t)(w->id * 32 + (uint32_t)L) * b->k->local_bytes + off;
+}
+
+struct rdctx {
+	struct blk *b;
+	const struct warp *w;
+	int lane;
+};
+
+static bool guest_read(void *arg, uint64_t a, void *dst, uint32_t n)
+{
+	struct rdctx *c = arg;
+	const uint8_t *p = mem_ptr(c->b, c->w, c->lane, PS_GENERIC, a, n, false);
+	if (!p)
+		return false;
+	memcpy(dst, p, n);
+	return true;
+}
+
+static uint64_t slot_u64(const struct blk *b, const struct warp *w, int L, const struct ptx_pslot *s)
+{
+	uint64_t v = 0;
+	memcpy(&v, lane_local(b, w, L, s->off), s->size < 8 ? s->size : 8);
+	return v;
+}
+
+/* The driver's own device functions: printf and assert. */
+static void call_extern(struct blk *b, struct warp *w, const struct ptx_callsite *cs, uint32_t mask)
+{
+	for (uint32_t m = mask; m && !b->err; m &= m - 1) {
+		const int L = __builtin_ctz(m);
+		const struct ptx_pslot *a = cs->caller + cs->nrets;
+		struct rdctx rc = {b, w, L};
+		int64_t ret = 0;
+		switch (cs->kind) {
+		case PC_VPRINTF:
+			if (!b->out.buf) {
+				b->out.buf = malloc(PTX_PRINTF_FIFO);
+				b->out.cap = b->out.buf ? PTX_PRINTF_FIFO : 0;
+			}
+			ret = ptx_vprintf(&b->out, slot_u64(b, w, L, &a[0]), slot_u64(b, w, L, &a[1]),
+					  guest_read, &rc);
+			break;
+		case PC_MALLOC:
+			ret = (int64_t)ptx_heap_malloc(b->l->heap, slot_u64(b, w, L, &a[0]));
+			break;
+		case PC_FREE:
+			ptx_heap_release(b->l->heap, slot_u64(b, w, L, &a[0]));
+			break;
+		case PC_SETCOND: {
+			uint64_t hnd = slot_u64(b, w, L, &a[0]);
+			uint32_t v = (uint32_t)slot_u64(b, w, L, &a[1]);
+			if (!b->l->set_conditional) {
+				stop(b, CUDA_ERROR_NOT_SUPPORTED,
+				     "cudaGraphSetConditional: the sim's graphs have no conditional nodes");
+				return;
+			}
+			if (b->l->set_conditional(b->l->cond_arg, hnd, v)) {
+				if (claim(b, CUDA_ERROR_INVALID_VALUE))
+					snprintf(b->l->fault, sizeof b->l->fault,
+						 "cudaGraphSetConditional: handle 0x%llx is not the "
+						 "launching graph's",
+						 (unsigned long long)hnd);
+				return;
+			}
+			break;
+		}
+		case PC_ASSERTFAIL: {
+			/* What the device prints, then the launch fails with
+			 * CUDA_ERROR_ASSERT as NVIDIA's driver reports it. */
+			char msg[256] = "", file[256] = "", fn[256] = "";
+			char *dst[3] = {msg, file, fn};
+			for (int s = 0; s < 3; s++) {
+				uint64_t p = slot_u64(b, w, L, &a[s == 0 ? 0 : s == 1 ? 1 : 3]);
+				for (size_t i = 0; p && i + 1 < 256; i++) {
+					if (!guest_read(&rc, p + i, &dst[s][i], 1) || !dst[s][i])
+						break;
+				}
+				dst[s][255] = 0;
+			}
+			if (b->err)
+				return;
+			uint32_t t = w->id * 32 + (uint32_t)L;
+			fprintf(stderr,
+				"%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+				file, (unsigned)slot_u64(b, w, L, &a[2]), fn, b->ctaid[0], b->ctaid[1],
+				b->ctaid[2], b->tid[0][t], b->tid[1][t], b->tid[2][t], msg);
+			if (claim(b, CUDA_ERROR_ASSERT))
+				snprintf(b->l->fault, sizeof b->l->fault,
+					 "assert: %.60s:%u: Assertion `%.60s` failed", file,
+					 (unsigned)slot_u64(b, w, L, &a[2]), msg);
+			return;
+		}
+		default:
+			break;
+		}
+		if (cs->nrets)
+			memcpy(lane_local(b, w, L, cs->caller[0].off), &ret,
+			       cs->caller[0].size < 8 ? cs->caller[0].size : 8);
+	}
+}
+
+/* Executes call instruction in for the lanes of mask: true when the warp
+ * now runs the callee, false when the call is done (an extern) or faulted. */
+static bool call_enter(struct blk *b, struct warp *w, const struct ptx_insn *in, uint32_t mask)
+{
+	const struct ptx_callsite *cs = &b->k->calls[in->o[0].imm];
+	if (cs->kind != PC_FUNC) {
+		call_extern(b, w, cs, mask);
+		return false;
+	}
+	if (w->nfr >= PTX_MAX_CALL_DEPTH) {
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+		return false;
+	}
+	if (w->nfr == w->capfr) {
+		uint32_t nc = w->capfr ? w->capfr * 2 : 4;
+		struct frame *nf = realloc(w->fr, nc * sizeof *nf);
+		if (!nf) {
+			fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+			return false;
+		}
+		w->fr = nf;
+		w->capfr = nc;
+	}
+	/* The arguments, read before a recursive call's save and overwrite. */
+	uint32_t argb = 0;
+	for (uint32_t j = 0; j < cs->nargs; j++)
+		argb += cs->callee[cs->nrets + j].size;
+	uint8_t *tmp = malloc((size_t)argb * 32 + 1);
+	bool rec = false;
+	for (uint32_t i = 0; i < w->nfr; i++)
+		rec |= b->k->calls[w->fr[i].cs].entry == cs->entry;
+	size_t rbytes = (size_t)cs->nregs * 32 * sizeof *w->R, lbytes = (size_t)cs->localsize * 32;
+	uint64_t *save = rec ? malloc(rbytes + lbytes + 8) : NULL;
+	if (!tmp || (rec && !save)) {
+		free(tmp);
+		free(save);
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+		return false;
+	}
+	for (uint32_t m = mask; m; m &= m - 1) {
+		const int L = __builtin_ctz(m);
+		uint8_t *t = tmp + (size_t)L * argb;
+		for (uint32_t j = 0; j < cs->nargs; j++) {
+			const struct ptx_pslot *from = &cs->caller[cs->nrets + j],
+					       *to = &cs->callee[cs->nrets + j];
+			memset(t, 0, to->size);
+			memcpy(t, lane_local(b, w, L, from->off),
+			       from->size < to->size ? from->size : to->size);
+			t += to->size;
+		}
+	}
+	if (save) {
+		memcpy(save, w->R + (size_t)cs->regbase * 32, rbytes);
+		for (int L = 0; L < 32; L++)
+			if (w->id * 32 + (uint32_t)L < b->nthreads)
+				memcpy((uint8_t *)save + rbytes + (size_t)L * cs->localsize,
+				       lane_local(b, w, L, cs->localbase), cs->localsize);
+	}
+	for (uint32_t m = mask; m; m &= m - 1) {
+		const int L = __builtin_ctz(m);
+		const uint8_t *t = tmp + (size_t)L * argb;
+		for (uint32_t j = 0; j < cs->nargs; j++) {
+			const struct ptx_pslot *to = &cs->callee[cs->nrets + j];
+			memcpy(lane_local(b, w, L, to->off), t, to->size);
+			t += to->size;
+		}
+	}
+	free(tmp);
+	/* The lanes the guard left out wait after the call with the others. */
+	for (uint32_t m = w->active & ~mask; m; m &= m - 1)
+		w->lpc[__builtin_ctz(m)] = w->pc + 1;
+	w->fr[w->nfr++] = (struct frame){w->pc + 1, w->live, mask, (uint32_t)in->o[0].imm, save};
+	w->live = mask;
+	for (uint32_t m = mask; m; m &= m - 1)
+		w->lpc[__builtin_ctz(m)] = cs->entry;
+	resched(w);
+	return true;
+}
+
+/* The top call returns to its caller: its return values copied out, a
+ * recursive call's caller state restored. */
+static void call_pop(struct blk *b, struct warp *w)
+{
+	struct frame *f = &w->fr[--w->nfr];
+	const struct ptx_callsite *cs = &b->k->calls[f->cs];
+	uint32_t ret = f->called & ~w->exited;
+	uint32_t retb = 0;
+	for (uint32_t j = 0; j < cs->nrets; j++)
+		retb += cs->callee[j].size;
+	uint8_t *tmp = retb && ret ? malloc((size_t)retb * 32) : NULL;
+	if (tmp)
+		for (uint32_t m = ret; m; m &= m - 1) {
+			const int L = __builtin_ctz(m);
+			uint8_t *t = tmp + (size_t)L * retb;
+			for (uint32_t j = 0; j < cs->nrets; j++) {
+				memcpy(t, lane_local(b, w, L, cs->callee[j].off), cs->callee[j].size);
+				t += cs->callee[j].size;
+			}
+		}
+	if (f->save) {
+		size_t rbytes = (size_t)cs->nregs * 32 * sizeof *w->R;
+		memcpy(w->R + (size_t)cs->regbase * 32, f->save, rbytes);
+		for (int L = 0; L < 32; L++)
+			if (w->id * 32 + (uint32_t)L < b->nthreads)
+				memcpy(lane_local(b, w, L, cs->localbase),
+				       (uint8_t *)f->save + rbytes + (size_t)L * cs->localsize,
+				       cs->localsize);
+		free(f->save);
+	}
+	if (tmp) {
+		for (uint32_t m = ret; m; m &= m - 1) {
+			const int L = __builtin_ctz(m);
+			const uint8_t *t = tmp + (size_t)L * retb;
+			for (uint32_t j = 0; j < cs->nrets; j++) {
+				uint32_t n = cs->caller[j].size < cs->callee[j].size ? cs->caller[j].size
+										     : cs->callee[j].size;
+				memcpy(lane_local(b, w, L, cs->caller[j].off), t, n);
+				t += cs->callee[j].size;
+			}
+		}
+		free(tmp);
+	} else if (retb && ret)
+		fault(b, CUDA_ERROR_ILLEGAL_ADDRESS, "call stack overflow", w->pc, 0);
+	w->live = f->saved_live & ~w->exited;
+	for (uint32_t m = ret; m; m &= m - 1)
+		w->lpc[__builtin_ctz(m)] = f->ret_pc;
+}
+
+/* ret or exit (exited) inside a call, for the lanes of mask: true when the
+ * warp's remaining active lanes go on to the next instruction. */
+static bool call_leave(struct blk *b, struct warp *w, uint32_t mask, bool exited)
+{
+	if (exited)
+		w->exited |= mask;
+	w->live &= ~mask;
+	w->active &= ~mask;
+	if (w->active)
+		return true;
+	while (!w->live && w->nfr && !b->err)
+		call_pop(b, w);
+	resched(w);
+	return false;
+}
+
+static void free_frames(struct warp *w)
+{
+	for (uint32_t i = 0; i < w->nfr; i++)
+		free(w->fr[i].save);
+	free(w->fr);
+	w->fr = NULL;
+	w->nfr = w->capfr = 0;
+}
+
 #define V(i) val(b, w, &in->o[i], L)
 #define REG(r) w->R[(size_t)(r)*32 + (unsigned)L]
 #define W(i, x) REG(in->o[i].r) = (x)
@@ -2179,6 +2481,8 @@ static void run_warp(struct blk *b, struct warp *w)
 					return;
 				}
 			}
+			if (b->yield)
+				return; /* another block's turn: one may wait for ours */
 		}
 		if (w->pc >= ninsns) {
 			fault(b, CUDA_ERROR_ILLEGAL_INSTRUCTION, "ran past the end of the kernel", w->pc, 0);
@@ -2342,6 +2646,7 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_POPC:
 		case OP_CLZ:
 		case OP_BREV:
+		case OP_BFIND:
 			LANES
 			W(0, unary(in, V(1)));
 			END_LANES
@@ -2550,8 +2855,18 @@ static void run_warp(struct blk *b, struct warp *w)
 		case OP_BAR:
 			if (!mask)
 				break;
+			if (in->bop == 2) {
+				LANES
+				bool p = V(in->nops - 1) != 0;
+				b->red_popc += p;
+				b->red_all &= p;
+				b->red_any |= p;
+				END_LANES
+				w->red = in;
+				w->red_mask = mask;
+			}
 			advance(w);
-			if (!in->bop)
+			if (in->bop != 1) /* bar.arrive does not wait */
 				w->at_bar = true;
 			return;
 		case OP_BRA: {
@@ -2569,10 +2884,30 @@ static void run_warp(struct blk *b, struct warp *w)
 			resched(w);
 			continue;
 		}
+		case OP_BMSK:
+			LANES
+			W(0, ptx_bmsk((uint32_t)V(1), (uint32_t)V(2), in->mod));
+			END_LANES
+			break;
+		case OP_CALL:
+			if (!mask)
+				break;
+			if (call_enter(b, w, in, mask))
+				continue;
+			if (b->err)
+				return;
+			break;
 		case OP_RET:
 		case OP_EXIT:
 			if (!mask)
 				break;
+			if (w->nfr) {
+				if (call_leave(b, w, mask, in->op == OP_EXIT))
+					break;
+				if (b->err)
+					return;
+				continue;
+			}
 			w->live &= ~mask;
 			w->active &= ~mask;
 			if (!w->active) {
@@ -2612,6 +2947,141 @@ static void run_warp(struct blk *b, struct warp *w)
 	}
 }
 
+/* The device's printf buffer of a block or a worker, written out when the
+ * kernel is done (whole writes: workers' buffers do not interleave). */
+static void flush_out(struct blk *b)
+{
+	if (b->out.len) {
+		fwrite(b->out.buf, 1, b->out.len, stdout);
+		fflush(stdout);
+	}
+	free(b->out.buf);
+	b->out = (struct ptx_out){0};
+}
+
+/* Every live warp of block b waits at the barrier: it opens, bar.red's
+ * waiters get the tallies. False if none was waiting. */
+static bool bar_open(struct blk *b, struct warp *w, uint32_t nwarps)
+{
+	bool waiting = false;
+	for (uint32_t i = 0; i < nwarps; i++) {
+		if (w[i].done || !w[i].at_bar)
+			continue;
+		w[i].at_bar = false;
+		waiting = true;
+		const struct ptx_insn *in = w[i].red;
+		if (!in)
+			continue;
+		uint64_t v = in->mod == 1 ? b->red_popc : in->mod == 2 ? b->red_all : b->red_any;
+		for (uint32_t m = w[i].red_mask; m; m &= m - 1)
+			w[i].R[(size_t)in->o[0].r * 32 + (unsigned)__builtin_ctz(m)] = v;
+		w[i].red = NULL;
+	}
+	b->red_popc = 0;
+	b->red_all = true;
+	b->red_any = false;
+	return waiting;
+}
+
+/* Runs the warps of block b that can run, once each; false once all exited. */
+static bool step_block(struct blk *b, struct warp *w)
+{
+	bool live = false, running = false;
+	for (uint32_t i = 0; i < b->nwarps && !b->err; i++) {
+		if (!w[i].done && !w[i].at_bar)
+			run_warp(b, &w[i]);
+		live |= !w[i].done;
+		running |= !w[i].done && !w[i].at_bar;
+	}
+	if (live && !running)
+		bar_open(b, w, b->nwarps); /* all that live wait: the barrier opens */
+	return live;
+}
+
+/* A kernel that syncs its grid (cooperative groups' grid.sync: an atomic on
+ * the workspace %envreg1:%envreg2 names, then a spin until every block has
+ * arrived): every block is resident, and they take turns, a warp giving way
+ * every POLL_EVERY instructions, so that a block spinning lets the others
+ * reach the barrier. The sim gives the workspace to any launch of such a
+ * kernel; cooperative launches are bounded by occupancy, and anything
+ * beyond PTX_MAX_COOP_* is refused. */
+static CUresult run_grid(const struct blk *t)
+{
+	const struct ptx_kernel *k = t->k;
+	struct ptx_launch *l = t->l;
+	uint64_t nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	size_t regs = (size_t)t->nwarps * k->nregs * 32 * sizeof(uint64_t);
+	size_t local = (size_t)t->nwarps * 32 * (k->local_bytes ? k->local_bytes : 1);
+	size_t per = regs + local + t->shared_bytes + t->nwarps * sizeof(struct warp) + sizeof(struct blk);
+	if (nblocks > PTX_MAX_COOP_BLOCKS || nblocks * per > PTX_MAX_COOP_BYTES) {
+		snprintf(l->fault, sizeof l->fault,
+			 "a grid of %llu blocks that syncs: more than the sim holds at once",
+			 (unsigned long long)nblocks);
+		return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+	}
+	uint8_t ws[PTX_GRID_WS] = {0};
+	struct blk *bs = calloc(nblocks, sizeof *bs);
+	struct warp **ws_w = calloc(nblocks, sizeof *ws_w);
+	bool *fin = calloc(nblocks, sizeof *fin);
+	CUresult err = bs && ws_w && fin ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	for (uint64_t i = 0; i < nblocks && !err; i++) {
+		struct blk *b = &bs[i];
+		*b = *t;
+		b->budget = POLL_EVERY;
+		b->yield = true;
+		b->gridws = ws;
+		b->out = (struct ptx_out){0};
+		b->ctaid[0] = (uint32_t)(i % l->grid[0]);
+		b->ctaid[1] = (uint32_t)(i / l->grid[0] % l->grid[1]);
+		b->ctaid[2] = (uint32_t)(i / l->grid[0] / l->grid[1]);
+		b->shared = calloc(1, t->shared_bytes);
+		b->local = calloc(1, local);
+		struct warp *w = ws_w[i] = calloc(t->nwarps, sizeof *w);
+		uint64_t *R = calloc(1, regs ? regs : 1);
+		if (!b->shared || !b->local || !w || !R) {
+			free(R);
+			err = CUDA_ERROR_OUT_OF_MEMORY;
+			break;
+		}
+		for (uint32_t j = 0; j < t->nwarps; j++) {
+			uint32_t n = t->nthreads - j * 32 < 32 ? t->nthreads - j * 32 : 32;
+			w[j] = (struct warp){.live = n == 32 ? 0xffffffffu : (1u << n) - 1,
+					     .id = j,
+					     .R = R + (size_t)j * k->nregs * 32,
+					     .next_wait = UINT32_MAX};
+			w[j].active = w[j].live;
+		}
+	}
+	for (bool left = true; left && !err;) {
+		left = false;
+		for (uint64_t i = 0; i < nblocks && !err; i++) {
+			if (fin[i])
+				continue;
+			fin[i] = !step_block(&bs[i], ws_w[i]);
+			left |= !fin[i];
+			err = bs[i].err;
+		}
+	}
+	l->insns = 0;
+	for (uint64_t i = 0; bs && i < nblocks; i++) {
+		struct blk *b = &bs[i];
+		l->insns += b->insns;
+		flush_out(b);
+		free(b->shared);
+		free(b->local);
+		if (ws_w && ws_w[i]) {
+			for (uint32_t j = 0; j < t->nwarps; j++)
+				free_frames(&ws_w[i][j]);
+			free(ws_w[i][0].R);
+			free(ws_w[i]);
+		}
+	}
+	free(bs);
+	free(ws_w);
+	free(fin);
+	return err;
+}
+
 /* Runs one block to its end in b (its shared memory, registers, warps). */
 static void run_block(struct blk *b, struct warp *w, uint64_t *R)
 {
@@ -2619,7 +3089,11 @@ static void run_block(struct blk *b, struct warp *w, uint64_t *R)
 	const uint32_t nthreads = b->nthreads, nwarps = b->nwarps;
 	memset(b->shared, 0, b->shared_bytes ? b->shared_bytes : 1);
 	memset(R, 0, (size_t)nwarps * k->nregs * 32 * sizeof *R);
+	b->red_popc = 0;
+	b->red_all = true;
+	b->red_any = false;
 	for (uint32_t i = 0; i < nwarps; i++) {
+		free_frames(&w[i]);
 		uint32_t n = (uint32_t)(nthreads - i * 32 < 32 ? nthreads - i * 32 : 32);
 		w[i] = (struct warp){.live = n == 32 ? 0xffffffffu : (1u << n) - 1,
 				     .id = i,
@@ -2627,35 +3101,8 @@ static void run_block(struct blk *b, struct warp *w, uint64_t *R)
 		w[i].active = w[i].live;
 		w[i].next_wait = UINT32_MAX;
 	}
-	for (;;) {
-		bool any = false;
-		for (uint32_t i = 0; i < nwarps && !b->err; i++)
-			if (!w[i].done && !w[i].at_bar) {
-				run_warp(b, &w[i]);
-				any = true;
-			}
-		if (b->err)
-			break;
-		/* A warp that yielded (an mbarrier wait) has not reached the
-		 * barrier: the others wait for it. */
-		bool waiting = false, held = false;
-		for (uint32_t i = 0; i < nwarps; i++)
-			held |= !w[i].done && !w[i].at_bar;
-		for (uint32_t i = 0; i < nwarps && !held; i++)
-			if (!w[i].done && w[i].at_bar) {
-				w[i].at_bar = false;
-				waiting = true;
-			}
-		if (!waiting && !any)
-			break;
-		if (!waiting) {
-			bool left = false;
-			for (uint32_t i = 0; i < nwarps; i++)
-				left |= !w[i].done;
-			if (!left)
-				break;
-		}
-	}
+	while (!b->err && step_block(b, w))
+		;
 }
 
 /* A worker: takes blocks in order from the launch's counter until none are
@@ -2695,6 +3142,9 @@ static void *run_blocks(void *arg)
 		run_block(&b, w, R);
 	}
 	atomic_fetch_add(&g->insns, b.insns);
+	for (uint32_t i = 0; w && i < g->nwarps; i++)
+		free_frames(&w[i]);
+	flush_out(&b);
 	free(b.shared);
 	free(b.local);
 	free(w);
@@ -2725,14 +3175,11 @@ uint32_t ptx_threads(void)
 
 /* Whether k's blocks must all be resident at once: a kernel that syncs its
  * whole grid (a cooperative launch's grid.sync) would wait for ever on a
- * block that a busy worker has not started. None can yet: the interpreter
- * has no grid-wide barrier. The one that adds it makes this say so for such
- * kernels and runs their blocks interleaved on one worker (run_block up to
- * the grid barrier, block by block), rather than in parallel. */
+ * block that a busy worker has not started. Such kernels run in run_grid,
+ * their blocks interleaved on the calling thread. */
 static bool needs_coresident(const struct ptx_kernel *k)
 {
-	(void)k;
-	return false;
+	return k->grid_sync;
 }
 
 /* k's fast forms, made once: a launch of a big kernel would otherwise pay
@@ -2771,7 +3218,8 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 	uint64_t nblocks = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
 	if (!nblocks)
 		return CUDA_SUCCESS;
-	uint64_t shared_bytes = (uint64_t)k->shared_static + l->shared_dyn;
+	uint64_t shared_bytes =
+	    (((uint64_t)k->shared_static + l->shared_dyn + 15) & ~(uint64_t)15) + PTX_RESERVED_SMEM;
 	/* slow: no fast forms, each instruction's entry F_NONE. */
 	uint8_t *none = l->slow ? calloc(k->ninsns ? k->ninsns : 1, 1) : NULL;
 	const uint8_t *fast = l->slow ? none : forms(k);
@@ -2794,12 +3242,28 @@ CUresult ptx_run(const struct ptx_kernel *k, struct ptx_launch *l)
 			 .nwarps = (uint32_t)((nthreads + 31) / 32),
 			 .shared_bytes = (uint32_t)shared_bytes,
 			 .nblocks = nblocks};
+	if (needs_coresident(k)) {
+		struct blk t = {.k = k,
+				.g = &g,
+				.l = l,
+				.fast = fast,
+				.nthreads = g.nthreads,
+				.nwarps = g.nwarps,
+				.shared_bytes = g.shared_bytes,
+				.budget = POLL_EVERY,
+				.red_all = true,
+				.tid = {tid, tid + nthreads, tid + 2 * nthreads}};
+		CUresult r = run_grid(&t);
+		free(none);
+		free(tid);
+		return r ? r : (CUresult)atomic_load(&g.err);
+	}
 	uint32_t nw = l->threads ? l->threads : ptx_threads();
 	if (nw > PTX_MAX_THREADS)
 		nw = PTX_MAX_THREADS;
 	if (nw > nblocks)
 		nw = (uint32_t)nblocks;
-	if (needs_coresident(k) || nblocks * nthreads < PAR_MIN_THREADS)
+	if (nblocks * nthreads < PAR_MIN_THREADS)
 		nw = 1;
 	pthread_t th[PTX_MAX_THREADS];
 	uint32_t started = 0;

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOK_MAX 4096 /* C++ template kernels (cub, thrust) have names of 500 characters and more */
+#define TOK_MAX 8192 /* cub/thrust kernel names run to thousands of characters */
 #define MAX_REGDECLS 65536u
 #define MAX_SYMS 65536u
 #define MAX_LABELS (1u << 20)
@@ -40,6 +40,8 @@ struct sym {
 	uint8_t space; /* PS_SHARED, PS_LOCAL, PS_PARAM */
 	bool dynamic;  /* extern shared: its offset is the dynamic area's */
 	uint64_t off;
+	bool callparam; /* a call's .param, kept in local memory */
+	uint32_t size;
 };
 
 struct label {
@@ -70,6 +72,13 @@ struct parser {
 	struct ptx_kernel *k;
 	struct regdecl *regs;
 	uint32_t nregs, capregs;
+	uint32_t nextslot; /* the next free register slot */
+	/* Braces in a body open a scope: the registers declared in it (inline
+	 * asm's, cuda_fp16.hpp's "{.reg .f16 low; ...}") die at its '}', and
+	 * their slots are reused. Scopes deeper than this keep their slots. */
+	struct {
+		uint32_t nregs, nextslot;
+	} scope[64];
 	struct sym *syms;
 	uint32_t nsyms, capsyms;
 	uint64_t shared, local, param;
@@ -81,6 +90,10 @@ struct parser {
 	uint32_t nfix, capfix;
 	uint32_t capcode;
 	uint32_t capx; /* k->xregs */
+	bool infunc;   /* reading a .func */
+	bool to_local; /* the instruction's .param operand is a call's, in local memory */
+	bool reloc;    /* the operand just read is a local offset */
+	uint32_t capcalls, capsig;
 };
 
 static void perr(struct parser *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -102,6 +115,13 @@ static void unsup(struct parser *P, const char *what)
 }
 
 static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o);
+/* A symbol it cannot place, by name (cut to what the reason holds). */
+static void unsup_sym(struct parser *P, const char *name)
+{
+	char b[sizeof P->k->unsupported];
+	snprintf(b, sizeof b, "unresolved symbol %.77s", name);
+	unsup(P, b);
+}
 
 /* ---- lexer -------------------------------------------------------------------------- */
 
@@ -303,7 +323,8 @@ static bool grow(void **v, uint32_t *cap, uint32_t n, size_t el, uint32_t max)
 
 static uint32_t reg_lookup(const struct parser *P, const char *name)
 {
-	for (uint32_t i = 0; i < P->nregs; i++) {
+	/* The latest declaration first: an inner scope's shadows an outer one. */
+	for (uint32_t i = P->nregs; i-- > 0;) {
 		const struct regdecl *d = &P->regs[i];
 		size_t pl = strlen(d->prefix);
 		if (strncmp(name, d->prefix, pl))
@@ -364,6 +385,9 @@ static const struct {
     {"%globaltimer", SR_GLOBALTIMER},
     {"%dynamic_smem_size", SR_DYN_SMEM},
     {"%total_smem_size", SR_TOTAL_SMEM},
+    {"%reserved_smem_offset_1", SR_RESERVED_SMEM},
+    {"%envreg1", SR_ENVREG1},
+    {"%envreg2", SR_ENVREG2},
 };
 
 /* ---- declarations ---------------------------------------------------------------- */
@@ -432,7 +456,7 @@ static bool add_sym(struct parser *P __attribute__((unused)), struct sym **v, ui
 	char *c = strdup(name);
 	if (!c)
 		return false;
-	(*v)[(*n)++] = (struct sym){c, space, dynamic, off};
+	(*v)[(*n)++] = (struct sym){c, space, dynamic, off, false, 0};
 	return true;
 }
 
@@ -490,10 +514,14 @@ static bool imm_bits(const char *s, bool negate, uint8_t t, uint64_t *out)
 		uint32_t b;
 		memcpy(&b, &f, 4);
 		*out = b;
-	} else
+	} else if (!(dv > -9.2e18 && dv < 9.2e18))
+		return false; /* a float literal no integer holds (or NaN) */
+	else
 		*out = (uint64_t)(int64_t)dv;
 	return true;
 }
+
+#define SP_RAW 0xff
 
 /* The symbol's value in space sp (an instruction's), or false. */
 static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *out)
@@ -507,6 +535,13 @@ static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *
 		s = sym_find(P->msyms, P->nmsyms, name);
 	uint8_t space;
 	uint64_t v;
+	if (s && s->callparam && (sp == PS_PARAM || sp == PS_LOCAL || sp == SP_RAW)) {
+		/* A call's parameter: local memory, the instruction follows. */
+		P->to_local |= sp == PS_PARAM;
+		P->reloc = true;
+		*out = s->off;
+		return true;
+	}
 	if (s) {
 		space = s->space;
 		v = s->off;
@@ -523,6 +558,7 @@ static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *
 		space = PS_GLOBAL;
 	}
 	*out = v;
+	P->reloc = space == PS_LOCAL;
 	if (space == PS_GLOBAL || space == PS_CONST || sp == space)
 		return true;
 	if (sp == PS_GENERIC) {
@@ -533,8 +569,6 @@ static bool sym_value(struct parser *P, const char *name, uint8_t sp, uint64_t *
 	}
 	return sp == 0xff; /* raw, for mov */
 }
-
-#define SP_RAW 0xff
 
 static bool add_fixup(struct parser *P, uint32_t insn, uint32_t opnd, const char *name)
 {
@@ -661,10 +695,12 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			}
 			next(P);
 		} else if (wchar(P->tok[0])) {
+			P->reloc = false;
 			if (!sym_value(P, P->tok, sp, &o->imm)) {
-				unsup(P, "unresolved symbol");
+				unsup_sym(P, P->tok);
 				return false;
 			}
+			o->pad = P->reloc;
 			next(P);
 		} else {
 			unsup(P, "address");
@@ -730,6 +766,8 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			if (!strcmp(P->tok, sregs[i].name)) {
 				o->k = PO_SREG;
 				o->r = sregs[i].id;
+				if (o->r == SR_ENVREG1 || o->r == SR_ENVREG2)
+					P->k->grid_sync = true;
 				next(P);
 				return true;
 			}
@@ -757,10 +795,22 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 		next(P);
 		return true;
 	}
-	if (wchar(P->tok[0]) && reg_lookup(P, P->tok) != PTX_NOREG) {
-		/* A register without '%': inline asm's "{ .reg .pred p; ... }". */
-		o->k = PO_REG;
-		return reg_operand(P, &o->r);
+	if (wchar(P->tok[0]) && !label_ok) {
+		/* A register declared without '%' (inline asm's), or WARP_SZ,
+		 * PTX's one predefined constant. */
+		uint32_t r = reg_lookup(P, P->tok);
+		if (r != PTX_NOREG) {
+			o->k = PO_REG;
+			o->r = r;
+			next(P);
+			return true;
+		}
+		if (is(P, "WARP_SZ")) {
+			o->k = PO_IMM;
+			o->imm = 32;
+			next(P);
+			return true;
+		}
 	}
 	if (wchar(P->tok[0])) {
 		if (label_ok) {
@@ -773,10 +823,12 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 			return true;
 		}
 		o->k = PO_IMM;
+		P->reloc = false;
 		if (!sym_value(P, P->tok, sp, &o->imm)) {
-			unsup(P, "unresolved symbol");
+			unsup_sym(P, P->tok);
 			return false;
 		}
+		o->pad = P->reloc;
 		next(P);
 		return true;
 	}
@@ -846,6 +898,10 @@ static const struct {
     {"membar", OP_NOP},
     {"fence", OP_NOP},
     {"trap", OP_TRAP},
+    {"bfind", OP_BFIND},
+    {"call", OP_CALL},
+    {"bmsk", OP_BMSK},
+    {"griddepcontrol", OP_NOP},
     {"mul24", OP_MUL24},
     {"mad24", OP_MAD24},
     {"nanosleep", OP_NOP},
@@ -914,6 +970,7 @@ static const char *const ignored_mods[] = {
     "mmio",
     "shared::cta",
     "L2::cache_hint",
+    "gl", /* membar.gl: a sequential interpreter orders everything */
 };
 
 static bool ignored(const char *m)
@@ -935,6 +992,83 @@ static bool emit(struct parser *P, struct ptx_insn **in)
 	memset(*in, 0, sizeof **in);
 	(*in)->guard = PTX_NOREG;
 	return true;
+}
+
+/* "(p0, p1, ...)": a call's parameters, each a .param declared in the
+ * caller (the current token is '('). */
+static bool call_list(struct parser *P, struct ptx_pslot *v, uint32_t *n)
+{
+	next(P);
+	while (!is(P, ")")) {
+		if (at_end(P) || *n == PTX_MAX_CALL_ARGS)
+			return false;
+		const struct sym *s = sym_find(P->syms, P->nsyms, P->tok);
+		if (!s || !s->callparam)
+			return false;
+		v[(*n)++] = (struct ptx_pslot){(uint32_t)s->off, s->size};
+		next(P);
+		if (is(P, ","))
+			next(P);
+		else if (!is(P, ")"))
+			return false;
+	}
+	next(P);
+	return true;
+}
+
+/* "call[.uni] [(ret),] name[, (args)][, prototype];" (the current token is
+ * the first after the opcode): a call site, its callee linked by name once
+ * the module is read. */
+static void parse_call(struct parser *P, struct ptx_insn *in)
+{
+	struct ptx_kernel *k = P->k;
+	struct ptx_pslot v[2 * PTX_MAX_CALL_ARGS];
+	uint32_t nr = 0, na = 0;
+	char name[TOK_MAX];
+	in->op = OP_TRAP;
+	if (is(P, "(")) {
+		if (!call_list(P, v, &nr) || !is(P, ","))
+			goto bad;
+		next(P);
+	}
+	if (P->toolong || !wchar(P->tok[0]))
+		goto bad;
+	if (P->tok[0] == '%') {
+		unsup(P, "indirect call");
+		skip_stmt(P);
+		return;
+	}
+	snprintf(name, sizeof name, "%s", P->tok);
+	next(P);
+	if (is(P, ",")) {
+		next(P);
+		if (is(P, "(") && !call_list(P, v + nr, &na))
+			goto bad;
+	}
+	skip_stmt(P); /* a prototype, then ';' */
+	if (!grow((void **)&k->calls, &P->capcalls, k->ncalls, sizeof *k->calls, PTX_MAX_INSNS)) {
+		perr(P, "out of memory");
+		return;
+	}
+	struct ptx_callsite *cs = &k->calls[k->ncalls];
+	memset(cs, 0, sizeof *cs);
+	cs->name = strdup(name);
+	cs->caller = malloc((nr + na ? nr + na : 1) * sizeof *cs->caller);
+	if (!cs->name || !cs->caller) {
+		free(cs->name);
+		free(cs->caller);
+		perr(P, "out of memory");
+		return;
+	}
+	memcpy(cs->caller, v, (nr + na) * sizeof *v);
+	cs->nrets = nr;
+	cs->nargs = na;
+	in->op = OP_CALL;
+	in->o[0].imm = k->ncalls++;
+	return;
+bad:
+	unsup(P, "call syntax");
+	skip_stmt(P);
 }
 
 /* Decodes one instruction statement; the current token is its opcode.
@@ -1058,6 +1192,24 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 			in->bop = 1;
 		else if (in->op == OP_BAR && !strcmp(m, "cta"))
 			;
+		else if (in->op == OP_BAR && !strcmp(m, "red"))
+			in->bop = 2; /* bar.red: a barrier that reduces a predicate */
+		else if (in->op == OP_BAR && in->bop == 2 &&
+			 (!strcmp(m, "popc") || !strcmp(m, "and") || !strcmp(m, "or")))
+			in->mod = m[0] == 'p' ? 1 : m[0] == 'a' ? 2 : 3;
+		else if (in->op == OP_BAR && !strcmp(m, "warp"))
+			/* bar.warp.sync: the lanes of a warp run together
+			 * already (the minimum-PC rule), so nothing waits. */
+			in->op = OP_NOP;
+		else if (in->op == OP_BFIND && !strcmp(m, "shiftamt"))
+			in->bop = 1;
+		else if (in->op == OP_BMSK && (!strcmp(m, "wrap") || !strcmp(m, "clamp")))
+			in->mod = m[0] == 'c';
+		else if (in->op == OP_NOP && !strcmp(base, "griddepcontrol") &&
+			 (!strcmp(m, "wait") || !strcmp(m, "launch_dependents")))
+			/* Programmatic dependent launch: the grid before has
+			 * finished when this one runs, nothing waits. */
+			;
 		else {
 			snprintf(what, sizeof what, "%s.%s", base, m);
 			ok = false;
@@ -1082,7 +1234,12 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 		skip_stmt(P);
 		return;
 	}
+	if (in->op == OP_CALL) {
+		parse_call(P, in);
+		return;
+	}
 	/* Operands. */
+	P->to_local = false;
 	uint8_t sp = in->op == OP_MOV || in->op == OP_CVTA ? SP_RAW : in->space;
 	while (!is(P, ";") && !at_end(P)) {
 		if (in->nops == 5) {
@@ -1130,6 +1287,8 @@ static void parse_insn(struct parser *P, uint32_t guard, bool gneg)
 			return;
 		}
 	}
+	if (P->to_local)
+		in->space = PS_LOCAL; /* a call's .param */
 	next(P);
 }
 
@@ -1149,7 +1308,8 @@ static const char *check_insn(const struct ptx_insn *in)
 	    [OP_SHFL] = 4,  [OP_VOTE] = 2,     [OP_ACTIVEMASK] = 1, [OP_POPC] = 2, [OP_CLZ] = 2,
 	    [OP_BREV] = 2,  [OP_BFE] = 4,      [OP_BFI] = 5,        [OP_LOP3] = 5, [OP_SHF] = 4,
 	    [OP_PRMT] = 4,  [OP_COPYSIGN] = 3, [OP_TESTP] = 2,      [OP_SET] = 3,  [OP_MUL24] = 3,
-	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0,
+	    [OP_MAD24] = 4, [OP_SAD] = 4,      [OP_FNS] = 4,        [OP_TRAP] = 0, [OP_BFIND] = 2,
+	    [OP_CALL] = 0,  [OP_BMSK] = 3,
 	};
 	if (in->op >= OP_REDUX)
 		return ptx_ext_check(in);
@@ -1162,9 +1322,12 @@ static const char *check_insn(const struct ptx_insn *in)
 		return "too few operands";
 	if (in->op == OP_SETP && in->bop && in->nops < 4)
 		return "too few operands";
+	if (in->op == OP_BAR && in->bop == 2 && (in->nops < 3 || in->o[0].k != PO_REG || !in->mod))
+		return "bar.red operands";
 	switch (in->op) {
 	case OP_NOP:
 	case OP_BAR:
+	case OP_CALL:
 	case OP_RET:
 	case OP_EXIT:
 	case OP_TRAP:
@@ -1220,6 +1383,8 @@ static void reset_kernel_state(struct parser *P)
 	for (uint32_t i = 0; i < P->nfix; i++)
 		free(P->fix[i].name);
 	P->nregs = P->nsyms = P->nlabels = P->nfix = 0;
+	P->nextslot = 0;
+	P->capcalls = P->capsig = 0;
 	P->shared = P->mshared;
 	P->local = P->param = 0;
 	P->dyn_fixed = false;
@@ -1255,8 +1420,8 @@ static void parse_reg(struct parser *P)
 			}
 			next(P);
 		}
-		uint32_t slots = count ? (uint32_t)(count > PTX_MAX_REGS ? PTX_MAX_REGS + 1 : count) : 1;
-		if (P->k->nregs + (uint64_t)slots > PTX_MAX_REGS) {
+		uint32_t slots = count ? (uint32_t)(count > PTX_MAX_VREGS ? PTX_MAX_VREGS + 1 : count) : 1;
+		if (P->nextslot + (uint64_t)slots > PTX_MAX_VREGS) {
 			unsup(P, "too many registers");
 			skip_stmt(P);
 			return;
@@ -1267,9 +1432,11 @@ static void parse_reg(struct parser *P)
 			return;
 		}
 		P->regs[P->nregs].count = (uint32_t)count;
-		P->regs[P->nregs].base = P->k->nregs;
+		P->regs[P->nregs].base = P->nextslot;
 		P->nregs++;
-		P->k->nregs += slots;
+		P->nextslot += slots;
+		if (P->k->nregs < P->nextslot)
+			P->k->nregs = P->nextslot;
 		if (is(P, ","))
 			next(P);
 	}
@@ -1323,8 +1490,12 @@ static void parse_space_decl(struct parser *P, uint8_t space, bool module)
 	}
 }
 
-/* ".param .type [.ptr ...] name" or ".param .align N .b8 name[N]". */
-static bool parse_param(struct parser *P)
+enum { PP_KERNEL, PP_RET, PP_ARG, PP_CALL };
+
+/* ".param .type [.ptr ...] name" or ".param .align N .b8 name[N]": a
+ * kernel's parameter (PP_KERNEL: in the launch's buffer), or a .func's
+ * return value or parameter or a call's (in local memory). */
+static bool parse_param(struct parser *P, int kind)
 {
 	uint64_t align = 0, size = 0;
 	bool seen_type = false;
@@ -1361,11 +1532,422 @@ static bool parse_param(struct parser *P)
 		next(P);
 		size *= n;
 	}
+	if (kind != PP_KERNEL) {
+		uint64_t off = align_up(P->local, align ? align : 1);
+		if (off + size > PTX_MAX_LOCAL) {
+			unsup(P, "local memory size");
+			return true;
+		}
+		P->local = off + size;
+		if (!add_sym(P, &P->syms, &P->nsyms, &P->capsyms, name, PS_LOCAL, off, false))
+			return false;
+		P->syms[P->nsyms - 1].callparam = true;
+		P->syms[P->nsyms - 1].size = (uint32_t)size;
+		if (kind == PP_CALL)
+			return true;
+		struct ptx_kernel *k = P->k;
+		if (!grow((void **)&k->sig, &P->capsig, k->nsigrets + k->nsigargs, sizeof *k->sig,
+			  PTX_MAX_CALL_ARGS))
+			return false;
+		k->sig[k->nsigrets + k->nsigargs] = (struct ptx_pslot){(uint32_t)off, (uint32_t)size};
+		if (kind == PP_RET)
+			k->nsigrets++;
+		else
+			k->nsigargs++;
+		return true;
+	}
 	uint64_t off = align_up(P->param, align);
 	if (off + size > 65536)
 		return false;
 	P->param = off + size;
 	return add_sym(P, &P->syms, &P->nsyms, &P->capsyms, name, PS_PARAM, off, false);
+}
+
+/* ---- register compaction ------------------------------------------------------------ */
+
+/* Calls f on every register operand of in: plain, an address's base and a
+ * texture's coordinates (o->v of a PO_ADDR), a vector's, and a long
+ * vector's in the kernel's xregs (k must name the kernel where it is used). */
+#define FOR_REGS(in, f)                                                                                      \
+	do {                                                                                                 \
+		if ((in)->guard != PTX_NOREG)                                                                \
+			f((in)->guard);                                                                      \
+		if ((in)->op != OP_CALL)                                                                     \
+			for (int j_ = 0; j_ < 6; j_++) {                                                     \
+				struct ptx_opnd *o_ = (struct ptx_opnd *)&(in)->o[j_];                       \
+				if (o_->k == PO_REG)                                                         \
+					f(o_->r);                                                            \
+				else if (o_->k == PO_ADDR || o_->k == PO_VEC) {                              \
+					if (o_->k == PO_ADDR && o_->r != PTX_NOREG)                          \
+						f(o_->r);                                                    \
+					for (int e_ = 0; e_ < o_->n && e_ < 4; e_++)                         \
+						f(o_->v[e_]);                                                \
+				} else if (o_->k == PO_XVEC)                                                 \
+					for (int e_ = 0; e_ < o_->n; e_++)                                   \
+						f(k->xregs[o_->imm + (uint64_t)e_]);                         \
+			}                                                                                    \
+	} while (0)
+
+static int by_start(const void *a, const void *b, void *arg)
+{
+	const uint32_t *s = arg;
+	uint32_t x = s[*(const uint32_t *)a], y = s[*(const uint32_t *)b];
+	return x < y ? -1 : x > y;
+}
+
+/* Whether the instruction writes its destination operands (o[0], and o[5]
+ * for a d|p pair) without reading them, unguarded: only then does a write
+ * end a register's earlier life. Anything else counts as a read too, which
+ * only makes ranges longer. */
+static bool kills(const struct ptx_insn *in)
+{
+	if (in->guard != PTX_NOREG)
+		return false;
+	switch (in->op) {
+	case OP_MOV:
+		return in->o[0].k == PO_REG || in->o[0].k == PO_VEC;
+	case OP_LD:
+	case OP_ADD:
+	case OP_SUB:
+	case OP_MUL:
+	case OP_MAD:
+	case OP_FMA:
+	case OP_DIV:
+	case OP_REM:
+	case OP_MIN:
+	case OP_MAX:
+	case OP_NEG:
+	case OP_ABS:
+	case OP_AND:
+	case OP_OR:
+	case OP_XOR:
+	case OP_NOT:
+	case OP_CNOT:
+	case OP_SHL:
+	case OP_SHR:
+	case OP_SETP:
+	case OP_SELP:
+	case OP_CVT:
+	case OP_CVTA:
+	case OP_SQRT:
+	case OP_RSQRT:
+	case OP_RCP:
+	case OP_EX2:
+	case OP_LG2:
+	case OP_SIN:
+	case OP_COS:
+	case OP_TANH:
+	case OP_POPC:
+	case OP_CLZ:
+	case OP_BREV:
+	case OP_BFE:
+	case OP_BFI:
+	case OP_LOP3:
+	case OP_SHF:
+	case OP_PRMT:
+	case OP_COPYSIGN:
+	case OP_TESTP:
+	case OP_SET:
+	case OP_MUL24:
+	case OP_MAD24:
+	case OP_SAD:
+	case OP_BFIND:
+	case OP_BMSK:
+	case OP_ATOM:
+	case OP_SHFL:
+	case OP_VOTE:
+	case OP_ACTIVEMASK:
+		return in->o[0].k == PO_REG || (in->op == OP_LD && in->o[0].k == PO_VEC);
+	default:
+		return false;
+	}
+}
+
+#define LIVE_MAX_BYTES ((size_t)128 << 20)
+
+/* Stretches each register's range [s, e] over every instruction where it is
+ * live (liveness over basic blocks, iterated to its fixpoint). False when
+ * the body is too large for it (or memory runs out). */
+static bool live_ranges(const struct ptx_kernel *k, uint32_t nv, uint32_t *s, uint32_t *e)
+{
+	uint32_t n = k->ninsns;
+	const struct ptx_insn *code = k->code;
+	uint8_t *lead = calloc(n + 1, 1);
+	uint32_t *bof = malloc((size_t)(n + 1) * sizeof *bof);
+	if (!lead || !bof) {
+		free(lead);
+		free(bof);
+		return false;
+	}
+	lead[0] = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ptx_insn *in = &code[i];
+		if (in->op == OP_BRA && in->o[0].k == PO_LABEL && in->o[0].imm < n)
+			lead[in->o[0].imm] = 1;
+		if (in->op == OP_BRA || in->op == OP_RET || in->op == OP_EXIT || in->op == OP_TRAP)
+			lead[i + 1] = 1;
+	}
+	uint32_t nb = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		nb += lead[i];
+		bof[i] = nb - 1;
+	}
+	size_t words = ((size_t)nv + 63) / 64;
+	bool ok = nb && (size_t)nb * words * 8 * 4 <= LIVE_MAX_BYTES;
+	uint64_t *use = NULL, *def = NULL, *lin = NULL, *lout = NULL;
+	uint32_t *bstart = NULL, *succ = NULL;
+	if (ok) {
+		use = calloc((size_t)nb * words, 8);
+		def = calloc((size_t)nb * words, 8);
+		lin = calloc((size_t)nb * words, 8);
+		lout = calloc((size_t)nb * words, 8);
+		bstart = malloc(((size_t)nb + 1) * sizeof *bstart);
+		succ = malloc((size_t)nb * 2 * sizeof *succ);
+		ok = use && def && lin && lout && bstart && succ;
+	}
+	if (ok) {
+		for (uint32_t i = 0; i < n; i++)
+			if (lead[i])
+				bstart[bof[i]] = i;
+		bstart[nb] = n;
+		for (uint32_t b = 0; b < nb; b++) {
+			uint32_t last = bstart[b + 1] - 1;
+			const struct ptx_insn *in = &code[last];
+			bool cond = in->guard != PTX_NOREG;
+			uint32_t next = last + 1 < n ? bof[last + 1] : PTX_NOREG;
+			succ[2 * b] = succ[2 * b + 1] = PTX_NOREG;
+			if (in->op == OP_BRA) {
+				succ[2 * b] = in->o[0].k == PO_LABEL && in->o[0].imm < n ? bof[in->o[0].imm]
+											 : PTX_NOREG;
+				if (cond)
+					succ[2 * b + 1] = next;
+			} else if (in->op == OP_RET || in->op == OP_EXIT || in->op == OP_TRAP) {
+				if (cond)
+					succ[2 * b] = next;
+			} else
+				succ[2 * b] = next;
+			/* use and def, walking the block backwards. */
+			uint64_t *u = use + (size_t)b * words, *d = def + (size_t)b * words;
+			for (uint32_t i = last + 1; i-- > bstart[b];) {
+				const struct ptx_insn *x = &code[i];
+				if (kills(x)) {
+#define KILL(r)                                                                                              \
+	do {                                                                                                 \
+		if ((r) < nv) {                                                                              \
+			d[(r) / 64] |= 1ull << ((r) % 64);                                                   \
+			u[(r) / 64] &= ~(1ull << ((r) % 64));                                                \
+		}                                                                                            \
+	} while (0)
+					const struct ptx_opnd *o = &x->o[0];
+					if (o->k == PO_REG)
+						KILL(o->r);
+					else if (o->k == PO_VEC)
+						for (int v = 0; v < o->n && v < 4; v++)
+							KILL(o->v[v]);
+					if (x->pipe && x->o[5].k == PO_REG)
+						KILL(x->o[5].r);
+#undef KILL
+				}
+				/* Every operand but the destinations just killed reads. */
+				struct ptx_insn y = *x;
+				if (kills(x)) {
+					y.o[0].k = PO_NONE;
+					if (y.pipe)
+						y.o[5].k = PO_NONE;
+				}
+#define GEN(r)                                                                                               \
+	do {                                                                                                 \
+		if ((r) < nv)                                                                                \
+			u[(r) / 64] |= 1ull << ((r) % 64);                                                   \
+	} while (0)
+				FOR_REGS(&y, GEN);
+#undef GEN
+			}
+		}
+		/* Backwards to the fixpoint: out = the successors' in, in = use +
+		 * (out - def). */
+		bool changed = true;
+		for (int round = 0; changed && round < 64; round++) {
+			changed = false;
+			for (uint32_t b = nb; b-- > 0;) {
+				uint64_t *o = lout + (size_t)b * words, *i = lin + (size_t)b * words;
+				const uint64_t *u = use + (size_t)b * words, *d = def + (size_t)b * words;
+				for (int j = 0; j < 2; j++) {
+					uint32_t sb = succ[2 * b + j];
+					if (sb == PTX_NOREG)
+						continue;
+					const uint64_t *si = lin + (size_t)sb * words;
+					for (size_t w = 0; w < words; w++)
+						o[w] |= si[w];
+				}
+				for (size_t w = 0; w < words; w++) {
+					uint64_t v = u[w] | (o[w] & ~d[w]);
+					if (v != i[w]) {
+						i[w] = v;
+						changed = true;
+					}
+				}
+			}
+		}
+		ok = !changed;
+	}
+	if (ok)
+		for (uint32_t b = 0; b < nb; b++) {
+			const uint64_t *i = lin + (size_t)b * words, *o = lout + (size_t)b * words;
+			uint32_t first = bstart[b], last = bstart[b + 1] - 1;
+			for (size_t w = 0; w < words; w++) {
+				for (uint64_t m = i[w]; m; m &= m - 1) {
+					uint32_t r = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(m));
+					if (s[r] > first)
+						s[r] = first;
+					if (e[r] < first)
+						e[r] = first;
+				}
+				for (uint64_t m = o[w]; m; m &= m - 1) {
+					uint32_t r = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(m));
+					if (s[r] > last)
+						s[r] = last;
+					if (e[r] < last)
+						e[r] = last;
+				}
+			}
+		}
+	free(lead);
+	free(bof);
+	free(use);
+	free(def);
+	free(lin);
+	free(lout);
+	free(bstart);
+	free(succ);
+	return ok;
+}
+
+/* Maps the body's registers (PTX's virtual ones: nvcc declares thousands)
+ * onto as few slots as their live ranges need. A register's range is its
+ * first to its last occurrence in the code's order, stretched over each loop
+ * (back edge) it meets until nothing moves; ranges that do not overlap share
+ * a slot (linear scan). A body it cannot bring under PTX_MAX_REGS is
+ * refused by name. */
+static void compact_regs(struct parser *P, struct ptx_kernel *k)
+{
+	uint32_t nv = k->nregs, n = k->ninsns;
+	uint32_t *s = malloc((size_t)nv * sizeof *s), *e = malloc((size_t)nv * sizeof *e);
+	uint32_t *map = malloc((size_t)nv * sizeof *map), *ord = malloc((size_t)nv * sizeof *ord);
+	uint32_t *heap = malloc((size_t)nv * sizeof *heap), *freel = malloc((size_t)nv * sizeof *freel);
+	uint32_t *be = NULL, nbe = 0;
+	bool ok = s && e && map && ord && heap && freel;
+	for (uint32_t r = 0; ok && r < nv; r++)
+		s[r] = UINT32_MAX, e[r] = 0, map[r] = PTX_NOREG;
+	for (uint32_t i = 0; ok && i < n; i++) {
+		struct ptx_insn *in = &k->code[i];
+#define OCC(r)                                                                                               \
+	do {                                                                                                 \
+		if ((r) < nv) {                                                                              \
+			if (s[r] > i)                                                                        \
+				s[r] = i;                                                                    \
+			if (e[r] < i)                                                                        \
+				e[r] = i;                                                                    \
+		}                                                                                            \
+	} while (0)
+		FOR_REGS(in, OCC);
+#undef OCC
+		if (in->op == OP_BRA && in->o[0].k == PO_LABEL && in->o[0].imm <= i)
+			nbe++;
+	}
+	if (ok && nbe) {
+		be = malloc((size_t)nbe * 2 * sizeof *be);
+		ok = be != NULL;
+		nbe = 0;
+		for (uint32_t i = 0; ok && i < n; i++) {
+			const struct ptx_insn *in = &k->code[i];
+			if (in->op == OP_BRA && in->o[0].k == PO_LABEL && in->o[0].imm <= i) {
+				be[2 * nbe] = (uint32_t)in->o[0].imm;
+				be[2 * nbe++ + 1] = i;
+			}
+		}
+	}
+	/* Where each register is live; failing that (a body too large for
+	 * the bitsets), loops: a range that meets one covers it all (its value
+	 * may go round). Bounded rounds; a body that does not settle keeps its
+	 * registers as declared. */
+	bool moved = !(ok && live_ranges(k, nv, s, e));
+	for (int round = 0; ok && moved && round < 64; round++) {
+		moved = false;
+		for (uint32_t j = 0; j < nbe; j++) {
+			uint32_t t = be[2 * j], b = be[2 * j + 1];
+			for (uint32_t r = 0; r < nv; r++) {
+				if (s[r] == UINT32_MAX || s[r] > b || e[r] < t)
+					continue;
+				if (s[r] > t)
+					s[r] = t, moved = true;
+				if (e[r] < b)
+					e[r] = b, moved = true;
+			}
+		}
+	}
+	ok &= !moved;
+	/* Linear scan: ranges by start; a slot is free again once its range
+	 * ended before the next one starts (one that ends where another
+	 * starts keeps its slot: an instruction may read after it writes). */
+	uint32_t nused = 0, nord = 0, nheap = 0, nfree = 0;
+	if (ok) {
+		for (uint32_t r = 0; r < nv; r++)
+			if (s[r] != UINT32_MAX)
+				ord[nord++] = r;
+		qsort_r(ord, nord, sizeof *ord, by_start, s);
+		for (uint32_t x = 0; x < nord; x++) {
+			uint32_t r = ord[x];
+			/* Expire: heap of live registers keyed by end. */
+			while (nheap && e[heap[0]] < s[r]) {
+				freel[nfree++] = map[heap[0]];
+				heap[0] = heap[--nheap];
+				for (uint32_t h = 0;;) {
+					uint32_t c = 2 * h + 1, m = h;
+					if (c < nheap && e[heap[c]] < e[heap[m]])
+						m = c;
+					if (c + 1 < nheap && e[heap[c + 1]] < e[heap[m]])
+						m = c + 1;
+					if (m == h)
+						break;
+					uint32_t tmp = heap[h];
+					heap[h] = heap[m];
+					heap[m] = tmp;
+					h = m;
+				}
+			}
+			map[r] = nfree ? freel[--nfree] : nused++;
+			uint32_t h = nheap++;
+			heap[h] = r;
+			while (h && e[heap[(h - 1) / 2]] > e[heap[h]]) {
+				uint32_t p = (h - 1) / 2, tmp = heap[h];
+				heap[h] = heap[p];
+				heap[p] = tmp;
+				h = p;
+			}
+		}
+	}
+	if (ok && nused <= nv) {
+		for (uint32_t i = 0; i < n; i++) {
+			struct ptx_insn *in = &k->code[i];
+#define MAP(r) ((r) = (r) < nv ? map[r] : (r))
+			FOR_REGS(in, MAP);
+#undef MAP
+		}
+		k->nregs = nused ? nused : 1;
+	}
+	if (k->nregs > PTX_MAX_REGS) {
+		char b[64];
+		snprintf(b, sizeof b, "too many registers (%u live)", k->nregs);
+		unsup(P, b);
+	}
+	free(s);
+	free(e);
+	free(map);
+	free(ord);
+	free(heap);
+	free(freel);
+	free(be);
 }
 
 static void finish_kernel(struct parser *P)
@@ -1405,12 +1987,14 @@ static void finish_kernel(struct parser *P)
 			in->op = OP_TRAP;
 		}
 	}
-	if (!k->ninsns || k->code[k->ninsns - 1].op != OP_EXIT) {
-		/* Falling off the end exits. */
+	if (!k->ninsns || k->code[k->ninsns - 1].op != (P->infunc ? OP_RET : OP_EXIT)) {
+		/* Falling off the end exits (returns, from a .func). */
 		struct ptx_insn *in;
 		if (emit(P, &in))
-			in->op = OP_EXIT;
+			in->op = P->infunc ? OP_RET : OP_EXIT;
 	}
+	if (!P->failed)
+		compact_regs(P, k);
 	k->shared_static = (uint32_t)(P->dyn_fixed ? P->dyn_off : align_up(P->shared, 16));
 	if (P->shared > PTX_MAX_SHARED)
 		unsup(P, "shared memory size");
@@ -1418,37 +2002,55 @@ static void finish_kernel(struct parser *P)
 	k->param_bytes = (uint32_t)P->param;
 }
 
-/* ".entry name ( params ) directives { body }"; the current token is the
- * name. */
-static void parse_entry(struct parser *P, struct ptx_module *m)
+static void free_kernel(struct ptx_kernel *k);
+
+/* ".entry name ( params ) directives { body }", or ".func [( rets )] name
+ * ( params ) { body }"; the current token is the first after .entry or
+ * .func. */
+static void parse_entry(struct parser *P, struct ptx_module *m, bool func)
 {
-	if (P->toolong || !wchar(P->tok[0])) {
-		perr(P, "bad .entry name");
-		return;
-	}
-	if (m->nkernels >= PTX_MAX_KERNELS) {
+	struct ptx_kernel **v = func ? &m->funcs : &m->kernels;
+	uint32_t *n = func ? &m->nfuncs : &m->nkernels;
+	if (*n >= PTX_MAX_KERNELS) {
 		perr(P, "too many kernels");
 		return;
 	}
-	struct ptx_kernel *nk = realloc(m->kernels, (m->nkernels + 1) * sizeof *nk);
+	struct ptx_kernel *nk = realloc(*v, (*n + 1) * sizeof *nk);
 	if (!nk) {
 		perr(P, "out of memory");
 		return;
 	}
-	m->kernels = nk;
-	struct ptx_kernel *k = &m->kernels[m->nkernels++];
+	*v = nk;
+	struct ptx_kernel *k = &nk[(*n)++];
 	memset(k, 0, sizeof *k);
+	reset_kernel_state(P);
+	P->k = k;
+	P->infunc = func;
+	if (func && is(P, "(")) {
+		next(P);
+		while (!is(P, ")") && !at_end(P) && !P->failed) {
+			if (!is(P, ".param") || !parse_param(P, PP_RET)) {
+				perr(P, "bad return value of a .func");
+				return;
+			}
+			if (is(P, ","))
+				next(P);
+		}
+		next(P);
+	}
+	if (P->toolong || !wchar(P->tok[0])) {
+		perr(P, func ? "bad .func name" : "bad .entry name");
+		return;
+	}
 	if (!(k->name = strdup(P->tok))) {
 		perr(P, "out of memory");
 		return;
 	}
-	reset_kernel_state(P);
-	P->k = k;
 	next(P);
 	if (is(P, "(")) {
 		next(P);
 		while (!is(P, ")") && !at_end(P) && !P->failed) {
-			if (!is(P, ".param") || !parse_param(P)) {
+			if (!is(P, ".param") || !parse_param(P, P->infunc ? PP_ARG : PP_KERNEL)) {
 				perr(P, "bad parameter of %s", k->name);
 				return;
 			}
@@ -1462,8 +2064,9 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 		next(P);
 	if (is(P, ";")) {
 		/* A declaration without a body: no kernel. */
-		free(k->name);
-		m->nkernels--;
+		free_kernel(k);
+		(*n)--;
+		P->k = NULL;
 		next(P);
 		return;
 	}
@@ -1481,12 +2084,21 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 			return;
 		}
 		if (is(P, "{")) {
+			if ((uint32_t)depth <= sizeof P->scope / sizeof *P->scope) {
+				P->scope[depth - 1].nregs = P->nregs;
+				P->scope[depth - 1].nextslot = P->nextslot;
+			}
 			depth++;
 			next(P);
 		} else if (is(P, "}")) {
 			next(P);
 			if (--depth == 0)
 				break;
+			if ((uint32_t)depth <= sizeof P->scope / sizeof *P->scope) {
+				while (P->nregs > P->scope[depth - 1].nregs)
+					free(P->regs[--P->nregs].prefix);
+				P->nextslot = P->scope[depth - 1].nextslot;
+			}
 		} else if (is(P, ";")) {
 			next(P);
 		} else if (is(P, ".reg")) {
@@ -1501,12 +2113,14 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 		} else if (is(P, ".loc") || is(P, ".file")) {
 			skip_line(P);
 			next(P);
-		} else if (is(P, ".pragma") || is(P, ".param") || is(P, ".global") || is(P, ".const")) {
+		} else if (is(P, ".param")) {
+			/* A call's argument or return value. */
+			if (!parse_param(P, PP_CALL))
+				unsup(P, "call parameter");
+			skip_stmt(P);
+		} else if (is(P, ".pragma") || is(P, ".global") || is(P, ".const")) {
 			if (is(P, ".global") || is(P, ".const"))
 				unsup(P, "declaration in a kernel body");
-			/* .param in a body declares a call's arguments. */
-			if (is(P, ".param"))
-				unsup(P, "call");
 			skip_stmt(P);
 		} else if (P->tok[0] == '.') {
 			char b[48];
@@ -1556,12 +2170,195 @@ static void parse_entry(struct parser *P, struct ptx_module *m)
 		finish_kernel(P);
 }
 
+/* ---- linking calls ------------------------------------------------------------------ */
+
+static void kunsup(struct ptx_kernel *k, const char *what, const char *name)
+{
+	if (k->unsupported[0])
+		return;
+	char b[256];
+	snprintf(b, sizeof b, "%.120s%s%.120s", what, name ? " " : "", name ? name : "");
+	size_t n = strlen(b);
+	if (n >= sizeof k->unsupported)
+		n = sizeof k->unsupported - 1; /* cut */
+	memcpy(k->unsupported, b, n);
+	k->unsupported[n] = 0;
+}
+
+static const struct {
+	const char *name;
+	uint8_t kind;
+	uint8_t nargs; /* at least */
+} externs[] = {
+    {"vprintf", PC_VPRINTF, 2}, {"__assertfail", PC_ASSERTFAIL, 4},         {"malloc", PC_MALLOC, 1},
+    {"free", PC_FREE, 1},       {"cudaGraphSetConditional", PC_SETCOND, 2},
+};
+
+/* Where a .func was placed in the kernel being linked. */
+struct placed {
+	uint32_t entry, regbase, localbase;
+};
+
+/* Appends .func f to k: its code after k's, its registers and local bytes
+ * after k's, its call sites added to k's. */
+static bool place(struct ptx_kernel *k, const struct ptx_kernel *f, struct placed *pl)
+{
+	uint64_t localbase = align_up(k->local_bytes, 16);
+	if ((uint64_t)k->ninsns + f->ninsns > PTX_MAX_INSNS || (uint64_t)k->nregs + f->nregs > PTX_MAX_REGS ||
+	    localbase + f->local_bytes > PTX_MAX_LOCAL || (uint64_t)k->ncalls + f->ncalls > PTX_MAX_INSNS) {
+		kunsup(k, "calls beyond the interpreter's bounds:", f->name);
+		return false;
+	}
+	struct ptx_insn *code = realloc(k->code, ((size_t)k->ninsns + f->ninsns) * sizeof *code);
+	if (!code)
+		return false;
+	k->code = code;
+	struct ptx_callsite *calls = realloc(k->calls, ((size_t)k->ncalls + f->ncalls + 1) * sizeof *calls);
+	if (!calls)
+		return false;
+	k->calls = calls;
+	for (uint32_t i = 0; i < f->ncalls; i++) {
+		const struct ptx_callsite *c = &f->calls[i];
+		struct ptx_callsite *d = &k->calls[k->ncalls + i];
+		*d = (struct ptx_callsite){.nrets = c->nrets, .nargs = c->nargs};
+		d->name = strdup(c->name);
+		d->caller = malloc(((size_t)c->nrets + c->nargs + 1) * sizeof *d->caller);
+		if (!d->name || !d->caller) {
+			free(d->name);
+			free(d->caller);
+			k->ncalls += i;
+			return false;
+		}
+		for (uint32_t j = 0; j < c->nrets + c->nargs; j++)
+			d->caller[j] =
+			    (struct ptx_pslot){c->caller[j].off + (uint32_t)localbase, c->caller[j].size};
+	}
+	pl->entry = k->ninsns;
+	pl->regbase = k->nregs;
+	pl->localbase = (uint32_t)localbase;
+	for (uint32_t i = 0; i < f->ninsns; i++) {
+		struct ptx_insn *in = &k->code[k->ninsns + i];
+		*in = f->code[i];
+		if (in->guard != PTX_NOREG)
+			in->guard += pl->regbase;
+		if (in->op == OP_CALL) {
+			in->o[0].imm += k->ncalls;
+			continue;
+		}
+		for (int j = 0; j < 6; j++) {
+			struct ptx_opnd *o = &in->o[j];
+			if (o->k == PO_REG || (o->k == PO_ADDR && o->r != PTX_NOREG))
+				o->r += pl->regbase;
+			else if (o->k == PO_VEC)
+				for (int e = 0; e < o->n; e++)
+					o->v[e] += pl->regbase;
+			else if (o->k == PO_LABEL)
+				o->imm += pl->entry;
+			if (o->pad)
+				o->imm += localbase;
+		}
+	}
+	k->ninsns += f->ninsns;
+	k->ncalls += f->ncalls;
+	k->nregs += f->nregs;
+	k->local_bytes = (uint32_t)align_up(localbase + f->local_bytes, 16);
+	return true;
+}
+
+/* Resolves k's call sites (and its callees', transitively): each .func is
+ * placed once per kernel, so recursion reuses its body. */
+static void link_kernel(const struct ptx_module *m, struct ptx_kernel *k)
+{
+	struct placed *pl = malloc((m->nfuncs ? m->nfuncs : 1) * sizeof *pl);
+	if (!pl) {
+		kunsup(k, "calls (out of memory)", NULL);
+		return;
+	}
+	for (uint32_t i = 0; i < m->nfuncs; i++)
+		pl[i].entry = PTX_NOREG;
+	for (uint32_t i = 0; i < k->ncalls && !k->unsupported[0]; i++) {
+		struct ptx_callsite *cs = &k->calls[i];
+		uint32_t fi = PTX_NOREG;
+		for (uint32_t j = 0; j < m->nfuncs; j++)
+			if (!strcmp(m->funcs[j].name, cs->name)) {
+				fi = j;
+				break;
+			}
+		if (fi == PTX_NOREG) {
+			for (size_t e = 0; e < sizeof externs / sizeof *externs; e++)
+				if (!strcmp(cs->name, externs[e].name)) {
+					cs->kind = externs[e].kind;
+					k->heap |= cs->kind == PC_MALLOC || cs->kind == PC_FREE;
+					if (cs->nargs < externs[e].nargs)
+						kunsup(k, "call arguments of", cs->name);
+					fi = 0;
+				}
+			if (fi == PTX_NOREG)
+				kunsup(k, "call to", cs->name);
+			continue;
+		}
+		const struct ptx_kernel *f = &m->funcs[fi];
+		if (f->unsupported[0]) {
+			char b[sizeof k->unsupported];
+			snprintf(b, sizeof b, "%.60s, in", f->unsupported);
+			kunsup(k, b, f->name);
+			break;
+		}
+		if (cs->nrets > f->nsigrets || cs->nargs != f->nsigargs) {
+			kunsup(k, "call arguments of", cs->name);
+			break;
+		}
+		if (pl[fi].entry == PTX_NOREG && !place(k, f, &pl[fi])) {
+			kunsup(k, "calls (out of memory)", NULL);
+			break;
+		}
+		cs = &k->calls[i]; /* place() moved the array */
+		cs->kind = PC_FUNC;
+		cs->entry = pl[fi].entry;
+		cs->regbase = pl[fi].regbase;
+		cs->nregs = f->nregs;
+		cs->localbase = pl[fi].localbase;
+		cs->localsize = f->local_bytes;
+		cs->callee = malloc(((size_t)f->nsigrets + f->nsigargs + 1) * sizeof *cs->callee);
+		if (!cs->callee) {
+			kunsup(k, "calls (out of memory)", NULL);
+			break;
+		}
+		/* The callee's rets the call site names, then all its args. */
+		for (uint32_t j = 0; j < cs->nrets; j++)
+			cs->callee[j] = (struct ptx_pslot){f->sig[j].off + cs->localbase, f->sig[j].size};
+		for (uint32_t j = 0; j < cs->nargs; j++)
+			cs->callee[cs->nrets + j] = (struct ptx_pslot){
+			    f->sig[f->nsigrets + j].off + cs->localbase, f->sig[f->nsigrets + j].size};
+	}
+	/* Every slot inside the thread's local bytes, so that a call cannot
+	 * reach past them. */
+	for (uint32_t i = 0; i < k->ncalls && !k->unsupported[0]; i++) {
+		const struct ptx_callsite *cs = &k->calls[i];
+		for (uint32_t j = 0; j < cs->nrets + cs->nargs; j++) {
+			const struct ptx_pslot *a = &cs->caller[j];
+			const struct ptx_pslot *b = cs->callee ? &cs->callee[j] : a;
+			if ((uint64_t)a->off + a->size > k->local_bytes ||
+			    (uint64_t)b->off + b->size > k->local_bytes)
+				kunsup(k, "call parameter outside local memory", NULL);
+		}
+	}
+	free(pl);
+}
+
 static void free_kernel(struct ptx_kernel *k)
 {
 	free(k->name);
 	free(k->code);
 	free(k->fast);
 	free(k->xregs);
+	for (uint32_t i = 0; i < k->ncalls; i++) {
+		free(k->calls[i].name);
+		free(k->calls[i].caller);
+		free(k->calls[i].callee);
+	}
+	free(k->calls);
+	free(k->sig);
 }
 
 void ptx_free(struct ptx_module *m)
@@ -1571,6 +2368,9 @@ void ptx_free(struct ptx_module *m)
 	for (uint32_t i = 0; i < m->nkernels; i++)
 		free_kernel(&m->kernels[i]);
 	free(m->kernels);
+	for (uint32_t i = 0; i < m->nfuncs; i++)
+		free_kernel(&m->funcs[i]);
+	free(m->funcs);
 	free(m);
 }
 
@@ -1619,15 +2419,37 @@ int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, s
 			next(&P);
 		} else if (is(&P, ".entry")) {
 			next(&P);
-			parse_entry(&P, m);
+			parse_entry(&P, m, false);
 		} else if (is(&P, ".func")) {
-			/* Skipped whole: its prototype, then a body or ';'. */
-			while (!at_end(&P) && !is(&P, "{") && !is(&P, ";"))
-				next(&P);
-			if (is(&P, "{"))
-				skip_block(&P);
-			else
-				next(&P);
+			/* Decoded for the kernels that call it; one it cannot
+			 * read is skipped whole (its prototype, then a body or
+			 * ';'), and calls to it are refused. */
+			next(&P);
+			struct parser saved = P;
+			parse_entry(&P, m, true);
+			if (P.failed) {
+				if (m->nfuncs && P.k == &m->funcs[m->nfuncs - 1]) {
+					free_kernel(P.k);
+					m->nfuncs--;
+				}
+				P.k = NULL;
+				reset_kernel_state(&P);
+				/* The tables it grew stay; the lexer goes back. */
+				P.p = saved.p;
+				memcpy(P.tok, saved.tok, sizeof P.tok);
+				P.len = saved.len;
+				P.toolong = saved.toolong;
+				P.failed = false;
+				if (errlen)
+					err[0] = 0;
+				while (!at_end(&P) && !is(&P, "{") && !is(&P, ";"))
+					next(&P);
+				if (is(&P, "{"))
+					skip_block(&P);
+				else
+					next(&P);
+			}
+			P.infunc = false;
 		} else if (is(&P, ".shared")) {
 			next(&P);
 			parse_space_decl(&P, PS_SHARED, true);
@@ -1651,7 +2473,9 @@ int ptx_parse(const char *text, size_t len, ptx_resolve_fn resolve, void *arg, s
 		ptx_free(m);
 		return -1;
 	}
-	/* Shrink code arrays to their size is not needed; done. */
+	for (uint32_t i = 0; i < m->nkernels; i++)
+		if (m->kernels[i].ncalls && !m->kernels[i].unsupported[0])
+			link_kernel(m, &m->kernels[i]);
 	*out = m;
 	return 0;
 }

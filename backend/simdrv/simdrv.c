@@ -588,6 +588,7 @@ static void ctx_release(struct sim_obj *o)
 {
 	struct CUctx_st *c = (struct CUctx_st *)o;
 	pthread_mutex_destroy(&c->lock);
+	ptx_heap_free(c->heap);
 	free(c->allocs.v);
 	free(c);
 }

@@ -223,6 +223,7 @@ struct CUctx_st {
 	struct sim_alloc_table allocs;
 	struct sim_link streams, events, modules;
 	size_t limits[SIM_NLIMITS];
+	struct ptx_heap *heap; /* device malloc's, made when a kernel first needs it (lock) */
 	struct sim_link glink; /* in sim.ctxs, under sim.lock */
 
 	uint64_t last_seq;      /* dev->lock: last op this context queued */

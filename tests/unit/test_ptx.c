@@ -107,7 +107,7 @@ static const char saxpy_ptx[] =
     "}\n";
 
 static const char unsupported_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
-				      ".func (.param .b32 r) helper(.param .b32 a)\n{\n\tret;\n}\n"
+				      ".extern .func (.param .b32 r) helper(.param .b32 a);\n"
 				      ".visible .entry calls(.param .u64 p)\n{\n"
 				      "\t.reg .b32 %r<3>;\n"
 				      "\t{\n\t.param .b32 param0;\n\tst.param.b32 [param0], %r1;\n"
@@ -226,7 +226,7 @@ static void test_unsupported_named(void **state)
 	const struct ptx_kernel *k = ptx_find(m, "calls");
 	assert_non_null(k);
 	assert_true(k->unsupported[0] != 0);
-	assert_non_null(strstr(k->unsupported, "call"));
+	assert_non_null(strstr(k->unsupported, "call to helper")); /* an extern the driver lacks */
 	k = ptx_find(m, "carries");
 	assert_non_null(k);
 	assert_true(k->unsupported[0] != 0);
