@@ -325,8 +325,16 @@ def run_once(s, exe, build, timeout, keep, extra, suffix=""):
     env["XGPU_SOCKET"] = sock
     env["XGPU_SIM_KERNELS"] = f"{build}/lib/simkernels"
     env.update(extra)
+    limits = []
+    if PTX_FIRST and extra.get("XGPU_SIM_PTX") != "off":
+        # An interpreted kernel runs thousands of times slower than on a GPU:
+        # the sample's own time limit bounds the run, not the sim's watchdog
+        # (30 s for interpreted kernels) or xgpud's kernel timeout (30 s).
+        env.setdefault("XGPU_SIM_WATCHDOG_MS", str(timeout * 1000))
+        limits = ["--kernel-timeout", str(timeout)]
     d = subprocess.Popen(
-        [f"{build}/bin/xgpud", "--foreground", "--executor", "sim", "--socket", sock, "--log-level", "info"],
+        [f"{build}/bin/xgpud", "--foreground", "--executor", "sim", "--socket", sock, "--log-level", "info",
+         *limits],
         stdout=open(dlogf, "wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True,
     )
     for _ in range(100):
