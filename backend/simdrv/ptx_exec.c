@@ -420,6 +420,11 @@ static uint8_t *global_ptr(struct blk *b, uint64_t a, uint32_t size)
 static uint8_t *mem_ptr(struct blk *b, const struct warp *w, int lane, uint8_t sp, uint64_t a, uint32_t size,
 			bool write)
 {
+	/* The shared, local and param windows are 32-bit: a GPU computes their
+	 * addresses modulo 2^32, and nvcc's code may reach an offset from a
+	 * base that wrapped below zero (cuSOLVER's ipiv_lower_small does). */
+	if (sp == PS_SHARED || sp == PS_LOCAL || sp == PS_PARAM)
+		a = (uint32_t)a;
 	if (size > 1 && (a & (size - 1))) {
 		fault(b, CUDA_ERROR_MISALIGNED_ADDRESS, write ? "misaligned write" : "misaligned read", a,
 		      size);

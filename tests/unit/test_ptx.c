@@ -219,6 +219,47 @@ static void test_reduce(void **state)
 	ptx_free(m);
 }
 
+/* Shared addresses are 32-bit: a base that wrapped below zero plus an
+ * offset reaches a valid word, as on a GPU (cuSOLVER's ipiv_lower_small
+ * computes its shared addresses so). Thread t stores t at sm[t], then reads
+ * it back as [base + 32] with base = 4t - 32, which wraps below zero for
+ * t < 8. */
+static const char wrap_ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+			       ".visible .entry wrap(.param .u64 out)\n{\n"
+			       "\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<4>;\n"
+			       "\t.shared .align 4 .b8 sm[128];\n"
+			       "\tmov.u32 %r1, %tid.x;\n"
+			       "\tmov.u32 %r2, sm;\n"
+			       "\tshl.b32 %r3, %r1, 2;\n"
+			       "\tadd.s32 %r4, %r2, %r3;\n"
+			       "\tst.shared.u32 [%r4], %r1;\n"
+			       "\tbar.sync 0;\n"
+			       "\tadd.s32 %r5, %r4, -32;\n"
+			       "\tld.shared.u32 %r6, [%r5+32];\n"
+			       "\tld.param.u64 %rd1, [out];\n"
+			       "\tcvta.to.global.u64 %rd2, %rd1;\n"
+			       "\tmul.wide.u32 %rd3, %r1, 4;\n"
+			       "\tadd.s64 %rd2, %rd2, %rd3;\n"
+			       "\tst.global.u32 [%rd2], %r6;\n"
+			       "\tret;\n}\n";
+
+static void test_shared_wrap(void **state)
+{
+	(void)state;
+	struct ptx_module *m = parse_ok(wrap_ptx);
+	const struct ptx_kernel *k = ptx_find(m, "wrap");
+	assert_non_null(k);
+	assert_int_equal(k->unsupported[0], 0);
+	static uint32_t out[32];
+	memset(out, 0xff, sizeof out);
+	struct ptx_region mem = {0x10000, sizeof out, (uint8_t *)out};
+	uint64_t p = 0x10000;
+	assert_int_equal(run1(k, 1, 32, &p, 8, &mem, 1, NULL), CUDA_SUCCESS);
+	for (uint32_t t = 0; t < 32; t++)
+		assert_int_equal(out[t], t);
+	ptx_free(m);
+}
+
 static void test_unsupported_named(void **state)
 {
 	(void)state;
@@ -703,6 +744,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_saxpy),
 	    cmocka_unit_test(test_reduce),
+	    cmocka_unit_test(test_shared_wrap),
 	    cmocka_unit_test(test_unsupported_named),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_mutations),
