@@ -186,3 +186,50 @@ frameworks_env() {
 	FW_ENV=(LD_LIBRARY_PATH="$libpath" ${preload:+LD_PRELOAD="$preload"}
 		ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 PYTHONUNBUFFERED=1)
 }
+
+# netns_pair PREFIX: the two hosts of a remote test, as network namespaces:
+# NSH (the GPU host) and NSG (the guest's host), joined by a veth pair
+# (HDEV in NSH, GDEV in NSG) on NET.0/30, GPU_IP=NET.1 and the guest NET.2,
+# loopbacks and links up. Skips the test where namespaces cannot be made.
+# The EXIT trap kills the guest's processes, stops xgpud (it may live in
+# NSH) and then removes both namespaces.
+netns_pair() {
+	local p=$1
+	if ! ip netns add "$p-probe-$$" 2>/dev/null; then
+		echo "SKIP: cannot create network namespaces here (ip netns add needs CAP_SYS_ADMIN)"
+		exit 0
+	fi
+	ip netns del "$p-probe-$$"
+	NSH=$p-h-$$
+	NSG=$p-g-$$
+	HDEV=${p}h$$
+	GDEV=${p}g$$
+	NET=10.$((100 + $$ % 100)).$(($$ / 100 % 250)) # 10.x.y.0/30, only in the namespaces
+	GPU_IP=$NET.1
+	ip netns add "$NSH"
+	ip netns add "$NSG"
+	trap netns_pair_cleanup EXIT
+	ip link add "$HDEV" netns "$NSH" type veth peer name "$GDEV" netns "$NSG"
+	ip -n "$NSH" addr add "$GPU_IP/30" dev "$HDEV"
+	ip -n "$NSG" addr add "$NET.2/30" dev "$GDEV"
+	for ns in "$NSH" "$NSG"; do
+		ip -n "$ns" link set lo up
+	done
+	ip -n "$NSH" link set "$HDEV" up
+	ip -n "$NSG" link set "$GDEV" up
+}
+
+netns_pair_cleanup() {
+	local rc=$?
+	ip netns pids "$NSG" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+	ip netns del "$NSG" 2>/dev/null || true
+	# xgpud first (lib.bash's cleanup would stop it too), then its namespace.
+	if [ -n "$XGPUD_PID" ]; then
+		kill -TERM "$XGPUD_PID" 2>/dev/null || true
+		wait "$XGPUD_PID" 2>/dev/null || true
+		XGPUD_PID=
+	fi
+	ip netns del "$NSH" 2>/dev/null || true
+	(exit "$rc")
+	cleanup
+}

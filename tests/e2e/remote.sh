@@ -23,42 +23,8 @@
 #     sends.
 . "$(dirname "$0")/lib.bash"
 
-if ! ip netns add "xgr-probe-$$" 2>/dev/null; then
-	echo "SKIP: cannot create network namespaces here (ip netns add needs CAP_SYS_ADMIN)"
-	exit 0
-fi
-ip netns del "xgr-probe-$$"
-
-NSH=xgr-h-$$ # the GPU host
-NSG=xgr-g-$$ # the guest's host
-NET=10.$((100 + $$ % 100)).$(($$ / 100 % 250)) # 10.x.y.0/30, only in the namespaces
-GPU_IP=$NET.1
+netns_pair xgr
 PORT=7447
-ip netns add "$NSH"
-ip netns add "$NSG"
-remote_cleanup() {
-	local rc=$?
-	ip netns pids "$NSG" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-	ip netns del "$NSG" 2>/dev/null || true
-	# xgpud (if still up) is stopped by lib.bash's cleanup; its namespace goes after.
-	if [ -n "$XGPUD_PID" ]; then
-		kill -TERM "$XGPUD_PID" 2>/dev/null || true
-		wait "$XGPUD_PID" 2>/dev/null || true
-		XGPUD_PID=
-	fi
-	ip netns del "$NSH" 2>/dev/null || true
-	(exit "$rc")
-	cleanup
-}
-trap remote_cleanup EXIT
-ip link add "xgrh$$" netns "$NSH" type veth peer name "xgrg$$" netns "$NSG"
-ip -n "$NSH" addr add "$GPU_IP/30" dev "xgrh$$"
-ip -n "$NSG" addr add "$NET.2/30" dev "xgrg$$"
-for ns in "$NSH" "$NSG"; do
-	ip -n "$ns" link set lo up
-done
-ip -n "$NSH" link set "xgrh$$" up
-ip -n "$NSG" link set "xgrg$$" up
 
 PSK=$T/gpuhost.psk
 (umask 077 && echo "lab:$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$PSK")
@@ -213,7 +179,7 @@ note "the link cut mid-copy"
 remote "$B/bin/vectorAdd" -n 4000000 -t 120 >"$T/cut.out" 2>&1 &
 client=$!
 wait_for 30 dom_gt remote-lab d2h_bytes 50000000 || fail "the long copy did not start"
-ip -n "$NSH" link set "xgrh$$" down
+ip -n "$NSH" link set "$HDEV" down
 t0=$SECONDS
 rc=0
 for _ in $(seq $((BOUND * 10))); do
@@ -230,8 +196,8 @@ grep -q "cudaErrorDevicesUnavailable" "$T/cut.out" || { cat "$T/cut.out"; fail "
 wait_for "$BOUND" dom_eq remote-lab channels 0 || fail "the GPU host kept the cut guest's channel"
 wait_for 5 dom_eq remote-lab mem_bytes 0 || fail "the GPU host kept the cut guest's memory"
 grep -q "remote: $NET.2:[0-9]* left domain remote-lab" "$XGPUD_LOG" || fail "the GPU host did not log the cut guest leaving"
-ip -n "$NSH" link set "xgrh$$" up
-ip -n "$NSG" neigh flush dev "xgrg$$" 2>/dev/null || true
+ip -n "$NSH" link set "$HDEV" up
+ip -n "$NSG" neigh flush dev "$GDEV" 2>/dev/null || true
 wait_for 10 ip netns exec "$NSG" timeout 1 bash -c "exec 3<>/dev/tcp/$GPU_IP/$PORT" || fail "the link did not come back"
 run_ok "$B/bin/vectorAdd" -n 100000 -i 2
 

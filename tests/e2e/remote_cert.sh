@@ -21,44 +21,11 @@
 . "$(dirname "$0")/lib.bash"
 
 command -v openssl >/dev/null || { echo "SKIP: no openssl CLI (Debian package openssl)"; exit 0; }
-if ! ip netns add "xgc-probe-$$" 2>/dev/null; then
-	echo "SKIP: cannot create network namespaces here (ip netns add needs CAP_SYS_ADMIN)"
-	exit 0
-fi
-ip netns del "xgc-probe-$$"
-
-NSH=xgc-h-$$ # the GPU host
-NSG=xgc-g-$$ # the guest's host
-NET=10.$((100 + $$ % 100)).$(($$ / 100 % 250)) # 10.x.y.0/30, only in the namespaces
-GPU_IP=$NET.1
+netns_pair xgc
+PORT=7447
 # A second address of the GPU host, which its certificate does not name.
 ALT_IP=10.$((100 + $$ % 100)).$(($$ / 100 % 250 + 1)).9
-PORT=7447
-ip netns add "$NSH"
-ip netns add "$NSG"
-cert_cleanup() {
-	local rc=$?
-	ip netns pids "$NSG" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
-	ip netns del "$NSG" 2>/dev/null || true
-	if [ -n "$XGPUD_PID" ]; then
-		kill -TERM "$XGPUD_PID" 2>/dev/null || true
-		wait "$XGPUD_PID" 2>/dev/null || true
-		XGPUD_PID=
-	fi
-	ip netns del "$NSH" 2>/dev/null || true
-	(exit "$rc")
-	cleanup
-}
-trap cert_cleanup EXIT
-ip link add "xgch$$" netns "$NSH" type veth peer name "xgcg$$" netns "$NSG"
-ip -n "$NSH" addr add "$GPU_IP/30" dev "xgch$$"
 ip -n "$NSH" addr add "$ALT_IP/32" dev lo
-ip -n "$NSG" addr add "$NET.2/30" dev "xgcg$$"
-for ns in "$NSH" "$NSG"; do
-	ip -n "$ns" link set lo up
-done
-ip -n "$NSH" link set "xgch$$" up
-ip -n "$NSG" link set "xgcg$$" up
 ip -n "$NSG" route add "$ALT_IP/32" via "$GPU_IP"
 
 # ---- certificates ----
