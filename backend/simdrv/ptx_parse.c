@@ -597,33 +597,6 @@ static bool reg_operand(struct parser *P, uint32_t *r)
 	return true;
 }
 
-/* ", {c0, c1, ...}" after a texture or surface handle: the coordinates,
- * registers only, into o->v. */
-static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o)
-{
-	next(P);
-	if (!is(P, "{")) {
-		unsup(P, "texture coordinates");
-		return false;
-	}
-	next(P);
-	while (!is(P, "}")) {
-		if (o->n == 4 || !reg_operand(P, &o->v[o->n]) || o->v[o->n] == PTX_NOREG) {
-			unsup(P, "texture coordinates");
-			return false;
-		}
-		o->n++;
-		if (is(P, ","))
-			next(P);
-		else if (!is(P, "}")) {
-			unsup(P, "texture coordinates");
-			return false;
-		}
-	}
-	next(P);
-	return o->n > 0;
-}
-
 /* The rest of a vector operand of over 4 registers (the first 4 are in
  * o->v): into the kernel's xregs, o a PO_XVEC. */
 static bool ptx_ext_xvec(struct parser *P, struct ptx_opnd *o)
@@ -662,6 +635,43 @@ static bool ptx_ext_xvec(struct parser *P, struct ptx_opnd *o)
 	o->k = PO_XVEC;
 	o->n = (uint8_t)n;
 	return true;
+}
+
+/* "r0, r1, ... }" after a '{': registers into o->v. A vector operand
+ * may hold sinks ('_') and go on past 4 into the kernel's xregs; texture
+ * coordinates may not. what names the operand in a refusal. */
+static bool reg_list(struct parser *P, struct ptx_opnd *o, const char *what, bool vector)
+{
+	while (!is(P, "}")) {
+		if (o->n == 4 && vector)
+			return ptx_ext_xvec(P, o);
+		if (o->n == 4 || !reg_operand(P, &o->v[o->n]) || (!vector && o->v[o->n] == PTX_NOREG)) {
+			unsup(P, what);
+			return false;
+		}
+		o->n++;
+		if (is(P, ","))
+			next(P);
+		else if (!is(P, "}")) {
+			unsup(P, what);
+			return false;
+		}
+	}
+	next(P);
+	return o->n > 0;
+}
+
+/* ", {c0, c1, ...}" after a texture or surface handle: the coordinates,
+ * registers only, into o->v. */
+static bool ptx_ext_coords(struct parser *P, struct ptx_opnd *o)
+{
+	next(P);
+	if (!is(P, "{")) {
+		unsup(P, "texture coordinates");
+		return false;
+	}
+	next(P);
+	return reg_list(P, o, "texture coordinates", false);
 }
 
 /* Parses one operand into o. immt: type for immediates; sp: the space
@@ -733,23 +743,7 @@ static bool parse_operand(struct parser *P, struct ptx_opnd *o, uint8_t immt, ui
 	if (is(P, "{")) {
 		next(P);
 		o->k = PO_VEC;
-		while (!is(P, "}")) {
-			if (o->n == 4 && !is(P, "}"))
-				return ptx_ext_xvec(P, o);
-			if (o->n == 4 || !reg_operand(P, &o->v[o->n])) {
-				unsup(P, "vector operand");
-				return false;
-			}
-			o->n++;
-			if (is(P, ","))
-				next(P);
-			else if (!is(P, "}")) {
-				unsup(P, "vector operand");
-				return false;
-			}
-		}
-		next(P);
-		return o->n > 0;
+		return reg_list(P, o, "vector operand", true);
 	}
 	if (is(P, "-")) {
 		next(P);
