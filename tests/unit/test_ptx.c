@@ -20,6 +20,7 @@
 #include <cuda.h>
 
 #include "simdrv/ptx.h"
+#include "ptx_testlib.h"
 
 static const char saxpy_ptx[] =
     ".version 8.0\n"
@@ -119,18 +120,6 @@ static const char unsupported_ptx[] = ".version 8.0\n.target sm_90\n.address_siz
 				      "\tadd.cc.u32 %r1, %r1, %r2;\n"
 				      "\tret;\n}\n"
 				      ".visible .entry fine()\n{\n\tret;\n}\n";
-
-static struct ptx_module *parse_ok(const char *text)
-{
-	struct ptx_module *m = NULL;
-	char err[160];
-	int rc = ptx_parse(text, strlen(text), NULL, NULL, &m, err, sizeof err);
-	if (rc)
-		fprintf(stderr, "parse: %s\n", err);
-	assert_int_equal(rc, 0);
-	assert_non_null(m);
-	return m;
-}
 
 /* Worker threads for run1's launches: 0, the default (XGPU_SIM_PTX_THREADS
  * or the CPUs), but test_speed measures one core. */

@@ -22,20 +22,9 @@
 #include <cuda.h>
 
 #include "simdrv/ptx.h"
+#include "ptx_testlib.h"
 
 #define HDR ".version 8.0\n.target sm_90\n.address_size 64\n"
-
-static struct ptx_module *parse_ok(const char *text)
-{
-	struct ptx_module *m = NULL;
-	char err[160];
-	int rc = ptx_parse(text, strlen(text), NULL, NULL, &m, err, sizeof err);
-	if (rc)
-		fprintf(stderr, "parse: %s\n", err);
-	assert_int_equal(rc, 0);
-	assert_non_null(m);
-	return m;
-}
 
 static const struct ptx_kernel *kernel(const struct ptx_module *m, const char *name)
 {
