@@ -363,7 +363,9 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 	pci->bus = (unsigned)bus;
 	pci->device = (unsigned)slot;
 	pci->pciDeviceId = 0x10de; /* NVIDIA's vendor id; the device id is not the guest's to know */
-	snprintf(pci->busId, sizeof pci->busId, "%08x:%02x:%02x.0", pci->domain, pci->bus, pci->device);
+	c = cuDeviceGetPCIBusId(pci->busId, (int)sizeof pci->busId, (CUdevice)d->index);
+	if (c)
+		return from_cuda(c);
 	snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.0", pci->domain & 0xffff,
 		 pci->bus, pci->device);
 	return NVML_SUCCESS;
