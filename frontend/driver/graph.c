@@ -758,7 +758,7 @@ static CUresult check_edges(const CUgraphEdgeData *e, size_t n)
  * Unused bytes must be zero, as CUDA requires; conditional, batch-memop and
  * external-semaphore nodes are refused by name as their typed forms are. */
 static CUresult add_generic_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-				 size_t numDependencies, const CUgraphNodeParams *p)
+				 size_t numDependencies, CUgraphNodeParams *p)
 {
 	if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -795,7 +795,7 @@ static CUresult add_generic_node(CUgraphNode *phGraphNode, CUgraph hGraph, const
 						 p->eventRecord.event);
 	case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
 		return cuGraphAddMemAllocNode(phGraphNode, hGraph, dependencies, numDependencies,
-					      (CUDA_MEM_ALLOC_NODE_PARAMS *)&((CUgraphNodeParams *)p)->alloc);
+					      (CUDA_MEM_ALLOC_NODE_PARAMS *)&p->alloc);
 	case CU_GRAPH_NODE_TYPE_MEM_FREE:
 		return cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies,
 					     p->free.dptr);
