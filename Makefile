@@ -136,8 +136,9 @@ TEST_CU_BINS := $(patsubst tests/cuda/%.cu,$(TST)/cuda/%,$(TEST_CU)) \
 TEST_SIMK := $(patsubst tests/cuda/%_simk.c,$(TST)/simkernels/%.so,$(wildcard tests/cuda/*_simk.c))
 # tests/samples/*.cu: small sample-style programs, one per feature, each
 # built with -cudart shared and with nvcc's default static runtime and run by
-# tests/e2e/samples.sh; their <name>_simk.c are the kernels' host
-# implementations. drvsample.c is a driver-API-only one, with its kernels
+# tests/e2e/samples.sh; the simulated driver computes their kernels from
+# their PTX, and the few <name>_simk.c left give a kernel that spins on the
+# GPU's clock its modeled time instead. drvsample.c is a driver-API-only one, with its kernels
 # in tests/data/drvsample_kernels.cu.
 SAMPLE_CU := $(wildcard tests/samples/*.cu)
 SAMPLE_BINS := $(patsubst tests/samples/%.cu,$(TST)/samples/%,$(SAMPLE_CU)) \
@@ -575,7 +576,7 @@ $(TST)/simkernels/%.so: tests/cuda/%_simk.c backend/simdrv/simkernel.h | $(DEPS_
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
-$(TST)/simkernels/%.so: tests/samples/%_simk.c backend/simdrv/simkernel.h tests/samples/sample_simk.h | $(DEPS_STAMP)
+$(TST)/simkernels/%.so: tests/samples/%_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 // drvsample_kernels.cu - kernels for tests/samples/drvsample.c, loaded as a
-// fatbin through the driver API (host implementations: drvsample_simk.c).
+// fatbin through the driver API (ds_work's modeled time: drvsample_simk.c).
 #include <cooperative_groups.h>
 
 // Writes v + i after about spin cycles (on the simulated driver: spin ns),

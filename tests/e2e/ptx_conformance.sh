@@ -8,7 +8,8 @@
 # the same program computes nothing and fails its checks (so the suite can
 # fail); XGPU_SIM_PTX=strict still runs it (every kernel is covered); the
 # bundled workloads with no host implementations (XGPU_SIM_KERNELS=none) give
-# the checksums their host implementations give.
+# the checksums their host implementations give, and the test programs that
+# still ship one verify without it.
 . "$(dirname "$0")/lib.bash"
 P=$B/tests/cuda/ptx_conformance
 
@@ -65,6 +66,16 @@ ua=$(checksum "$B/tests/cuda/userapp-compressed" -n 4096)
 [ "$ua" = "$ua_host" ] || fail "userapp interpreted: checksum $ua, with its host implementation $ua_host"
 grep -q "kernel _Z9vectorAdd.* computed from its PTX" "$XGPUD_LOG" || fail "vectorAdd was not interpreted"
 note "vectorAdd $va, userapp $ua: as with their host implementations"
+# The test programs whose host implementations stay for other reasons (their
+# -rdc builds carry no PTX; mp_slow's modeled time) verify from their PTX too;
+# errors' faults are then the interpreter's own.
+for p in tests/cuda/threads tests/cuda/rt13 tests/cuda/errors tests/cuda/mixed tests/samples/mempool; do
+	out=$(run_cuda "$B/$p" 2>&1) || { echo "$out"; fail "$p failed without host implementations"; }
+	grep -qE "^RESULT .*verified=yes" <<<"$out" || { echo "$out"; fail "$p did not verify without host implementations"; }
+done
+grep -q "kernel _Z4pokePii has no host implementation: computed from its PTX" "$XGPUD_LOG" ||
+	fail "errors' kernels were not interpreted"
+note "threads, rt13, errors, mixed and mempool verify from their PTX alone"
 stop_xgpud
 
 note "XGPU_SIM_PTX=off computes nothing"

@@ -5,8 +5,9 @@
 # with -cudart shared (through xgpu's libcudart.so.13) and with nvcc's
 # default static runtime (NVIDIA's runtime over xgpu's libcuda.so.1), plus
 # drvsample, the driver API's forms. Every program verifies its own results
-# (the kernels' host implementations are tests/samples/*_simk.c) and both
-# builds must compute the same checksum.
+# (on the simulated driver the interpreter computes the kernels from their
+# PTX; tests/samples/*_simk.c only give the spinning kernels their modeled
+# time) and both builds must compute the same checksum.
 . "$(dirname "$0")/lib.bash"
 . "$(dirname "$0")/samples.bash"
 start_xgpud

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* callbacks_simk.c - host implementations of tests/samples/callbacks.cu's
- * kernels; cb_work's modeled time is its spin parameter in nanoseconds. */
+/* callbacks_simk.c - the host implementation of tests/samples/callbacks.cu's
+ * cb_work, kept for its modeled time: it occupies the device for its spin
+ * parameter in nanoseconds at once, where the interpreter would spin each warp
+ * in turn on real time. cb_add comes from its PTX. */
 #include "simdrv/simkernel.h"
 
 #define N 256
@@ -29,23 +31,7 @@ static uint64_t work_cost(const struct xgpu_simk_launch *l)
 	return (uint64_t)spin;
 }
 
-static int add(const struct xgpu_simk_launch *l)
-{
-	uint64_t pa, qa;
-	if (xgpu_simk_param(l, 0, &pa, 8) || xgpu_simk_param(l, 1, &qa, 8))
-		return XGPU_SIMK_ERR_INVALID_VALUE;
-	uint64_t n = xgpu_simk_threads(l) < N ? xgpu_simk_threads(l) : N;
-	int32_t *p = l->map(l, pa, n * 4);
-	const int32_t *q = l->map(l, qa, n * 4);
-	if (!p || !q)
-		return XGPU_SIMK_ERR_ILLEGAL_ADDRESS;
-	for (uint64_t i = 0; i < n; i++)
-		p[i] += q[i];
-	return XGPU_SIMK_OK;
-}
-
 static const struct xgpu_simk_kernel kernels[] = {
     {"_Z7cb_workPiix", work, work_cost},
-    {"_Z6cb_addPiPKi", add, NULL},
 };
 XGPU_SIMK_EXPORT(kernels);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* drvsample_simk.c - host implementations of tests/data/drvsample_kernels.cu,
- * for tests/samples/drvsample.c. */
-#include "sample_simk.h"
+/* drvsample_simk.c - the host implementation of tests/data/drvsample_kernels.cu's
+ * ds_work, kept for its modeled time: it occupies the device for its spin
+ * parameter at once, where the interpreter runs its blocks of one thread one
+ * after another, each spinning on real time (256 x 50 ms). ds_coop and ds_tex
+ * come from their PTX. */
+#include "simdrv/simkernel.h"
 
 static int work(const struct xgpu_simk_launch *l)
 {
@@ -28,33 +31,7 @@ static uint64_t work_cost(const struct xgpu_simk_launch *l)
 	return xgpu_simk_param(l, 3, &spin, 8) || spin < 0 ? 0 : (uint64_t)spin;
 }
 
-static int tex(const struct xgpu_simk_launch *l)
-{
-	uint64_t t, out;
-	int32_t w, h;
-	if (xgpu_simk_param(l, 0, &t, 8) || xgpu_simk_param(l, 1, &out, 8) || xgpu_simk_param(l, 2, &w, 4) ||
-	    xgpu_simk_param(l, 3, &h, 4) || w < 0 || h < 0)
-		return XGPU_SIMK_ERR_INVALID_VALUE;
-	uint64_t nx = (uint64_t)l->grid[0] * l->block[0], ny = (uint64_t)l->grid[1] * l->block[1];
-	nx = nx < (uint64_t)w ? nx : (uint64_t)w;
-	ny = ny < (uint64_t)h ? ny : (uint64_t)h;
-	for (uint64_t y = 0; y < ny; y++)
-		for (uint64_t x = 0; x < nx; x++) {
-			float v;
-			void *p;
-			int r = xgpu_simk_tex2D_float(l, t, (float)x + 0.5f, (float)y + 0.5f, &v);
-			if (!r)
-				r = xgpu_simk_map(l, out + (y * (uint64_t)w + x) * 4, 4, 4, &p);
-			if (r)
-				return r;
-			memcpy(p, &v, 4);
-		}
-	return XGPU_SIMK_OK;
-}
-
 static const struct xgpu_simk_kernel kernels[] = {
-    {"ds_tex", tex, NULL},
     {"ds_work", work, work_cost},
-    {"ds_coop", simk_coop_neighbours, NULL},
 };
 XGPU_SIMK_EXPORT(kernels);

@@ -3,14 +3,13 @@
 # graphs.cu and graphs_capture.cu built with -cudart shared and with nvcc's
 # default static runtime (which reaches the daemon through our libcuda.so.1),
 # graphs_drv.c against the toolkit's stub libcuda.so with graphs.cu's device
-# code as a fatbin, and the kernels' host implementations for the simulated
-# driver. Run by tests/e2e/samples_graphs.sh.
+# code as a fatbin (the simulated driver computes the kernels from their
+# PTX). Run by tests/e2e/samples_graphs.sh.
 GRAPHS_SAMPLES := graphs graphs_capture
 GRAPHS_SHARED := $(patsubst %,$(TST)/samples/%,$(GRAPHS_SAMPLES))
 GRAPHS_STATIC := $(patsubst %,$(TST)/samples/static/%,$(GRAPHS_SAMPLES))
 GRAPHS_DRV := $(TST)/samples/graphs_drv
 GRAPHS_FATBIN := $(TST)/data/graphs.fatbin
-GRAPHS_SIMK := $(TST)/simkernels/graphs.so
 
 $(GRAPHS_SHARED): $(TST)/samples/%: tests/samples/%.cu tests/samples/graphs_kernels.cuh tests/samples/sample.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -32,9 +31,4 @@ $(GRAPHS_DRV): tests/samples/graphs_drv.c tests/cuda/drvcheck.h | $(DEPS_STAMP)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS_ALL) -L$(CUDA_HOME)/lib64/stubs -lcuda -ldl
 
-$(GRAPHS_SIMK): tests/samples/graphs_simk.c backend/simdrv/simkernel.h | $(DEPS_STAMP)
-	@mkdir -p $(dir $@)
-	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -shared $< -o $@ $(LDFLAGS_ALL) -lm
-
-tests-build: $(GRAPHS_SHARED) $(GRAPHS_STATIC) $(GRAPHS_DRV) $(GRAPHS_FATBIN) $(GRAPHS_SIMK)
+tests-build: $(GRAPHS_SHARED) $(GRAPHS_STATIC) $(GRAPHS_DRV) $(GRAPHS_FATBIN)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-// graphs_kernels.cuh - the kernels of the graph samples (host versions:
-// graphs_simk.c). extern "C" so that graphs_drv.c finds them by name.
+// graphs_kernels.cuh - the kernels of the graph samples (the simulated driver
+// runs them from their PTX). extern "C" so that graphs_drv.c finds them by name.
 extern "C" __global__ void gk_scale(int *x, int f, int n)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;

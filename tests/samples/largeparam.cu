@@ -2,8 +2,8 @@
 // largeparam.cu - kernel parameters beyond the old 4 KiB limit (CUDA 12.1
 // allows 32764 bytes on Volta and later): an 8 KiB struct passed by value,
 // and one filling the whole parameter space. Each kernel copies its struct
-// out; the program checks every byte came through, and on the simulated
-// driver the host implementations (largeparam_simk.c) check the pattern too.
+// out; the program checks every byte came through (on the simulated driver
+// the kernels run from their PTX, reading the parameter space as a GPU does).
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>

@@ -7,7 +7,6 @@
 // advice, __managed__ variables used on both sides, and the driver API's
 // cuMemAllocManaged, cuMemPrefetchAsync and cuMemAdvise (through
 // cudaGetDriverEntryPointByVersion, so both builds reach the same libcuda).
-// The kernels' host implementations are managed_simk.c.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
