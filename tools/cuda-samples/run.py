@@ -306,7 +306,8 @@ def run_one(s, exe, build, timeout, keep):
     r = run_once(s, exe, build, timeout, keep, {})
     interp = r.pop("interp", False)
     if r["cls"] == "timeout" or (interp and r["cls"] not in ("pass", "ran", "waived")):
-        r2 = run_once(s, exe, build, timeout, keep, {"XGPU_SIM_PTX": "off"})
+        # Its own log names: the interpreter run's output and daemon log stay.
+        r2 = run_once(s, exe, build, timeout, keep, {"XGPU_SIM_PTX": "off"}, ".ptx-off")
         r2.pop("interp", None)
         r2["why"] = (f"[PTX off; with PTX: {r['cls']}: {r['why'][:80]}] " + r2["why"]).strip()
         r2["ptx"] = "off"
