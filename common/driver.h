@@ -90,6 +90,8 @@
 	X(cuGraphAddMemsetNode)                                                                              \
 	X(cuGraphAddEventRecordNode)                                                                         \
 	X(cuGraphAddEventWaitNode)                                                                           \
+	X(cuGraphConditionalHandleCreate)                                                                    \
+	X(cuGraphAddNode)                                                                                    \
 	X(cuGraphInstantiateWithFlags)                                                                       \
 	X(cuGraphLaunch)                                                                                     \
 	X(cuGraphExecDestroy)                                                                                \

@@ -15,7 +15,7 @@
 #define XGPU_PROTO_MAGIC 0x55504758u /* "XGPU" little-endian */
 /* Bump on any change to the wire format or calls.def; the handshake refuses a
  * mismatch on both sides with a message naming both versions. */
-#define XGPU_PROTO_VERSION 6u
+#define XGPU_PROTO_VERSION 7u
 
 /* Ring slots carry a header and fixed-size arguments; variable-length data
  * (names, images, parameters, copies) always streams through a data area. */
@@ -149,15 +149,28 @@ struct xgpu_device_blob {
 #define XGPU_MAX_DEVICE_ATTRS 512u
 
 /* Graphs (GRAPH_INSTANTIATE's bulk): a struct xgpu_graph_desc, nnodes
- * struct xgpu_graph_node, nedges struct xgpu_graph_edge, then param_bytes of
- * kernel parameters that kernel nodes point into. Child graphs are flattened
- * by the frontend; host memory of copy nodes travels with each launch
- * (GRAPH_LAUNCH streams the host-to-device nodes' bytes in node order and gets
- * the device-to-host nodes' bytes back in node order). */
+ * struct xgpu_graph_node, nedges struct xgpu_graph_edge, nconds struct
+ * xgpu_graph_cond, then param_bytes of kernel parameters that kernel nodes
+ * point into. Child graphs are flattened by the frontend; host memory of copy
+ * nodes travels with each launch (GRAPH_LAUNCH streams the host-to-device
+ * nodes' bytes in node order and gets the device-to-host nodes' bytes back in
+ * node order).
+ *
+ * Conditional nodes keep their bodies as graphs of their own: every node
+ * names the graph it is in (0 the graph itself, k body k of some conditional
+ * node, bodies numbered from 1), edges join nodes of one graph, and a
+ * conditional node owns bodies src .. src + size - 1. Its handle is an index
+ * into the conditional handle table, whose entries belong to one graph (a
+ * conditional node uses one of its own graph's); a kernel receives the
+ * handle as the guest's value (guest) among its parameters, which the
+ * daemon replaces with its driver's handle. */
 #define XGPU_MAX_GRAPH_NODES 4096u
 #define XGPU_MAX_GRAPH_EDGES 65536u
 #define XGPU_MAX_GRAPH_PARAM_BYTES (4u << 20)
 #define XGPU_MAX_GRAPH_BYTES (8u << 20)
+#define XGPU_MAX_GRAPH_CONDS 128u    /* conditional handles of one graph */
+#define XGPU_MAX_GRAPH_BODIES 1024u  /* conditional bodies, all levels together */
+#define XGPU_MAX_GRAPH_COND_DEPTH 8u /* conditional nodes within bodies within ... */
 /* Host bytes one instantiated graph may copy per launch (its staging, also
  * charged to the domain's pinned limit): 64 MiB refused the 2 x 64 MiB copies
  * of cuda-samples' simpleCudaGraphs. */
@@ -172,12 +185,23 @@ enum xgpu_graph_node_type {
 	XGPU_GN_MEMSET,       /* dst, value (a byte), size */
 	XGPU_GN_EVENT_RECORD, /* handle: an event */
 	XGPU_GN_EVENT_WAIT,   /* handle: an event */
+	XGPU_GN_COND,         /* handle: a conditional handle's index; value: its
+			       * CUgraphConditionalNodeType; src: first body; size: bodies */
 };
 
 struct xgpu_graph_desc {
 	uint32_t nnodes, nedges;
 	uint32_t param_bytes;
 	uint32_t flags; /* 0 */
+	uint32_t nconds, nbodies;
+};
+
+struct xgpu_graph_cond {
+	uint64_t guest;         /* the value the guest's kernels pass */
+	uint32_t default_value; /* cuGraphConditionalHandleCreate's */
+	uint32_t flags;         /* 0 or CU_GRAPH_COND_ASSIGN_DEFAULT */
+	uint32_t graph;         /* the graph it belongs to (0, or a body) */
+	uint32_t reserved;
 };
 
 struct xgpu_graph_node {
@@ -188,7 +212,7 @@ struct xgpu_graph_node {
 	struct xgpu_dim3 grid, block;
 	uint32_t shared_bytes;
 	uint32_t param_off, param_len; /* into the parameter bytes */
-	uint32_t reserved;
+	uint32_t graph;                /* 0: the graph itself; k: body k */
 };
 
 struct xgpu_graph_edge {

@@ -2100,13 +2100,29 @@ static int graph_refuse(struct call *c, const char *why, uint32_t node)
 
 /* Checks one node against this process's objects and memory; used at
  * instantiate and again at every launch. */
-static int graph_check_node(struct call *c, const struct xgpu_graph_node *n, uint32_t i, uint32_t param_bytes)
+static int graph_check_node(struct call *c, const struct xgpu_graph_exec *x, const struct xgpu_graph_node *n,
+			    uint32_t i, uint32_t param_bytes)
 {
-	if (n->reserved)
-		return graph_refuse(c, "a reserved field is not 0", i);
+	if (n->graph > x->nbodies)
+		return graph_refuse(c, "a node in a conditional body that does not exist", i);
 	switch (n->type) {
 	case XGPU_GN_EMPTY:
 		return cudaSuccess;
+	case XGPU_GN_COND: {
+		/* Its bodies must exist; that each has one owner and the nesting
+		 * stays within bounds is checked for the whole graph. */
+		bool sized = (n->value == CU_GRAPH_COND_TYPE_IF && (n->size == 1 || n->size == 2)) ||
+			     (n->value == CU_GRAPH_COND_TYPE_WHILE && n->size == 1) ||
+			     (n->value == CU_GRAPH_COND_TYPE_SWITCH && n->size >= 1);
+		if (!sized || n->src < 1 || n->src > x->nbodies || n->size > x->nbodies - n->src + 1)
+			return graph_refuse(c,
+					    "a conditional node of an unknown type or with bodies that "
+					    "do not exist",
+					    i);
+		if (n->handle >= x->nconds)
+			return graph_refuse(c, "a conditional node names no handle", i);
+		return cudaSuccess;
+	}
 	case XGPU_GN_KERNEL: {
 		struct xgpu_obj *f = xgpu_obj_get(&c->dom->objs, n->handle, OBJ_FUNC, c->ch);
 		if (!f)
@@ -2138,6 +2154,9 @@ static int graph_check_node(struct call *c, const struct xgpu_graph_node *n, uin
 		return check_range(c, n->dst, n->size, "memset node dst");
 	case XGPU_GN_EVENT_RECORD:
 	case XGPU_GN_EVENT_WAIT:
+		/* CUDA allows no event nodes in a conditional body. */
+		if (n->graph)
+			return graph_refuse(c, "an event node in a conditional body", i);
 		return xgpu_obj_get(&c->dom->objs, n->handle, OBJ_EVENT, c->ch)
 			   ? cudaSuccess
 			   : bad_handle(c, "event node event", n->handle);
@@ -2207,20 +2226,73 @@ out:
 	return r;
 }
 
-/* Adds node n to the driver graph after its dependencies. */
-static int graph_add_node(struct call *c, struct xgpu_graph_exec *x, const struct xgpu_graph_node *n,
-			  const uint8_t *params, CUgraphNode *out, const CUgraphNode *deps, size_t ndeps)
+/* The driver graphs being built: the graph itself (0) and each conditional
+ * body (made by its node), and the driver's handle for each guest handle
+ * (0 until the graph it belongs to exists). */
+struct graph_build {
+	CUgraph *g;
+	CUgraphConditionalHandle *h;
+	bool *made; /* h[k] exists */
+};
+
+/* Adds node n to its driver graph after its dependencies. */
+static int graph_add_node(struct call *c, struct xgpu_graph_exec *x, struct graph_build *b,
+			  const struct xgpu_graph_node *n, const uint8_t *params, CUgraphNode *out,
+			  const CUgraphNode *deps, size_t ndeps)
 {
 	struct xgpu_driver *dv = c->drv;
 	CUcontext ctx = c->dom->ctx;
+	CUgraph g = b->g[n->graph];
 	switch (n->type) {
 	case XGPU_GN_EMPTY:
-		return drv(c, dv->cuGraphAddEmptyNode(out, x->g, deps, ndeps));
+		return drv(c, dv->cuGraphAddEmptyNode(out, g, deps, ndeps));
+	case XGPU_GN_COND: {
+		CUgraphNodeParams p;
+		memset(&p, 0, sizeof p);
+		p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+		p.conditional.handle = b->h[n->handle];
+		p.conditional.type = (CUgraphConditionalNodeType)n->value;
+		p.conditional.size = (unsigned)n->size;
+		p.conditional.ctx = ctx;
+		int r = drv(c, dv->cuGraphAddNode(out, g, deps, NULL, ndeps, &p));
+		for (uint64_t k = 0; !r && k < n->size; k++)
+			b->g[n->src + k] = p.conditional.phGraph_out[k];
+		/* The handles of the bodies, which exist from now on. */
+		for (uint32_t k = 0; !r && k < x->nconds; k++) {
+			const struct xgpu_graph_cond *hc = &x->conds[k];
+			if (hc->graph >= n->src && hc->graph - n->src < n->size) {
+				r = drv(c, dv->cuGraphConditionalHandleCreate(&b->h[k], b->g[hc->graph], ctx,
+									      hc->default_value, hc->flags));
+				b->made[k] = !r;
+			}
+		}
+		return r;
+	}
 	case XGPU_GN_KERNEL: {
 		struct xgpu_obj *f = xgpu_obj_get(&c->dom->objs, n->handle, OBJ_FUNC, c->ch);
 		size_t size = n->param_len;
-		void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)(params + n->param_off),
-				 CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+		uint8_t own[XGPU_MAX_PARAM_BYTES];
+		const uint8_t *at = params + n->param_off;
+		/* A kernel that sets a condition has the guest's handle among its
+		 * parameters (8-byte aligned, as CUDA lays out 64-bit values):
+		 * the driver's handle takes its place. Handles of graphs not built
+		 * yet stay the guest's, which the driver refuses at the set. */
+		if (x->nconds && size <= sizeof own) {
+			memcpy(own, at, size);
+			for (size_t off = 0; off + 8 <= size; off += 8) {
+				uint64_t v;
+				memcpy(&v, own + off, 8);
+				for (uint32_t k = 0; k < x->nconds; k++)
+					if (b->made[k] && v == x->conds[k].guest) {
+						uint64_t h = b->h[k];
+						memcpy(own + off, &h, 8);
+						break;
+					}
+			}
+			at = own;
+		}
+		void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, (void *)at, CU_LAUNCH_PARAM_BUFFER_SIZE,
+				 &size, CU_LAUNCH_PARAM_END};
 		CUDA_KERNEL_NODE_PARAMS p;
 		memset(&p, 0, sizeof p);
 		p.func = f->u.func.fn;
@@ -2232,7 +2304,7 @@ static int graph_add_node(struct call *c, struct xgpu_graph_exec *x, const struc
 		p.blockDimZ = n->block.z;
 		p.sharedMemBytes = n->shared_bytes;
 		p.extra = size ? extra : NULL;
-		return drv(c, dv->cuGraphAddKernelNode(out, x->g, deps, ndeps, &p));
+		return drv(c, dv->cuGraphAddKernelNode(out, g, deps, ndeps, &p));
 	}
 	case XGPU_GN_HTOD:
 	case XGPU_GN_DTOH:
@@ -2256,19 +2328,19 @@ static int graph_add_node(struct call *c, struct xgpu_graph_exec *x, const struc
 			p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
 			p.dstDevice = n->dst;
 		}
-		return drv(c, dv->cuGraphAddMemcpyNode(out, x->g, deps, ndeps, &p, ctx));
+		return drv(c, dv->cuGraphAddMemcpyNode(out, g, deps, ndeps, &p, ctx));
 	}
 	case XGPU_GN_MEMSET: {
 		CUDA_MEMSET_NODE_PARAMS p = {
 		    .dst = n->dst, .value = n->value, .elementSize = 1, .width = n->size, .height = 1};
-		return drv(c, dv->cuGraphAddMemsetNode(out, x->g, deps, ndeps, &p, ctx));
+		return drv(c, dv->cuGraphAddMemsetNode(out, g, deps, ndeps, &p, ctx));
 	}
 	case XGPU_GN_EVENT_RECORD:
 	case XGPU_GN_EVENT_WAIT: {
 		struct xgpu_obj *e = xgpu_obj_get(&c->dom->objs, n->handle, OBJ_EVENT, c->ch);
 		return n->type == XGPU_GN_EVENT_RECORD
-			   ? drv(c, dv->cuGraphAddEventRecordNode(out, x->g, deps, ndeps, e->u.event.e))
-			   : drv(c, dv->cuGraphAddEventWaitNode(out, x->g, deps, ndeps, e->u.event.e));
+			   ? drv(c, dv->cuGraphAddEventRecordNode(out, g, deps, ndeps, e->u.event.e))
+			   : drv(c, dv->cuGraphAddEventWaitNode(out, g, deps, ndeps, e->u.event.e));
 	}
 	}
 	return cudaErrorInvalidValue;
@@ -2276,6 +2348,73 @@ static int graph_add_node(struct call *c, struct xgpu_graph_exec *x, const struc
 
 /* Validates the whole description before the driver sees any of it, then
  * builds and instantiates the driver graph in dependency order. */
+/* The conditional structure: handles name existing graphs, distinct values
+ * and known flags; every body has exactly one conditional node, bodies nest
+ * at most XGPU_MAX_GRAPH_COND_DEPTH deep (no body inside itself); edges join
+ * nodes of one graph. The nodes are checked already. */
+static int graph_check_conds(struct call *c, const struct xgpu_graph_exec *x,
+			     const struct xgpu_graph_edge *edges, uint32_t nedges)
+{
+	for (uint32_t k = 0; k < x->nconds; k++) {
+		const struct xgpu_graph_cond *h = &x->conds[k];
+		if (h->graph > x->nbodies || h->reserved ||
+		    (h->flags & ~(uint32_t)CU_GRAPH_COND_ASSIGN_DEFAULT))
+			return graph_refuse(c, "a conditional handle of no graph, or with unknown flags", k);
+		for (uint32_t j = 0; j < k; j++)
+			if (x->conds[j].guest == h->guest)
+				return graph_refuse(c, "two conditional handles of one value", k);
+	}
+	for (uint32_t k = 0; k < nedges; k++)
+		if (edges[k].from < x->nnodes && edges[k].to < x->nnodes && /* else graph_order refuses */
+		    x->nodes[edges[k].from].graph != x->nodes[edges[k].to].graph)
+			return graph_refuse(c, "a dependency between nodes of different graphs", k);
+	if (!x->nbodies)
+		return cudaSuccess;
+	uint32_t *owner = malloc(((size_t)x->nbodies + 1) * sizeof *owner);
+	if (!owner)
+		return cudaErrorMemoryAllocation;
+	for (uint32_t b = 0; b <= x->nbodies; b++)
+		owner[b] = UINT32_MAX;
+	int r = cudaSuccess;
+	for (uint32_t i = 0; i < x->nnodes && !r; i++) {
+		const struct xgpu_graph_node *n = &x->nodes[i];
+		for (uint64_t k = 0; n->type == XGPU_GN_COND && k < n->size && !r; k++) {
+			if (owner[n->src + k] != UINT32_MAX)
+				r = graph_refuse(c, "a conditional body of two conditional nodes", i);
+			owner[n->src + k] = i;
+		}
+	}
+	/* Up from each body to the graph itself, through the graphs of the
+	 * conditional nodes that own them. */
+	for (uint32_t b = 1; b <= x->nbodies && !r; b++) {
+		uint32_t at = b, depth = 0;
+		while (at && depth < XGPU_MAX_GRAPH_COND_DEPTH && owner[at] != UINT32_MAX) {
+			at = x->nodes[owner[at]].graph;
+			depth++;
+		}
+		if (at)
+			r = graph_refuse(c,
+					 owner[at] == UINT32_MAX
+					     ? "a conditional body of no conditional node"
+					     : "conditional nodes nested beyond the limit",
+					 b);
+	}
+	/* A conditional node's handle belongs to its graph or to one its graph
+	 * is a body of (the nesting is bounded and acyclic by now). */
+	for (uint32_t i = 0; i < x->nnodes && !r; i++) {
+		const struct xgpu_graph_node *n = &x->nodes[i];
+		if (n->type != XGPU_GN_COND)
+			continue;
+		uint32_t want = x->conds[n->handle].graph, at = n->graph;
+		while (at != want && at)
+			at = x->nodes[owner[at]].graph;
+		if (at != want)
+			r = graph_refuse(c, "a conditional node's handle is not one of its graph's", i);
+	}
+	free(owner);
+	return r;
+}
+
 static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t *buf)
 {
 	struct xgpu_graph_desc d;
@@ -2283,12 +2422,20 @@ static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t 
 	const struct xgpu_graph_edge *edges =
 	    (const struct xgpu_graph_edge *)(buf + sizeof d +
 					     (size_t)d.nnodes * sizeof(struct xgpu_graph_node));
-	const uint8_t *params = (const uint8_t *)(edges + d.nedges);
+	const uint8_t *conds = (const uint8_t *)(edges + d.nedges);
+	const uint8_t *params = conds + (size_t)d.nconds * sizeof(struct xgpu_graph_cond);
 	memcpy(x->nodes, buf + sizeof d, (size_t)d.nnodes * sizeof *x->nodes);
+	x->nconds = d.nconds;
+	x->nbodies = d.nbodies;
+	if (d.nconds) {
+		if (!(x->conds = malloc((size_t)d.nconds * sizeof *x->conds)))
+			return cudaErrorMemoryAllocation;
+		memcpy(x->conds, conds, (size_t)d.nconds * sizeof *x->conds);
+	}
 	uint64_t host = 0;
 	for (uint32_t i = 0; i < d.nnodes; i++) {
 		struct xgpu_graph_node *n = &x->nodes[i];
-		int r = graph_check_node(c, n, i, d.param_bytes);
+		int r = graph_check_node(c, x, n, i, d.param_bytes);
 		if (r)
 			return r;
 		if (n->type == XGPU_GN_KERNEL)
@@ -2330,21 +2477,48 @@ static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t 
 			}
 		}
 	}
+	int r = graph_check_conds(c, x, edges, d.nedges);
+	if (r)
+		return r;
 	uint32_t *order = malloc((size_t)d.nnodes * sizeof *order);
 	uint32_t *deps_at = malloc(((size_t)d.nnodes + 1) * sizeof *deps_at);
 	uint32_t *deps = malloc(((size_t)d.nedges + 1) * sizeof *deps);
 	CUgraphNode *dn = calloc(d.nnodes, sizeof *dn),
 		    *dep_nodes = malloc(((size_t)d.nedges + 1) * sizeof *dep_nodes);
-	int r = order && deps_at && deps && dn && dep_nodes ? cudaSuccess : cudaErrorMemoryAllocation;
+	struct graph_build b = {calloc((size_t)d.nbodies + 1, sizeof *b.g),
+				calloc(d.nconds ? d.nconds : 1, sizeof *b.h),
+				calloc(d.nconds ? d.nconds : 1, sizeof *b.made)};
+	r = order && deps_at && deps && dn && dep_nodes && b.g && b.h && b.made ? cudaSuccess
+										: cudaErrorMemoryAllocation;
 	if (!r)
 		r = graph_order(c, d.nnodes, edges, d.nedges, order, deps_at, deps);
 	if (!r)
 		r = drv(c, c->drv->cuGraphCreate(&x->g, 0));
-	for (uint32_t k = 0; k < d.nnodes && !r; k++) {
-		uint32_t i = order[k], nd = deps_at[i + 1] - deps_at[i];
-		for (uint32_t j = 0; j < nd; j++)
-			dep_nodes[j] = dn[deps[deps_at[i] + j]];
-		r = graph_add_node(c, x, &x->nodes[i], params, &dn[i], dep_nodes, nd);
+	if (!r)
+		b.g[0] = x->g;
+	for (uint32_t k = 0; k < d.nconds && !r; k++)
+		if (!x->conds[k].graph) {
+			r = drv(c, c->drv->cuGraphConditionalHandleCreate(&b.h[k], x->g, c->dom->ctx,
+									  x->conds[k].default_value,
+									  x->conds[k].flags));
+			b.made[k] = !r;
+		}
+	/* In dependency order, a graph's nodes once its conditional node made
+	 * it: one pass per nesting level. */
+	for (uint32_t added = 0, pass = 0; added < d.nnodes && !r; pass++) {
+		if (pass > XGPU_MAX_GRAPH_COND_DEPTH) {
+			r = graph_refuse(c, "conditional bodies that cannot be built", 0);
+			break;
+		}
+		for (uint32_t k = 0; k < d.nnodes && !r; k++) {
+			uint32_t i = order[k], nd = deps_at[i + 1] - deps_at[i];
+			if (dn[i] || !b.g[x->nodes[i].graph])
+				continue;
+			for (uint32_t j = 0; j < nd; j++)
+				dep_nodes[j] = dn[deps[deps_at[i] + j]];
+			r = graph_add_node(c, x, &b, &x->nodes[i], params, &dn[i], dep_nodes, nd);
+			added++;
+		}
 	}
 	if (!r)
 		r = drv(c, c->drv->cuGraphInstantiateWithFlags(&x->ge, x->g, 0));
@@ -2355,6 +2529,9 @@ static int graph_build(struct call *c, struct xgpu_graph_exec *x, const uint8_t 
 	free(deps);
 	free(dn);
 	free(dep_nodes);
+	free(b.g);
+	free(b.h);
+	free(b.made);
 	return r;
 }
 
@@ -2368,14 +2545,15 @@ HANDLER(GRAPH_INSTANTIATE)
 	if (r)
 		return r;
 	if (d.flags || d.nnodes == 0 || d.nnodes > XGPU_MAX_GRAPH_NODES || d.nedges > XGPU_MAX_GRAPH_EDGES ||
-	    d.param_bytes > XGPU_MAX_GRAPH_PARAM_BYTES ||
+	    d.param_bytes > XGPU_MAX_GRAPH_PARAM_BYTES || d.nconds > XGPU_MAX_GRAPH_CONDS ||
+	    d.nbodies > XGPU_MAX_GRAPH_BODIES ||
 	    len != sizeof d + (uint64_t)d.nnodes * sizeof(struct xgpu_graph_node) +
-		       (uint64_t)d.nedges * sizeof(struct xgpu_graph_edge) + d.param_bytes) {
-		dlog_info(
-		    c->dom,
-		    "domain %s: graph refused: %u nodes, %u dependencies, %u parameter bytes in %" PRIu64
-		    " bytes",
-		    c->dom->name, d.nnodes, d.nedges, d.param_bytes, len);
+		       (uint64_t)d.nedges * sizeof(struct xgpu_graph_edge) +
+		       (uint64_t)d.nconds * sizeof(struct xgpu_graph_cond) + d.param_bytes) {
+		dlog_info(c->dom,
+			  "domain %s: graph refused: %u nodes, %u dependencies, %u conditional handles, %u "
+			  "bodies, %u parameter bytes in %" PRIu64 " bytes",
+			  c->dom->name, d.nnodes, d.nedges, d.nconds, d.nbodies, d.param_bytes, len);
 		return cudaErrorInvalidValue;
 	}
 	if ((r = room_for(c, OBJ_GRAPH_EXEC)))
@@ -2423,7 +2601,7 @@ HANDLER(GRAPH_LAUNCH)
 	/* What the nodes name may have been freed or unloaded since. */
 	for (uint32_t i = 0; i < x->nnodes; i++) {
 		/* Host copies' staging offsets replaced their host side only. */
-		int r = graph_check_node(c, &x->nodes[i], i, UINT32_MAX);
+		int r = graph_check_node(c, x, &x->nodes[i], i, UINT32_MAX);
 		if (r)
 			return r;
 	}

@@ -18,5 +18,6 @@ void xgpu_graph_exec_free(struct xgpu_domain *dom, struct xgpu_graph_exec *x)
 		drv->cuMemFreeHost(x->host);
 	dom->pinned_bytes -= x->host_charge;
 	free(x->nodes);
+	free(x->conds);
 	free(x);
 }

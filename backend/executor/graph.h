@@ -23,6 +23,11 @@ struct xgpu_graph_exec {
 	uint64_t htod_bytes, dtoh_bytes;
 	uint8_t *host; /* pinned: htod_bytes then dtoh_bytes */
 	uint64_t host_charge;
+	/* Conditional nodes: the handle table as validated and the number of
+	 * bodies (node graph fields name them); their driver objects belong
+	 * to the driver graph. */
+	struct xgpu_graph_cond *conds;
+	uint32_t nconds, nbodies;
 };
 
 /* Destroys an instantiated graph (its work is done) and returns its pinned

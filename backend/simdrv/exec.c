@@ -105,6 +105,8 @@ void sim_op_free(struct sim_op *op)
 	case SIM_OP_KERNEL:
 		if (op->u.kernel.func)
 			sim_obj_put(&op->u.kernel.func->obj);
+		if (op->u.kernel.cond)
+			sim_cond_put(op->u.kernel.cond);
 		free(op->u.kernel.params);
 		break;
 	case SIM_OP_WAIT:

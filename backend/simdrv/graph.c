@@ -11,13 +11,29 @@
  * memset descriptions are copied at add time, as the driver does. Graphs and
  * executables are registered handles (handles.c), so a stale or forged one
  * is refused; a node is accepted only if it is found in its graph.
+ *
+ * Conditional nodes (cuGraphAddNode) own body graphs, registered like any
+ * graph so that nodes can be added to them. A launch decides a conditional
+ * node where it comes in the order: it waits for the work submitted before
+ * it (a kernel of that work may set the condition, cudaGraphSetConditional,
+ * which the PTX interpreter hands to sim_cond_set) and then submits the
+ * body to run, if any, the same way; a while node decides again after each
+ * run of its body. So a graph with conditional handles runs to its end
+ * inside cuGraphLaunch, which the executor's launch tolerates (it waits for
+ * a graph that copies to the host anyway); the next launch can then apply
+ * default values without racing a kernel of the last one.
  */
 #include "simdrv_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum node_kind { N_EMPTY, N_KERNEL, N_COPY, N_MEMSET, N_EVENT_RECORD, N_EVENT_WAIT };
+enum node_kind { N_EMPTY, N_KERNEL, N_COPY, N_MEMSET, N_EVENT_RECORD, N_EVENT_WAIT, N_COND };
+
+#define SIM_MAX_COND_DEPTH 16              /* bodies within bodies */
+#define SIM_MAX_COND_SIZE 4096u            /* bodies of one switch node */
+#define SIM_MAX_WHILE (1u << 24)           /* runs of one while body in one launch */
+#define SIM_COND_TAG 0x73636e6400000000ull /* "scnd": handle values */
 
 struct CUgraphNode_st {
 	struct CUgraph_st *graph;
@@ -42,28 +58,88 @@ struct CUgraphNode_st {
 			size_t bytes;
 		} memset;
 		CUevent event;
+		struct {
+			uint64_t handle;
+			CUgraphConditionalNodeType type;
+			unsigned size;
+			struct CUgraph_st **bodies; /* phGraph_out */
+		} cond;
 	} u;
+};
+
+struct cond_def {
+	uint64_t handle;
+	uint32_t default_value, flags;
 };
 
 struct CUgraph_st {
 	struct sim_obj obj;
 	struct CUgraphNode_st **nodes;
 	size_t n, cap;
+	struct cond_def *conds; /* its conditional handles */
+	size_t nconds;
+	unsigned depth;            /* conditional nodes around it */
+	bool copy;                 /* an executable's (not registered) */
+	bool body;                 /* its conditional node owns it */
+	struct CUgraph_st *parent; /* a body's: the graph of its node (outlives it) */
 };
 
 struct CUgraphExec_st {
 	struct sim_obj obj;
-	struct CUgraph_st *copy; /* the nodes as instantiated (not registered) */
+	struct CUgraph_st *copy;     /* the nodes as instantiated (not registered) */
+	struct sim_cond_state *cond; /* its handles, or NULL when it has none */
 };
+
+static _Atomic uint64_t next_cond = 1;
+
+void sim_cond_put(struct sim_cond_state *st)
+{
+	if (st && atomic_fetch_sub(&st->refs, 1) == 1)
+		free(st);
+}
+
+int sim_cond_set(void *arg, uint64_t handle, uint32_t value)
+{
+	struct sim_cond_state *st = arg;
+	for (size_t i = 0; i < st->n; i++)
+		if (st->v[i].handle == handle) {
+			atomic_store(&st->v[i].value, value);
+			return 0;
+		}
+	return -1;
+}
+
+static void free_graph_copy(struct CUgraph_st *g);
+
+static void free_node(struct CUgraphNode_st *n)
+{
+	if (n->kind == N_KERNEL)
+		free(n->u.k.params);
+	if (n->kind == N_COND && n->u.cond.bodies) {
+		for (unsigned b = 0; b < n->u.cond.size; b++) {
+			struct CUgraph_st *body = n->u.cond.bodies[b];
+			if (body && body->copy)
+				free_graph_copy(body);
+			else if (body && sim_obj_unregister(&body->obj))
+				sim_obj_put(&body->obj); /* the registry's reference */
+		}
+		free(n->u.cond.bodies);
+	}
+	free(n);
+}
 
 static void free_nodes(struct CUgraph_st *g)
 {
-	for (size_t i = 0; i < g->n; i++) {
-		if (g->nodes[i]->kind == N_KERNEL)
-			free(g->nodes[i]->u.k.params);
-		free(g->nodes[i]);
-	}
+	for (size_t i = 0; i < g->n; i++)
+		free_node(g->nodes[i]);
 	free(g->nodes);
+	free(g->conds);
+}
+
+static void free_graph_copy(struct CUgraph_st *g)
+{
+	free_nodes(g);
+	free(g);
 }
 
 static void graph_release(struct sim_obj *o)
@@ -76,8 +152,8 @@ static void graph_release(struct sim_obj *o)
 static void exec_release(struct sim_obj *o)
 {
 	struct CUgraphExec_st *x = (struct CUgraphExec_st *)o;
-	free_nodes(x->copy);
-	free(x->copy);
+	free_graph_copy(x->copy);
+	sim_cond_put(x->cond);
 	free(x);
 }
 
@@ -109,6 +185,10 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 CUresult cuGraphDestroy(CUgraph hGraph)
 {
 	struct CUgraph_st *g = sim_obj_get(hGraph, SIM_GRAPH);
+	if (g && g->body) { /* it goes with its conditional node */
+		sim_obj_put(&g->obj);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
 	return g ? destroy(&g->obj) : CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -144,11 +224,8 @@ static CUresult add(CUgraph h, const CUgraphNode *deps, size_t ndeps, struct CUg
 		node->graph = g;
 		g->nodes[g->n++] = node;
 		*out = node;
-	} else {
-		if (node->kind == N_KERNEL)
-			free(node->u.k.params);
-		free(node);
-	}
+	} else
+		free_node(node);
 	if (g)
 		sim_obj_put(&g->obj);
 	return r;
@@ -281,6 +358,141 @@ CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const
 	return add_event_node(phGraphNode, hGraph, dependencies, numDependencies, event, N_EVENT_WAIT);
 }
 
+CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx,
+					unsigned int defaultLaunchValue, unsigned int flags)
+{
+	(void)ctx;
+	if (!pHandle_out || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT))
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraph_st *g = sim_obj_get(hGraph, SIM_GRAPH);
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct cond_def *v = realloc(g->conds, (g->nconds + 1) * sizeof *v);
+	CUresult r = v ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	if (v) {
+		g->conds = v;
+		uint64_t h = SIM_COND_TAG | (atomic_fetch_add(&next_cond, 1) & 0xffffffffu);
+		v[g->nconds++] = (struct cond_def){h, defaultLaunchValue, flags};
+		*pHandle_out = h;
+	}
+	sim_obj_put(&g->obj);
+	return r;
+}
+
+/* Only conditional nodes come this way (xgpud adds the others with their
+ * typed calls); the handle must be one of the graph's own. */
+CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+			   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+			   CUgraphNodeParams *p)
+{
+	if (!p || dependencyData)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->type != CU_GRAPH_NODE_TYPE_CONDITIONAL)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	const CUDA_CONDITIONAL_NODE_PARAMS *c = &p->conditional;
+	bool sized = (c->type == CU_GRAPH_COND_TYPE_IF && (c->size == 1 || c->size == 2)) ||
+		     (c->type == CU_GRAPH_COND_TYPE_WHILE && c->size == 1) ||
+		     (c->type == CU_GRAPH_COND_TYPE_SWITCH && c->size >= 1 && c->size <= SIM_MAX_COND_SIZE);
+	struct CUgraph_st *g = sim_obj_get(hGraph, SIM_GRAPH);
+	if (!g)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* The handle of the graph or of one it is a body of. */
+	bool own = false;
+	for (const struct CUgraph_st *a = g; a && !own; a = a->parent)
+		for (size_t i = 0; i < a->nconds; i++)
+			own |= a->conds[i].handle == c->handle;
+	unsigned depth = g->depth;
+	sim_obj_put(&g->obj);
+	if (!sized || !own || depth >= SIM_MAX_COND_DEPTH)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUgraphNode_st *n = new_node(N_COND);
+	if (!n || !(n->u.cond.bodies = calloc(c->size, sizeof *n->u.cond.bodies))) {
+		free(n);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	n->u.cond.handle = c->handle;
+	n->u.cond.type = c->type;
+	n->u.cond.size = c->size;
+	for (unsigned b = 0; b < c->size; b++) {
+		CUgraph body;
+		if (cuGraphCreate(&body, 0)) {
+			free_node(n);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		body->depth = depth + 1;
+		body->body = true;
+		body->parent = hGraph;
+		n->u.cond.bodies[b] = body;
+	}
+	CUgraph *bodies = n->u.cond.bodies;
+	CUresult r = add(hGraph, dependencies, numDependencies, n, phGraphNode);
+	if (!r)
+		p->conditional.phGraph_out = bodies;
+	return r;
+}
+
+/* A deep copy of src (not registered) whose conditional handles are added
+ * to *cl (*ncl of them). */
+static struct CUgraph_st *copy_graph(const struct CUgraph_st *src, struct cond_def **cl, size_t *ncl,
+				     CUresult *r)
+{
+	struct CUgraph_st *g = calloc(1, sizeof *g);
+	if (!g || (src->n && !(g->nodes = calloc(src->n, sizeof *g->nodes)))) {
+		free(g);
+		*r = CUDA_ERROR_OUT_OF_MEMORY;
+		return NULL;
+	}
+	g->copy = true;
+	if (src->nconds) {
+		struct cond_def *v = realloc(*cl, (*ncl + src->nconds) * sizeof *v);
+		if (!v) {
+			free_graph_copy(g);
+			*r = CUDA_ERROR_OUT_OF_MEMORY;
+			return NULL;
+		}
+		memcpy(v + *ncl, src->conds, src->nconds * sizeof *v);
+		*cl = v;
+		*ncl += src->nconds;
+	}
+	for (size_t i = 0; i < src->n; i++) {
+		const struct CUgraphNode_st *s = src->nodes[i];
+		struct CUgraphNode_st *n = malloc(sizeof *n);
+		if (!n) {
+			*r = CUDA_ERROR_OUT_OF_MEMORY;
+			break;
+		}
+		*n = *s;
+		n->graph = g;
+		if (n->kind == N_KERNEL)
+			n->u.k.params = NULL;
+		if (n->kind == N_COND)
+			n->u.cond.bodies = NULL;
+		g->nodes[g->n++] = n;
+		if (n->kind == N_KERNEL && s->u.k.param_bytes) {
+			if (!(n->u.k.params = malloc(s->u.k.param_bytes))) {
+				*r = CUDA_ERROR_OUT_OF_MEMORY;
+				break;
+			}
+			memcpy(n->u.k.params, s->u.k.params, s->u.k.param_bytes);
+		}
+		if (n->kind == N_COND) {
+			if (!(n->u.cond.bodies = calloc(s->u.cond.size, sizeof *n->u.cond.bodies))) {
+				*r = CUDA_ERROR_OUT_OF_MEMORY;
+				break;
+			}
+			for (unsigned b = 0; b < s->u.cond.size && !*r; b++)
+				n->u.cond.bodies[b] = copy_graph(s->u.cond.bodies[b], cl, ncl, r);
+			if (*r)
+				break;
+		}
+	}
+	if (*r) {
+		free_graph_copy(g);
+		return NULL;
+	}
+	return g;
+}
+
 /* The executable is a snapshot: later changes to the graph do not reach it. */
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
 {
@@ -290,40 +502,37 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, u
 	if (!src)
 		return CUDA_ERROR_INVALID_VALUE;
 	struct CUgraphExec_st *x = calloc(1, sizeof *x);
-	struct CUgraph_st *g = calloc(1, sizeof *g);
-	CUresult r = x && g && (!src->n || (g->nodes = calloc(src->n, sizeof *g->nodes)))
-			 ? CUDA_SUCCESS
-			 : CUDA_ERROR_OUT_OF_MEMORY;
-	for (size_t i = 0; !r && i < src->n; i++) {
-		const struct CUgraphNode_st *s = src->nodes[i];
-		struct CUgraphNode_st *n = malloc(sizeof *n);
-		if (!n) {
+	CUresult r = x ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	struct cond_def *cl = NULL;
+	size_t ncl = 0;
+	struct CUgraph_st *g = r ? NULL : copy_graph(src, &cl, &ncl, &r);
+	sim_obj_put(&src->obj);
+	if (!r && ncl) {
+		x->cond = calloc(1, sizeof *x->cond + ncl * sizeof x->cond->v[0]);
+		if (!x->cond)
 			r = CUDA_ERROR_OUT_OF_MEMORY;
-			break;
-		}
-		*n = *s;
-		n->graph = g;
-		g->nodes[g->n++] = n;
-		if (n->kind == N_KERNEL && s->u.k.param_bytes) {
-			if (!(n->u.k.params = malloc(s->u.k.param_bytes))) {
-				n->kind = N_EMPTY; /* nothing of its own to free */
-				r = CUDA_ERROR_OUT_OF_MEMORY;
-				break;
+		else {
+			atomic_init(&x->cond->refs, 1);
+			x->cond->n = ncl;
+			for (size_t i = 0; i < ncl; i++) {
+				x->cond->v[i].handle = cl[i].handle;
+				x->cond->v[i].default_value = cl[i].default_value;
+				x->cond->v[i].flags = cl[i].flags;
+				atomic_init(&x->cond->v[i].value, cl[i].default_value);
 			}
-			memcpy(n->u.k.params, s->u.k.params, s->u.k.param_bytes);
 		}
 	}
-	sim_obj_put(&src->obj);
+	free(cl);
 	if (!r) {
 		x->copy = g;
 		if (sim_obj_register(&x->obj, SIM_GRAPH_EXEC, exec_release) < 0)
 			r = CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (r) {
-		if (g) {
-			free_nodes(g);
-			free(g);
-		}
+		if (g)
+			free_graph_copy(g);
+		if (x)
+			sim_cond_put(x->cond);
 		free(x);
 		return r;
 	}
@@ -331,18 +540,18 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, u
 	return CUDA_SUCCESS;
 }
 
-static CUresult launch_node(const struct CUgraphNode_st *n, CUstream s)
+static CUresult launch_node(const struct CUgraphNode_st *n, CUstream s, struct sim_cond_state *cond)
 {
 	switch (n->kind) {
 	case N_EMPTY:
+	case N_COND: /* run_graph's */
 		return CUDA_SUCCESS;
 	case N_KERNEL: {
 		size_t size = n->u.k.param_bytes;
 		void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, n->u.k.params, CU_LAUNCH_PARAM_BUFFER_SIZE,
 				 &size, CU_LAUNCH_PARAM_END};
-		return cuLaunchKernel(n->u.k.func, n->u.k.grid[0], n->u.k.grid[1], n->u.k.grid[2],
-				      n->u.k.block[0], n->u.k.block[1], n->u.k.block[2], n->u.k.shared, s,
-				      NULL, size ? extra : NULL);
+		return sim_launch_kernel(n->u.k.func, n->u.k.grid, n->u.k.block, n->u.k.shared, s,
+					 size ? extra : NULL, cond);
 	}
 	case N_COPY:
 		if (n->u.copy.src_type == CU_MEMORYTYPE_HOST)
@@ -360,14 +569,72 @@ static CUresult launch_node(const struct CUgraphNode_st *n, CUstream s)
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* The value of conditional handle h once the work submitted so far is done
+ * (its kernels may set it). */
+static CUresult cond_value(const struct sim_cond_state *st, uint64_t h, CUstream s, uint32_t *v)
+{
+	CUresult r = cuStreamSynchronize(s);
+	if (r)
+		return r;
+	for (size_t i = 0; i < st->n; i++)
+		if (st->v[i].handle == h) {
+			*v = atomic_load(&st->v[i].value);
+			return CUDA_SUCCESS;
+		}
+	return CUDA_ERROR_INVALID_VALUE; /* cannot be: the node was checked */
+}
+
+static CUresult run_graph(const struct CUgraph_st *g, CUstream s, struct sim_cond_state *st);
+
+static CUresult run_cond(const struct CUgraphNode_st *n, CUstream s, struct sim_cond_state *st)
+{
+	uint32_t v;
+	CUresult r = cond_value(st, n->u.cond.handle, s, &v);
+	switch (n->u.cond.type) {
+	case CU_GRAPH_COND_TYPE_IF:
+		if (!r && (v || n->u.cond.size == 2))
+			r = run_graph(n->u.cond.bodies[v ? 0 : 1], s, st);
+		return r;
+	case CU_GRAPH_COND_TYPE_SWITCH:
+		if (!r && v < n->u.cond.size)
+			r = run_graph(n->u.cond.bodies[v], s, st);
+		return r;
+	case CU_GRAPH_COND_TYPE_WHILE:
+		for (uint32_t runs = 0; !r && v; runs++) {
+			/* A loop its kernels never end: as a GPU's watchdog would. */
+			if (runs == SIM_MAX_WHILE)
+				return CUDA_ERROR_LAUNCH_TIMEOUT;
+			r = run_graph(n->u.cond.bodies[0], s, st);
+			if (!r)
+				r = cond_value(st, n->u.cond.handle, s, &v);
+		}
+		return r;
+	}
+	return CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult run_graph(const struct CUgraph_st *g, CUstream s, struct sim_cond_state *st)
+{
+	CUresult r = CUDA_SUCCESS;
+	for (size_t i = 0; !r && i < g->n; i++)
+		r = g->nodes[i]->kind == N_COND ? run_cond(g->nodes[i], s, st)
+						: launch_node(g->nodes[i], s, st);
+	return r;
+}
+
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
 	struct CUgraphExec_st *x = sim_obj_get(hGraphExec, SIM_GRAPH_EXEC);
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
-	CUresult r = CUDA_SUCCESS;
-	for (size_t i = 0; !r && i < x->copy->n; i++)
-		r = launch_node(x->copy->nodes[i], hStream);
+	struct sim_cond_state *st = x->cond;
+	for (size_t i = 0; st && i < st->n; i++)
+		if (st->v[i].flags & CU_GRAPH_COND_ASSIGN_DEFAULT)
+			atomic_store(&st->v[i].value, st->v[i].default_value);
+	CUresult r = run_graph(x->copy, hStream, st);
+	/* Done before the next launch sets the defaults again. */
+	if (!r && st)
+		r = cuStreamSynchronize(hStream);
 	sim_obj_put(&x->obj);
 	return r;
 }

@@ -812,9 +812,10 @@ static CUresult build_params(const struct CUfunc_st *f, void **kernelParams, voi
 	return CUDA_SUCCESS;
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-			unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+static CUresult launch(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+		       unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+		       unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra,
+		       struct sim_cond_state *cond)
 {
 	struct CUctx_st *c;
 	CUresult r = sim_ctx_enter(&c, false);
@@ -871,6 +872,10 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 	op->u.kernel.block[1] = blockDimY;
 	op->u.kernel.block[2] = blockDimZ;
 	op->u.kernel.shared = sharedMemBytes;
+	if (cond) {
+		atomic_fetch_add(&cond->refs, 1);
+		op->u.kernel.cond = cond;
+	}
 	r = sim_submit_live(op, s);
 	op = NULL;
 out:
@@ -881,6 +886,21 @@ out:
 	sim_stream_put(s);
 	sim_ctx_put(c);
 	return r;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+			unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+			unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+{
+	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+		      hStream, kernelParams, extra, NULL);
+}
+
+CUresult sim_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared,
+			   CUstream hStream, void **extra, struct sim_cond_state *st)
+{
+	return launch(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], shared, hStream, NULL,
+		      extra, st);
 }
 
 /* ---- running kernels (on the worker) -------------------------------------------------- */
@@ -1022,6 +1042,8 @@ static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
 	    .object = interp_object,
 	    .arg = &cancel,
 	    .heap = heap,
+	    .set_conditional = op->u.kernel.cond ? sim_cond_set : NULL,
+	    .cond_arg = op->u.kernel.cond,
 	};
 	CUresult r = ptx_run(f->pk, &l);
 	free(mem);

@@ -351,9 +351,32 @@ struct sim_op {
 			uint32_t shared;
 			uint8_t *params;
 			uint32_t param_bytes;
+			struct sim_cond_state *cond; /* referenced, or NULL */
 		} kernel;
 	} u;
 };
+
+/* The conditional handles an instantiated graph's kernels may set
+ * (graph.c): shared by the executable and each kernel it launched until that
+ * kernel is done. */
+struct sim_cond {
+	uint64_t handle;
+	uint32_t default_value, flags;
+	_Atomic uint32_t value;
+};
+struct sim_cond_state {
+	atomic_uint refs;
+	size_t n;
+	struct sim_cond v[];
+};
+void sim_cond_put(struct sim_cond_state *st) SIM_HIDDEN;
+/* cudaGraphSetConditional from a kernel of st's graph: 0, or -1 when handle
+ * is none of its graph's. */
+int sim_cond_set(void *st, uint64_t handle, uint32_t value) SIM_HIDDEN;
+/* cuLaunchKernel for a graph's kernel node whose kernel may set st's
+ * conditions (NULL: none). */
+CUresult sim_launch_kernel(CUfunction f, const unsigned grid[3], const unsigned block[3], unsigned shared,
+			   CUstream hStream, void **extra, struct sim_cond_state *st) SIM_HIDDEN;
 
 /* The stream handle h of ctx: *out is NULL for the NULL stream (also
  * CU_STREAM_LEGACY / CU_STREAM_PER_THREAD), else a referenced stream of ctx.

@@ -49,13 +49,36 @@ struct CUgraphNode_st {
 	struct CUgraphNode_st **deps;
 	size_t ndeps;
 	uint64_t seen; /* a walk's mark (joined()) */
+	/* A conditional node: its handle, type and body graphs (owned; the
+	 * array is the phGraph_out CUDA hands back). */
+	uint64_t cond_handle;
+	CUgraphConditionalNodeType cond_type;
+	struct CUgraph_st **bodies;
+	unsigned nbodies;
+};
+
+/* A conditional handle (cuGraphConditionalHandleCreate). Its value is what
+ * the program passes its kernels, so it is unique in the process: the daemon
+ * finds it among a kernel's parameters and puts its driver's handle there. */
+struct cond_handle {
+	uint64_t value;
+	uint32_t default_value, flags;
 };
 
 struct CUgraph_st {
 	uint32_t magic;
 	struct CUgraphNode_st **nodes;
 	size_t n, cap;
+	struct cond_handle *conds; /* created for this graph */
+	size_t nconds;
+	bool body;                 /* a conditional node's body: the node owns it */
+	struct CUgraph_st *parent; /* a body's: the graph of its node */
+	unsigned cond_depth;       /* conditional nodes around it */
 };
+
+/* Tags handle values, so that a stray parameter is unlikely to equal one. */
+#define COND_TAG 0x78636e6400000000ull /* "xcnd" */
+static atomic_uint_fast64_t next_cond = 1;
 
 struct host_copy {
 	void *ptr;
@@ -247,6 +270,10 @@ static void free_node(struct CUgraphNode_st *n)
 	free(n->deps);
 	if (n->child)
 		free_graph(n->child);
+	for (unsigned i = 0; n->bodies && i < n->nbodies; i++)
+		if (n->bodies[i])
+			free_graph(n->bodies[i]);
+	free(n->bodies);
 	n->magic = 0;
 	free(n);
 }
@@ -256,6 +283,7 @@ static void free_graph(struct CUgraph_st *g)
 	for (size_t i = 0; i < g->n; i++)
 		free_node(g->nodes[i]);
 	free(g->nodes);
+	free(g->conds);
 	g->magic = 0;
 	free(g);
 }
@@ -281,7 +309,8 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 
 CUresult cuGraphDestroy(CUgraph hGraph)
 {
-	if (!valid_graph(hGraph))
+	/* A conditional body goes with its node. */
+	if (!valid_graph(hGraph) || hGraph->body)
 		return CUDA_ERROR_INVALID_VALUE;
 	free_graph(hGraph);
 	return CUDA_SUCCESS;
@@ -657,10 +686,16 @@ static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 	struct CUgraph_st *c = depth <= MAX_CHILD_DEPTH ? new_graph() : NULL;
 	if (!c)
 		return NULL;
-	if (g->n && !(c->nodes = calloc(g->n, sizeof *c->nodes))) {
+	/* Handles keep their values: the kernels cloned hold them. */
+	c->cond_depth = g->cond_depth;
+	if ((g->n && !(c->nodes = calloc(g->n, sizeof *c->nodes))) ||
+	    (g->nconds && !(c->conds = malloc(g->nconds * sizeof *c->conds)))) {
 		free_graph(c);
 		return NULL;
 	}
+	if (g->nconds)
+		memcpy(c->conds, g->conds, g->nconds * sizeof *c->conds);
+	c->nconds = g->nconds;
 	c->cap = g->n;
 	for (size_t i = 0; i < g->n; i++) {
 		const struct CUgraphNode_st *s = g->nodes[i];
@@ -680,13 +715,23 @@ static struct CUgraph_st *clone_graph(const struct CUgraph_st *g, int depth)
 		n->child = NULL;
 		n->deps = NULL;
 		n->ndeps = 0;
+		n->bodies = NULL;
 		c->nodes[c->n++] = n;
 		if ((s->params && !(n->params = malloc(s->w.param_len))) ||
 		    (s->child && !(n->child = clone_graph(s->child, depth + 1))) ||
-		    (s->ndeps && !(n->deps = malloc(s->ndeps * sizeof *n->deps)))) {
+		    (s->ndeps && !(n->deps = malloc(s->ndeps * sizeof *n->deps))) ||
+		    (s->bodies && !(n->bodies = calloc(s->nbodies, sizeof *n->bodies)))) {
 			free_graph(c);
 			return NULL;
 		}
+		for (unsigned b = 0; s->bodies && b < s->nbodies; b++)
+			if (!(n->bodies[b] = clone_graph(s->bodies[b], depth + 1))) {
+				free_graph(c);
+				return NULL;
+			} else {
+				n->bodies[b]->body = true;
+				n->bodies[b]->parent = c;
+			}
 		if (s->params)
 			memcpy(n->params, s->params, s->w.param_len);
 	}
@@ -732,6 +777,78 @@ CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, cons
 	return add_node(hGraph, dependencies, numDependencies, n, phGraphNode);
 }
 
+/* ---- conditional nodes ---------------------------------------------------- */
+
+CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx,
+					unsigned int defaultLaunchValue, unsigned int flags)
+{
+	(void)ctx; /* the process has one context on its GPU */
+	if (!pHandle_out || !valid_graph(hGraph) || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (hGraph->nconds >= XGPU_MAX_GRAPH_CONDS)
+		return xgpu_drv_unsupported(
+		    "cuGraphConditionalHandleCreate (more than 128 handles in one graph)");
+	struct cond_handle *v = realloc(hGraph->conds, (hGraph->nconds + 1) * sizeof *v);
+	if (!v)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	hGraph->conds = v;
+	uint64_t id = atomic_fetch_add(&next_cond, 1);
+	v[hGraph->nconds++] = (struct cond_handle){COND_TAG | (id & 0xffffffffu), defaultLaunchValue, flags};
+	*pHandle_out = v[hGraph->nconds - 1].value;
+	return CUDA_SUCCESS;
+}
+
+/* Whether value is a handle of g or of a graph around it (g being a body). */
+static bool find_cond(const struct CUgraph_st *g, uint64_t value)
+{
+	for (; g; g = g->parent)
+		for (size_t i = 0; i < g->nconds; i++)
+			if (g->conds[i].value == value)
+				return true;
+	return false;
+}
+
+/* A conditional node with p->size empty bodies, handed back in
+ * p->phGraph_out. Its handle must be one of g's or of a graph g is a body
+ * of, as CUDA requires. */
+static CUresult add_conditional(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+				CUDA_CONDITIONAL_NODE_PARAMS *p)
+{
+	if (!out || !valid_graph(g) || !find_cond(g, p->handle))
+		return CUDA_ERROR_INVALID_VALUE;
+	bool ok = (p->type == CU_GRAPH_COND_TYPE_IF && (p->size == 1 || p->size == 2)) ||
+		  (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size == 1) ||
+		  (p->type == CU_GRAPH_COND_TYPE_SWITCH && p->size >= 1);
+	if (!ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (p->size > XGPU_MAX_GRAPH_BODIES)
+		return xgpu_drv_unsupported("cuGraphAddNode (a switch node of more than 1024 bodies)");
+	if (g->cond_depth >= XGPU_MAX_GRAPH_COND_DEPTH)
+		return xgpu_drv_unsupported("cuGraphAddNode (conditional nodes nested more than 8 deep)");
+	struct CUgraphNode_st *n = new_node(CU_GRAPH_NODE_TYPE_CONDITIONAL, XGPU_GN_COND);
+	if (!n || !(n->bodies = calloc(p->size, sizeof *n->bodies))) {
+		free(n);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	n->nbodies = p->size;
+	n->cond_handle = p->handle;
+	n->cond_type = p->type;
+	for (unsigned i = 0; i < p->size; i++) {
+		if (!(n->bodies[i] = new_graph())) {
+			free_node(n);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		n->bodies[i]->body = true;
+		n->bodies[i]->parent = g;
+		n->bodies[i]->cond_depth = g->cond_depth + 1;
+	}
+	CUgraph *bodies = n->bodies;
+	CUresult r = add_node(g, deps, ndeps, n, out);
+	if (!r)
+		p->phGraph_out = bodies;
+	return r;
+}
+
 /* Edge data: a programmatic edge (programmatic dependent launch) lets the
  * dependent kernel start before its predecessor ends; waiting for the end,
  * as a plain edge does, is a valid schedule of it, as stream order is for
@@ -755,7 +872,7 @@ static CUresult check_edges(const CUgraphEdgeData *e, size_t n)
 
 /* The generic form (cuGraphAddNode, which XLA's command buffers use): each
  * type goes to its own adder, so it is checked and described the same way.
- * Unused bytes must be zero, as CUDA requires; conditional, batch-memop and
+ * Unused bytes must be zero, as CUDA requires; batch-memop and
  * external-semaphore nodes are refused by name as their typed forms are. */
 static CUresult add_generic_node(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
 				 size_t numDependencies, CUgraphNodeParams *p)
@@ -800,7 +917,7 @@ static CUresult add_generic_node(CUgraphNode *phGraphNode, CUgraph hGraph, const
 		return cuGraphAddMemFreeNode(phGraphNode, hGraph, dependencies, numDependencies,
 					     p->free.dptr);
 	case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-		return xgpu_drv_unsupported("cuGraphAddNode (conditional nodes)");
+		return add_conditional(phGraphNode, hGraph, dependencies, numDependencies, &p->conditional);
 	case CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL:
 	case CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT:
 		return xgpu_drv_unsupported("cuGraphAddNode (external semaphore nodes)");
@@ -911,6 +1028,9 @@ struct desc {
 	size_t np, capp;
 	struct host_copy *copies;
 	size_t nc, capc;
+	struct xgpu_graph_cond *conds;
+	size_t ncd, capcd;
+	uint32_t nbodies;
 };
 
 static bool grow(void **v, size_t *cap, size_t need, size_t elem)
@@ -949,22 +1069,71 @@ static CUresult desc_edge(struct desc *d, uint32_t from, uint32_t to)
 	return CUDA_SUCCESS;
 }
 
-/* Flattens g into d. Each node becomes one wire node, a child graph an empty
- * entry node before its nodes and an empty exit node after them; first[i]
- * and last[i] are node i's first and last wire node. */
+/* Enters g's conditional handles into d's table as handles of wire graph
+ * body (g is that graph or a child graph flattened into it). */
+static CUresult desc_conds(struct desc *d, const struct CUgraph_st *g, uint32_t body)
+{
+	for (size_t i = 0; i < g->nconds; i++) {
+		for (size_t k = 0; k < d->ncd; k++)
+			if (d->conds[k].guest == g->conds[i].value)
+				return xgpu_drv_unsupported("cuGraphInstantiate of a graph holding one "
+							    "conditional handle twice (a graph "
+							    "and its clone)");
+		if (d->ncd >= XGPU_MAX_GRAPH_CONDS)
+			return xgpu_drv_unsupported(
+			    "cuGraphInstantiate (more than 128 conditional handles in one graph)");
+		if (!grow((void **)&d->conds, &d->capcd, d->ncd + 1, sizeof *d->conds))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		d->conds[d->ncd++] = (struct xgpu_graph_cond){.guest = g->conds[i].value,
+							      .default_value = g->conds[i].default_value,
+							      .flags = g->conds[i].flags,
+							      .graph = body};
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Flattens g into d as nodes of wire graph body (cdepth conditional nodes
+ * around it). Each node becomes one wire node, a child graph an empty entry
+ * node before its nodes and an empty exit node after them; first[i] and
+ * last[i] are node i's first and last wire node. A conditional node's bodies
+ * become wire graphs of their own, numbered in the order they are met. */
 static CUresult flatten(struct desc *d, const struct CUgraph_st *g, const uint32_t *entry, int depth,
-			uint32_t *exit_out)
+			uint32_t *exit_out, uint32_t body, unsigned cdepth)
 {
 	if (depth > MAX_CHILD_DEPTH)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (cdepth > XGPU_MAX_GRAPH_COND_DEPTH)
+		return xgpu_drv_unsupported("cuGraphInstantiate (conditional nodes nested more than 8 deep)");
+	CUresult r = desc_conds(d, g, body);
+	if (r)
+		return r;
 	uint32_t *first = malloc((g->n ? g->n : 1) * sizeof *first),
 		 *last = malloc((g->n ? g->n : 1) * sizeof *last);
-	CUresult r = first && last ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	r = first && last ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 	for (size_t i = 0; !r && i < g->n; i++) {
 		const struct CUgraphNode_st *n = g->nodes[i];
 		struct xgpu_graph_node w = n->w;
 		if (n->type == CU_GRAPH_NODE_TYPE_GRAPH)
 			w = (struct xgpu_graph_node){.type = XGPU_GN_EMPTY};
+		w.graph = body;
+		uint32_t first_body = 0;
+		if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+			size_t k = 0;
+			while (k < d->ncd && d->conds[k].guest != n->cond_handle)
+				k++;
+			if (k == d->ncd || n->nbodies > XGPU_MAX_GRAPH_BODIES - d->nbodies) {
+				r = k == d->ncd ? CUDA_ERROR_INVALID_VALUE
+						: xgpu_drv_unsupported("cuGraphInstantiate (more than 1024 "
+								       "conditional bodies in one graph)");
+				break;
+			}
+			first_body = d->nbodies + 1;
+			d->nbodies += n->nbodies;
+			w.handle = k;
+			w.value = (uint32_t)n->cond_type;
+			w.src = first_body;
+			w.size = n->nbodies;
+		}
 		if (n->type == CU_GRAPH_NODE_TYPE_KERNEL) {
 			if (!grow((void **)&d->params, &d->capp, d->np + n->w.param_len, 1)) {
 				r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -1005,9 +1174,11 @@ static CUresult flatten(struct desc *d, const struct CUgraph_st *g, const uint32
 			r = desc_edge(d, *entry, first[i]);
 		if (!r && n->type == CU_GRAPH_NODE_TYPE_GRAPH) {
 			uint32_t exit_node;
-			r = flatten(d, n->child, &first[i], depth + 1, &exit_node);
+			r = flatten(d, n->child, &first[i], depth + 1, &exit_node, body, cdepth);
 			last[i] = exit_node;
 		}
+		for (unsigned b = 0; !r && b < n->nbodies; b++)
+			r = flatten(d, n->bodies[b], NULL, depth + 1, NULL, first_body + b, cdepth + 1);
 	}
 	/* Edges to nodes that come later in g (cuGraphAddDependencies). */
 	for (size_t i = 0; !r && i < g->n; i++) {
@@ -1021,7 +1192,7 @@ static CUresult flatten(struct desc *d, const struct CUgraph_st *g, const uint32
 		}
 	}
 	if (!r && exit_out) {
-		struct xgpu_graph_node w = {.type = XGPU_GN_EMPTY};
+		struct xgpu_graph_node w = {.type = XGPU_GN_EMPTY, .graph = body};
 		r = desc_node(d, &w, exit_out);
 		for (size_t i = 0; !r && i < g->n; i++)
 			r = desc_edge(d, last[i], *exit_out);
@@ -1039,6 +1210,7 @@ static void desc_free(struct desc *d)
 	free(d->edges);
 	free(d->params);
 	free(d->copies);
+	free(d->conds);
 }
 
 /* The daemon's side of x from graph g: one GRAPH_INSTANTIATE.
@@ -1046,15 +1218,19 @@ static void desc_free(struct desc *d)
 static CUresult send_graph(struct xgpu_client *c, const struct CUgraph_st *g, struct CUgraphExec_st *x)
 {
 	struct desc d = {0};
-	CUresult r = flatten(&d, g, NULL, 0, NULL);
+	CUresult r = flatten(&d, g, NULL, 0, NULL, 0, 0);
 	/* The daemon needs a node: an empty graph launches as one empty node. */
 	uint32_t only;
 	struct xgpu_graph_node empty = {.type = XGPU_GN_EMPTY};
 	if (!r && !d.nn)
 		r = desc_node(&d, &empty, &only);
-	struct xgpu_graph_desc h = {
-	    .nnodes = (uint32_t)d.nn, .nedges = (uint32_t)d.ne, .param_bytes = (uint32_t)d.np};
-	size_t len = sizeof h + d.nn * sizeof *d.nodes + d.ne * sizeof *d.edges + d.np;
+	struct xgpu_graph_desc h = {.nnodes = (uint32_t)d.nn,
+				    .nedges = (uint32_t)d.ne,
+				    .param_bytes = (uint32_t)d.np,
+				    .nconds = (uint32_t)d.ncd,
+				    .nbodies = d.nbodies};
+	size_t len =
+	    sizeof h + d.nn * sizeof *d.nodes + d.ne * sizeof *d.edges + d.ncd * sizeof *d.conds + d.np;
 	uint8_t *buf = r ? NULL : malloc(len);
 	if (!r && !buf)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -1067,6 +1243,9 @@ static CUresult send_graph(struct xgpu_client *c, const struct CUgraph_st *g, st
 		if (d.ne)
 			memcpy(p, d.edges, d.ne * sizeof *d.edges);
 		p += d.ne * sizeof *d.edges;
+		if (d.ncd)
+			memcpy(p, d.conds, d.ncd * sizeof *d.conds);
+		p += d.ncd * sizeof *d.conds;
 		if (d.np)
 			memcpy(p, d.params, d.np);
 		struct xgpu_req_GRAPH_INSTANTIATE req = {0};
@@ -1109,6 +1288,9 @@ static int host_nodes(const struct CUgraph_st *g, int depth)
 			found = depth ? -1 : 1;
 		else if (n->child && depth < MAX_CHILD_DEPTH && host_nodes(n->child, depth + 1))
 			found = -1;
+		for (unsigned b = 0; b < n->nbodies && found >= 0; b++)
+			if (depth < MAX_CHILD_DEPTH && host_nodes(n->bodies[b], depth + 1))
+				found = -1;
 	}
 	return found;
 }
@@ -1144,7 +1326,13 @@ static CUresult add_part(struct CUgraphExec_st *x, struct exec_part p)
 static CUresult add_segment(struct xgpu_client *c, struct CUgraphExec_st *x, struct CUgraphNode_st **seg,
 			    size_t n)
 {
-	struct CUgraph_st tmp = {.magic = GRAPH_MAGIC, .nodes = seg, .n = n, .cap = n};
+	/* Its conditional nodes use the whole graph's handles. */
+	struct CUgraph_st tmp = {.magic = GRAPH_MAGIC,
+				 .nodes = seg,
+				 .n = n,
+				 .cap = n,
+				 .conds = x->snapshot->conds,
+				 .nconds = x->snapshot->nconds};
 	struct CUgraphExec_st *sub = calloc(1, sizeof *sub);
 	if (!sub)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1212,8 +1400,9 @@ static CUresult send_exec(struct xgpu_client *c, struct CUgraphExec_st *x)
 {
 	int h = host_nodes(x->snapshot, 0);
 	if (h < 0)
-		return xgpu_drv_unsupported("cuGraphInstantiate of a child graph holding a host node (xgpu "
-					    "serves host nodes at a graph's top level)");
+		return xgpu_drv_unsupported(
+		    "cuGraphInstantiate of a child graph or conditional body holding a "
+		    "host node (xgpu serves host nodes at a graph's top level)");
 	if (h) {
 		free_parts(c, x);
 		x->generation = xgpu_fork_generation;
@@ -1531,6 +1720,9 @@ static bool same_topology(const struct CUgraph_st *a, const struct CUgraph_st *b
 		CUgraphNode inner;
 		if (same && x->child)
 			same = same_topology(x->child, y->child, &inner);
+		same = same && x->nbodies == y->nbodies && x->cond_type == y->cond_type;
+		for (unsigned b = 0; same && b < x->nbodies; b++)
+			same = same_topology(x->bodies[b], y->bodies[b], &inner);
 		if (!same) {
 			*bad = b->nodes[i];
 			return false;
@@ -1586,6 +1778,7 @@ CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *
 
 struct capture {
 	bool used, invalidated;
+	bool into; /* into the program's graph (cuStreamBeginCaptureToGraph) */
 	uint64_t id;
 	struct CUgraph_st *graph;
 	CUstreamCaptureMode mode;
@@ -2101,7 +2294,9 @@ bool xgpu_graph_capturing(xgpu_handle_t stream)
 	return yes;
 }
 
-static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
+/* A capture into a new graph, or into graph into after its nodes deps. */
+static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode, struct CUgraph_st *into,
+			      const CUgraphNode *deps, size_t ndeps)
 {
 	struct xgpu_client *c;
 	CUresult r = graph_client(&c);
@@ -2130,17 +2325,28 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
 			cs = &cstreams[i];
 	if (!r && (!cap || !cs))
 		r = CUDA_ERROR_OUT_OF_MEMORY;
-	struct CUgraph_st *g = r ? NULL : new_graph();
+	for (size_t i = 0; !r && i < ndeps; i++)
+		if (!valid_node(deps[i]) || deps[i]->graph != into)
+			r = CUDA_ERROR_INVALID_VALUE;
+	struct CUgraph_st *g = r ? NULL : into ? into : new_graph();
 	if (!r && !g)
 		r = CUDA_ERROR_OUT_OF_MEMORY;
 	if (!r) {
+		*cs = (struct capture_stream){.stream = s, .cap = cap};
+		if ((r = set_frontier(cs, deps, ndeps))) {
+			memset(cs, 0, sizeof *cs);
+			if (!into)
+				free_graph(g);
+		}
+	}
+	if (!r) {
 		*cap = (struct capture){.used = true,
+					.into = into != NULL,
 					.id = next_capture_id++,
 					.graph = g,
 					.mode = mode,
 					.thread = pthread_self(),
 					.origin = s};
-		*cs = (struct capture_stream){.stream = s, .cap = cap};
 		atomic_fetch_add(&live_captures, 1);
 	}
 	pthread_mutex_unlock(&capture_lock);
@@ -2149,8 +2355,23 @@ static CUresult begin_capture(CUstream hStream, CUstreamCaptureMode mode)
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
-	return begin_capture(hStream, mode);
+	return begin_capture(hStream, mode, NULL, NULL, 0);
 }
+
+/* Capturing into an existing graph, which is how a conditional node's body
+ * is filled from a stream. */
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+				     const CUgraphEdgeData *dependencyData, size_t numDependencies,
+				     CUstreamCaptureMode mode)
+{
+	if (!valid_graph(hGraph) || (numDependencies && !dependencies))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult r = check_edges(dependencyData, numDependencies);
+	return r ? r : begin_capture(hStream, mode, hGraph, dependencies, numDependencies);
+}
+CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+					  const CUgraphEdgeData *dependencyData, size_t numDependencies,
+					  CUstreamCaptureMode mode) XGPU_ALIAS(cuStreamBeginCaptureToGraph);
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode)
     XGPU_ALIAS(cuStreamBeginCapture_v2);
 
@@ -2159,7 +2380,7 @@ CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode
 CUresult cuStreamBeginCapture(CUstream hStream);
 CUresult cuStreamBeginCapture(CUstream hStream)
 {
-	return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	return begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL, NULL, NULL, 0);
 }
 CUresult cuStreamBeginCapture_ptsz(CUstream hStream) XGPU_ALIAS(cuStreamBeginCapture);
 
@@ -2199,8 +2420,6 @@ static bool joined(const struct capture_stream *cs)
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
 	struct xgpu_client *c;
-	if (!phGraph)
-		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = graph_client(&c);
 	if (r)
 		return r;
@@ -2209,6 +2428,9 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 	struct capture_stream *cs = find_stream(s);
 	if (!cs)
 		r = CUDA_ERROR_ILLEGAL_STATE;
+	/* A capture into the program's graph needs nowhere to put it. */
+	else if (!phGraph && !cs->cap->into)
+		r = CUDA_ERROR_INVALID_VALUE;
 	else if (cs->cap->origin != s)
 		r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
 	else if (cs->cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
@@ -2216,16 +2438,16 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 		r = CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
 	if (!r) {
 		struct capture *cap = cs->cap;
-		if (!cap->invalidated && !joined(cs)) {
-			free_graph(cap->graph);
-			*phGraph = NULL;
+		CUgraph got = cap->graph;
+		if (!cap->invalidated && !joined(cs))
 			r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
-		} else if (cap->invalidated) {
-			free_graph(cap->graph);
-			*phGraph = NULL;
+		else if (cap->invalidated)
 			r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-		} else
-			*phGraph = cap->graph;
+		/* The program's own graph stays the program's. */
+		if (r && !cap->into)
+			free_graph(cap->graph);
+		if (phGraph)
+			*phGraph = r ? NULL : got;
 		end_capture(cap);
 	}
 	pthread_mutex_unlock(&capture_lock);
@@ -2299,6 +2521,69 @@ CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream, CUstreamCaptureStatus 
 					cuuint64_t *id_out, CUgraph *graph_out,
 					const CUgraphNode **dependencies_out, size_t *numDependencies_out)
     XGPU_ALIAS(cuStreamGetCaptureInfo_v2);
+
+/* Replaces (CU_STREAM_SET_CAPTURE_DEPENDENCIES) or adds to the nodes the
+ * stream's next captured work depends on, as after a node the program added
+ * to the capture's graph itself. */
+static CUresult update_capture_deps(CUstream hStream, CUgraphNode *deps, size_t n, unsigned flags)
+{
+	struct xgpu_client *c;
+	CUresult r = graph_client(&c);
+	if (r)
+		return r;
+	if ((n && !deps) ||
+	    (flags != CU_STREAM_ADD_CAPTURE_DEPENDENCIES && flags != CU_STREAM_SET_CAPTURE_DEPENDENCIES))
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&capture_lock);
+	struct capture_stream *cs = find_stream(xgpu_drv_stream(hStream));
+	if (!cs)
+		r = CUDA_ERROR_ILLEGAL_STATE;
+	for (size_t i = 0; !r && i < n; i++)
+		if (!valid_node(deps[i]) || deps[i]->graph != cs->cap->graph)
+			r = CUDA_ERROR_INVALID_VALUE;
+	if (!r && flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES)
+		r = set_frontier(cs, deps, n);
+	else if (!r) {
+		if (!grow((void **)&cs->frontier, &cs->cap_n, cs->n + n ? cs->n + n : 1,
+			  sizeof *cs->frontier))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		for (size_t i = 0; !r && i < n; i++) {
+			bool have = false;
+			for (size_t k = 0; k < cs->n; k++)
+				have |= cs->frontier[k] == deps[i];
+			if (!have)
+				cs->frontier[cs->n++] = deps[i];
+		}
+	}
+	pthread_mutex_unlock(&capture_lock);
+	return r;
+}
+
+#undef cuStreamUpdateCaptureDependencies
+CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+					   size_t numDependencies, unsigned int flags);
+CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+					   size_t numDependencies, unsigned int flags)
+{
+	return update_capture_deps(hStream, dependencies, numDependencies, flags);
+}
+CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
+						size_t numDependencies, unsigned int flags);
+CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
+						size_t numDependencies, unsigned int flags)
+    XGPU_ALIAS(cuStreamUpdateCaptureDependencies);
+
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
+					      const CUgraphEdgeData *dependencyData, size_t numDependencies,
+					      unsigned int flags)
+{
+	CUresult r = check_edges(dependencyData, numDependencies);
+	return r ? r : update_capture_deps(hStream, dependencies, numDependencies, flags);
+}
+CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode *dependencies,
+						   const CUgraphEdgeData *dependencyData,
+						   size_t numDependencies, unsigned int flags)
+    XGPU_ALIAS(cuStreamUpdateCaptureDependencies_v2);
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {

@@ -441,3 +441,142 @@ XGPU_EXPORT cudaError_t cudaGraphMemFreeNodeGetParams(cudaGraphNode_t node, void
 {
 	RT_CALL(cuGraphMemFreeNodeGetParams(node, (CUdeviceptr *)dptr_out));
 }
+
+/* ---- the generic node form and conditional nodes --------------------------- */
+
+XGPU_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle *pHandle_out,
+							 cudaGraph_t graph, unsigned int defaultLaunchValue,
+							 unsigned int flags)
+{
+	_Static_assert(sizeof *pHandle_out == sizeof(CUgraphConditionalHandle), "one handle size");
+	RT_CALL(cuGraphConditionalHandleCreate((CUgraphConditionalHandle *)(void *)pHandle_out, graph, NULL,
+					       defaultLaunchValue, flags));
+}
+
+/* A conditional node: the driver's parameters, then the bodies handed back. */
+static CUresult add_conditional(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps,
+				size_t ndeps, struct cudaConditionalNodeParams *p)
+{
+	CUgraphNodeParams d;
+	memset(&d, 0, sizeof d);
+	d.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+	d.conditional.handle = p->handle;
+	d.conditional.type = (CUgraphConditionalNodeType)p->type;
+	d.conditional.size = p->size;
+	CUresult r = cuGraphAddNode(out, graph, deps, NULL, ndeps, &d);
+	if (!r)
+		p->phGraph_out = d.conditional.phGraph_out;
+	return r;
+}
+
+/* Each type goes to the runtime's own adder of it, so it is checked the same
+ * way; unused bytes must be zero, as CUDA requires. */
+static CUresult add_generic(cudaGraphNode_t *out, cudaGraph_t graph, const cudaGraphNode_t *deps,
+			    const cudaGraphEdgeData *edges, size_t ndeps, struct cudaGraphNodeParams *p)
+{
+	if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* Edge data is checked by the driver's form, with an empty node. */
+	for (size_t i = 0; edges && i < ndeps; i++)
+		if (edges[i].to_port || edges[i].type > cudaGraphDependencyTypeProgrammatic)
+			return CUDA_ERROR_INVALID_VALUE;
+	switch (p->type) {
+	case cudaGraphNodeTypeEmpty:
+		return cuGraphAddEmptyNode(out, graph, deps, ndeps);
+	case cudaGraphNodeTypeKernel: {
+		struct cudaKernelNodeParams k = {.func = p->kernel.func,
+						 .gridDim = p->kernel.gridDim,
+						 .blockDim = p->kernel.blockDim,
+						 .sharedMemBytes = p->kernel.sharedMemBytes,
+						 .kernelParams = p->kernel.kernelParams,
+						 .extra = p->kernel.extra};
+		struct kernel_node_wire w;
+		CUresult r = kernel_node_wire(&k, "cudaGraphAddNode (a kernel node with extra)", &w);
+		return r ? r
+			 : xgpu_graph_add_kernel(out, graph, deps, ndeps, w.remote, w.grid, w.block,
+						 k.sharedMemBytes, w.params, w.len);
+	}
+	case cudaGraphNodeTypeMemcpy:
+		if (p->memcpy.flags || p->memcpy.reserved[0] || p->memcpy.reserved[1] ||
+		    p->memcpy.reserved[2])
+			return CUDA_ERROR_INVALID_VALUE;
+		return add_copy_3d(out, graph, deps, ndeps, &p->memcpy.copyParams);
+	case cudaGraphNodeTypeMemset: {
+		struct cudaMemsetParams m = {.dst = p->memset.dst,
+					     .pitch = p->memset.pitch,
+					     .value = p->memset.value,
+					     .elementSize = p->memset.elementSize,
+					     .width = p->memset.width,
+					     .height = p->memset.height};
+		return add_memset(out, graph, deps, ndeps, &m);
+	}
+	case cudaGraphNodeTypeHost: {
+		CUDA_HOST_NODE_PARAMS h = {.fn = p->host.fn, .userData = p->host.userData};
+		return cuGraphAddHostNode(out, graph, deps, ndeps, &h);
+	}
+	case cudaGraphNodeTypeGraph:
+		if (p->graph.ownership != cudaGraphChildGraphOwnershipClone)
+			return (CUresult)xgpu_unsupported(
+			    "cudaGraphAddNode (a child graph moved into its node)");
+		return cuGraphAddChildGraphNode(out, graph, deps, ndeps, p->graph.graph);
+	case cudaGraphNodeTypeWaitEvent:
+		return cuGraphAddEventWaitNode(out, graph, deps, ndeps, p->eventWait.event);
+	case cudaGraphNodeTypeEventRecord:
+		return cuGraphAddEventRecordNode(out, graph, deps, ndeps, p->eventRecord.event);
+	case cudaGraphNodeTypeConditional:
+		return add_conditional(out, graph, deps, ndeps, &p->conditional);
+	case cudaGraphNodeTypeMemAlloc:
+	case cudaGraphNodeTypeMemFree:
+		return (CUresult)xgpu_unsupported("cudaGraphAddNode (memory nodes: cudaGraphAddMemAllocNode "
+						  "and cudaGraphAddMemFreeNode are served)");
+	default:
+		return (CUresult)xgpu_unsupported("cudaGraphAddNode (external semaphore or batch memory "
+						  "operation nodes)");
+	}
+}
+
+XGPU_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+					 const cudaGraphNode_t *pDependencies,
+					 const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+					 struct cudaGraphNodeParams *nodeParams)
+{
+	RT_CALL(add_generic(pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+						      const cudaGraphNode_t *dependencies,
+						      const cudaGraphEdgeData *dependencyData,
+						      size_t numDependencies, enum cudaStreamCaptureMode mode)
+{
+	RT_CALL(cuStreamBeginCaptureToGraph((CUstream)stream, graph, dependencies,
+					    (const CUgraphEdgeData *)dependencyData, numDependencies,
+					    (CUstreamCaptureMode)mode));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+							   const cudaGraphNode_t *dependencies,
+							   const cudaGraphEdgeData *dependencyData,
+							   size_t numDependencies,
+							   enum cudaStreamCaptureMode mode)
+{
+	return cudaStreamBeginCaptureToGraph(stream, graph, dependencies, dependencyData, numDependencies,
+					     mode);
+}
+
+XGPU_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t stream,
+							    cudaGraphNode_t *dependencies,
+							    const cudaGraphEdgeData *dependencyData,
+							    size_t numDependencies, unsigned int flags)
+{
+	RT_CALL(cuStreamUpdateCaptureDependencies_v2(
+	    (CUstream)stream, dependencies, (const CUgraphEdgeData *)dependencyData, numDependencies, flags));
+}
+
+XGPU_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies_ptsz(cudaStream_t stream,
+								 cudaGraphNode_t *dependencies,
+								 const cudaGraphEdgeData *dependencyData,
+								 size_t numDependencies, unsigned int flags)
+{
+	return cudaStreamUpdateCaptureDependencies(stream, dependencies, dependencyData, numDependencies,
+						   flags);
+}
