@@ -586,6 +586,22 @@ static CUresult cond_value(const struct sim_cond_state *st, uint64_t h, CUstream
 
 static CUresult run_graph(const struct CUgraph_st *g, CUstream s, struct sim_cond_state *st);
 
+/* Whether a kernel of g (or of a body in it) is computed, by a host
+ * implementation or the PTX interpreter: only such a kernel can set a
+ * condition. */
+static bool computes(const struct CUgraph_st *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		const struct CUgraphNode_st *n = g->nodes[i];
+		if (n->kind == N_KERNEL && (n->u.k.func->impl || n->u.k.func->pk))
+			return true;
+		for (unsigned b = 0; n->kind == N_COND && b < n->u.cond.size; b++)
+			if (computes(n->u.cond.bodies[b]))
+				return true;
+	}
+	return false;
+}
+
 static CUresult run_cond(const struct CUgraphNode_st *n, CUstream s, struct sim_cond_state *st)
 {
 	uint32_t v;
@@ -607,6 +623,15 @@ static CUresult run_cond(const struct CUgraphNode_st *n, CUstream s, struct sim_
 			r = run_graph(n->u.cond.bodies[0], s, st);
 			if (!r)
 				r = cond_value(st, n->u.cond.handle, s, &v);
+			/* A body whose kernels the sim cannot compute (no PTX, no
+			 * host implementation) never ends its loop here, though it
+			 * would on a GPU: it runs once, as a do-while that stops. */
+			if (!r && v && !runs && !computes(n->u.cond.bodies[0])) {
+				sim_log(
+				    "a while node's body computes nothing (its kernels have no PTX or host "
+				    "implementation): its loop ends after one run");
+				break;
+			}
 		}
 		return r;
 	}

@@ -1061,6 +1061,8 @@ static CUresult interpret(struct sim_op *op, uint64_t *spent_ns)
 			: r == CUDA_ERROR_MISALIGNED_ADDRESS ? "CUDA_ERROR_MISALIGNED_ADDRESS"
 			: r == CUDA_ERROR_LAUNCH_TIMEOUT     ? "CUDA_ERROR_LAUNCH_TIMEOUT"
 							     : "CUDA_ERROR_ILLEGAL_INSTRUCTION");
+	else if (r == CUDA_ERROR_LAUNCH_FAILED && l.fault[0]) /* a call the kernel made wrongly */
+		sim_log("kernel %s faulted: %s (CUDA_ERROR_LAUNCH_FAILED)", f->ki->name, l.fault);
 	else if (r && !atomic_load(&ctx->sticky) && !atomic_load(&ctx->dying))
 		sim_log("kernel %s: the PTX interpreter failed with error %d", f->ki->name, (int)r);
 	if (r && (atomic_load(&ctx->dying) || r == CUDA_ERROR_OUT_OF_MEMORY))

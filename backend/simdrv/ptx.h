@@ -366,9 +366,10 @@ struct ptx_launch {
 	bool (*object)(void *arg, uint64_t h, int surface, struct ptx_tex *out);
 	struct ptx_heap *heap; /* for malloc and free; NULL: malloc returns NULL */
 	/* cudaGraphSetConditional(handle, value) from the kernel: the graph
-	 * that launched it takes the value; NULL (no conditional nodes) fails
-	 * the launch with CUDA_ERROR_NOT_SUPPORTED. Nonzero refuses the handle
-	 * (CUDA_ERROR_INVALID_VALUE). */
+	 * that launched it takes the value. NULL (not a graph's kernel, or
+	 * its graph has no handles) and nonzero (a handle not the graph's)
+	 * fault the kernel (CUDA_ERROR_LAUNCH_FAILED, naming the call): a
+	 * program error, which fails the context as a GPU's fault does. */
 	int (*set_conditional)(void *cond_arg, uint64_t handle, uint32_t value);
 	void *cond_arg;
 	uint64_t insns;  /* out: thread-instructions executed */

@@ -1916,12 +1916,13 @@ static void call_extern(struct blk *b, struct warp *w, const struct ptx_callsite
 			uint64_t hnd = slot_u64(b, w, L, &a[0]);
 			uint32_t v = (uint32_t)slot_u64(b, w, L, &a[1]);
 			if (!b->l->set_conditional) {
-				stop(b, CUDA_ERROR_NOT_SUPPORTED,
-				     "cudaGraphSetConditional: the sim's graphs have no conditional nodes");
+				stop(b, CUDA_ERROR_LAUNCH_FAILED,
+				     "cudaGraphSetConditional: the kernel was not launched by a graph with "
+				     "conditional handles");
 				return;
 			}
 			if (b->l->set_conditional(b->l->cond_arg, hnd, v)) {
-				if (claim(b, CUDA_ERROR_INVALID_VALUE))
+				if (claim(b, CUDA_ERROR_LAUNCH_FAILED))
 					snprintf(b->l->fault, sizeof b->l->fault,
 						 "cudaGraphSetConditional: handle 0x%llx is not the "
 						 "launching graph's",

@@ -512,10 +512,12 @@ static void test_set_conditional(void **state)
 	assert_int_equal(seen.handle, 0x1234);
 	assert_int_equal(seen.value, 7);
 	h = 0xbad;
-	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_INVALID_VALUE);
+	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_LAUNCH_FAILED);
+	assert_non_null(strstr(l.fault, "is not the launching graph's"));
 	l.set_conditional = NULL;
 	h = 0x1234;
-	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_NOT_SUPPORTED);
+	l.fault[0] = 0;
+	assert_int_equal(ptx_run(k, &l), CUDA_ERROR_LAUNCH_FAILED);
 	assert_non_null(strstr(l.fault, "cudaGraphSetConditional"));
 	ptx_free(m);
 }
