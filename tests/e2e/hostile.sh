@@ -20,6 +20,9 @@ grep -q "closed (corrupt tx index)" "$XGPUD_LOG" || fail "corrupt data-area inde
 "$R" cross-domain || fail "cross-domain access"
 grep -q "is not inside one of this process's allocations" "$XGPUD_LOG" || fail "cross-domain refusal not logged"
 "$R" graphs || fail "malformed and foreign graphs"
+"$R" graph-conds || fail "malformed conditional nodes"
+grep -q "graph refused: conditional nodes nested beyond the limit" "$XGPUD_LOG" ||
+	fail "the daemon did not name the nesting it refused"
 grep -q "domain raw-ga: graph refused: the dependencies form a cycle" "$XGPUD_LOG" || fail "cyclic graph not logged"
 grep -q "domain raw-ga: graph refused: 4097 nodes" "$XGPUD_LOG" || fail "oversize graph not logged"
 "$R" managed || fail "forged managed-memory requests"

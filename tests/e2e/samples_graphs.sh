@@ -4,8 +4,9 @@
 # daemon (sim executor): tests/samples/graphs.cu (explicit graph API with a
 # child graph) and graphs_capture.cu (a two-stream pipeline captured, and the
 # calls CUDA refuses during a capture), each built with -cudart shared and
-# with nvcc's default static runtime, and graphs_drv.c (cuGraph* and
-# cuStreamBeginCapture). Each program checks every launch's results. A graph
+# with nvcc's default static runtime, graphs_drv.c (cuGraph* and
+# cuStreamBeginCapture), and graphs_cond.cu (conditional nodes, built both
+# ways too). Each program checks every launch's results. A graph
 # launch is one request: the daemon's call count grows by one per launch,
 # and the graph's kernels and device time are charged to the domain.
 . "$(dirname "$0")/lib.bash"
@@ -46,6 +47,13 @@ run_ok "$S/graphs_capture"
 run_ok "$S/static/graphs"
 run_ok "$S/static/graphs_capture"
 run_ok "$S/graphs_drv" "$B/tests/data/graphs.fatbin"
+# Conditional nodes, their kernels computed by the PTX interpreter; each
+# program ends with a kernel fault (a handle of another graph), which ends
+# the domain's executor: the next program gets a new one.
+run_ok "$S/graphs_cond"
+grep -q "cudaGraphSetConditional: handle 0x.* is not the launching graph's" "$XGPUD_LOG" ||
+	fail "graphs_cond: the foreign handle's fault was not named"
+run_ok "$S/static/graphs_cond"
 
 # Every exec and its pinned staging went with its process.
 wait_for 10 dom_eq "$dom" channels 0 || fail "channel still open"

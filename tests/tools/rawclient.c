@@ -443,6 +443,111 @@ static int graph_launch(struct xgpu_client *c, uint64_t exec, void *in, uint64_t
 	return xgpu_rpc(c, &r);
 }
 
+/* Sends a description with conditional handles: d's counts of nodes, edges
+ * and handles, no parameters. */
+static int cond_instantiate(struct xgpu_client *c, struct xgpu_graph_desc d,
+			    const struct xgpu_graph_node *nodes, const struct xgpu_graph_edge *edges,
+			    const struct xgpu_graph_cond *conds)
+{
+	uint8_t buf[sizeof d + 16 * sizeof *nodes + 16 * sizeof *edges + 16 * sizeof *conds];
+	if (d.nnodes > 16 || d.nedges > 16 || d.nconds > 16)
+		return -1;
+	size_t len = 0;
+	memcpy(buf, &d, sizeof d);
+	len += sizeof d;
+	memcpy(buf + len, nodes, d.nnodes * sizeof *nodes);
+	len += d.nnodes * sizeof *nodes;
+	if (d.nedges)
+		memcpy(buf + len, edges, d.nedges * sizeof *edges);
+	len += d.nedges * sizeof *edges;
+	if (d.nconds)
+		memcpy(buf + len, conds, d.nconds * sizeof *conds);
+	len += d.nconds * sizeof *conds;
+	struct xgpu_req_GRAPH_INSTANTIATE req = {0};
+	struct xgpu_rsp_GRAPH_INSTANTIATE rsp = {0};
+	struct xgpu_rpc r = xgpu_rpc_GRAPH_INSTANTIATE(&req, &rsp);
+	r.out = buf;
+	r.out_len = len;
+	return xgpu_rpc(c, &r);
+}
+
+/* Conditional nodes nested depth deep: node i is in graph i (0: the graph
+ * itself) and owns body i + 1, with handle i of graph i. */
+static int cond_nested(struct xgpu_client *c, uint32_t depth)
+{
+	struct xgpu_graph_node n[16];
+	struct xgpu_graph_cond h[16];
+	memset(n, 0, sizeof n);
+	memset(h, 0, sizeof h);
+	for (uint32_t i = 0; i < depth; i++) {
+		n[i] = (struct xgpu_graph_node){.type = XGPU_GN_COND,
+						.value = CU_GRAPH_COND_TYPE_WHILE,
+						.handle = i,
+						.src = i + 1,
+						.size = 1,
+						.graph = i};
+		h[i] = (struct xgpu_graph_cond){.guest = 0x1000 + i, .graph = i};
+	}
+	struct xgpu_graph_desc d = {.nnodes = depth, .nconds = depth, .nbodies = depth};
+	return cond_instantiate(c, d, n, NULL, h);
+}
+
+/* Conditional nodes' descriptions: handles and bodies that do not fit
+ * together are refused, nesting is bounded, and a well-formed one runs. */
+static int mode_graph_conds(void)
+{
+	struct xgpu_client *a = open_or_die("raw-cond");
+	struct xgpu_graph_cond h0 = {.guest = 0x77, .default_value = 0, .graph = 0};
+	struct xgpu_graph_node if_node = {
+	    .type = XGPU_GN_COND, .value = CU_GRAPH_COND_TYPE_IF, .handle = 0, .src = 1, .size = 1};
+	struct xgpu_graph_node in_body = {.type = XGPU_GN_EMPTY, .graph = 1};
+	struct xgpu_graph_node pair[2] = {if_node, in_body};
+	struct xgpu_graph_desc d = {.nnodes = 2, .nconds = 1, .nbodies = 1};
+	CHECK(cond_instantiate(a, d, pair, NULL, &h0) == cudaSuccess, "a well-formed if node");
+
+	struct xgpu_graph_desc no_handle = {.nnodes = 2, .nbodies = 1};
+	CHECK(cond_instantiate(a, no_handle, pair, NULL, NULL) == cudaErrorInvalidValue,
+	      "a conditional node naming no handle");
+	struct xgpu_graph_cond body_handle = {.guest = 0x77, .graph = 1};
+	CHECK(cond_instantiate(a, d, pair, NULL, &body_handle) == cudaErrorInvalidValue,
+	      "a conditional node with a handle of another graph");
+	struct xgpu_graph_cond two[2] = {h0, h0};
+	struct xgpu_graph_desc d2 = {.nnodes = 2, .nconds = 2, .nbodies = 1};
+	CHECK(cond_instantiate(a, d2, pair, NULL, two) == cudaErrorInvalidValue, "two handles of one value");
+	struct xgpu_graph_node wide = if_node;
+	wide.size = 3;
+	struct xgpu_graph_node wide_pair[2] = {wide, in_body};
+	struct xgpu_graph_desc d3 = {.nnodes = 2, .nconds = 1, .nbodies = 3};
+	CHECK(cond_instantiate(a, d3, wide_pair, NULL, &h0) == cudaErrorInvalidValue,
+	      "an if node of 3 bodies");
+	struct xgpu_graph_node beyond = if_node;
+	beyond.src = 2;
+	struct xgpu_graph_node beyond_pair[2] = {beyond, in_body};
+	CHECK(cond_instantiate(a, d, beyond_pair, NULL, &h0) == cudaErrorInvalidValue,
+	      "a body past the description's");
+	struct xgpu_graph_node twice[3] = {if_node, if_node, in_body};
+	struct xgpu_graph_desc d4 = {.nnodes = 3, .nconds = 1, .nbodies = 1};
+	CHECK(cond_instantiate(a, d4, twice, NULL, &h0) == cudaErrorInvalidValue, "one body of two nodes");
+	struct xgpu_graph_edge across = {0, 1};
+	struct xgpu_graph_desc d5 = {.nnodes = 2, .nedges = 1, .nconds = 1, .nbodies = 1};
+	CHECK(cond_instantiate(a, d5, pair, &across, &h0) == cudaErrorInvalidValue,
+	      "a dependency between a graph and a body");
+	/* Body 1 inside itself. */
+	struct xgpu_graph_node self = if_node;
+	self.graph = 1;
+	struct xgpu_graph_cond h1 = {.guest = 0x77, .graph = 1};
+	struct xgpu_graph_desc d1 = {.nnodes = 1, .nconds = 1, .nbodies = 1};
+	CHECK(cond_instantiate(a, d1, &self, NULL, &h1) == cudaErrorInvalidValue, "a body inside itself");
+	int st = cond_nested(a, XGPU_MAX_GRAPH_COND_DEPTH);
+	printf("conditional nodes nested %u deep -> %d\n", XGPU_MAX_GRAPH_COND_DEPTH, st);
+	CHECK(st == cudaSuccess, "nesting at the limit: %d", st);
+	st = cond_nested(a, XGPU_MAX_GRAPH_COND_DEPTH + 1);
+	printf("conditional nodes nested %u deep -> %d\n", XGPU_MAX_GRAPH_COND_DEPTH + 1, st);
+	CHECK(st == cudaErrorInvalidValue, "nesting beyond the limit: %d", st);
+	xgpu_client_close(a);
+	return failures;
+}
+
 /* Malformed and foreign graph descriptions are refused, one by one, and the
  * daemon goes on running the well-formed graph. */
 static int mode_graphs(void)
@@ -479,46 +584,50 @@ static int mode_graphs(void)
 		int want;
 	} bad[] = {
 	    {"a cycle",
-	     {3, 3, 0, 0},
+	     {3, 3, 0, 0, 0, 0},
 	     {{.type = XGPU_GN_EMPTY}, {.type = XGPU_GN_EMPTY}, {.type = XGPU_GN_EMPTY}},
 	     {{0, 1}, {1, 2}, {2, 0}},
 	     cudaErrorInvalidValue},
-	    {"a self-dependency", {1, 1, 0, 0}, {{.type = XGPU_GN_EMPTY}}, {{0, 0}}, cudaErrorInvalidValue},
+	    {"a self-dependency",
+	     {1, 1, 0, 0, 0, 0},
+	     {{.type = XGPU_GN_EMPTY}},
+	     {{0, 0}},
+	     cudaErrorInvalidValue},
 	    {"a dependency on no node",
-	     {2, 1, 0, 0},
+	     {2, 1, 0, 0, 0, 0},
 	     {{.type = XGPU_GN_EMPTY}, {.type = XGPU_GN_EMPTY}},
 	     {{0, 7}},
 	     cudaErrorInvalidValue},
-	    {"no nodes", {0, 0, 0, 0}, {{0}}, {{0}}, cudaErrorInvalidValue},
+	    {"no nodes", {0, 0, 0, 0, 0, 0}, {{0}}, {{0}}, cudaErrorInvalidValue},
 	    {"more nodes than allowed",
-	     {XGPU_MAX_GRAPH_NODES + 1, 0, 0, 0},
+	     {XGPU_MAX_GRAPH_NODES + 1, 0, 0, 0, 0, 0},
 	     {{.type = XGPU_GN_EMPTY}},
 	     {{0}},
 	     cudaErrorInvalidValue},
 	    {"more nodes than sent",
-	     {2000, 0, 0, 0},
+	     {2000, 0, 0, 0, 0, 0},
 	     {{.type = XGPU_GN_EMPTY}},
 	     {{0}},
 	     cudaErrorInvalidValue},
-	    {"flags", {1, 0, 0, 1}, {{.type = XGPU_GN_EMPTY}}, {{0}}, cudaErrorInvalidValue},
-	    {"a reserved field set",
-	     {1, 0, 0, 0},
-	     {{.type = XGPU_GN_EMPTY, .reserved = 1}},
+	    {"flags", {1, 0, 0, 1, 0, 0}, {{.type = XGPU_GN_EMPTY}}, {{0}}, cudaErrorInvalidValue},
+	    {"a node in a body that does not exist",
+	     {1, 0, 0, 0, 0, 0},
+	     {{.type = XGPU_GN_EMPTY, .graph = 1}},
 	     {{0}},
 	     cudaErrorInvalidValue},
-	    {"an unknown node type", {1, 0, 0, 0}, {{.type = 99}}, {{0}}, cudaErrorInvalidValue},
+	    {"an unknown node type", {1, 0, 0, 0, 0, 0}, {{.type = 99}}, {{0}}, cudaErrorInvalidValue},
 	    {"a memset value wider than a byte",
-	     {1, 0, 0, 0},
+	     {1, 0, 0, 0, 0, 0},
 	     {{.type = XGPU_GN_MEMSET, .dst = arsp.dptr, .value = 0x1234, .size = 8}},
 	     {{0}},
 	     cudaErrorInvalidValue},
 	    {"a copy past the allocation",
-	     {1, 0, 0, 0},
+	     {1, 0, 0, 0, 0, 0},
 	     {{.type = XGPU_GN_DTOD, .dst = arsp.dptr, .src = arsp.dptr + 4000, .size = 200}},
 	     {{0}},
 	     cudaErrorInvalidValue},
 	    {"a forged function",
-	     {1, 0, 0, 0},
+	     {1, 0, 0, 0, 0, 0},
 	     {{.type = XGPU_GN_KERNEL, .handle = 0x500000003ull, .grid = {1, 1, 1}, .block = {1, 1, 1}}},
 	     {{0}},
 	     cudaErrorInvalidResourceHandle},
@@ -814,6 +923,8 @@ int main(int argc, char **argv)
 		return mode_corrupt_ring();
 	if (!strcmp(m, "graphs"))
 		return mode_graphs();
+	if (!strcmp(m, "graph-conds"))
+		return mode_graph_conds();
 	if (!strcmp(m, "cross-domain"))
 		return mode_cross_domain();
 	if (!strcmp(m, "memlimit") && argc == 3) {
