@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Clients that misbehave: a wrong protocol version on either side, malformed
 # packets, corrupt ring indexes, another domain's handles and pointers,
-# malformed and foreign graph descriptions, a
+# malformed and foreign graph descriptions (conditional nodes too), a
 # burst of random packets. The daemon refuses or closes the offender's
 # channel, logs it by domain, and keeps serving everyone else.
 . "$(dirname "$0")/lib.bash"
