@@ -1401,8 +1401,8 @@ static CUresult send_exec(struct xgpu_client *c, struct CUgraphExec_st *x)
 	int h = host_nodes(x->snapshot, 0);
 	if (h < 0)
 		return xgpu_drv_unsupported(
-		    "cuGraphInstantiate of a child graph or conditional body holding a "
-		    "host node (xgpu serves host nodes at a graph's top level)");
+		    "cuGraphInstantiate of a child graph holding a host node, or a conditional "
+		    "body holding one (xgpu serves host nodes at a graph's top level)");
 	if (h) {
 		free_parts(c, x);
 		x->generation = xgpu_fork_generation;

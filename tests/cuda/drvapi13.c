@@ -611,8 +611,84 @@ static void graph_generic_nodes(void)
 	p.reserved2 = 0;
 	CUgraphEdgeData bad = {.to_port = 3};
 	EXPECT_R(cuGraphAddNode(&h, g, &k2, &bad, 1, &p), CUDA_ERROR_INVALID_VALUE);
-	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL; /* handle 0: none of g's */
+	EXPECT_R(cuGraphAddNode(&h, g, NULL, NULL, 0, &p), CUDA_ERROR_INVALID_VALUE);
+	p.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
 	EXPECT_R(cuGraphAddNode(&h, g, NULL, NULL, 0, &p), CUDA_ERROR_NOT_SUPPORTED);
+	CHECK(cuGraphExecDestroy(x));
+	CHECK(cuGraphDestroy(g));
+	CHECK(cuStreamDestroy(s));
+	CHECK(cuMemFree(d));
+}
+
+/* A conditional node of g on handle h, its bodies in body[]. */
+static CUresult add_cond(CUgraph g, CUgraphConditionalHandle h, CUgraphConditionalNodeType type,
+			 unsigned size, CUgraph *body)
+{
+	CUgraphNodeParams p;
+	memset(&p, 0, sizeof p);
+	p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+	p.conditional.handle = h;
+	p.conditional.type = type;
+	p.conditional.size = size;
+	CUgraphNode n;
+	CUresult r = cuGraphAddNode(&n, g, NULL, NULL, 0, &p);
+	for (unsigned i = 0; !r && i < size; i++)
+		body[i] = p.conditional.phGraph_out[i];
+	return r;
+}
+
+static void set_byte(CUgraph g, CUdeviceptr at, unsigned char v)
+{
+	CUDA_MEMSET_NODE_PARAMS m = {.dst = at, .value = v, .elementSize = 1, .width = 1, .height = 1};
+	CUgraphNode n;
+	CHECK(cuGraphAddMemsetNode(&n, g, NULL, 0, &m, NULL));
+}
+
+/* Conditional nodes through the driver API, decided by their handles'
+ * defaults (graphs_cond.cu has kernels set them): an if node at 1 runs its
+ * body (one node added, one captured into it), a switch at 2 its third
+ * body, an if/else at 0 its else, a while at 0 nothing. */
+static void graph_conditionals(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	CHECK(cuMemAlloc(&d, 8));
+	CHECK(cuStreamCreate(&s, 0));
+	CUgraph g, ifb[1], swb[3], ieb[2], wb[1];
+	CUgraphConditionalHandle h1, h2, h0, hw;
+	CHECK(cuGraphCreate(&g, 0));
+	CHECK(cuGraphConditionalHandleCreate(&h1, g, NULL, 1, CU_GRAPH_COND_ASSIGN_DEFAULT));
+	CHECK(cuGraphConditionalHandleCreate(&h2, g, NULL, 2, CU_GRAPH_COND_ASSIGN_DEFAULT));
+	CHECK(cuGraphConditionalHandleCreate(&h0, g, NULL, 0, 0));
+	CHECK(cuGraphConditionalHandleCreate(&hw, g, NULL, 0, CU_GRAPH_COND_ASSIGN_DEFAULT));
+	EXPECT_R(cuGraphConditionalHandleCreate(&hw, g, NULL, 0, 2), CUDA_ERROR_INVALID_VALUE);
+	CHECK(add_cond(g, h1, CU_GRAPH_COND_TYPE_IF, 1, ifb));
+	CHECK(add_cond(g, h2, CU_GRAPH_COND_TYPE_SWITCH, 3, swb));
+	CHECK(add_cond(g, h0, CU_GRAPH_COND_TYPE_IF, 2, ieb));
+	CHECK(add_cond(g, hw, CU_GRAPH_COND_TYPE_WHILE, 1, wb));
+	EXPECT_R(add_cond(g, h1, CU_GRAPH_COND_TYPE_IF, 3, ifb), CUDA_ERROR_INVALID_VALUE);
+	set_byte(ifb[0], d, 0x11);
+	for (int i = 0; i < 3; i++)
+		set_byte(swb[i], d + 1 + i, (unsigned char)(0x20 + i));
+	set_byte(ieb[0], d + 4, 0x41);
+	set_byte(ieb[1], d + 5, 0x42);
+	set_byte(wb[0], d + 7, 0x77);
+	CHECK(cuStreamBeginCaptureToGraph(s, ifb[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+	CHECK(cuMemsetD8Async(d + 6, 0x66, 1, s));
+	CHECK(cuStreamEndCapture(s, NULL));
+	size_t nodes = 0;
+	CHECK(cuGraphGetNodes(ifb[0], NULL, &nodes));
+	EXPECT(nodes == 2);
+	EXPECT_R(cuGraphDestroy(ifb[0]), CUDA_ERROR_INVALID_VALUE); /* it goes with its node */
+	CUgraphExec x;
+	CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+	CHECK(cuMemsetD8(d, 0, 8));
+	CHECK(cuGraphLaunch(x, s));
+	CHECK(cuStreamSynchronize(s));
+	unsigned char got[8], want[8] = {0x11, 0, 0, 0x22, 0, 0x42, 0x66, 0};
+	CHECK(cuMemcpyDtoH(got, d, sizeof got));
+	EXPECT(!memcmp(got, want, sizeof got));
 	CHECK(cuGraphExecDestroy(x));
 	CHECK(cuGraphDestroy(g));
 	CHECK(cuStreamDestroy(s));
@@ -1160,6 +1236,7 @@ int main(int argc, char **argv)
 	launch_attributes();
 	graph_host_nodes();
 	graph_generic_nodes();
+	graph_conditionals();
 	graph_mem_nodes(dev);
 	ipc(dev);
 	managed_module_var();

@@ -40,7 +40,7 @@ for msg in \
 	"cuMemSetAccess read-only (CU_MEM_ACCESS_FLAGS_PROT_READ)" \
 	"cuGraphInstantiate of a child graph holding a host node" \
 	"cuDevicePrimaryCtxReset while a context made by cuCtxCreate lives" \
-	"cuGraphAddNode (conditional nodes)" \
+	"cuGraphAddNode (batch memory operation nodes)" \
 	"cuGraphInstantiate (with auto-free or device-launch flags)"; do
 	grep -qF "$msg" "$T/drvapi13.err" || {
 		cat "$T/drvapi13.err"
@@ -57,7 +57,7 @@ done
 # Nothing else was refused.
 if grep -v -F -e "cuCtxCreate with" -e "cuCtxCreate in" -e "cuCtxGetDevResource" -e "launch attribute" \
 	-e "host memory" -e "cuMemExportToShareableHandle" -e "read-only" -e "holding a host node" \
-	-e "cuDevicePrimaryCtxReset while" -e "cuGraphAddNode (conditional" -e "cuGraphInstantiate (with auto-free" \
+	-e "cuDevicePrimaryCtxReset while" -e "cuGraphAddNode (batch memory" -e "cuGraphInstantiate (with auto-free" \
 	"$T/drvapi13.err" |
 	grep -q "not supported by xgpu"; then
 	cat "$T/drvapi13.err"
