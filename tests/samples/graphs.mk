@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # graphs.mk - the graph samples (issue 17), included by the Makefile:
-# graphs.cu, graphs_capture.cu and graphs_cond.cu built with -cudart shared and with nvcc's
-# default static runtime (which reaches the daemon through our libcuda.so.1),
-# graphs_drv.c against the toolkit's stub libcuda.so with graphs.cu's device
+# graphs.cu, graphs_capture.cu and graphs_cond.cu built with -cudart shared
+# and with nvcc's default static runtime (which reaches the daemon through our
+# libcuda.so.1), graphs_drv.c against the toolkit's stub libcuda.so with graphs.cu's device
 # code as a fatbin (the simulated driver computes the kernels from their
 # PTX). Run by tests/e2e/samples_graphs.sh.
 GRAPHS_SAMPLES := graphs graphs_capture graphs_cond
