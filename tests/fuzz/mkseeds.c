@@ -80,6 +80,7 @@ static uint8_t *slurp(const char *path, size_t *len)
 
 static void module_seed(const char *name, const char *fatbin_path);
 static void graph_seed(void);
+static void graph_cond_seed(void);
 
 static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_path)
 {
@@ -154,6 +155,7 @@ static void dispatch_seeds(const char *fatbin_path, const char *small_fatbin_pat
 	if (small_fatbin_path)
 		module_seed("module-zstd", small_fatbin_path);
 	graph_seed();
+	graph_cond_seed();
 
 	/* Streams and events. */
 	open_seed("fuzz_dispatch", "streams");
@@ -237,6 +239,32 @@ static void graph_seed(void)
 	REQ_BULK(GRAPH_INSTANTIATE, &g, sizeof g, .flags = 0);
 	REQ(GRAPH_EXEC_DESTROY, .exec = MARK(1));
 	REQ(GRAPH_LAUNCH, .exec = MARK(1), .stream = 0, .flags = 0); /* destroyed: refused */
+	close_seed();
+}
+
+/* Conditional nodes as the frontend sends them: a while node whose body
+ * holds an if node on a handle of the body, after a memset; launched. */
+static void graph_cond_seed(void)
+{
+	open_seed("fuzz_dispatch", "graph-cond");
+	REQ(MEM_ALLOC, .size = 4096);
+	struct {
+		struct xgpu_graph_desc d;
+		struct xgpu_graph_node n[4];
+		struct xgpu_graph_edge e[1];
+		struct xgpu_graph_cond c[2];
+	} g = {
+	    .d = {.nnodes = 4, .nedges = 1, .nconds = 2, .nbodies = 2},
+	    .n = {{.type = XGPU_GN_MEMSET, .dst = MARK(0), .value = 9, .size = 64},
+		  {.type = XGPU_GN_COND, .value = 1 /* while */, .handle = 0, .src = 1, .size = 1},
+		  {.type = XGPU_GN_COND, .value = 0 /* if */, .handle = 1, .src = 2, .size = 1, .graph = 1},
+		  {.type = XGPU_GN_EMPTY, .graph = 2}},
+	    .e = {{0, 1}},
+	    .c = {{.guest = 0x78636e6400000001ull, .graph = 0},
+		  {.guest = 0x78636e6400000002ull, .default_value = 1, .flags = 1, .graph = 1}},
+	};
+	REQ_BULK(GRAPH_INSTANTIATE, &g, sizeof g, .flags = 0);
+	REQ(GRAPH_LAUNCH, .exec = MARK(1), .stream = 0, .flags = 0);
 	close_seed();
 }
 
