@@ -7,8 +7,10 @@
  * which, unlike the wall clock, the host's other load barely moves, and
  * each thread's run-queue wait (schedstat) says how loaded the run was.
  *
- *   xgpu-ring-variants MIB ROUNDS SLICE_KIB,PRODUCER,CONSUMER ...
+ *   xgpu-ring-variants MIB ROUNDS SLICE_KIB,PRODUCER,CONSUMER[,AREA_KIB] ...
  *
+ * AREA_KIB: the data area's size, a power of two (the frontend's default,
+ * 4096, unless given; XGPU_DATA_SIZE sets a program's).
  * PRODUCER and CONSUMER: memcpy (glibc), nt (xgpu_memcpy_nt, as the
  * frontend's rx reads large transfers), nt32 (32-byte non-temporal stores,
  * where the CPU has AVX2) or movsb (rep movsb). Prints, per variant, the
@@ -33,7 +35,7 @@ static const char *const copy_names[] = {"memcpy", "nt", "nt32", "movsb"};
 
 struct variant {
 	char name[48];
-	uint32_t slice;
+	uint32_t slice, area;
 	enum copy_kind prod, cons;
 };
 
@@ -206,10 +208,21 @@ static int parse_variant(const char *arg, struct variant *v)
 	if (*end != ',' || kib < 4 || kib > 2048)
 		return -1;
 	const char *p = end + 1, *comma = strchr(p, ',');
-	if (!comma || parse_copy(p, (size_t)(comma - p), &v->prod) ||
-	    parse_copy(comma + 1, strlen(comma + 1), &v->cons))
+	if (!comma || parse_copy(p, (size_t)(comma - p), &v->prod))
 		return -1;
+	p = comma + 1;
+	comma = strchr(p, ',');
+	if (parse_copy(p, comma ? (size_t)(comma - p) : strlen(p), &v->cons))
+		return -1;
+	unsigned long area_kib = 4096;
+	if (comma) {
+		area_kib = strtoul(comma + 1, &end, 10);
+		if (*end || area_kib < 64 || area_kib > (256u << 10) || (area_kib & (area_kib - 1)) ||
+		    area_kib < kib)
+			return -1;
+	}
 	v->slice = (uint32_t)kib << 10;
+	v->area = (uint32_t)area_kib << 10;
 	snprintf(v->name, sizeof v->name, "%s", arg);
 	return 0;
 }
@@ -244,7 +257,7 @@ int main(int argc, char **argv)
 	static struct variant vs[MAX_VARIANTS];
 	if (mib < 4 || mib > 4096 || rounds < 1 || rounds > MAX_ROUNDS || nv > MAX_VARIANTS) {
 		fprintf(stderr,
-			"usage: xgpu-ring-variants MIB ROUNDS SLICE_KIB,PRODUCER,CONSUMER ...\n"
+			"usage: xgpu-ring-variants MIB ROUNDS SLICE_KIB,PRODUCER,CONSUMER[,AREA_KIB] ...\n"
 			"  (copies: memcpy nt nt32 movsb; MIB 4-4096, ROUNDS 1-64, 16 variants at most)\n");
 		return 2;
 	}
@@ -254,7 +267,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	size_t n = (size_t)mib << 20;
-	const uint32_t area = 4u << 20; /* the frontend's default data area */
+	uint32_t area = 0;
+	for (int k = 0; k < nv; k++)
+		area = vs[k].area > area ? vs[k].area : area;
 	uint8_t *buf = fresh(area), *src = fresh(n), *dst = fresh(n);
 	static double wall[MAX_VARIANTS + 1][MAX_ROUNDS], pcpu[MAX_VARIANTS][MAX_ROUNDS],
 	    ccpu[MAX_VARIANTS][MAX_ROUNDS], rq[MAX_VARIANTS][MAX_ROUNDS];
@@ -264,8 +279,8 @@ int main(int argc, char **argv)
 		wall[nv][round] = (double)n / (double)(xgpu_now_ns() - t0);
 		for (int k = 0; k < nv; k++) {
 			struct run r = {.src = src, .dst = dst, .n = n, .v = &vs[k]};
-			xgpu_qend_init(&r.p, &r.q, buf, area, 1, 0);
-			xgpu_qend_init(&r.c, &r.q, buf, area, 1, 0);
+			xgpu_qend_init(&r.p, &r.q, buf, vs[k].area, 1, 0);
+			xgpu_qend_init(&r.c, &r.q, buf, vs[k].area, 1, 0);
 			memset(dst, 0, n);
 			pthread_t tp, tc;
 			t0 = xgpu_now_ns();
