@@ -21,6 +21,8 @@
 #include "util.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,11 @@ struct run {
 	size_t n;
 	const struct variant *v;
 	uint64_t cpu_ns[2], rq_ns[2];
+	/* Timed from when both threads run on their CPUs (moving there may
+	 * wait a time slice) to the consumer's last byte. */
+	atomic_int ready;
+	atomic_bool go;
+	uint64_t t_end;
 };
 
 #define MAX_VARIANTS 16
@@ -138,11 +145,19 @@ static void copy(enum copy_kind k, void *dst, const void *src, size_t n)
 
 /* Both sides spin rather than sleep: with a CPU each, as measured here, a
  * side with nothing to do has nothing else to run. */
+static void start(struct run *r, int cpu)
+{
+	pin(cpu);
+	atomic_fetch_add(&r->ready, 1);
+	while (!atomic_load_explicit(&r->go, memory_order_acquire))
+		xgpu_cpu_relax();
+}
+
 static void *producer(void *arg)
 {
 	struct run *r = arg;
 	struct xgpu_qend *p = &r->p;
-	pin(0);
+	start(r, 0);
 	uint64_t rq0 = thread_rq_ns();
 	for (size_t sent = 0; sent < r->n;) {
 		size_t want = r->n - sent < r->v->slice ? r->n - sent : r->v->slice;
@@ -168,7 +183,7 @@ static void *consumer(void *arg)
 {
 	struct run *r = arg;
 	struct xgpu_qend *c = &r->c;
-	pin(1);
+	start(r, 1);
 	uint64_t rq0 = thread_rq_ns();
 	for (size_t got = 0; got < r->n;) {
 		size_t want = r->n - got < r->v->slice ? r->n - got : r->v->slice;
@@ -187,6 +202,7 @@ static void *consumer(void *arg)
 		r->cpu_ns[1] += thread_cpu_ns() - t0;
 		got += n;
 	}
+	r->t_end = xgpu_now_ns();
 	r->rq_ns[1] = thread_rq_ns() - rq0;
 	return NULL;
 }
@@ -283,12 +299,15 @@ int main(int argc, char **argv)
 			xgpu_qend_init(&r.c, &r.q, buf, vs[k].area, 1, 0);
 			memset(dst, 0, n);
 			pthread_t tp, tc;
-			t0 = xgpu_now_ns();
 			pthread_create(&tp, NULL, producer, &r);
 			pthread_create(&tc, NULL, consumer, &r);
+			while (atomic_load(&r.ready) < 2)
+				sched_yield();
+			t0 = xgpu_now_ns();
+			atomic_store_explicit(&r.go, true, memory_order_release);
 			pthread_join(tp, NULL);
 			pthread_join(tc, NULL);
-			uint64_t ns = xgpu_now_ns() - t0;
+			uint64_t ns = r.t_end - t0;
 			if (memcmp(src, dst, n)) {
 				fprintf(stderr, "xgpu-ring-variants: %s corrupted the data\n", vs[k].name);
 				return 1;
