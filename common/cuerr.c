@@ -177,6 +177,7 @@ bool xgpu_cuerr_is_launch_failure(int curesult)
 	case CUDA_ERROR_INVALID_ADDRESS_SPACE:
 	case CUDA_ERROR_INVALID_PC:
 	case CUDA_ERROR_LAUNCH_FAILED:
+	case CUDA_ERROR_ASSERT:
 		return true;
 	default:
 		return false;

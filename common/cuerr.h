@@ -20,7 +20,8 @@ const char *xgpu_cuerr_name(int curesult);
 /* Whether curesult is one a kernel fails with when it faults on the device
  * (CUDA_ERROR_ILLEGAL_ADDRESS, _LAUNCH_TIMEOUT, _HARDWARE_STACK_ERROR,
  * _ILLEGAL_INSTRUCTION, _MISALIGNED_ADDRESS, _INVALID_ADDRESS_SPACE,
- * _INVALID_PC, _LAUNCH_FAILED), after which its context is unusable. Shared
+ * _INVALID_PC, _LAUNCH_FAILED, and _ASSERT for a failed device assert),
+ * after which its context is unusable. Shared
  * so that the simulated driver, which picks the error a failed kernel
  * reports, and xgpud, which takes such errors as a context's sticky one,
  * agree on the set. */

@@ -1111,7 +1111,12 @@ CUresult sim_kernel_run(struct sim_op *op, uint64_t *cost_ns)
 			r = launch_error(rc);
 	} else if (f->pk) {
 		note_kernel(f->ki->name, true);
+		/* Whatever stopped it (the log says what), a kernel that did not
+		 * finish fails its context as a GPU's would: with a launch failure,
+		 * which callers take as sticky. */
 		r = interpret(op, &spent);
+		if (r)
+			r = launch_error(r);
 	} else
 		note_kernel(f->ki->name, false);
 	*cost_ns = f->impl && f->impl->cost_ns ? f->impl->cost_ns(&l) : default_cost(op);

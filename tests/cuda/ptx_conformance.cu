@@ -8,11 +8,13 @@
 //
 //   ptx_conformance            run every check
 //   ptx_conformance --fault    write out of bounds: expect an illegal address
+//   ptx_conformance --assert   a failing device assert: expect cudaErrorAssert
 //   ptx_conformance --bench N  time a simple kernel over N elements
 #include <cuda_fp16.h>
 #include <cuda_pipeline.h>
 #include <mma.h>
 #include <cuda_runtime.h>
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -481,6 +483,12 @@ __global__ void k_oob(int *p, int n)
 	p[n + 4096 * 1024] = 1; // far past the allocation
 }
 
+// A device assert that fails in one thread of the block.
+__global__ void k_assert(const int *p)
+{
+	assert(p[threadIdx.x] != 7);
+}
+
 __global__ void k_saxpy(const float *x, float *y, float a, int n)
 {
 	int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -880,6 +888,18 @@ static int run_fault(void)
 	return e == cudaErrorIllegalAddress ? 0 : 1;
 }
 
+static int run_assert(void)
+{
+	int h[32], *d = dev<int>(32);
+	for (int i = 0; i < 32; i++)
+		h[i] = i;
+	up(d, h, 32);
+	k_assert<<<1, 32>>>(d);
+	cudaError_t e = cudaDeviceSynchronize();
+	printf("assert: %s (%d)\n", cudaGetErrorName(e), (int)e);
+	return e == cudaErrorAssert ? 0 : 1;
+}
+
 static int run_bench(int n)
 {
 	float *x = dev<float>(n), *y = dev<float>(n);
@@ -1160,6 +1180,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--fault"))
 		return run_fault();
+	if (argc > 1 && !strcmp(argv[1], "--assert"))
+		return run_assert();
 	if (argc > 2 && !strcmp(argv[1], "--bench"))
 		return run_bench(atoi(argv[2]));
 	test_int();

@@ -38,6 +38,14 @@ echo "$out" | tail -n 1
 grep -q "kernel _Z5k_oobPii faulted: out-of-bounds global write" "$XGPUD_LOG" ||
 	fail "the fault was not logged with its address"
 
+# A failed device assert is sticky like a fault: the domain's executor ends,
+# and the domain's next program (the checksums below) gets a new one.
+note "a guest kernel's failed assert"
+out=$(run_cuda "$P" --assert 2>&1) || { echo "$out"; fail "--assert did not see cudaErrorAssert"; }
+echo "$out" | grep "^assert:"
+wait_for 10 grep -q "executor pid .* exited with status 3: its context failed with CUDA_ERROR_ASSERT" "$XGPUD_LOG" ||
+	fail "the failed assert did not end the domain's executor"
+
 # The bundled workloads' checksums with their host implementations.
 checksum() {
 	local out

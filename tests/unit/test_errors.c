@@ -149,7 +149,7 @@ static void test_launch_failure_set(void **state)
 	static const int failures[] = {
 	    CUDA_ERROR_ILLEGAL_ADDRESS,     CUDA_ERROR_LAUNCH_TIMEOUT,     CUDA_ERROR_HARDWARE_STACK_ERROR,
 	    CUDA_ERROR_ILLEGAL_INSTRUCTION, CUDA_ERROR_MISALIGNED_ADDRESS, CUDA_ERROR_INVALID_ADDRESS_SPACE,
-	    CUDA_ERROR_INVALID_PC,          CUDA_ERROR_LAUNCH_FAILED,
+	    CUDA_ERROR_INVALID_PC,          CUDA_ERROR_LAUNCH_FAILED,     CUDA_ERROR_ASSERT,
 	};
 	/* Exactly these among every CUresult of the installed cuda.h: both the
 	 * simulated driver's launch_error() and xgpud's sticky() rely on it. */
