@@ -15,6 +15,7 @@
 #include "client.h"
 #include "queue.h"
 #include "shm.h"
+#include "threadstat.h"
 #include "util.h"
 
 #include <cuda_runtime_api.h>
@@ -340,28 +341,6 @@ static void ring_start(struct ring_run *r, int cpu)
 	atomic_fetch_add(&r->ready, 1);
 	while (!atomic_load_explicit(&r->go, memory_order_acquire))
 		xgpu_cpu_relax();
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* The calling thread's run-queue wait so far (schedstat's second field);
- * 0 where the kernel does not keep it. The ring needs both CPUs at once,
- * memcpy one: this says how much of a ring figure is the host's load. */
-static uint64_t thread_rq_ns(void)
-{
-	unsigned long long run = 0, wait = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-		wait = 0;
-	fclose(f);
-	return wait;
 }
 
 static void nap(int fd)

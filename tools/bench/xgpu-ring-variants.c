@@ -19,6 +19,7 @@
  * Each round runs memcpy, then every variant, starting one further along.
  */
 #include "queue.h"
+#include "threadstat.h"
 #include "util.h"
 
 #include <pthread.h>
@@ -59,25 +60,6 @@ struct run {
 
 #define MAX_VARIANTS 16
 #define MAX_ROUNDS 64
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static uint64_t thread_rq_ns(void)
-{
-	unsigned long long run = 0, wait = 0;
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu %llu", &run, &wait) != 2)
-		wait = 0;
-	fclose(f);
-	return wait;
-}
 
 static void pin(int cpu)
 {
