@@ -583,6 +583,7 @@ void xgpu_remote_set_silence_limit(int fd)
 	X(gnutls_handshake_set_timeout)                                                                      \
 	X(gnutls_record_send)                                                                                \
 	X(gnutls_record_recv)                                                                                \
+	X(gnutls_record_check_pending)                                                                       \
 	X(gnutls_strerror)                                                                                   \
 	X(gnutls_error_is_fatal)                                                                             \
 	X(gnutls_protocol_get_version)                                                                       \
@@ -1354,6 +1355,11 @@ int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *
 	if (xgpu_rconn_recv(c, h, sizeof *h, err, errlen) < 0 || xgpu_rframe_check(h, guest, err, errlen) < 0)
 		return -1;
 	return h->len ? xgpu_rconn_recv(c, buf, h->len, err, errlen) : 0;
+}
+
+bool xgpu_rconn_pending(struct xgpu_rconn *c)
+{
+	return c->s && tls.gnutls_record_check_pending(c->s) > 0;
 }
 
 int xgpu_rconn_fd(const struct xgpu_rconn *c)
