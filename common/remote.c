@@ -819,6 +819,12 @@ struct xgpu_rconn {
 	 * completions those reaped, and those where the kernel copied anyway. */
 	bool zc;
 	uint64_t zc_sends, zc_done, zc_copied;
+	/* Plain TCP: bytes read ahead of the frame being read, so that a
+	 * frame's header and a short payload (and the frames after them)
+	 * come in one receive; bulk payloads are read past it into their
+	 * ring. TLS buffers a record of its own. */
+	uint8_t ahead[4096];
+	size_t ahead_off, ahead_len;
 	char identity[128]; /* the client's; the server's once a key or certificate proved it */
 	uint8_t key[64];
 	size_t keylen;
@@ -1323,8 +1329,15 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
 				tls_error(c, err, errlen, (int)n);
 				return -1;
 			}
+		} else if (c->ahead_len) {
+			n = (ssize_t)(len < c->ahead_len ? len : c->ahead_len);
+			memcpy(p, c->ahead + c->ahead_off, (size_t)n);
+			c->ahead_off += (size_t)n;
+			c->ahead_len -= (size_t)n;
 		} else {
-			n = recv(c->fd, p, len, 0);
+			/* A short read goes through the read-ahead buffer. */
+			bool ahead = len < sizeof c->ahead;
+			n = recv(c->fd, ahead ? c->ahead : p, ahead ? sizeof c->ahead : len, 0);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
@@ -1332,6 +1345,11 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
 					 errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
 										 : strerror(errno));
 				return -1;
+			}
+			if (n > 0 && ahead) {
+				c->ahead_off = 0;
+				c->ahead_len = (size_t)n;
+				continue;
 			}
 		}
 		if (n == 0) {
@@ -1359,7 +1377,7 @@ int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *
 
 bool xgpu_rconn_pending(struct xgpu_rconn *c)
 {
-	return c->s && tls.gnutls_record_check_pending(c->s) > 0;
+	return c->s ? tls.gnutls_record_check_pending(c->s) > 0 : c->ahead_len > 0;
 }
 
 int xgpu_rconn_fd(const struct xgpu_rconn *c)
