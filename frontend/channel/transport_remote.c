@@ -9,7 +9,9 @@
  *
  *   writer: sends what the client published (requests, bulk out) and how far
  *           it has read (responses, bulk in), and pings a silent link;
- *   reader: applies what arrives, kicking the client when it asked.
+ *   reader: applies what arrives, kicking the client when it asked, while
+ *           no client is reading in person: a client that waits takes the
+ *           reading role when free, so its answer wakes it directly.
  *
  * A client's kick sends inline when the writer is idle: a call's request
  * then leaves in the calling thread, without waking the writer (a wake-up
