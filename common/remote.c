@@ -19,6 +19,7 @@
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -579,6 +580,9 @@ void xgpu_remote_set_silence_limit(int fd)
 	X(gnutls_psk_free_server_credentials)                                                                \
 	X(gnutls_credentials_set)                                                                            \
 	X(gnutls_transport_set_int2)                                                                         \
+	X(gnutls_transport_set_ptr2)                                                                         \
+	X(gnutls_transport_set_pull_function)                                                                \
+	X(gnutls_transport_set_pull_timeout_function)                                                        \
 	X(gnutls_handshake)                                                                                  \
 	X(gnutls_handshake_set_timeout)                                                                      \
 	X(gnutls_record_send)                                                                                \
@@ -926,6 +930,40 @@ static void handshake_error(struct xgpu_rconn *c, bool server, int r, char *err,
 	}
 }
 
+/* After the handshake GnuTLS reads through these: a record's 5-byte header
+ * and a short record's body (and the records after it) come in one receive
+ * into the read-ahead buffer, as plain TCP's frames do (xgpu_rconn_recv).
+ * Less is read ahead than there: a bulk record is at most 16 KiB, and what
+ * is read ahead of its body is copied once more. */
+#define TLS_AHEAD 1024
+static ssize_t tls_pull(gnutls_transport_ptr_t p, void *buf, size_t len)
+{
+	struct xgpu_rconn *c = p;
+	if (!c->ahead_len) {
+		if (len >= TLS_AHEAD)
+			return recv(c->fd, buf, len, 0);
+		ssize_t n = recv(c->fd, c->ahead, TLS_AHEAD, 0);
+		if (n <= 0)
+			return n;
+		c->ahead_off = 0;
+		c->ahead_len = (size_t)n;
+	}
+	size_t n = len < c->ahead_len ? len : c->ahead_len;
+	memcpy(buf, c->ahead + c->ahead_off, n);
+	c->ahead_off += n;
+	c->ahead_len -= n;
+	return (ssize_t)n;
+}
+
+static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+	struct xgpu_rconn *c = p;
+	if (c->ahead_len)
+		return 1;
+	struct pollfd pfd = {c->fd, POLLIN, 0};
+	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
 struct rauth {
 	const char *identity; /* PSK client */
 	const uint8_t *key;
@@ -1049,6 +1087,9 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const struct rauth *a, 
 	if (server && c->x509 && peer_common_name(c, err, errlen) < 0)
 		goto fail;
 	set_timeouts(fd, 0);
+	tls.gnutls_transport_set_ptr2(c->s, c, (gnutls_transport_ptr_t)(intptr_t)fd);
+	tls.gnutls_transport_set_pull_function(c->s, tls_pull);
+	tls.gnutls_transport_set_pull_timeout_function(c->s, tls_pull_timeout);
 	if (c->keys) {
 		/* The handshake is over: no key stays in this connection. */
 		explicit_bzero(c->keys, sizeof *c->keys);
@@ -1377,7 +1418,7 @@ int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *
 
 bool xgpu_rconn_pending(struct xgpu_rconn *c)
 {
-	return c->s ? tls.gnutls_record_check_pending(c->s) > 0 : c->ahead_len > 0;
+	return c->ahead_len > 0 || (c->s && tls.gnutls_record_check_pending(c->s) > 0);
 }
 
 int xgpu_rconn_fd(const struct xgpu_rconn *c)
