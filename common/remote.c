@@ -19,6 +19,7 @@
 #include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -579,10 +580,14 @@ void xgpu_remote_set_silence_limit(int fd)
 	X(gnutls_psk_free_server_credentials)                                                                \
 	X(gnutls_credentials_set)                                                                            \
 	X(gnutls_transport_set_int2)                                                                         \
+	X(gnutls_transport_set_ptr2)                                                                         \
+	X(gnutls_transport_set_pull_function)                                                                \
+	X(gnutls_transport_set_pull_timeout_function)                                                        \
 	X(gnutls_handshake)                                                                                  \
 	X(gnutls_handshake_set_timeout)                                                                      \
 	X(gnutls_record_send)                                                                                \
 	X(gnutls_record_recv)                                                                                \
+	X(gnutls_record_check_pending)                                                                       \
 	X(gnutls_strerror)                                                                                   \
 	X(gnutls_error_is_fatal)                                                                             \
 	X(gnutls_protocol_get_version)                                                                       \
@@ -808,6 +813,9 @@ void xgpu_rcert_free(struct xgpu_rcert *rc)
 	free(rc);
 }
 
+/* A call's frames, a header and a slot each, fit several times over. */
+#define AHEAD 512
+
 struct xgpu_rconn {
 	int fd;
 	gnutls_session_t s; /* NULL: plain */
@@ -818,6 +826,14 @@ struct xgpu_rconn {
 	 * completions those reaped, and those where the kernel copied anyway. */
 	bool zc;
 	uint64_t zc_sends, zc_done, zc_copied;
+	/* Bytes read ahead of the frame (plain) or record (TLS) being read,
+	 * so that a header and a short payload (and the frames after them)
+	 * come in one receive; bulk payloads are read past it into their
+	 * ring. Small: what is read ahead of a bulk payload is copied once
+	 * more, and measured, reading 4 KiB ahead cost plain copies to the
+	 * GPU host a tenth of their speed. */
+	uint8_t ahead[AHEAD];
+	size_t ahead_off, ahead_len;
 	char identity[128]; /* the client's; the server's once a key or certificate proved it */
 	uint8_t key[64];
 	size_t keylen;
@@ -917,6 +933,37 @@ static void handshake_error(struct xgpu_rconn *c, bool server, int r, char *err,
 	} else {
 		snprintf(err, errlen, "TLS: %s", tls.gnutls_strerror(r));
 	}
+}
+
+/* After the handshake GnuTLS reads through these: a record's 5-byte header
+ * and a short record's body (and the records after it) come in one receive
+ * into the read-ahead buffer, as plain TCP's frames do (xgpu_rconn_recv). */
+static ssize_t tls_pull(gnutls_transport_ptr_t p, void *buf, size_t len)
+{
+	struct xgpu_rconn *c = p;
+	if (!c->ahead_len) {
+		if (len >= sizeof c->ahead)
+			return recv(c->fd, buf, len, 0);
+		ssize_t n = recv(c->fd, c->ahead, sizeof c->ahead, 0);
+		if (n <= 0)
+			return n;
+		c->ahead_off = 0;
+		c->ahead_len = (size_t)n;
+	}
+	size_t n = len < c->ahead_len ? len : c->ahead_len;
+	memcpy(buf, c->ahead + c->ahead_off, n);
+	c->ahead_off += n;
+	c->ahead_len -= n;
+	return (ssize_t)n;
+}
+
+static int tls_pull_timeout(gnutls_transport_ptr_t p, unsigned ms)
+{
+	struct xgpu_rconn *c = p;
+	if (c->ahead_len)
+		return 1;
+	struct pollfd pfd = {c->fd, POLLIN, 0};
+	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
 }
 
 struct rauth {
@@ -1042,6 +1089,9 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const struct rauth *a, 
 	if (server && c->x509 && peer_common_name(c, err, errlen) < 0)
 		goto fail;
 	set_timeouts(fd, 0);
+	tls.gnutls_transport_set_ptr2(c->s, c, (gnutls_transport_ptr_t)(intptr_t)fd);
+	tls.gnutls_transport_set_pull_function(c->s, tls_pull);
+	tls.gnutls_transport_set_pull_timeout_function(c->s, tls_pull_timeout);
 	if (c->keys) {
 		/* The handshake is over: no key stays in this connection. */
 		explicit_bzero(c->keys, sizeof *c->keys);
@@ -1322,8 +1372,15 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
 				tls_error(c, err, errlen, (int)n);
 				return -1;
 			}
+		} else if (c->ahead_len) {
+			n = (ssize_t)(len < c->ahead_len ? len : c->ahead_len);
+			memcpy(p, c->ahead + c->ahead_off, (size_t)n);
+			c->ahead_off += (size_t)n;
+			c->ahead_len -= (size_t)n;
 		} else {
-			n = recv(c->fd, p, len, 0);
+			/* A short read goes through the read-ahead buffer. */
+			bool ahead = len < sizeof c->ahead;
+			n = recv(c->fd, ahead ? c->ahead : p, ahead ? sizeof c->ahead : len, 0);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
@@ -1331,6 +1388,11 @@ int xgpu_rconn_recv(struct xgpu_rconn *c, void *buf, size_t len, char *err, size
 					 errno == EAGAIN || errno == EWOULDBLOCK ? "timed out"
 										 : strerror(errno));
 				return -1;
+			}
+			if (n > 0 && ahead) {
+				c->ahead_off = 0;
+				c->ahead_len = (size_t)n;
+				continue;
 			}
 		}
 		if (n == 0) {
@@ -1354,6 +1416,11 @@ int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *
 	if (xgpu_rconn_recv(c, h, sizeof *h, err, errlen) < 0 || xgpu_rframe_check(h, guest, err, errlen) < 0)
 		return -1;
 	return h->len ? xgpu_rconn_recv(c, buf, h->len, err, errlen) : 0;
+}
+
+bool xgpu_rconn_pending(struct xgpu_rconn *c)
+{
+	return c->ahead_len > 0 || (c->s && tls.gnutls_record_check_pending(c->s) > 0);
 }
 
 int xgpu_rconn_fd(const struct xgpu_rconn *c)

@@ -235,6 +235,10 @@ int xgpu_rconn_read(void *conn, void *buf, size_t len, char *err, size_t errlen)
 int xgpu_rconn_recv_frame(struct xgpu_rconn *c, bool guest, struct xgpu_rframe *h, uint8_t *buf, char *err,
 			  size_t errlen);
 int xgpu_rconn_fd(const struct xgpu_rconn *c);
+/* Whether bytes already received wait in a buffer (the TLS layer's, or on
+ * plain TCP the bytes read ahead), where polling the socket does not see
+ * them. */
+bool xgpu_rconn_pending(struct xgpu_rconn *c);
 /* Unblocks both directions (another thread may be in send or recv). */
 void xgpu_rconn_shutdown(struct xgpu_rconn *c);
 void xgpu_rconn_free(struct xgpu_rconn *c);

@@ -180,6 +180,14 @@ static void relay(struct session *s)
 		struct pollfd pfd[2] = {{s->local, POLLIN, 0}, {s->stop_fd, POLLIN, 0}};
 		if (poll(pfd, 2, XGPU_REMOTE_PING_MS / 2) <= 0 || !pfd[0].revents)
 			continue;
+		/* What the kick announced (an answer, most often) goes out
+		 * before the kicks are drained: the drain's receives are not in
+		 * the round trip's way. */
+		if (xgpu_remote_send_turn(&s->relay, s->conn, s->wbuf, WRITE_BUF, &last_sent, &armed, err,
+					  sizeof err) < 0) {
+			end_session(s, err);
+			break;
+		}
 		bool gone = false;
 		for (int budget = 256; budget > 0; budget--) {
 			char buf[16];

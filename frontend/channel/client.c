@@ -305,7 +305,7 @@ bool xgpu_client_wait_closed(struct xgpu_client *c, int timeout_ms)
 {
 	uint64_t until = xgpu_now_ns() + (uint64_t)timeout_ms * 1000000u;
 	while (xgpu_now_ns() < until)
-		if (c->ch.ops->wait(&c->ch, 100) == XGPU_WAIT_PEER_GONE)
+		if (c->ch.ops->wait(&c->ch, 100, false) == XGPU_WAIT_PEER_GONE)
 			return true;
 	return false;
 }
@@ -395,7 +395,7 @@ static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
 		/* The timeout only bounds how long a lost kick could hurt. */
 		/* What the backend published before it went (a faulting call's
 		 * answer) still counts; otherwise the reason it left. */
-		if (c->ch.ops->wait(&c->ch, 1000) == XGPU_WAIT_PEER_GONE) {
+		if (c->ch.ops->wait(&c->ch, 1000, w == WAIT_RESPONSE && !need) == XGPU_WAIT_PEER_GONE) {
 			if (ready(c, w, need))
 				return 0;
 			const struct xgpu_shm_header *hdr = c->ch.region;

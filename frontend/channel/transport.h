@@ -31,8 +31,10 @@ struct xgpu_fe_transport_ops {
 	/* Signals the backend. */
 	void (*kick)(struct xgpu_fe_chan *ch);
 	/* Sleeps until the backend kicks, timeout_ms passes (-1: forever) or the
-	 * backend is gone. */
-	enum xgpu_wait_result (*wait)(struct xgpu_fe_chan *ch, int timeout_ms);
+	 * backend is gone. answer: the caller waits for a call's answer alone
+	 * (not ring space or bulk bytes), a round trip's latency (the remote
+	 * transport then reads the answer in person). */
+	enum xgpu_wait_result (*wait)(struct xgpu_fe_chan *ch, int timeout_ms, bool answer);
 	/* Allocates size bytes shared with the backend (pinned host memory) and
 	 * sends the share out of band; *token names it in SEG_REGISTER. */
 	int (*share_segment)(struct xgpu_fe_chan *ch, size_t size, void **ptr, uint64_t *token);

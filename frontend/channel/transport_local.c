@@ -144,8 +144,9 @@ static void local_kick(struct xgpu_fe_chan *ch)
 	send(lc->sock, &kick, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-static enum xgpu_wait_result local_wait(struct xgpu_fe_chan *ch, int timeout_ms)
+static enum xgpu_wait_result local_wait(struct xgpu_fe_chan *ch, int timeout_ms, bool answer)
 {
+	(void)answer;
 	struct local_chan *lc = ch->priv;
 	struct pollfd pfd = {lc->sock, POLLIN, 0};
 	int r = poll(&pfd, 1, timeout_ms);

@@ -9,7 +9,9 @@
  *
  *   writer: sends what the client published (requests, bulk out) and how far
  *           it has read (responses, bulk in), and pings a silent link;
- *   reader: applies what arrives, kicking the client when it asked.
+ *   reader: applies what arrives, kicking the client when it asked, while
+ *           no client is reading in person: a client that waits takes the
+ *           reading role when free, so its answer wakes it directly.
  *
  * A client's kick sends inline when the writer is idle: a call's request
  * then leaves in the calling thread, without waking the writer (a wake-up
@@ -54,7 +56,17 @@ struct remote_chan {
 	struct xgpu_relay relay;
 	int kick_fd; /* client -> writer */
 	int wake_fd; /* reader -> client */
+	int ctl_fd;  /* -> reader: the channel is lost */
 	pthread_t reader, writer;
+	/* Whoever reads frames (the reader thread, or a client reading in
+	 * person while it waits) holds it. in_person: a client holds the
+	 * role, so the reader thread leaves the socket alone; waiters: the
+	 * clients in remote_wait; last_heard: when a frame last arrived. */
+	pthread_mutex_t recv_lock;
+	_Atomic bool in_person;
+	_Atomic int waiters;
+	_Atomic bool reader_parked; /* the reader thread sleeps off the socket */
+	_Atomic uint64_t last_heard;
 	/* Whoever sends (the writer, or a client's kick inline) holds it, with
 	 * the sending state below. */
 	pthread_mutex_t send_lock;
@@ -116,9 +128,16 @@ static void drain(int fd)
 	(void)n;
 }
 
+/* Set in a client reading frames in person: its own answers need no
+ * kick. */
+static _Thread_local bool reading_here;
+
 static void kick_client(void *arg)
 {
-	wake(((struct remote_chan *)arg)->wake_fd);
+	struct remote_chan *rc = arg;
+	if (reading_here && atomic_load(&rc->waiters) <= 1)
+		return; /* the only waiter is this thread, awake */
+	wake(rc->wake_fd);
 }
 
 /* The link or the far end is gone: the client learns it at its next wait. */
@@ -135,27 +154,88 @@ static void lost(struct remote_chan *rc, const char *why)
 	xgpu_rconn_shutdown(rc->conn);
 	wake(rc->wake_fd);
 	wake(rc->kick_fd);
+	wake(rc->ctl_fd);
 }
 
-static void *reader_main(void *arg)
+/* A reader polls the socket and reads a frame only once one has begun to
+ * arrive, so that a waiting client can take the role (remote_wait); silence
+ * is timed here, against last_heard, rather than by a blocking receive.
+ * While a client reads in person the reader thread leaves the socket alone
+ * (a frame's arrival then wakes the client only, not both) and looks again
+ * this often, for silence and for frames that come once no client waits. */
+#define READER_PARK_MS 10
+
+/* Reads a frame and any others the TLS layer already holds, under
+ * recv_lock. 0, or -1 when the channel is lost (lost() called). */
+static int read_frames(struct remote_chan *rc)
 {
-	struct remote_chan *rc = arg;
 	char err[256];
 	int32_t end = 0;
-	for (;;) {
+	do {
 		int r = xgpu_remote_receive(&rc->relay, xgpu_rconn_read, rc->conn, rc->rbuf, &end, err,
 					    sizeof err);
 		if (r == 1) {
 			/* The far executor ended; backend_end says why. */
 			lost(rc, NULL);
-			return NULL;
+			return -1;
 		}
-		if (r < 0)
+		if (r < 0) {
+			if (!strcmp(err, "timed out"))
+				snprintf(err, sizeof err, "nothing heard for %d s",
+					 XGPU_REMOTE_DEAD_MS / 1000);
+			lost(rc, err);
+			return -1;
+		}
+		atomic_store_explicit(&rc->last_heard, xgpu_now_ns(), memory_order_relaxed);
+	} while (xgpu_rconn_pending(rc->conn));
+	return 0;
+}
+
+static void *reader_main(void *arg)
+{
+	struct remote_chan *rc = arg;
+	bool skip = false; /* a client took the role as the socket woke us */
+	while (!atomic_load(&rc->dead)) {
+		/* Parked only while the one waiter reads in person: a client
+		 * waiting otherwise (ring space, bulk bytes) needs this thread,
+		 * and wakes it if it came while it was parked (remote_wait). */
+		bool parked = skip || (atomic_load(&rc->in_person) && atomic_load(&rc->waiters) <= 1);
+		if (parked) {
+			atomic_store(&rc->reader_parked, true);
+			if (!skip && !(atomic_load(&rc->in_person) && atomic_load(&rc->waiters) <= 1))
+				parked = false;
+		}
+		atomic_store(&rc->reader_parked, parked);
+		/* A negative fd is left out (events 0 would still report an error). */
+		struct pollfd pfd[2] = {{parked ? -1 : xgpu_rconn_fd(rc->conn), POLLIN, 0},
+					{rc->ctl_fd, POLLIN, 0}};
+		uint64_t heard = atomic_load_explicit(&rc->last_heard, memory_order_relaxed);
+		uint64_t now = xgpu_now_ns(), dead_at = heard + XGPU_REMOTE_DEAD_MS * 1000000ull;
+		if (now >= dead_at) {
+			char why[64];
+			snprintf(why, sizeof why, "nothing heard for %d s", XGPU_REMOTE_DEAD_MS / 1000);
+			lost(rc, why);
 			break;
+		}
+		int ms = (int)((dead_at - now) / 1000000u) + 1;
+		int n = poll(pfd, 2, parked && ms > READER_PARK_MS ? READER_PARK_MS : ms);
+		skip = false;
+		if (n > 0 && pfd[1].revents)
+			drain(rc->ctl_fd);
+		if (atomic_load(&rc->dead))
+			break;
+		if (n > 0 && pfd[0].revents) {
+			if (pthread_mutex_trylock(&rc->recv_lock) != 0) {
+				skip = true;
+				continue;
+			}
+			int r = read_frames(rc);
+			pthread_mutex_unlock(&rc->recv_lock);
+			if (r < 0)
+				break;
+			continue;
+		}
 	}
-	if (!strcmp(err, "timed out"))
-		snprintf(err, sizeof err, "nothing heard for %d s", XGPU_REMOTE_DEAD_MS / 1000);
-	lost(rc, err);
 	return NULL;
 }
 
@@ -262,11 +342,14 @@ static void free_chan(struct remote_chan *rc, size_t region_size, void *region)
 		close(rc->kick_fd);
 	if (rc->wake_fd >= 0)
 		close(rc->wake_fd);
+	if (rc->ctl_fd >= 0)
+		close(rc->ctl_fd);
 	free(rc->rbuf);
 	free(rc->wbuf);
 	if (region)
 		munmap(region, region_size);
 	pthread_mutex_destroy(&rc->send_lock);
+	pthread_mutex_destroy(&rc->recv_lock);
 	if (rc->xs) {
 		struct remote_chan *self = rc;
 		atomic_compare_exchange_strong(&xen_latest, &self, NULL);
@@ -402,17 +485,19 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 		return cudaErrorMemoryAllocation;
 	}
 	pthread_mutex_init(&rc->send_lock, NULL);
+	pthread_mutex_init(&rc->recv_lock, NULL);
 	pthread_mutex_init(&rc->xs_lock, NULL);
 	rc->last_sent = xgpu_now_ns();
 	rc->kick_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	rc->ctl_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	rc->rbuf = malloc(XGPU_REMOTE_MAX_PAYLOAD);
 	rc->wbuf = malloc(WRITE_BUF);
 	snprintf(rc->peer, sizeof rc->peer, "%s", spec);
 	region = mmap(NULL, region_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (region == MAP_FAILED)
 		region = NULL;
-	if (rc->kick_fd < 0 || rc->wake_fd < 0 || !rc->rbuf || !rc->wbuf || !region) {
+	if (rc->kick_fd < 0 || rc->wake_fd < 0 || rc->ctl_fd < 0 || !rc->rbuf || !rc->wbuf || !region) {
 		snprintf(err, errlen, "out of memory or descriptors");
 		status = cudaErrorMemoryAllocation;
 		goto fail;
@@ -488,6 +573,7 @@ static int connect_remote(struct xgpu_fe_chan *ch, size_t region_size, int (*ini
 		goto fail;
 	}
 	xgpu_remote_set_silence_limit(xgpu_rconn_fd(rc->conn));
+	atomic_store(&rc->last_heard, xgpu_now_ns());
 	memcpy(ack, rc->rbuf, sizeof *ack);
 	char peer[340];
 	snprintf(peer, sizeof peer, "remote %s is not an xgpud", spec);
@@ -546,18 +632,62 @@ static void remote_kick(struct xgpu_fe_chan *ch)
 	wake(rc->kick_fd);
 }
 
-static enum xgpu_wait_result remote_wait(struct xgpu_fe_chan *ch, int timeout_ms)
+/* A client waiting for an answer reads in person when no one else is
+ * reading: the frame that answers it then wakes this thread, not the reader
+ * thread, which would wake this one in turn (a wake-up is a large share of a
+ * remote round trip). One batch of frames, then the caller looks at its
+ * rings again. A client waiting for ring space or bulk bytes leaves reading
+ * to the reader thread, which keeps receiving while the client copies
+ * (measured: copies read in person lost up to a fifth of their speed). */
+static enum xgpu_wait_result read_in_person(struct remote_chan *rc, int timeout_ms)
+{
+	if (!xgpu_rconn_pending(rc->conn)) {
+		struct pollfd pfd[2] = {{xgpu_rconn_fd(rc->conn), POLLIN, 0}, {rc->wake_fd, POLLIN, 0}};
+		int n = poll(pfd, 2, timeout_ms);
+		if (n == 0)
+			return XGPU_WAIT_TIMEOUT;
+		if (n < 0)
+			return XGPU_WAIT_KICKED;
+		if (pfd[1].revents)
+			drain(rc->wake_fd);
+		if (!pfd[0].revents)
+			return XGPU_WAIT_KICKED;
+	}
+	read_frames(rc);
+	return XGPU_WAIT_KICKED;
+}
+
+static enum xgpu_wait_result remote_wait(struct xgpu_fe_chan *ch, int timeout_ms, bool answer)
 {
 	struct remote_chan *rc = ch->priv;
 	if (atomic_load(&rc->dead))
 		return XGPU_WAIT_PEER_GONE;
-	struct pollfd pfd = {rc->wake_fd, POLLIN, 0};
-	int r = poll(&pfd, 1, timeout_ms);
-	if (r > 0)
-		drain(rc->wake_fd);
+	enum xgpu_wait_result r;
+	atomic_fetch_add(&rc->waiters, 1);
+	if (answer && pthread_mutex_trylock(&rc->recv_lock) == 0) {
+		atomic_store(&rc->in_person, true);
+		reading_here = true;
+		r = read_in_person(rc, timeout_ms);
+		reading_here = false;
+		atomic_store(&rc->in_person, false);
+		pthread_mutex_unlock(&rc->recv_lock);
+		/* Another thread that came to wait meanwhile may have found the
+		 * role taken and slept on wake_fd: it takes over. */
+		if (atomic_load(&rc->waiters) > 1)
+			wake(rc->wake_fd);
+	} else {
+		if (atomic_load(&rc->reader_parked))
+			wake(rc->ctl_fd); /* frames for this waiter must be read */
+		struct pollfd pfd = {rc->wake_fd, POLLIN, 0};
+		int n = poll(&pfd, 1, timeout_ms);
+		if (n > 0)
+			drain(rc->wake_fd);
+		r = n == 0 ? XGPU_WAIT_TIMEOUT : XGPU_WAIT_KICKED;
+	}
+	atomic_fetch_sub(&rc->waiters, 1);
 	if (atomic_load(&rc->dead))
 		return XGPU_WAIT_PEER_GONE;
-	return r == 0 ? XGPU_WAIT_TIMEOUT : XGPU_WAIT_KICKED;
+	return r;
 }
 
 static int remote_share_segment(struct xgpu_fe_chan *ch, size_t size, void **ptr, uint64_t *token)

@@ -595,8 +595,9 @@ static bool backend_gone(struct xen_chan *xc)
 	return xc->be_alive_seen && !alive;
 }
 
-static enum xgpu_wait_result xen_wait(struct xgpu_fe_chan *ch, int timeout_ms)
+static enum xgpu_wait_result xen_wait(struct xgpu_fe_chan *ch, int timeout_ms, bool answer)
 {
+	(void)answer;
 	struct xen_chan *xc = ch->priv;
 	if (xc->gone || backend_gone(xc))
 		return XGPU_WAIT_PEER_GONE;

@@ -8,7 +8,13 @@
  *   tcprtt ping ADDR PORT COUNT   print "tcp_rtt_p50_us=... mean_us=..."
  *   tcprtt sink ADDR PORT         read one connection to its end, answer one byte
  *   tcprtt stream ADDR PORT MIB   send MIB MiB to a sink: "tcp_stream_gbps=..."
- * (the stream floor is plain TCP, without encryption) */
+ * (the stream floor is plain TCP, without encryption). With TCPRTT_PSK_FILE
+ * set (a "identity:hexkey" file) at both ends, the same over TLS 1.3 with
+ * that key, through common/remote.c's connections (the GnuTLS settings and
+ * ciphers of remote channels), printed as tls_rtt_p50_us and tls_stream_gbps:
+ * the floor of an encrypted channel, where the crypto's own cost is paid. */
+#include "remote.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,6 +31,49 @@ static double now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Plain (c NULL) or TLS. */
+static struct xgpu_rconn *tls_wrap(int fd, bool server)
+{
+	const char *file = getenv("TCPRTT_PSK_FILE");
+	char err[256], id[128];
+	uint8_t key[64];
+	size_t keylen = sizeof key;
+	struct xgpu_rconn *c;
+	if (!file || !*file)
+		return NULL;
+	if (server) {
+		static struct xgpu_psk_table t;
+		if (xgpu_remote_read_psk_table(file, &t, err, sizeof err) < 0)
+			goto fail;
+		c = xgpu_rconn_server(fd, &t, NULL, 5000, err, sizeof err);
+	} else {
+		if (xgpu_remote_read_psk(file, id, sizeof id, key, &keylen, err, sizeof err) < 0)
+			goto fail;
+		c = xgpu_rconn_client(fd, id, key, keylen, 5000, err, sizeof err);
+	}
+	if (c)
+		return c;
+fail:
+	fprintf(stderr, "tcprtt: TLS: %s\n", err);
+	exit(1);
+}
+
+static bool put(int fd, struct xgpu_rconn *c, const void *buf, size_t len)
+{
+	char err[128];
+	if (c)
+		return xgpu_rconn_send(c, buf, len, err, sizeof err) == 0;
+	return write(fd, buf, len) == (ssize_t)len;
+}
+
+static bool get(int fd, struct xgpu_rconn *c, void *buf, size_t len)
+{
+	char err[128];
+	if (c)
+		return xgpu_rconn_recv(c, buf, len, err, sizeof err) == 0;
+	return read(fd, buf, len) == (ssize_t)len;
 }
 
 static int cmp(const void *a, const void *b)
@@ -56,6 +105,18 @@ int main(int argc, char **argv)
 		}
 		int c = accept(fd, NULL, NULL);
 		setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		struct xgpu_rconn *tls = tls_wrap(c, true);
+		if (sink && tls) {
+			/* TLS reads take exact lengths: the stream says how many. */
+			static char buf[1 << 16];
+			uint64_t left;
+			if (!get(c, tls, &left, sizeof left))
+				return 1;
+			for (; left; left -= left < sizeof buf ? left : sizeof buf)
+				if (!get(c, tls, buf, left < sizeof buf ? left : sizeof buf))
+					return 1;
+			return put(c, tls, "k", 1) ? 0 : 1;
+		}
 		if (sink) {
 			static char buf[1 << 16];
 			while (read(c, buf, sizeof buf) > 0)
@@ -63,8 +124,8 @@ int main(int argc, char **argv)
 			return write(c, "k", 1) == 1 ? 0 : 1;
 		}
 		char b;
-		while (read(c, &b, 1) == 1)
-			if (write(c, &b, 1) != 1)
+		while (get(c, tls, &b, 1))
+			if (!put(c, tls, &b, 1))
 				break;
 		return 0;
 	}
@@ -89,6 +150,23 @@ int main(int argc, char **argv)
 		usleep(100000);
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	struct xgpu_rconn *tls = tls_wrap(fd, false);
+	const char *kind = tls ? "tls" : "tcp";
+	if (stream && tls) {
+		static char buf[1 << 16];
+		uint64_t left = (uint64_t)n << 20;
+		double t0 = now_us();
+		if (!put(fd, tls, &left, sizeof left))
+			return 1;
+		for (; left; left -= left < sizeof buf ? left : sizeof buf)
+			if (!put(fd, tls, buf, left < sizeof buf ? left : sizeof buf))
+				return 1;
+		char b;
+		if (!get(fd, tls, &b, 1))
+			return 1;
+		printf("tls_stream_gbps=%.3f\n", (double)((size_t)n << 20) / (now_us() - t0) / 1e3);
+		return 0;
+	}
 	if (stream) {
 		static char buf[1 << 16];
 		size_t left = (size_t)n << 20;
@@ -114,7 +192,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		char b = 'x';
 		double t0 = now_us();
-		if (write(fd, &b, 1) != 1 || read(fd, &b, 1) != 1) {
+		if (!put(fd, tls, &b, 1) || !get(fd, tls, &b, 1)) {
 			perror("tcprtt: ping");
 			return 1;
 		}
@@ -122,7 +200,7 @@ int main(int argc, char **argv)
 		sum += t[i];
 	}
 	qsort(t, (size_t)n, sizeof *t, cmp);
-	printf("tcp_rtt_p50_us=%.1f mean_us=%.1f\n", t[n / 2], sum / n);
+	printf("%s_rtt_p50_us=%.1f mean_us=%.1f\n", kind, t[n / 2], sum / n);
 	free(t);
 	close(fd);
 	return 0;

@@ -6,7 +6,10 @@
 #   - the null call (cudaStreamQuery, one round trip) against a one-byte TCP
 #     round trip (tests/tools/tcprtt ping, TCP_NODELAY);
 #   - 64 MiB copies each way against a plain TCP stream (tcprtt stream);
-#   - with TLS 1.3 (PSK) and with plain TCP (--remote-insecure).
+#   - with TLS 1.3 (PSK) and with plain TCP (--remote-insecure);
+#   - TLS figures also against the same floors over TLS 1.3 with the same
+#     key, GnuTLS settings and cipher (tcprtt with TCPRTT_PSK_FILE): what an
+#     encrypted channel cannot beat, its crypto paid.
 # The two hosts are network namespaces joined by a veth pair when this runs
 # as root (the link remote.sh tests), else loopback. Writes
 # ${BENCH_REMOTE_OUT:-docs/results/bench-remote.md}.
@@ -91,15 +94,16 @@ field() { awk -v k="$1" '$1 == k {print $2}'; }
 
 # tcp_floor SERVER_MODE CLIENT_MODE PORT [ARG]: tcprtt's server on the GPU
 # host's side, its client on the guest's, over the same link.
+# TCPRTT_PSK_FILE set: the same over TLS.
 tcp_floor() {
-	"${host_side[@]}" "$TCPRTT" "$1" "$GPU_IP" "$3" &
+	"${host_side[@]}" env TCPRTT_PSK_FILE="${TCPRTT_PSK_FILE:-}" "$TCPRTT" "$1" "$GPU_IP" "$3" &
 	local pid=$!
 	sleep 0.2
-	"${guest_side[@]}" "$TCPRTT" "$2" "$GPU_IP" "$3" "$4"
+	"${guest_side[@]}" env TCPRTT_PSK_FILE="${TCPRTT_PSK_FILE:-}" "$TCPRTT" "$2" "$GPU_IP" "$3" "$4"
 	wait "$pid"
 }
-rtt_floor() { tcp_floor serve ping $((PORT + 1)) 2000 | sed 's/.*tcp_rtt_p50_us=\([0-9.]*\).*/\1/'; }
-stream_floor() { tcp_floor sink stream $((PORT + 2)) 256 | sed 's/.*tcp_stream_gbps=//'; }
+rtt_floor() { tcp_floor serve ping $((PORT + 1)) 2000 | sed 's/.*_rtt_p50_us=\([0-9.]*\).*/\1/'; }
+stream_floor() { tcp_floor sink stream $((PORT + 2)) 256 | sed 's/.*_stream_gbps=//'; }
 
 echo "bench: remote null call and copies over $link"
 declare -A null h2d d2h launch launch_batch
@@ -136,13 +140,17 @@ done
 # device) and xgpud's (device to host) counts of completions it copied.
 zc_fe=$(awk '/MSG_ZEROCOPY:/ {sub(/.*MSG_ZEROCOPY: /, ""); s += $1; c += $3; k += $5} END {printf "%d sends, %d completed, %d copied", s, c, k}' "$work/zc.err")
 zc_be=$(awk '/left domain remote-bench.*MSG_ZEROCOPY:/ {sub(/.*MSG_ZEROCOPY: /, ""); s += $1; c += $3; k += $5} END {printf "%d sends, %d completed, %d copied", s, c, k}' "$work/xgpud.log")
-rtts=() streams=()
+rtts=() streams=() tls_rtts=() tls_streams=()
 for r in $(seq "$rounds"); do
 	rtts+=("$(rtt_floor)")
 	streams+=("$(stream_floor)")
+	tls_rtts+=("$(TCPRTT_PSK_FILE=$PSK rtt_floor)")
+	tls_streams+=("$(TCPRTT_PSK_FILE=$PSK stream_floor)")
 done
 rtt=$(printf '%s\n' "${rtts[@]}" | median)
 stream=$(printf '%s\n' "${streams[@]}" | median)
+tls_rtt=$(printf '%s\n' "${tls_rtts[@]}" | median)
+tls_stream=$(printf '%s\n' "${tls_streams[@]}" | median)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}'; }
 share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / b; else print "-"}'; }
 
@@ -161,15 +169,19 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / 
 	echo "launch a round trip, as before. The batch mean times runs of launches each followed by a"
 	echo "synchronisation, which is where the pipelined answers are taken."
 	echo
-	echo "| | TLS 1.3 (PSK) | plain TCP | floor | TLS / floor | plain / floor |"
-	echo "|---|---|---|---|---|---|"
-	echo "| null call p50 (us) | ${null[tls]} | ${null[plain]} | $rtt (TCP round trip) | $(ratio "${null[tls]}" "$rtt") | $(ratio "${null[plain]}" "$rtt") |"
-	echo "| empty launch p50 (us), pipelined | ${launch[tls]} | ${launch[plain]} | $rtt (TCP round trip) | $(ratio "${launch[tls]}" "$rtt") | $(ratio "${launch[plain]}" "$rtt") |"
-	echo "| empty launch p50 (us), XGPU_PIPELINE=0 | ${launch[tls.sync]} | ${launch[plain.sync]} | $rtt (TCP round trip) | $(ratio "${launch[tls.sync]}" "$rtt") | $(ratio "${launch[plain.sync]}" "$rtt") |"
-	echo "| empty launch, batch mean (us), pipelined | ${launch_batch[tls]} | ${launch_batch[plain]} | | | |"
-	echo "| empty launch, batch mean (us), XGPU_PIPELINE=0 | ${launch_batch[tls.sync]} | ${launch_batch[plain.sync]} | | | |"
-	echo "| 64 MiB host to device (GB/s) | ${h2d[tls]} | ${h2d[plain]} | $stream (TCP stream) | $(share "${h2d[tls]}" "$stream") | $(share "${h2d[plain]}" "$stream") |"
-	echo "| 64 MiB device to host (GB/s) | ${d2h[tls]} | ${d2h[plain]} | $stream (TCP stream) | $(share "${d2h[tls]}" "$stream") | $(share "${d2h[plain]}" "$stream") |"
+	echo "The TLS floors are the same measurements over TLS 1.3 with the same key, GnuTLS settings"
+	echo "and cipher (\`tcprtt\` with \`TCPRTT_PSK_FILE\`): a $tls_rtt us round trip and a $tls_stream GB/s stream"
+	echo "here. TLS / TLS floor is what the relay costs beyond the encryption itself."
+	echo
+	echo "| | TLS 1.3 (PSK) | plain TCP | floor | TLS / floor | plain / floor | TLS / TLS floor |"
+	echo "|---|---|---|---|---|---|---|"
+	echo "| null call p50 (us) | ${null[tls]} | ${null[plain]} | $rtt (TCP round trip) | $(ratio "${null[tls]}" "$rtt") | $(ratio "${null[plain]}" "$rtt") | $(ratio "${null[tls]}" "$tls_rtt") |"
+	echo "| empty launch p50 (us), pipelined | ${launch[tls]} | ${launch[plain]} | $rtt (TCP round trip) | $(ratio "${launch[tls]}" "$rtt") | $(ratio "${launch[plain]}" "$rtt") | $(ratio "${launch[tls]}" "$tls_rtt") |"
+	echo "| empty launch p50 (us), XGPU_PIPELINE=0 | ${launch[tls.sync]} | ${launch[plain.sync]} | $rtt (TCP round trip) | $(ratio "${launch[tls.sync]}" "$rtt") | $(ratio "${launch[plain.sync]}" "$rtt") | $(ratio "${launch[tls.sync]}" "$tls_rtt") |"
+	echo "| empty launch, batch mean (us), pipelined | ${launch_batch[tls]} | ${launch_batch[plain]} | | | | |"
+	echo "| empty launch, batch mean (us), XGPU_PIPELINE=0 | ${launch_batch[tls.sync]} | ${launch_batch[plain.sync]} | | | | |"
+	echo "| 64 MiB host to device (GB/s) | ${h2d[tls]} | ${h2d[plain]} | $stream (TCP stream) | $(share "${h2d[tls]}" "$stream") | $(share "${h2d[plain]}" "$stream") | $(share "${h2d[tls]}" "$tls_stream") |"
+	echo "| 64 MiB device to host (GB/s) | ${d2h[tls]} | ${d2h[plain]} | $stream (TCP stream) | $(share "${d2h[tls]}" "$stream") | $(share "${d2h[plain]}" "$stream") | $(share "${d2h[tls]}" "$tls_stream") |"
 	echo
 	echo "Plain TCP's bulk sends with MSG_ZEROCOPY (XGPU_REMOTE_ZEROCOPY=1 and xgpud --remote-zerocopy)"
 	echo "against plain \`sendmsg\`, in the same run (TLS cannot: it encrypts into buffers of its own)."
