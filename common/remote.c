@@ -597,6 +597,7 @@ void xgpu_remote_set_silence_limit(int fd)
 	X(gnutls_certificate_free_credentials)                                                               \
 	X(gnutls_certificate_set_x509_key_mem)                                                               \
 	X(gnutls_certificate_set_x509_trust_mem)                                                             \
+	X(gnutls_certificate_set_x509_crl_mem)                                                               \
 	X(gnutls_certificate_server_set_request)                                                             \
 	X(gnutls_session_set_verify_cert2)                                                                   \
 	X(gnutls_session_get_verify_cert_status)                                                             \
@@ -772,6 +773,14 @@ struct xgpu_rcert *xgpu_rcert_load_mem(const char *cert, const char *key, const 
 	}
 	if ((r = tls.gnutls_certificate_set_x509_trust_mem(rc->cred, &a, GNUTLS_X509_FMT_PEM)) <= 0) {
 		snprintf(err, errlen, "the CA: %s", r < 0 ? tls.gnutls_strerror(r) : "no certificate in it");
+		goto fail;
+	}
+	/* Revocation lists the CA's file carries after its certificates: a
+	 * peer's certificate one of them names is refused as revoked. */
+	if (strstr(ca, "-----BEGIN X509 CRL-----") &&
+	    (r = tls.gnutls_certificate_set_x509_crl_mem(rc->cred, &a, GNUTLS_X509_FMT_PEM)) <= 0) {
+		snprintf(err, errlen, "the CA's revocation list: %s",
+			 r < 0 ? tls.gnutls_strerror(r) : "none could be read");
 		goto fail;
 	}
 	return rc;

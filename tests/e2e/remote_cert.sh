@@ -10,7 +10,9 @@
 #   - two tenants' certificates get two domains, and one cannot name the
 #     other's;
 #   - the GPU host's certificate is refused when the guest's CA did not sign
-#     it, or when it does not name the address the guest dialled;
+#     it, when it does not name the address the guest dialled, or when a
+#     revocation list in the guest's CA file names it (a list that is not one
+#     stops the guest with its reason);
 #   - a guest certificate from another CA, an expired one, and a TLS client
 #     with no certificate at all are refused, each with its reason in xgpud's
 #     log;
@@ -46,6 +48,23 @@ mkcert() {
 	printf '%b\n' "$5" >"$C/$1.ext"
 	openssl x509 -req -in "$C/$1.csr" -CA "$C/$3.pem" -CAkey "$C/$3.key" -CAcreateserial -days "$4" \
 		-out "$C/$1.pem" -extfile "$C/$1.ext" 2>/dev/null || fail "openssl: cannot sign $1"
+}
+# mkcrl CA REVOKED...: $C/CA.crl, CA's revocation list naming the
+# certificates REVOKED.
+mkcrl() {
+	local ca=$1 d=$C/$1.db
+	shift
+	mkdir -p "$d"
+	: >"$d/index.txt"
+	echo 01 >"$d/crlnumber"
+	printf '[ca]\ndefault_ca = d\n[d]\ndatabase = %s\ncrlnumber = %s\ndefault_md = sha256\ndefault_crl_days = 2\n' \
+		"$d/index.txt" "$d/crlnumber" >"$d/cnf"
+	for c in "$@"; do
+		openssl ca -config "$d/cnf" -keyfile "$C/$ca.key" -cert "$C/$ca.pem" -revoke "$C/$c.pem" 2>/dev/null ||
+			fail "openssl: cannot revoke $c"
+	done
+	openssl ca -config "$d/cnf" -keyfile "$C/$ca.key" -cert "$C/$ca.pem" -gencrl -out "$C/$ca.crl" 2>/dev/null ||
+		fail "openssl: cannot make $ca's revocation list"
 }
 mkca ca
 mkca rogue
@@ -133,6 +152,15 @@ refused "wrong CA" "$out" "TLS: the GPU host's certificate was refused: .*issuer
 note "the GPU host dialled by an address its certificate does not name"
 out=$(DIAL=$ALT_IP guest lab "$B/bin/vectorAdd" -n 1000 2>&1) && fail "the guest accepted a certificate for another host"
 refused "wrong host" "$out" "TLS: the GPU host's certificate was refused: .*name in the certificate does not match"
+
+note "the GPU host's certificate revoked by a list in the guest's CA file"
+mkcrl ca host
+cat "$C/ca.pem" "$C/ca.crl" >"$C/ca-crl.pem"
+out=$(GCA=ca-crl guest lab "$B/bin/vectorAdd" -n 1000 2>&1) && fail "the guest accepted a revoked GPU host certificate"
+refused "revoked" "$out" "TLS: the GPU host's certificate was refused: .*revoked"
+{ cat "$C/ca.pem"; printf -- '-----BEGIN X509 CRL-----\nbm90IGEgbGlzdA==\n-----END X509 CRL-----\n'; } >"$C/ca-badcrl.pem"
+out=$(GCA=ca-badcrl guest lab "$B/bin/vectorAdd" -n 1000 2>&1) && fail "the guest ran with a CA file whose list is not one"
+grep -q "the CA's revocation list" <<<"$out" || { echo "$out"; fail "a broken revocation list: no reason given"; }
 
 note "a guest certificate from another CA"
 out=$(guest stranger "$B/bin/vectorAdd" -n 1000 2>&1) && fail "a certificate of another CA was admitted"
