@@ -12,7 +12,8 @@
 #   - the GPU host's certificate is refused when the guest's CA did not sign
 #     it, when it does not name the address the guest dialled, or when a
 #     revocation list in the guest's CA file names it (a list that is not one
-#     stops the guest with its reason);
+#     stops the guest with its reason); a guest's certificate named by a list in
+#     xgpud's CA file is refused as revoked, another one admitted;
 #   - a guest certificate from another CA, an expired one, and a TLS client
 #     with no certificate at all are refused, each with its reason in xgpud's
 #     log;
@@ -188,6 +189,26 @@ out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$
 	fail "the frontend ran with a CA but no certificate"
 grep -q "XGPU_REMOTE_CERT, XGPU_REMOTE_CERT_KEY and XGPU_REMOTE_CA go together" <<<"$out" ||
 	{ echo "$out"; fail "no reason given for a CA without a certificate"; }
+
+note "a guest certificate revoked by a list in xgpud's CA file (a second xgpud)"
+mkcrl ca far
+cat "$C/ca.pem" "$C/ca.crl" >"$C/ca-nofar.pem"
+ip netns exec "$NSH" "$B/bin/xgpud" --foreground --executor sim --socket "$T/x2.sock" --log-level info \
+	--remote-listen ":$((PORT + 1))" --remote-cert "$C/host.pem" --remote-cert-key "$C/host.key" \
+	--remote-ca "$C/ca-nofar.pem" >"$T/x2.log" 2>&1 &
+X2=$!
+x2_fail() {
+	kill -TERM "$X2" 2>/dev/null || true
+	wait "$X2" 2>/dev/null || true
+	fail "$@"
+}
+wait_for 10 grep -q "remote transport: listening" "$T/x2.log" || { cat "$T/x2.log"; x2_fail "the second xgpud did not start"; }
+out=$(PORT=$((PORT + 1)) guest far "$B/bin/vectorAdd" -n 1000 2>&1) && x2_fail "a revoked guest certificate was admitted"
+wait_for 5 grep -q "not admitted: TLS: the client's certificate was refused: .*revoked" "$T/x2.log" ||
+	{ cat "$T/x2.log"; x2_fail "the GPU host did not log the guest's certificate as revoked"; }
+out=$(PORT=$((PORT + 1)) guest lab "$B/bin/vectorAdd" -n 1000 2>&1) ||
+	{ echo "$out"; x2_fail "a certificate the list does not name was refused"; }
+kill -TERM "$X2" && wait "$X2" || true
 
 note "xgpud still serves"
 out=$(guest lab "$B/bin/vectorAdd" -n 1000 2>&1) || { echo "$out"; fail "vectorAdd failed after the refusals"; }
