@@ -194,6 +194,9 @@ void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_
 	*mark = NULL;
 	if (!dom->marks)
 		return;
+	/* Only this thread writes it: a plain store, no locked add. */
+	uint64_t issuing = atomic_load_explicit(&dom->issuing, memory_order_relaxed);
+	atomic_store_explicit(&dom->issuing, issuing | 1, memory_order_relaxed);
 	if (dom->marks_count == dom->marks_cap)
 		xgpu_exec_busy_harvest(dom, false);
 	if (dom->marks_count == dom->marks_cap) {
@@ -218,6 +221,9 @@ void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_
 
 void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark *mark)
 {
+	uint64_t issuing = atomic_load_explicit(&dom->issuing, memory_order_relaxed);
+	if (issuing & 1)
+		atomic_store_explicit(&dom->issuing, issuing + 1, memory_order_relaxed);
 	if (!mark)
 		return;
 	if (dom->x->drv.cuEventRecord(mark->end, s) == CUDA_SUCCESS) {

@@ -131,6 +131,11 @@ struct xgpu_domain {
 	/* Guards the marks ring's extent against the link thread, which
 	 * reads the oldest unfinished one for xgpud's kernel timeout. */
 	pthread_mutex_t marks_lock;
+	/* Odd while a measured operation is being issued (between busy_begin
+	 * and busy_end): a driver call that does not return (the simulated
+	 * driver runs a graph's conditional nodes inside cuGraphLaunch) is
+	 * unfinished work for the kernel timeout before it has a mark. */
+	_Atomic uint64_t issuing;
 	struct xgpu_taskq tasks; /* the slot shared among tasks (wfq) */
 	struct {
 		uint32_t task, weight;

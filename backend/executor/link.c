@@ -473,6 +473,11 @@ static void publish_busy(struct xgpu_executor *x)
 		}
 	}
 	pthread_mutex_unlock(&dom->marks_lock);
+	/* No mark unfinished, but an operation still being issued: named by
+	 * its issue count, above every mark's index. */
+	uint64_t issuing = atomic_load_explicit(&dom->issuing, memory_order_relaxed);
+	if (unfinished == UINT64_MAX && (issuing & 1))
+		unfinished = (1ull << 63) | issuing;
 	if (unfinished != L.wd_mark) {
 		L.wd_mark = unfinished;
 		L.wd_since_ns = now;

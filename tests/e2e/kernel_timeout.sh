@@ -8,7 +8,8 @@
 # cudaGetLastError return cudaErrorLaunchTimeout, the daemon logs it and
 # counts it in xl-gpu stats, a bystander's vectorAdd run finishes verified
 # within 2 x (its solo time + the timeout), and a new process in dom-run gets
-# a fresh context and works.
+# a fresh context and works. Then a graph whose conditional while node never
+# ends is ended the same way, within 10 s.
 . "$(dirname "$0")/lib.bash"
 export XGPU_SIM_WATCHDOG_MS=0
 cat >"$T/xgpud.conf" <<'CONF'
@@ -50,4 +51,23 @@ wait_for 5 dom_eq dom-run channels 0 || fail "the runaway's channel did not go"
 out=$(XGPU_DOMAIN=dom-run run_cuda "$prog" spin 1 0.5 2>&1) || { echo "$out"; fail "a new process in dom-run failed"; }
 grep -q "verified=yes" <<<"$out" || { echo "$out"; fail "a new process in dom-run did not verify"; }
 note "new process in dom-run: $(grep RESULT <<<"$out")"
+
+# A conditional while node that never ends: on the simulated driver its
+# loop runs inside cuGraphLaunch, before the launch has a busy mark, and
+# the kernel timeout must end it all the same.
+t0=$(now)
+XGPU_DOMAIN=dom-run run_cuda "$B/tests/samples/graphs_cond" endless >"$T/endless.out" 2>&1 &
+endless=$!
+for _ in $(seq 100); do
+	kill -0 "$endless" 2>/dev/null || break
+	sleep 0.1
+done
+if kill -0 "$endless" 2>/dev/null; then
+	kill -9 "$endless"
+	fail "an endless while graph was not ended within 10 s (kernel timeout $timeout_s s)"
+fi
+wait "$endless" || { cat "$T/endless.out"; fail "an endless while graph did not end with cudaErrorLaunchTimeout"; }
+took=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+note "$(grep RESULT "$T/endless.out"), after $took s"
+[ "$(dom_stat dom-run timeouts)" -eq 2 ] || fail "xl-gpu stats does not count the endless graph's timeout"
 stop_xgpud

@@ -315,12 +315,40 @@ static void foreign_set()
 	cudaGraphDestroy(other);
 }
 
-int main()
+// A while loop whose body never clears its condition (default 1): on a GPU
+// it runs until something ends it. Run by tests/e2e/kernel_timeout.sh, which
+// expects the domain's kernel timeout to end it with cudaErrorLaunchTimeout.
+static int endless()
+{
+	cudaGraph_t g, body;
+	cudaGraphConditionalHandle h;
+	CHECK(cudaGraphCreate(&g, 0));
+	CHECK(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault));
+	cudaGraphNode_t c;
+	CHECK(add_cond(&c, g, NULL, h, cudaGraphCondTypeWhile, 1, &body));
+	int l = M_LOOP;
+	void *a[] = {&hits, &l};
+	add_kernel(body, NULL, (void *)mark, a);
+	cudaGraphExec_t x;
+	CHECK(cudaGraphInstantiate(&x, g, 0));
+	cudaError_t e = cudaGraphLaunch(x, 0);
+	if (!e)
+		e = cudaDeviceSynchronize();
+	printf("RESULT graphs_cond endless=%s\n", cudaGetErrorName(e));
+	// The context is gone; these free what the process holds of the graphs.
+	cudaGraphExecDestroy(x);
+	cudaGraphDestroy(g);
+	return e == cudaErrorLaunchTimeout ? 0 : 1;
+}
+
+int main(int argc, char **argv)
 {
 	CHECK(cudaMalloc(&hits, NHITS * sizeof(int)));
 	CHECK(cudaMalloc(&val, sizeof(int)));
 	CHECK(cudaMalloc(&cnt, sizeof(int)));
 	CHECK(cudaMalloc(&inner, sizeof(int)));
+	if (argc > 1 && !strcmp(argv[1], "endless"))
+		return endless();
 	if_else();
 	if_switch();
 	nested_while();
