@@ -65,14 +65,11 @@ static void *spin_partner(void *arg)
 static int efd_ping, efd_pong;
 static const unsigned eventfd_iters = 50000;
 
-static void pin(int cpu);
-
 static void *eventfd_partner(void *arg)
 {
 	uint64_t v;
 	/* On the other CPU, as the daemon is from the client. */
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		pin(1);
+	bench_pin(1);
 	for (unsigned i = 0; i < eventfd_iters; i++) {
 		if (read(efd_ping, &v, sizeof v) != sizeof v || write(efd_pong, &v, sizeof v) != sizeof v)
 			return NULL;
@@ -80,18 +77,9 @@ static void *eventfd_partner(void *arg)
 	return NULL;
 }
 
-static void pin(int cpu)
-{
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 static void *spin_partner_on1(void *arg)
 {
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		pin(1);
+	bench_pin(1);
 	return spin_partner(arg);
 }
 
@@ -152,8 +140,7 @@ static struct {
 
 static void *spin2_partner(void *arg)
 {
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		pin(1);
+	bench_pin(1);
 	for (uint64_t i = 1; i <= pingpong_iters; i++) {
 		while (atomic_load_explicit(&fwd.v, memory_order_acquire) != i)
 			xgpu_cpu_relax();
@@ -193,8 +180,7 @@ static void floors(void)
 {
 	/* The host moves vCPUs between runs: the median of several runs on a
 	 * fixed pair of CPUs, the same pair the rtt test uses. */
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		pin(0);
+	bench_pin(0);
 	double runs[5], meds[5];
 	for (int i = 0; i < 5; i++)
 		runs[i] = spin_floor_once(&meds[i]);
@@ -237,8 +223,7 @@ static const char *bench_domain(void)
 static int rtt(const char *mode, unsigned iters)
 {
 	struct xgpu_client *c;
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		pin(0);
+	bench_pin(0);
 	int r = xgpu_client_open(bench_domain(), (uint32_t)getpid(), &c);
 	if (r) {
 		fprintf(stderr, "xgpu-bench: cannot open a channel (error %d); is xgpud running?\n", r);
@@ -329,19 +314,9 @@ struct ring_run {
 	 * moving to its CPU may wait there behind the other for a time slice,
 	 * a third of a 64 MiB run. It stops when the consumer has the last
 	 * byte. */
-	atomic_int ready;
-	atomic_bool go;
+	struct bench_gate gate;
 	uint64_t t_end;
 };
-
-static void ring_start(struct ring_run *r, int cpu)
-{
-	if (sysconf(_SC_NPROCESSORS_ONLN) > 1)
-		pin(cpu);
-	atomic_fetch_add(&r->ready, 1);
-	while (!atomic_load_explicit(&r->go, memory_order_acquire))
-		xgpu_cpu_relax();
-}
 
 static void nap(int fd)
 {
@@ -393,7 +368,7 @@ static void *ring_producer(void *arg)
 	struct ring_run *r = arg;
 	/* The pair on CPUs 0 and 1, as the floors and the round trips are
 	 * measured: unpinned, a busy host may put both on one CPU. */
-	ring_start(r, 0);
+	bench_gate_enter(&r->gate, 0);
 	size_t sent = 0;
 	uint64_t rq0 = thread_rq_ns();
 	while (sent < r->n) {
@@ -418,7 +393,7 @@ static void *ring_producer(void *arg)
 static void *ring_consumer(void *arg)
 {
 	struct ring_run *r = arg;
-	ring_start(r, 1);
+	bench_gate_enter(&r->gate, 1);
 	size_t got = 0;
 	uint64_t rq0 = thread_rq_ns();
 	while (got < r->n) {
@@ -474,15 +449,7 @@ static void ring(void)
 			r.wake_p = eventfd(0, EFD_NONBLOCK);
 			r.wake_c = eventfd(0, EFD_NONBLOCK);
 			memset(dst + n - 4096, 0, 4096);
-			pthread_t tp, tc;
-			pthread_create(&tp, NULL, ring_producer, &r);
-			pthread_create(&tc, NULL, ring_consumer, &r);
-			while (atomic_load(&r.ready) < 2)
-				sched_yield();
-			t0 = xgpu_now_ns();
-			atomic_store_explicit(&r.go, true, memory_order_release);
-			pthread_join(tp, NULL);
-			pthread_join(tc, NULL);
+			t0 = bench_run_pair(&r.gate, ring_producer, ring_consumer, &r);
 			uint64_t wall = r.t_end - t0;
 			g = gbps(n, wall);
 			if (g > best) {

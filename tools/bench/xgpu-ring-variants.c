@@ -53,23 +53,12 @@ struct run {
 	uint64_t cpu_ns[2], rq_ns[2];
 	/* Timed from when both threads run on their CPUs (moving there may
 	 * wait a time slice) to the consumer's last byte. */
-	atomic_int ready;
-	atomic_bool go;
+	struct bench_gate gate;
 	uint64_t t_end;
 };
 
 #define MAX_VARIANTS 16
 #define MAX_ROUNDS 64
-
-static void pin(int cpu)
-{
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
-		return;
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
 
 #if defined(__x86_64__)
 __attribute__((target("avx2"))) static void copy_nt32(void *dst, const void *src, size_t n)
@@ -128,19 +117,11 @@ static void copy(enum copy_kind k, void *dst, const void *src, size_t n)
 
 /* Both sides spin rather than sleep: with a CPU each, as measured here, a
  * side with nothing to do has nothing else to run. */
-static void start(struct run *r, int cpu)
-{
-	pin(cpu);
-	atomic_fetch_add(&r->ready, 1);
-	while (!atomic_load_explicit(&r->go, memory_order_acquire))
-		xgpu_cpu_relax();
-}
-
 static void *producer(void *arg)
 {
 	struct run *r = arg;
 	struct xgpu_qend *p = &r->p;
-	start(r, 0);
+	bench_gate_enter(&r->gate, 0);
 	uint64_t rq0 = thread_rq_ns();
 	for (size_t sent = 0; sent < r->n;) {
 		size_t want = r->n - sent < r->v->slice ? r->n - sent : r->v->slice;
@@ -166,7 +147,7 @@ static void *consumer(void *arg)
 {
 	struct run *r = arg;
 	struct xgpu_qend *c = &r->c;
-	start(r, 1);
+	bench_gate_enter(&r->gate, 1);
 	uint64_t rq0 = thread_rq_ns();
 	for (size_t got = 0; got < r->n;) {
 		size_t want = r->n - got < r->v->slice ? r->n - got : r->v->slice;
@@ -284,15 +265,7 @@ int main(int argc, char **argv)
 			xgpu_qend_init(&r.p, &r.q, buf, vs[k].area, 1, 0);
 			xgpu_qend_init(&r.c, &r.q, buf, vs[k].area, 1, 0);
 			memset(dst, 0, n);
-			pthread_t tp, tc;
-			pthread_create(&tp, NULL, producer, &r);
-			pthread_create(&tc, NULL, consumer, &r);
-			while (atomic_load(&r.ready) < 2)
-				sched_yield();
-			t0 = xgpu_now_ns();
-			atomic_store_explicit(&r.go, true, memory_order_release);
-			pthread_join(tp, NULL);
-			pthread_join(tc, NULL);
+			t0 = bench_run_pair(&r.gate, producer, consumer, &r);
 			uint64_t ns = r.t_end - t0;
 			if (memcmp(src, dst, n)) {
 				fprintf(stderr, "xgpu-ring-variants: %s corrupted the data\n", vs[k].name);
