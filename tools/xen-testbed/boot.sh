@@ -75,7 +75,8 @@ t1=$(date +%s.%N)
 # once in CI: dom0's kernel silent after "Poking KASLR" for 1380 s, where it
 # reaches SCRIPT within 10-30 s), so a boot that has not started SCRIPT
 # within boot_tmo is killed and tried again; the stalled boot's console is
-# kept as LOG.stalled-N. All boots share the one --timeout.
+# kept as LOG.stalled-N. All boots share the one --timeout. The console goes
+# to LOG a line at a time, for the watchdog to read while the VM runs.
 run_qemu() { # LEFT_SECONDS
 	timeout -k 5 "$1" qemu-system-x86_64 -accel tcg,thread=multi -cpu "$cpu" \
 		-m "$mem" -smp "$smp" -nographic -no-reboot -serial mon:stdio -monitor none \
@@ -83,7 +84,7 @@ run_qemu() { # LEFT_SECONDS
 		-kernel "${xen_elf:-$XTB_XEN_ELF}" \
 		-append "console=com1 com1=115200,8n1 dom0_mem=1024M,max:1024M dom0_max_vcpus=$smp loglvl=warning guest_loglvl=warning $xen_args" \
 		-initrd "$XTB_VMLINUZ console=hvc0 earlyprintk=xen panic=-1 loglevel=4,$initrd" \
-		</dev/null 2>&1 | tr -d '\r' >"$log"
+		</dev/null 2>&1 | stdbuf -oL tr -d '\r' >"$log"
 }
 rc=0 try=1
 while :; do
