@@ -147,6 +147,18 @@ struct xgpu_gnttab_ops {
 	 * it (the previous xgpud's end went with that xgpud); takes fd on
 	 * success. NULL where there is no broker. */
 	int (*broker_renew)(struct xgpu_gnttab *g, int fd);
+	/* xgpud's record of what the executor holds mapped through the
+	 * broker, which must outlive xgpud so that a restart cannot hand an
+	 * adopted executor a fresh allowance: the broker counts from held
+	 * pages (an adopted handle's last record; more than its limit counts
+	 * as the limit) and calls record with the new count before every map,
+	 * refusing the map if it fails, and after every unmap, so that the
+	 * record is never below what is mapped. NULL where there is no
+	 * broker. */
+	void (*broker_account)(struct xgpu_gnttab *g, uint64_t held, int (*record)(void *arg, uint64_t pages),
+			       void *arg);
+	/* Pages the executor holds mapped through the broker, as counted. */
+	uint64_t (*broker_held)(struct xgpu_gnttab *g);
 };
 
 /* ---- opening -------------------------------------------------------------- */

@@ -769,6 +769,8 @@ struct raw_gnt {
 	bool executor;       /* maps through the broker */
 	int32_t notify_port; /* the broker's only port for unmap notifications, -1: none */
 	uint64_t broker_pages;
+	int (*record)(void *arg, uint64_t pages); /* xgpud's record of broker_pages, or NULL */
+	void *record_arg;
 	pthread_mutex_t mu;
 	pthread_cond_t renewed; /* executor: broker replaced */
 	struct raw_map *maps;
@@ -1076,22 +1078,31 @@ static int rg_broker_serve(struct xgpu_gnttab *gt)
 		struct broker_rep rep = {0};
 		if (q->op == BROKER_MAP && q->count >= 1 && q->count <= BROKER_CHUNK &&
 		    (size_t)n == sizeof *q + q->count * sizeof(uint32_t)) {
-			if (g->broker_pages + q->count > BROKER_MAX_PAGES)
+			uint64_t after = g->broker_pages + q->count;
+			if (after > BROKER_MAX_PAGES)
 				rep.err = ENOSPC;
 			else if (q->notify_port >= 0 && q->notify_port != g->notify_port)
 				rep.err = EPERM; /* another domain's port, perhaps */
+			else if (g->record && g->record(g->record_arg, after) < 0)
+				rep.err = EIO; /* a map we could not account for after a restart */
 			else if (gntdev_map(g->fd, g->domid, q->refs, q->count, q->notify_off, q->notify_port,
-					    &rep.index) < 0)
+					    &rep.index) < 0) {
 				rep.err = errno ? errno : EIO;
-			else
-				g->broker_pages += q->count;
+				if (g->record)
+					g->record(g->record_arg, g->broker_pages);
+			} else {
+				g->broker_pages = after;
+			}
 		} else if (q->op == BROKER_UNMAP && (size_t)n == sizeof *q && q->count >= 1 &&
 			   q->count <= BROKER_CHUNK) {
 			struct ioctl_gntdev_unmap_grant_ref u = {.index = q->index, .count = q->count};
 			if (ioctl(g->fd, IOCTL_GNTDEV_UNMAP_GRANT_REF, &u) < 0)
 				rep.err = errno ? errno : EIO;
-			else
+			else {
 				g->broker_pages -= q->count <= g->broker_pages ? q->count : g->broker_pages;
+				if (g->record)
+					g->record(g->record_arg, g->broker_pages);
+			}
 		} else {
 			rc = -1;
 			errno = EPROTO;
@@ -1136,7 +1147,23 @@ static int rg_broker_renew(struct xgpu_gnttab *gt, int fd)
 	return 0;
 }
 
+static void rg_broker_account(struct xgpu_gnttab *gt, uint64_t held, int (*record)(void *arg, uint64_t pages),
+			      void *arg)
+{
+	struct raw_gnt *g = RG(gt);
+	g->broker_pages = held < BROKER_MAX_PAGES ? held : BROKER_MAX_PAGES;
+	g->record = record;
+	g->record_arg = arg;
+}
+
+static uint64_t rg_broker_held(struct xgpu_gnttab *gt)
+{
+	return RG(gt)->broker_pages;
+}
+
 static const struct xgpu_gnttab_ops raw_gnt_ops = {
+    .broker_account = rg_broker_account,
+    .broker_held = rg_broker_held,
     .broker_notify_port = rg_broker_notify_port,
     .broker_renew = rg_broker_renew,
     .close = rg_close,
@@ -1216,9 +1243,10 @@ struct xgpu_gnttab *xgpu_gnttab_import_real(uint32_t domid, const int *fds, int 
 /* The adopted executor's copies: its gntdev file (the one xgpud mapped its
  * grants on, holding their maps) and its end of the previous xgpud's broker,
  * dead with that xgpud and closed here. The handle is xgpud's, with no
- * broker yet: export_fds makes the new one. What the executor holds mapped
- * already is not counted against BROKER_MAX_PAGES again (the count went with
- * the previous xgpud); the kernel's own limit on the file still holds. */
+ * broker yet: export_fds makes the new one. It counts the whole allowance
+ * as held until broker_account gives it the previous xgpud's record (gntdev
+ * cannot list a file's maps), and so where there is no record: the
+ * executor then maps nothing more until it unmaps. */
 struct xgpu_gnttab *xgpu_gnttab_adopt_real(uint32_t domid, const int *fds, int nfds, char *err, size_t errlen)
 {
 	if (nfds != 2 || !is_node(fds[0], "/dev/xen/gntdev")) {
@@ -1233,6 +1261,7 @@ struct xgpu_gnttab *xgpu_gnttab_adopt_real(uint32_t domid, const int *fds, int n
 		errno = ENOMEM;
 		return NULL;
 	}
+	g->broker_pages = BROKER_MAX_PAGES;
 	close(fds[1]);
 	return &g->pub;
 }

@@ -28,6 +28,9 @@ struct xgpu_transport_host {
 	/* Options fixed before any transport starts. */
 	unsigned max_domains;
 	unsigned max_channels_per_domain;
+	/* A directory only xgpud may enter, kept across its restarts (the
+	 * executors' socket directory): records that must outlive xgpud. */
+	char record_dir[256];
 
 	/* The domain named name for a local client of uid, created if needed;
 	 * NULL with the reason in err if uid may not join or create it. */

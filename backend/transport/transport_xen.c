@@ -16,6 +16,12 @@
  * carries the be_alive unmap notification. A channel ends when its
  * executor says so or ends itself (executors.c calls chan_ended); the xenbus
  * logic learns of it from the notice queue.
+ *
+ * On real Xen each channel also has a grant record in xgpud's own directory
+ * (host record_dir): how many pages its executor holds mapped through the
+ * grant broker, written before every map. A restarted xgpud counts an
+ * adopted channel's allowance from it, so that no restart gives an
+ * executor a fresh one.
  */
 #include "transport_xen.h"
 
@@ -28,6 +34,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +65,7 @@ struct xgpu_xen_chan {
 	struct xgpu_gnttab *gnt, *gnt_x;
 	int lport;     /* our end of the event channel; -1 before binding */
 	int broker_fd; /* gnt_x's grant broker while watched, else -1 */
+	int record_fd; /* its grant record, or -1 */
 	struct xgpu_xen_root *root;
 	void *region;
 	size_t region_size;
@@ -172,6 +180,80 @@ struct xgpu_xen_chan *xgpu_xen_next_closed(struct xgpu_xen_transport *t, void **
 	return c;
 }
 
+/* ---- grant records (real Xen) -------------------------------------------------- */
+
+#define GRANT_RECORD_MAGIC 0x31746e6775706778ull /* "xgpugnt1" */
+
+/* What the file holds: whose channel it counts, and the count. */
+struct grant_record {
+	uint64_t magic;
+	uint32_t domid, n, ring_ref, ring_pages;
+	uint64_t pages;
+};
+
+static int grant_record_path(const struct xgpu_xen_chan *c, char *buf, size_t len)
+{
+	const char *dir = c->t->host->record_dir;
+	int k = snprintf(buf, len, "%s/grants-%u-%u", dir, c->p.domid, c->p.n);
+	return dir[0] && k > 0 && (size_t)k < len ? 0 : -1;
+}
+
+/* The broker's record hook: the count, before a map or after an unmap. */
+static int grant_record_write(void *arg, uint64_t pages)
+{
+	const struct xgpu_xen_chan *c = arg;
+	struct grant_record r = {.magic = GRANT_RECORD_MAGIC,
+				 .domid = c->p.domid,
+				 .n = c->p.n,
+				 .ring_ref = c->p.ring_ref,
+				 .ring_pages = c->p.ring_pages,
+				 .pages = pages};
+	return pwrite(c->record_fd, &r, sizeof r, 0) == (ssize_t)sizeof r ? 0 : -1;
+}
+
+/* Opens (adopted: reads first) the channel's record and has its broker keep
+ * it. Returns what the broker counts as held: 0 for a new channel; for an
+ * adopted one the record's count where the record names this channel, else
+ * the broker's limit. -1 with the reason in err where the record cannot be
+ * kept: the channel is then refused, since a map it could not account for
+ * would outlive a restart. */
+static int64_t grant_record_open(struct xgpu_xen_chan *c, bool adopted, char *err, size_t errlen)
+{
+	char path[320];
+	if (grant_record_path(c, path, sizeof path) < 0) {
+		snprintf(err, errlen, "no directory for the channel's grant record");
+		return -1;
+	}
+	c->record_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (adopted ? 0 : O_TRUNC), 0600);
+	if (c->record_fd < 0) {
+		snprintf(err, errlen, "cannot open the channel's grant record %s: %s", path, strerror(errno));
+		return -1;
+	}
+	uint64_t held = 0;
+	if (adopted) {
+		struct grant_record r;
+		held = UINT64_MAX;
+		if (pread(c->record_fd, &r, sizeof r, 0) == (ssize_t)sizeof r &&
+		    r.magic == GRANT_RECORD_MAGIC && r.domid == c->p.domid && r.n == c->p.n &&
+		    r.ring_ref == c->p.ring_ref && r.ring_pages == c->p.ring_pages)
+			held = r.pages;
+		else
+			dlog_warn(
+			    c->dom,
+			    "domain %s: vgpu channel %u: no grant record of the previous xgpud (%s); its "
+			    "executor may map no more grants until it unmaps some",
+			    c->dom->name, c->p.n, path);
+	}
+	c->gnt_x->ops->broker_account(c->gnt_x, held, grant_record_write, c);
+	held = c->gnt_x->ops->broker_held(c->gnt_x);
+	if (grant_record_write(c, held) < 0) {
+		snprintf(err, errlen, "cannot write the channel's grant record %s: %s", path,
+			 strerror(errno));
+		return -1;
+	}
+	return (int64_t)held;
+}
+
 /* Unmaps, unbinds and closes what the channel holds (once). handed_on: the
  * executor goes on serving it for the next xgpud, so the guest must see
  * nothing: only our copies and our own maps go. */
@@ -194,6 +276,14 @@ static void release(struct xgpu_xen_chan *c, bool handed_on)
 	unwatch_broker(c);
 	if (c->gnt_x)
 		c->gnt_x->ops->close(c->gnt_x);
+	if (c->record_fd >= 0) {
+		/* The next xgpud reads the record of a channel handed on. */
+		char path[320];
+		close(c->record_fd);
+		c->record_fd = -1;
+		if (!handed_on && grant_record_path(c, path, sizeof path) == 0)
+			unlink(path);
+	}
 	if (c->lport >= 0 && !handed_on) {
 		c->evt->ops->notify(c->evt, (uint32_t)c->lport);
 		c->evt->ops->unbind(c->evt, (uint32_t)c->lport);
@@ -286,6 +376,7 @@ static struct xgpu_xen_chan *new_chan(struct xgpu_xen_transport *t, void *cookie
 	c->dom = dom;
 	c->lport = -1;
 	c->broker_fd = -1;
+	c->record_fd = -1;
 	return c;
 }
 
@@ -312,6 +403,10 @@ struct xgpu_xen_chan *xgpu_xen_channel_open(struct xgpu_xen_transport *t, struct
 	if (!c->gnt_x) {
 		snprintf(err, errlen, "%s", why);
 		status = errno == ENOTSUP ? cudaErrorNotSupported : cudaErrorMemoryAllocation;
+		goto fail;
+	}
+	if (c->gnt_x->ops->broker_account && grant_record_open(c, false, err, errlen) < 0) {
+		status = cudaErrorMemoryAllocation;
 		goto fail;
 	}
 	int lport = c->evt->ops->bind_interdomain(c->evt, p->domid, p->port);
@@ -515,6 +610,9 @@ struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struc
 		snprintf(err, errlen, "channel region refused: %s", why);
 		goto fail;
 	}
+	int64_t held = 0;
+	if (c->gnt_x->ops->broker_account && (held = grant_record_open(c, true, err, errlen)) < 0)
+		goto fail;
 	if (c->gnt_x->ops->broker_fd && renew_broker(c, ch->id, err, errlen) < 0)
 		goto fail;
 	ch->nxfds = 0;
@@ -523,8 +621,15 @@ struct xgpu_xen_chan *xgpu_xen_channel_adopt(struct xgpu_xen_transport *t, struc
 	ch->ended = chan_ended;
 	ch->tpriv = c;
 	c->ch = ch;
-	dlog_info(dom, "domain %s: channel %u (vgpu channel %u) adopted with its executor", dom->name, ch->id,
-		  p->n);
+	if (c->gnt_x->ops->broker_account)
+		dlog_info(
+		    dom,
+		    "domain %s: channel %u (vgpu channel %u) adopted with its executor, which holds %lld "
+		    "grant pages mapped through the broker",
+		    dom->name, ch->id, p->n, (long long)held);
+	else
+		dlog_info(dom, "domain %s: channel %u (vgpu channel %u) adopted with its executor", dom->name,
+			  ch->id, p->n);
 	return c;
 fail:
 	/* Its executor is asked to close it (close_untaken): the port stays. */

@@ -420,4 +420,6 @@ void xgpud_transport_host(struct xgpud *d, struct xgpu_transport_host *host)
 	    .policy_names = host_policy_names,
 	    .set_policy = host_set_policy,
 	};
+	if (xgpu_exec_socket_dir(d->socket_path, host->record_dir, sizeof host->record_dir) < 0)
+		host->record_dir[0] = '\0';
 }

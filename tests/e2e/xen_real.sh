@@ -19,7 +19,8 @@
 #     error and the next one a new executor, while the honest vectorAdd
 #     verifies); xgpud killed with kill -9 while the honest domU holds
 #     256 MiB and copies it is replaced by one that adopts the same
-#     executor with its open channel (a new grant broker), and the program
+#     executor with its open channel (a new grant broker, counting on from the
+#     killed one's grant record), and the program
 #     sees no error; xgpud exits cleanly, and nothing tripped a sanitizer.
 #
 # XGPU_XEN_TEST=0 skips it (saying so); XGPU_XEN_STAGE=smoke runs only the
@@ -98,14 +99,14 @@ if [ "$stage" = smoke ]; then
 	grep -q "^CHECK ok domu-console" "$T/dom0.out" || fail "the smoke domU's console check did not run"
 elif [ "$stage" = isolation ]; then
 	for c in xgpud-up fault-sticky-error executor-kill faulty-next-new-executor honest-during-faults xgpud-survives-faults \
-		xgpud-restart-adopted xgpud-restart-holder xgpud-restart detach xgpud-exit; do
+		xgpud-restart-adopted xgpud-restart-grants xgpud-restart-holder xgpud-restart detach xgpud-exit; do
 		grep -q "^CHECK ok $c\$" "$T/dom0.out" || fail "check $c did not pass in dom0"
 	done
 else
 	for c in xgpud-up dom0-feature-bit honest-vectoradd domu-without-xenfs stats-calls liar-refused xgpud-survives-liar honest-after-liar \
 		honest-during-liar domu-with-xenfs xgpud-survives-concurrent-liar policy-live hyp-xen-weight xenstore-credit-live \
 		fault-sticky-error executor-kill faulty-next-new-executor honest-during-faults xgpud-survives-faults \
-		xgpud-restart-adopted xgpud-restart-holder xgpud-restart detach xgpud-exit; do
+		xgpud-restart-adopted xgpud-restart-grants xgpud-restart-holder xgpud-restart detach xgpud-exit; do
 		grep -q "^CHECK ok $c\$" "$T/dom0.out" || fail "check $c did not pass in dom0"
 	done
 fi

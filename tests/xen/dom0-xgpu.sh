@@ -379,7 +379,9 @@ fi
 # program holds 256 MiB and copies it round after round; a new xgpud adopts
 # the domain's executor (the same process, its memory, its open channel, a
 # new grant broker) and the device again from xenstore, and the program
-# runs on without an error.
+# runs on without an error. The new xgpud counts what the executor holds
+# mapped through the grant broker from the grant record the killed one kept
+# (so no restart gives an executor a fresh allowance of grant pages).
 # until_up SECONDS CMD...: CMD true within SECONDS (every 0.2 s).
 until_up() {
 	local i=0 n=$(($1 * 5))
@@ -391,6 +393,14 @@ until_up() {
 	done
 }
 holds() { [ "$(stat "$ID_honest" mem_bytes || echo 0)" -ge 268435456 ]; }
+# record_pages DOMID: the pages of the domain's grant records (xgpud keeps
+# one per channel: a 24-byte header, then the count), one per line.
+record_pages() {
+	local f
+	for f in "$XGPU_SOCKET.exec/grants-$1-"*; do
+		[ -f "$f" ] && od -An -t u8 -j 24 -N 8 "$f" | tr -d ' '
+	done
+}
 if [ -n "$ID_honest" ] && xgpud_alive; then
 	HLOG=$(xtb_domu_log honest)
 	go honest 5
@@ -400,11 +410,12 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 		# The state file that names the executor is written at most every 2 s.
 		sleep 2.5
 		c0=$(stat "$ID_honest" calls)
+		g0=$(record_pages "$ID_honest")
 		tk=$(up)
 		kill -KILL "$XPID"
 		wait "$XPID" 2>/dev/null
 		mv "$XLOG" "$XLOG.killed"
-		echo "xgpud killed at ${tk}s ($c0 calls)"
+		echo "xgpud killed at ${tk}s ($c0 calls, grant records: ${g0:-none} pages)"
 		if start_xgpud "$XLOG"; then
 			ta=$(up)
 			taken() { grep -q "adopted with its executor" "$XLOG"; }
@@ -416,7 +427,15 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 			m=$(stat "$ID_honest" mem_bytes)
 			ch=$(stat "$ID_honest" channels)
 			echo "new xgpud answering at ${ta}s, the channel taken again at ${tt}s: executor pid $p, $m bytes, $ch channel(s), $(stat "$ID_honest" calls) calls"
-			grep -e 'adopted' -e 'grant broker' "$XLOG" | head -n 8
+			grep -e 'adopted' -e 'grant broker' -e 'grant record' "$XLOG" | head -n 8
+			# The region's pages at least, counted on from the record.
+			if [ "$(echo "$g0" | wc -w)" = 1 ] && [ "${g0:-0}" -ge 1 ] &&
+				grep -q "adopted with its executor, which holds $g0 grant pages mapped through the broker" "$XLOG" &&
+				[ "$(record_pages "$ID_honest")" = "$g0" ]; then
+				ok xgpud-restart-grants
+			else
+				bad xgpud-restart-grants "grant record before the restart: '${g0}' pages, after: '$(record_pages "$ID_honest")'; log: $(grep -e 'grant' "$XLOG" | tr '\n' ' ' | cut -c1-600)"
+			fi
 			if [ "$p" = "$hp" ] && [ "${m:-0}" -ge 268435456 ] && [ "$ch" = 1 ] && more &&
 				grep -q "adopted executor pid $hp, serving 1 process" "$XLOG" && taken &&
 				grep -q "grant broker of the new xgpud taken" "$XLOG"; then
