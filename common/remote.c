@@ -21,6 +21,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -669,6 +670,7 @@ static const char tls_priority_both[] = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+ECDHE-PS
 
 struct xgpu_rcert {
 	gnutls_certificate_credentials_t cred;
+	atomic_uint refs; /* the loader's, and one per connection made with it */
 };
 
 /* Reads a whole PEM file of at most 64 KiB; a private key's only when no
@@ -758,6 +760,7 @@ struct xgpu_rcert *xgpu_rcert_load_mem(const char *cert, const char *key, const 
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	atomic_init(&rc->refs, 1);
 	gnutls_datum_t c = {(unsigned char *)cert, (unsigned)strlen(cert)},
 		       k = {(unsigned char *)key, (unsigned)strlen(key)},
 		       a = {(unsigned char *)ca, (unsigned)strlen(ca)};
@@ -813,9 +816,16 @@ out:
 	return rc;
 }
 
+struct xgpu_rcert *xgpu_rcert_ref(struct xgpu_rcert *rc)
+{
+	if (rc)
+		atomic_fetch_add(&rc->refs, 1);
+	return rc;
+}
+
 void xgpu_rcert_free(struct xgpu_rcert *rc)
 {
-	if (!rc)
+	if (!rc || atomic_fetch_sub(&rc->refs, 1) > 1)
 		return;
 	if (rc->cred)
 		tls.gnutls_certificate_free_credentials(rc->cred);
@@ -847,6 +857,7 @@ struct xgpu_rconn {
 	uint8_t key[64];
 	size_t keylen;
 	struct xgpu_psk_table *keys; /* the server's */
+	struct xgpu_rcert *cert;     /* a reference, held until freed */
 };
 
 static int server_key(gnutls_session_t s, const char *username, gnutls_datum_t *key)
@@ -980,7 +991,7 @@ struct rauth {
 	const uint8_t *key;
 	size_t keylen;
 	const struct xgpu_psk_table *keys; /* PSK server */
-	const struct xgpu_rcert *cert;     /* certificates, either end */
+	struct xgpu_rcert *cert;           /* certificates, either end */
 	const char *host;                  /* client: the name or address dialled */
 };
 
@@ -1051,6 +1062,7 @@ static struct xgpu_rconn *rconn_new(bool server, int fd, const struct rauth *a, 
 		    {GNUTLS_DT_KEY_PURPOSE_OID, (unsigned char *)(server ? client_kp : server_kp), 0},
 		    {GNUTLS_DT_DNS_HOSTNAME, (unsigned char *)a->host, 0},
 		};
+		c->cert = xgpu_rcert_ref(a->cert);
 		if ((r = tls.gnutls_credentials_set(c->s, GNUTLS_CRD_CERTIFICATE, a->cert->cred)) < 0)
 			goto tls_fail;
 		if (server) {
@@ -1122,14 +1134,14 @@ struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t
 	return rconn_new(false, fd, &a, timeout_ms, err, errlen);
 }
 
-struct xgpu_rconn *xgpu_rconn_client_cert(int fd, const struct xgpu_rcert *cert, const char *host,
-					  int timeout_ms, char *err, size_t errlen)
+struct xgpu_rconn *xgpu_rconn_client_cert(int fd, struct xgpu_rcert *cert, const char *host, int timeout_ms,
+					  char *err, size_t errlen)
 {
 	struct rauth a = {.cert = cert, .host = host};
 	return rconn_new(false, fd, &a, timeout_ms, err, errlen);
 }
 
-struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, const struct xgpu_rcert *cert,
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, struct xgpu_rcert *cert,
 				     int timeout_ms, char *err, size_t errlen)
 {
 	struct rauth a = {.keys = keys, .cert = cert};
@@ -1458,6 +1470,8 @@ void xgpu_rconn_free(struct xgpu_rconn *c)
 		explicit_bzero(c->keys, sizeof *c->keys);
 		free(c->keys);
 	}
+	/* After the session that used its credentials. */
+	xgpu_rcert_free(c->cert);
 	free(c);
 }
 

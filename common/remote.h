@@ -184,13 +184,17 @@ struct xgpu_rconn *xgpu_rconn_client(int fd, const char *identity, const uint8_t
 /* Certificate credentials for either end: this end's certificate (chain)
  * and private key, and the CA whose signature the other end's certificate
  * must carry, all PEM. The key file must not be readable by others. Loaded
- * once and shared by connections; NULL with the reason. */
+ * once and shared by connections; NULL with the reason. Each connection made
+ * with them holds a reference, so the loader's xgpu_rcert_free may come
+ * first (xgpud's reload of its credentials does). */
 struct xgpu_rcert;
 struct xgpu_rcert *xgpu_rcert_load(const char *cert_file, const char *key_file, const char *ca_file,
 				   char *err, size_t errlen);
 /* The same from PEM text (the keys xl-gpu writes for a Xen guest). */
 struct xgpu_rcert *xgpu_rcert_load_mem(const char *cert, const char *key, const char *ca, char *err,
 				       size_t errlen);
+/* Another reference to rc (NULL for NULL), dropped by xgpu_rcert_free. */
+struct xgpu_rcert *xgpu_rcert_ref(struct xgpu_rcert *rc);
 void xgpu_rcert_free(struct xgpu_rcert *rc);
 /* A PEM file's text into buf (len bytes with its NUL); a private key's
  * (secret) only when no other user may read it. 0, or -1 with the reason
@@ -204,13 +208,13 @@ int xgpu_remote_read_pem(const char *path, bool secret, char *buf, size_t len, c
  * is for a TLS server, and it names host (the DNS name or IP address
  * dialled; a name is matched against the certificate's DNS names, an
  * address against its IP addresses). A refusal says why. */
-struct xgpu_rconn *xgpu_rconn_client_cert(int fd, const struct xgpu_rcert *cert, const char *host,
-					  int timeout_ms, char *err, size_t errlen);
-/* keys and cert both NULL: plain. The table is copied; cert is used (not
- * owned) until the connection is freed. With cert, a client may prove
+struct xgpu_rconn *xgpu_rconn_client_cert(int fd, struct xgpu_rcert *cert, const char *host, int timeout_ms,
+					  char *err, size_t errlen);
+/* keys and cert both NULL: plain. The table is copied; the connection holds
+ * a reference to cert until it is freed. With cert, a client may prove
  * itself with a certificate the CA signed for a TLS client, its identity
  * being its subject's common name; with keys too, either way is taken. */
-struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, const struct xgpu_rcert *cert,
+struct xgpu_rconn *xgpu_rconn_server(int fd, const struct xgpu_psk_table *keys, struct xgpu_rcert *cert,
 				     int timeout_ms, char *err, size_t errlen);
 /* The identity the peer's handshake proved ("" on a plain connection): on
  * the GPU host, the client's PSK identity or its certificate's CN. */

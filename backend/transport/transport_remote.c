@@ -66,6 +66,7 @@ struct xgpu_remote_listener {
 	pthread_t acceptor;
 	char local_socket[108];
 	bool plain, psk, zerocopy;
+	/* Both under lock: xgpu_remote_reload replaces them. */
 	struct xgpu_psk_table keys;
 	struct xgpu_rcert *cert; /* NULL: pre-shared keys only */
 	pthread_mutex_t lock;
@@ -292,8 +293,16 @@ static void serve(struct session *s)
 	xgpu_remote_tune_socket(s->tcp);
 	int tcp = s->tcp;
 	s->tcp = -1;
-	s->conn =
-	    xgpu_rconn_server(tcp, l->psk ? &l->keys : NULL, l->cert, HANDSHAKE_TIMEOUT_MS, err, sizeof err);
+	/* The credentials as they are now; the connection copies the keys
+	 * and holds its own reference to the certificate. */
+	struct xgpu_psk_table keys;
+	pthread_mutex_lock(&l->lock);
+	keys = l->keys;
+	struct xgpu_rcert *cert = xgpu_rcert_ref(l->cert);
+	pthread_mutex_unlock(&l->lock);
+	s->conn = xgpu_rconn_server(tcp, l->psk ? &keys : NULL, cert, HANDSHAKE_TIMEOUT_MS, err, sizeof err);
+	explicit_bzero(&keys, sizeof keys);
+	xgpu_rcert_free(cert);
 	if (!s->conn) {
 		xgpu_log_limited(&l->rl, XGPU_LOG_WARN, "remote: %s not admitted: %s", s->peer, err);
 		return;
@@ -597,6 +606,40 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const struct x
 		return NULL;
 	}
 	return l;
+}
+
+int xgpu_remote_reload(struct xgpu_remote_listener *l, const struct xgpu_remote_auth *auth, char *err,
+		       size_t errlen)
+{
+	if (l->psk != (auth->psk_file != NULL) || (l->cert != NULL) != (auth->cert_file != NULL)) {
+		snprintf(err, errlen,
+			 "the kinds of credentials are fixed at the start (a restart changes them)");
+		return -1;
+	}
+	struct xgpu_psk_table keys = {0};
+	struct xgpu_rcert *cert = NULL;
+	char why[400];
+	if (auth->psk_file && xgpu_remote_read_psk_table(auth->psk_file, &keys, why, sizeof why) < 0) {
+		snprintf(err, errlen, "--remote-psk: %s", why);
+		return -1;
+	}
+	if (auth->cert_file &&
+	    !(cert = xgpu_rcert_load(auth->cert_file, auth->key_file, auth->ca_file, why, sizeof why))) {
+		snprintf(err, errlen, "--remote-cert: %s", why);
+		explicit_bzero(&keys, sizeof keys);
+		return -1;
+	}
+	pthread_mutex_lock(&l->lock);
+	struct xgpu_rcert *old = l->cert;
+	l->cert = cert;
+	struct xgpu_psk_table old_keys = l->keys;
+	l->keys = keys;
+	pthread_mutex_unlock(&l->lock);
+	explicit_bzero(&keys, sizeof keys);
+	explicit_bzero(&old_keys, sizeof old_keys);
+	/* Connections made with it hold references of their own. */
+	xgpu_rcert_free(old);
+	return 0;
 }
 
 void xgpu_remote_close(struct xgpu_remote_listener *l)

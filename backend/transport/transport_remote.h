@@ -32,6 +32,14 @@ struct xgpu_remote_listener *xgpu_remote_listen(const char *addr, const struct x
 unsigned xgpu_remote_key_count(const struct xgpu_remote_listener *l);
 /* Whether it takes certificates. */
 bool xgpu_remote_has_cert(const struct xgpu_remote_listener *l);
+/* Reads auth's files again (an operator's SIGHUP to xgpud): a rotated
+ * certificate, a CA file with a new revocation list, keys added or taken
+ * away. Connections made from then on use them; those up keep the
+ * credentials their handshake used. With the same kinds of credentials as
+ * at the start only. 0, or -1 with the reason in err, the old credentials
+ * kept. */
+int xgpu_remote_reload(struct xgpu_remote_listener *l, const struct xgpu_remote_auth *auth, char *err,
+		       size_t errlen);
 /* Stops accepting and ends every remote channel. */
 void xgpu_remote_close(struct xgpu_remote_listener *l);
 

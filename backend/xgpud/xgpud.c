@@ -101,6 +101,9 @@ static void usage(FILE *f)
 		"place (an upgrade): the executors go on serving their guests and the new xgpud\n"
 		"adopts them; new processes are refused for the moment it takes.\n",
 		xgpu_policy_names(), xgpu_hyp_names());
+	fputs("SIGHUP reads the remote transport's key, certificate and CA files again (a rotated\n"
+	      "certificate, a new revocation list): new connections use them, open ones keep theirs.\n",
+	      f);
 }
 
 static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
@@ -252,7 +255,8 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_EXECUID:
 			if (xgpu_parse_long(optarg, 0, 4000000000l, &v) < 0) {
-				fprintf(stderr, "xgpud: --executor-uid-base %s: need a uid, or 0 for xgpud's own\n",
+				fprintf(stderr,
+					"xgpud: --executor-uid-base %s: need a uid, or 0 for xgpud's own\n",
 					optarg);
 				return -1;
 			}
@@ -260,14 +264,16 @@ static int parse_opts(int argc, char **argv, struct xgpud_opts *o)
 			break;
 		case O_EXECSANDBOX:
 			if (strcmp(optarg, "enforce") && strcmp(optarg, "log") && strcmp(optarg, "off")) {
-				fprintf(stderr, "xgpud: --executor-sandbox %s: need enforce, log or off\n", optarg);
+				fprintf(stderr, "xgpud: --executor-sandbox %s: need enforce, log or off\n",
+					optarg);
 				return -1;
 			}
 			o->executor_sandbox = optarg;
 			break;
 		case O_EXECLINGER:
 			if (xgpu_parse_long(optarg, 0, 3600000, &v) < 0) {
-				fprintf(stderr, "xgpud: --executor-linger %s: need 0 to 3600000 ms\n", optarg);
+				fprintf(stderr, "xgpud: --executor-linger %s: need 0 to 3600000 ms\n",
+					optarg);
 				return -1;
 			}
 			o->executor_linger_ms = (unsigned)v;
@@ -399,6 +405,28 @@ static bool in_xen_dom0(void)
 	return xgpu_xen_role("", NULL, 0) == XGPU_XEN_DOM0;
 }
 
+/* SIGHUP: the remote transport's credentials, read again. */
+static void reload_credentials(struct xgpu_remote_listener *remote, const struct xgpu_remote_auth *auth)
+{
+	char err[512];
+	if (!remote)
+		xlog_info("signal %u: no remote transport, nothing to reload", SIGHUP);
+	else if (auth->psk_file == NULL && auth->cert_file == NULL)
+		xlog_info("signal %u: the remote transport is plain TCP, nothing to reload", SIGHUP);
+	else if (xgpu_remote_reload(remote, auth, err, sizeof err) < 0)
+		xlog_err("signal %u: remote credentials not reloaded, the old ones stay: %s", SIGHUP, err);
+	else if (auth->psk_file)
+		xlog_info("signal %u: remote credentials reloaded (pre-shared keys of %u tenant%s%s); new "
+			  "connections use them",
+			  SIGHUP, xgpu_remote_key_count(remote),
+			  xgpu_remote_key_count(remote) == 1 ? "" : "s",
+			  auth->cert_file ? ", certificates and CA file" : "");
+	else
+		xlog_info("signal %u: remote credentials reloaded (certificate, key and CA file %s); new "
+			  "connections use them",
+			  SIGHUP, auth->ca_file);
+}
+
 int main(int argc, char **argv)
 {
 	static struct xgpud d;
@@ -431,6 +459,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGUSR2);
+	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (!d.o.transport)
@@ -560,12 +589,12 @@ int main(int argc, char **argv)
 	/* After detaching (threads do not survive the fork) and with the
 	 * signals blocked (they go to the main loop's signalfd). */
 	struct xgpu_remote_listener *remote = NULL;
+	struct xgpu_remote_auth auth = {.psk_file = d.o.remote_psk,
+					.cert_file = d.o.remote_cert,
+					.key_file = d.o.remote_cert_key,
+					.ca_file = d.o.remote_ca,
+					.zerocopy = d.o.remote_zerocopy};
 	if (d.o.remote_listen) {
-		struct xgpu_remote_auth auth = {.psk_file = d.o.remote_psk,
-						.cert_file = d.o.remote_cert,
-						.key_file = d.o.remote_cert_key,
-						.ca_file = d.o.remote_ca,
-						.zerocopy = d.o.remote_zerocopy};
 		remote = xgpu_remote_listen(d.o.remote_listen, &auth, path, err, sizeof err);
 		if (!remote) {
 			xlog_err("%s", err);
@@ -585,9 +614,10 @@ int main(int argc, char **argv)
 				  d.o.remote_listen, keys, *keys && d.o.remote_cert ? " and " : "",
 				  d.o.remote_cert ? "certificates signed by the CA of --remote-ca" : "");
 		else
-			xlog_info("remote transport: listening on %s (PLAIN TCP: --remote-insecure, for tests "
-				  "only%s)",
-				  d.o.remote_listen, d.o.remote_zerocopy ? "; MSG_ZEROCOPY" : "");
+			xlog_info(
+			    "remote transport: listening on %s (PLAIN TCP: --remote-insecure, for tests "
+			    "only%s)",
+			    d.o.remote_listen, d.o.remote_zerocopy ? "; MSG_ZEROCOPY" : "");
 	}
 
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
@@ -616,9 +646,14 @@ int main(int argc, char **argv)
 			if (ev[i].data.ptr == &sfd) {
 				struct signalfd_siginfo si;
 				ssize_t got = read(sfd, &si, sizeof si);
+				if (got == (ssize_t)sizeof si && si.ssi_signo == SIGHUP) {
+					reload_credentials(remote, &auth);
+					continue;
+				}
 				if (got == (ssize_t)sizeof si && si.ssi_signo == SIGUSR2) {
-					xlog_info("signal %u: restarting in place; the executors go on serving",
-						  si.ssi_signo);
+					xlog_info(
+					    "signal %u: restarting in place; the executors go on serving",
+					    si.ssi_signo);
 					restart = true;
 				} else if (got == (ssize_t)sizeof si) {
 					xlog_info("signal %u: stopping", si.ssi_signo);

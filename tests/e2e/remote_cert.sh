@@ -13,7 +13,10 @@
 #     it, when it does not name the address the guest dialled, or when a
 #     revocation list in the guest's CA file names it (a list that is not one
 #     stops the guest with its reason); a guest's certificate named by a list in
-#     xgpud's CA file is refused as revoked, another one admitted;
+#     xgpud's CA file is refused as revoked, another one admitted; SIGHUP
+#     reads the CA file again (without the list the guest is admitted, with
+#     it refused, while a connection it opened before goes on; a broken list
+#     is refused and the credentials before it stay);
 #   - a guest certificate from another CA, an expired one, and a TLS client
 #     with no certificate at all are refused, each with its reason in xgpud's
 #     log;
@@ -182,7 +185,8 @@ note "a TLS client with no certificate"
 n=$(grep -c "not admitted: TLS: the client presented no certificate" "$XGPUD_LOG")
 ip netns exec "$NSG" timeout 10 openssl s_client -connect "$GPU_IP:$PORT" -tls1_3 -CAfile "$C/ca.pem" \
 	</dev/null >"$T/s_client.out" 2>&1 || true
-wait_for 5 test "$(grep -c "not admitted: TLS: the client presented no certificate" "$XGPUD_LOG")" -gt "$n" ||
+more_no_cert() { [ "$(grep -c "not admitted: TLS: the client presented no certificate" "$XGPUD_LOG")" -gt "$n" ]; }
+wait_for 5 more_no_cert ||
 	{ cat "$T/s_client.out"; fail "the GPU host did not log a client without a certificate"; }
 out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$PORT" XGPU_REMOTE_CA="$C/ca.pem" \
 	LD_LIBRARY_PATH="$B/lib" ${CUDA_PRELOAD:+LD_PRELOAD=$CUDA_PRELOAD} "$B/bin/vectorAdd" -n 1000 2>&1) &&
@@ -190,25 +194,73 @@ out=$(ip netns exec "$NSG" env XGPU_SOCKET="$T/none.sock" XGPU_REMOTE="$GPU_IP:$
 grep -q "XGPU_REMOTE_CERT, XGPU_REMOTE_CERT_KEY and XGPU_REMOTE_CA go together" <<<"$out" ||
 	{ echo "$out"; fail "no reason given for a CA without a certificate"; }
 
-note "a guest certificate revoked by a list in xgpud's CA file (a second xgpud)"
+note "a guest certificate revoked by a list in xgpud's CA file (a second xgpud), read at its start and on SIGHUP"
 mkcrl ca far
 cat "$C/ca.pem" "$C/ca.crl" >"$C/ca-nofar.pem"
+cp "$C/ca-nofar.pem" "$C/ca-live.pem"
+# swap_ca FILE: the live CA file replaced as an operator would (whole).
+swap_ca() { cp "$1" "$C/ca-live.tmp" && mv "$C/ca-live.tmp" "$C/ca-live.pem"; }
 ip netns exec "$NSH" "$B/bin/xgpud" --foreground --executor sim --socket "$T/x2.sock" --log-level info \
 	--remote-listen ":$((PORT + 1))" --remote-cert "$C/host.pem" --remote-cert-key "$C/host.key" \
-	--remote-ca "$C/ca-nofar.pem" >"$T/x2.log" 2>&1 &
+	--remote-ca "$C/ca-live.pem" >"$T/x2.log" 2>&1 &
 X2=$!
+GL=''
 x2_fail() {
+	[ -z "$GL" ] || kill "$GL" 2>/dev/null || true
 	kill -TERM "$X2" 2>/dev/null || true
 	wait "$X2" 2>/dev/null || true
 	fail "$@"
 }
+# at_least N PATTERN: the second xgpud's log has N lines matching PATTERN.
+at_least() { test "$(grep -c "$2" "$T/x2.log")" -ge "$1"; }
+# reloads N: the Nth reload line of either kind is there.
+reloads() { at_least "$1" "signal 1: remote credentials"; }
 wait_for 10 grep -q "remote transport: listening" "$T/x2.log" || { cat "$T/x2.log"; x2_fail "the second xgpud did not start"; }
 out=$(PORT=$((PORT + 1)) guest far "$B/bin/vectorAdd" -n 1000 2>&1) && x2_fail "a revoked guest certificate was admitted"
 wait_for 5 grep -q "not admitted: TLS: the client's certificate was refused: .*revoked" "$T/x2.log" ||
 	{ cat "$T/x2.log"; x2_fail "the GPU host did not log the guest's certificate as revoked"; }
 out=$(PORT=$((PORT + 1)) guest lab "$B/bin/vectorAdd" -n 1000 2>&1) ||
 	{ echo "$out"; x2_fail "a certificate the list does not name was refused"; }
+
+# SIGHUP reads the files again: without the list far is admitted, and a
+# connection it opens then keeps working after the list comes back.
+swap_ca "$C/ca.pem"
+kill -HUP "$X2"
+wait_for 10 reloads 1 || { cat "$T/x2.log"; x2_fail "no log line for SIGHUP"; }
+grep -q "signal 1: remote credentials reloaded (certificate, key and CA file $C/ca-live.pem)" "$T/x2.log" ||
+	{ cat "$T/x2.log"; x2_fail "the credentials were not reloaded"; }
+out=$(PORT=$((PORT + 1)) guest far "$B/bin/vectorAdd" -n 1000 2>&1) ||
+	{ echo "$out"; x2_fail "far was refused after SIGHUP read a CA file without the list"; }
+PORT=$((PORT + 1)) guest far "$B/tests/cuda/guestload" calls 8 >"$T/far-open.out" 2>&1 &
+GL=$!
+wait_for 10 at_least 2 "joined domain remote-far" ||
+	{ cat "$T/x2.log"; x2_fail "the long-running far guest did not join"; }
+swap_ca "$C/ca-nofar.pem"
+kill -HUP "$X2"
+wait_for 10 reloads 2 || { cat "$T/x2.log"; x2_fail "no log line for the second SIGHUP"; }
+n=$(grep -c "the client's certificate was refused: .*revoked" "$T/x2.log")
+out=$(PORT=$((PORT + 1)) guest far "$B/bin/vectorAdd" -n 1000 2>&1) && x2_fail "the list SIGHUP read back did not refuse far"
+wait_for 5 at_least $((n + 1)) "the client's certificate was refused: .*revoked" ||
+	{ cat "$T/x2.log"; x2_fail "the GPU host did not log far as revoked after SIGHUP"; }
+out=$(PORT=$((PORT + 1)) guest lab "$B/bin/vectorAdd" -n 1000 2>&1) ||
+	{ echo "$out"; x2_fail "lab was refused after SIGHUP"; }
+
+# A list that cannot be read is refused, and the credentials before it stay.
+{ cat "$C/ca.pem"; printf -- '-----BEGIN X509 CRL-----\nbm90IGEgbGlzdA==\n-----END X509 CRL-----\n'; } >"$C/ca-bad.tmp"
+swap_ca "$C/ca-bad.tmp"
+kill -HUP "$X2"
+wait_for 10 reloads 3 || { cat "$T/x2.log"; x2_fail "no log line for the third SIGHUP"; }
+grep -q "signal 1: remote credentials not reloaded, the old ones stay: --remote-cert: the CA's revocation list" "$T/x2.log" ||
+	{ cat "$T/x2.log"; x2_fail "a CA file with a broken list was not refused with its reason"; }
+out=$(PORT=$((PORT + 1)) guest far "$B/bin/vectorAdd" -n 1000 2>&1) && x2_fail "far was admitted after a refused reload"
+out=$(PORT=$((PORT + 1)) guest lab "$B/bin/vectorAdd" -n 1000 2>&1) ||
+	{ echo "$out"; x2_fail "lab was refused after a refused reload"; }
+wait "$GL" || true
+GL=''
+grep -q "RESULT workload=guestload mode=calls calls=[1-9][0-9]* error=cudaSuccess" "$T/far-open.out" ||
+	{ cat "$T/far-open.out"; x2_fail "far's connection opened before its revocation did not run to its end"; }
 kill -TERM "$X2" && wait "$X2" || true
+check_clean "$T/x2.log" "the second xgpud"
 
 note "xgpud still serves"
 out=$(guest lab "$B/bin/vectorAdd" -n 1000 2>&1) || { echo "$out"; fail "vectorAdd failed after the refusals"; }

@@ -43,7 +43,8 @@ base=$(ls /proc/"$XGPUD_PID"/task | wc -l)
 for i in $(seq 12); do
 	XGPU_DOMAIN=churn$i run_cuda "$B/bin/vectorAdd" -n 1000 >/dev/null || fail "churn$i failed"
 done
-wait_for 10 test "$(ls /proc/"$XGPUD_PID"/task | wc -l)" -le "$base" ||
+threads_back() { [ "$(ls /proc/"$XGPUD_PID"/task | wc -l)" -le "$base" ]; }
+wait_for 10 threads_back ||
 	fail "threads grew from $base to $(ls /proc/"$XGPUD_PID"/task | wc -l) after 12 short-lived domains"
 [ "$(stats | jq '.domains | length')" -eq 15 ] || fail "short-lived domains lost their statistics"
 stop_xgpud

@@ -10,7 +10,7 @@
 #   --boot-timeout SECONDS
 #                       a boot whose dom0 has not started SCRIPT after this
 #                       long is taken as stalled: the VM is killed and booted
-#                       again, up to --boot-tries times (default 180; 0: never)
+#                       again, up to --boot-tries times (default 120; 0: never)
 #   --boot-tries N      boots in all (default 3)
 #   --log FILE          keep the whole serial console (Xen + dom0) in FILE
 #   --mem MB            machine memory (default 2048; dom0 gets 1024)
@@ -30,7 +30,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-tmo=240 boot_tmo=180 boot_tries=3 log='' mem=2048 smp=2 xen_args='' xen_elf='' initrd='' cpu=${XTB_CPU:-Haswell-noTSX} mk=()
+tmo=240 boot_tmo=120 boot_tries=3 log='' mem=2048 smp=2 xen_args='' xen_elf='' initrd='' cpu=${XTB_CPU:-Haswell-noTSX} mk=()
 while (($#)); do
 	case $1 in
 	--timeout) tmo=$2; shift 2 ;;
