@@ -92,9 +92,11 @@ while :; do
 	rm -f "$work/qemu.pid"
 	run_qemu "$left" &
 	vm=$! stalled=0 tb=$SECONDS
-	while kill -0 "$vm" 2>/dev/null; do
-		if [ "$boot_tmo" -gt 0 ] && [ "$try" -lt "$boot_tries" ] && ((SECONDS - tb >= boot_tmo)) &&
-			! grep -aq '^XTB-BEGIN' "$log" 2>/dev/null; then
+	# Watched until the script starts (then nothing is left to watch), and
+	# not at all on the last allowed boot.
+	watch=$((boot_tmo > 0 && try < boot_tries))
+	while ((watch)) && kill -0 "$vm" 2>/dev/null && ! grep -aq '^XTB-BEGIN' "$log" 2>/dev/null; do
+		if ((SECONDS - tb >= boot_tmo)); then
 			stalled=1
 			kill "$(cat "$work/qemu.pid" 2>/dev/null)" 2>/dev/null || true
 			break
