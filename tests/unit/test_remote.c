@@ -66,14 +66,24 @@ static bool socket_readable(int fd)
 	return poll(&p, 1, 0) == 1;
 }
 
+/* A plain connection over a socket pair: the client's end, and the raw
+ * other end in sv[1] (sv[0] is the connection's). */
+static struct xgpu_rconn *plain_pair(int sv[2])
+{
+	char err[256];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct xgpu_rconn *c = xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err);
+	if (!c)
+		fail_msg("client: %s", err);
+	return c;
+}
+
 static void reads_in_order_across_the_read_ahead(void **state)
 {
 	(void)state;
 	int sv[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	char err[256];
-	struct xgpu_rconn *c = xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err);
-	assert_non_null(c);
+	struct xgpu_rconn *c = plain_pair(sv);
 	struct writer w = {sv[1], 7};
 	pthread_t t;
 	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
@@ -108,10 +118,8 @@ static void pending_covers_what_poll_cannot_see(void **state)
 {
 	(void)state;
 	int sv[2];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	char err[256];
-	struct xgpu_rconn *c = xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err);
-	assert_non_null(c);
+	struct xgpu_rconn *c = plain_pair(sv);
 	struct xgpu_rframe f[3] = {
 	    {.type = XGPU_RF_PING},
 	    {.type = XGPU_RF_CONS, .queue = XGPU_RQ_REQ, .idx = 5},
