@@ -539,6 +539,8 @@ TEST_LIBS_test_xentrace := $(OBJ)/backend/schedsrc/xentrace_parse.o $(OBJ)/backe
 	$(OBJ)/backend/schedsrc/hypsrc_xenpatch.o $(OBJ)/xen-sched-patch/reader.o
 # The per-domain histograms (service time, queue wait).
 TEST_LIBS_test_stats :=
+# The executor's per-call clock (TSC or CLOCK_MONOTONIC).
+TEST_LIBS_test_fastclock :=
 # xgpud's Xen transport: a real struct xgpud (sim executor) over the in-process stub.
 TEST_LIBS_test_xenbus := $(BACKEND_A) $(XENSTUB_A)
 define unit_rule

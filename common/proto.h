@@ -15,7 +15,7 @@
 #define XGPU_PROTO_MAGIC 0x55504758u /* "XGPU" little-endian */
 /* Bump on any change to the wire format or calls.def; the handshake refuses a
  * mismatch on both sides with a message naming both versions. */
-#define XGPU_PROTO_VERSION 7u
+#define XGPU_PROTO_VERSION 8u
 
 /* Ring slots carry a header and fixed-size arguments; variable-length data
  * (names, images, parameters, copies) always streams through a data area. */

@@ -14,6 +14,8 @@ void xgpu_qend_init(struct xgpu_qend *e, struct xgpu_queue *q, void *buf, uint32
 	e->unit = unit;
 	e->idx = start_idx;
 	e->peer = start_idx;
+	e->tag_flip = 0;
+	e->checked = start_idx;
 }
 
 int64_t xgpu_q_space_for(struct xgpu_qend *p, uint32_t want)
@@ -50,7 +52,6 @@ static bool crossed(uint32_t old_idx, uint32_t new_idx, uint32_t event)
 
 bool xgpu_q_publish(struct xgpu_qend *p, uint32_t n)
 {
-	uint32_t old = p->idx;
 	p->idx += n;
 	/* The index store must be ordered before reading the threshold: pairs
 	 * with the fence in xgpu_q_arm_data, so either we see the consumer's
@@ -59,16 +60,56 @@ bool xgpu_q_publish(struct xgpu_qend *p, uint32_t n)
 	 * and a separate fence (mfence). */
 	atomic_exchange_explicit(&p->q->prod, p->idx, memory_order_seq_cst);
 	uint32_t ev = atomic_load_explicit(&p->q->prod_event, memory_order_relaxed);
-	return crossed(old, p->idx, ev);
+	/* From the last check: deferred publishes before this one count. */
+	bool kick = crossed(p->checked, p->idx, ev);
+	p->checked = p->idx;
+	return kick;
+}
+
+void xgpu_q_publish_deferred(struct xgpu_qend *p, uint32_t n)
+{
+	p->idx += n;
+	atomic_store_explicit(&p->q->prod, p->idx, memory_order_release);
+}
+
+bool xgpu_q_kick_due(struct xgpu_qend *p)
+{
+	if (p->checked == p->idx)
+		return false;
+	/* Pairs with the fence in xgpu_q_arm_data, as in xgpu_q_publish. */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&p->q->prod_event, memory_order_relaxed);
+	bool kick = crossed(p->checked, p->idx, ev);
+	p->checked = p->idx;
+	return kick;
 }
 
 bool xgpu_q_release(struct xgpu_qend *c, uint32_t n)
 {
-	uint32_t old = c->idx;
 	c->idx += n;
 	atomic_exchange_explicit(&c->q->cons, c->idx, memory_order_seq_cst);
 	uint32_t ev = atomic_load_explicit(&c->q->cons_event, memory_order_relaxed);
-	return crossed(old, c->idx, ev);
+	bool kick = crossed(c->checked, c->idx, ev);
+	c->checked = c->idx;
+	return kick;
+}
+
+void xgpu_q_release_deferred(struct xgpu_qend *c, uint32_t n)
+{
+	c->idx += n;
+	atomic_store_explicit(&c->q->cons, c->idx, memory_order_release);
+}
+
+bool xgpu_q_release_kick_due(struct xgpu_qend *c)
+{
+	if (c->checked == c->idx)
+		return false;
+	/* Pairs with the fence in xgpu_q_arm_space. */
+	atomic_thread_fence(memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(&c->q->cons_event, memory_order_relaxed);
+	bool kick = crossed(c->checked, c->idx, ev);
+	c->checked = c->idx;
+	return kick;
 }
 
 void xgpu_q_arm_data(struct xgpu_qend *c)
@@ -88,13 +129,13 @@ void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need)
 bool xgpu_slot_ready(const struct xgpu_qend *c)
 {
 	const uint32_t *tag = xgpu_q_unit(c, c->idx);
-	return __atomic_load_n(tag, __ATOMIC_ACQUIRE) == xgpu_slot_tag(c->idx);
+	return __atomic_load_n(tag, __ATOMIC_ACQUIRE) == xgpu_qend_tag(c, c->idx);
 }
 
 void xgpu_slot_seal(struct xgpu_qend *p)
 {
 	uint32_t *tag = xgpu_q_unit(p, p->idx);
-	__atomic_store_n(tag, xgpu_slot_tag(p->idx), __ATOMIC_RELEASE);
+	__atomic_store_n(tag, xgpu_qend_tag(p, p->idx), __ATOMIC_RELEASE);
 }
 
 int64_t xgpu_stream_write(struct xgpu_qend *p, const void *src, size_t len, bool *kick)

@@ -41,6 +41,8 @@ struct xgpu_qend {
 	uint32_t unit; /* bytes per unit */
 	uint32_t idx;  /* our own index: prod for a producer, cons for a consumer */
 	uint32_t peer; /* producer: the consumer's index as last read */
+	uint32_t tag_flip; /* slot queues: XOR-ed into every tag (see xgpu_qend_tag) */
+	uint32_t checked;  /* index up to which the peer's threshold was read */
 };
 
 void xgpu_qend_init(struct xgpu_qend *e, struct xgpu_queue *q, void *buf, uint32_t size, uint32_t unit,
@@ -64,6 +66,23 @@ int64_t xgpu_q_avail(const struct xgpu_qend *c);
 bool xgpu_q_publish(struct xgpu_qend *p, uint32_t n);
 bool xgpu_q_release(struct xgpu_qend *c, uint32_t n);
 
+/* Producer: make n units visible now, and leave reading the consumer's
+ * threshold for xgpu_q_kick_due. The barrier that reading needs waits for
+ * the slot's store to leave the CPU, which takes a cache-line transfer when
+ * the consumer is spinning on that slot: done after the producer's other
+ * work, it usually costs nothing. The producer must call xgpu_q_kick_due
+ * before anything that may block or take long, and before it sleeps, or a
+ * consumer that went to sleep stays asleep. */
+void xgpu_q_publish_deferred(struct xgpu_qend *p, uint32_t n);
+/* Producer: whether what was published since the last check crossed the
+ * consumer's threshold, so that the consumer must be kicked. */
+bool xgpu_q_kick_due(struct xgpu_qend *p);
+/* The same for a consumer's release and the producer's threshold: the
+ * executor frees a request's slot before it runs the call, when a locked
+ * exchange would cost it tens of cycles on the guest's round trip. */
+void xgpu_q_release_deferred(struct xgpu_qend *c, uint32_t n);
+bool xgpu_q_release_kick_due(struct xgpu_qend *c);
+
 /* Before sleeping: ask the peer to kick us once data (consumer) or space for
  * `need` units (producer) may be there. The caller must check the condition
  * again after arming and before sleeping. */
@@ -82,6 +101,17 @@ void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need);
 static inline uint32_t xgpu_slot_tag(uint32_t idx)
 {
 	return (idx << 1) | 1u;
+}
+
+/* Two queues may share one slot array: a channel's responses are written
+ * into their requests' slots (shm.h). The response queue's tags then carry
+ * XGPU_TAG_FLIP, so that neither side takes the other's packet for its own:
+ * a flipped tag of index i equals a plain one only for i + 2^30, which no
+ * slot array of up to 2^30 slots holds at once. */
+#define XGPU_TAG_FLIP 0x80000000u
+static inline uint32_t xgpu_qend_tag(const struct xgpu_qend *e, uint32_t idx)
+{
+	return xgpu_slot_tag(idx) ^ e->tag_flip;
 }
 
 /* Consumer: whether the packet at our index is complete. */

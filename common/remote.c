@@ -102,6 +102,7 @@ int xgpu_relay_init(struct xgpu_relay *r, bool guest, void *region, size_t size,
 		q->buf = e[i]->buf;
 		q->size = e[i]->size;
 		q->unit = e[i]->unit;
+		q->tag_flip = e[i]->tag_flip;
 		q->outbound = guest_outbound(i) == guest;
 	}
 	return 0;
@@ -169,7 +170,7 @@ static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct 
 			uint8_t *slot = q->buf + (size_t)((prod + i) & (q->size - 1)) * q->unit;
 			/* The tag is ours to write, after the body. */
 			memcpy(slot + 4, payload + (size_t)i * q->unit + 4, q->unit - 4);
-			__atomic_store_n((uint32_t *)slot, xgpu_slot_tag(prod + i), __ATOMIC_RELEASE);
+			__atomic_store_n((uint32_t *)slot, xgpu_slot_tag(prod + i) ^ q->tag_flip, __ATOMIC_RELEASE);
 		}
 	}
 	publish_data(r, q, prod, n);

@@ -83,6 +83,7 @@ struct xgpu_rqueue {
 	struct xgpu_queue *q;
 	uint8_t *buf;
 	uint32_t size, unit;
+	uint32_t tag_flip; /* slot queues: the tag's flip (queue.h) */
 	bool outbound; /* our local peer produces it; we send */
 	/* outbound: next index to send (writer) and the far consumer's index
 	 * as last reported (reader, published as q->cons). */

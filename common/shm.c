@@ -27,7 +27,7 @@ size_t xgpu_shm_region_size(const struct xgpu_shm_params *p)
 	    p->data_size < XGPU_SHM_MIN_DATA || p->data_size > XGPU_SHM_MAX_DATA)
 		return 0;
 	uint64_t slots = page_up((uint64_t)p->nr_slots * XGPU_SLOT_SIZE);
-	return XGPU_SHM_HEADER_SIZE + 2 * slots + 2 * (uint64_t)p->data_size;
+	return XGPU_SHM_HEADER_SIZE + slots + 2 * (uint64_t)p->data_size;
 }
 
 int xgpu_shm_init(void *base, size_t size, const struct xgpu_shm_params *p)
@@ -43,9 +43,8 @@ int xgpu_shm_init(void *base, size_t size, const struct xgpu_shm_params *p)
 	h->slot_size = XGPU_SLOT_SIZE;
 	h->nr_slots = p->nr_slots;
 	h->region_size = need;
-	h->req_off = XGPU_SHM_HEADER_SIZE;
-	h->rsp_off = h->req_off + slots;
-	h->tx_off = h->rsp_off + slots;
+	h->slot_off = XGPU_SHM_HEADER_SIZE;
+	h->tx_off = h->slot_off + slots;
 	h->tx_size = p->data_size;
 	h->rx_off = h->tx_off + p->data_size;
 	h->rx_size = p->data_size;
@@ -55,8 +54,9 @@ int xgpu_shm_init(void *base, size_t size, const struct xgpu_shm_params *p)
 static void build_view(uint8_t *base, const struct xgpu_shm_header *h, struct xgpu_shm_header *shared,
 		       struct xgpu_shm_view *v)
 {
-	xgpu_qend_init(&v->req, &shared->req, base + h->req_off, h->nr_slots, XGPU_SLOT_SIZE, 0);
-	xgpu_qend_init(&v->rsp, &shared->rsp, base + h->rsp_off, h->nr_slots, XGPU_SLOT_SIZE, 0);
+	xgpu_qend_init(&v->req, &shared->req, base + h->slot_off, h->nr_slots, XGPU_SLOT_SIZE, 0);
+	xgpu_qend_init(&v->rsp, &shared->rsp, base + h->slot_off, h->nr_slots, XGPU_SLOT_SIZE, 0);
+	v->rsp.tag_flip = XGPU_TAG_FLIP;
 	xgpu_qend_init(&v->tx, &shared->tx, base + h->tx_off, (uint32_t)h->tx_size, 1, 0);
 	xgpu_qend_init(&v->rx, &shared->rx, base + h->rx_off, (uint32_t)h->rx_size, 1, 0);
 	v->nr_slots = h->nr_slots;
@@ -123,10 +123,10 @@ int xgpu_shm_attach(void *base, size_t size, struct xgpu_shm_view *v, char *err,
 		}
 	}
 	uint64_t slots = (uint64_t)h.nr_slots * XGPU_SLOT_SIZE;
-	const uint64_t off[4] = {h.req_off, h.rsp_off, h.tx_off, h.rx_off};
-	const uint64_t len[4] = {slots, slots, h.tx_size, h.rx_size};
-	static const char *const what[4] = {"request ring", "response ring", "tx area", "rx area"};
-	for (int i = 0; i < 4; i++) {
+	const uint64_t off[3] = {h.slot_off, h.tx_off, h.rx_off};
+	const uint64_t len[3] = {slots, h.tx_size, h.rx_size};
+	static const char *const what[3] = {"slot array", "tx area", "rx area"};
+	for (int i = 0; i < 3; i++) {
 		if (!span_ok(off[i], len[i], XGPU_SHM_HEADER_SIZE, size) || off[i] % 64) {
 			snprintf(err, errlen, "%s [%llu, +%llu) lies outside the region or is misaligned",
 				 what[i], (unsigned long long)off[i], (unsigned long long)len[i]);

@@ -2,10 +2,21 @@
 /* shm.h - layout of one channel's shared region, and both sides' views of it.
  *
  * One region per channel (per guest process): a header page with the four
- * queues' indexes, then the request slots, the response slots, the tx data
- * area (guest to Dom0) and the rx data area (Dom0 to guest). The frontend lays
- * it out and fills the header; the backend copies the header once at attach,
- * validates every size and offset, and from then on uses only its own copy.
+ * queues' indexes, then the slots, the tx data area (guest to Dom0) and the rx
+ * data area (Dom0 to guest). The frontend lays it out and fills the header;
+ * the backend copies the header once at attach, validates every size and
+ * offset, and from then on uses only its own copy.
+ *
+ * Requests and responses share the slots: the backend writes each response
+ * into its request's slot, once it has copied the request out. So a null
+ * call moves one cache line to the backend and back, as a single line both
+ * sides write does (the ping-pong floor), where a slot array for each
+ * direction moved two lines and each side's next write of its line waited
+ * for the peer's copy to be invalidated. The request and response queues
+ * keep their own indexes and thresholds; the frontend reuses a slot only
+ * once it has read the slot's response, which it tracks itself (it never
+ * has more requests unanswered than slots), so it never reads the backend's
+ * request index to find room.
  */
 #ifndef XGPU_SHM_H
 #define XGPU_SHM_H
@@ -20,7 +31,7 @@
 #define XGPU_SHM_MIN_DATA (64u << 10)
 #define XGPU_SHM_MAX_DATA (256u << 20)
 #define XGPU_SHM_MAX_SLOTS 1024u
-#define XGPU_SHM_MAX_REGION (XGPU_SHM_HEADER_SIZE + 2u * XGPU_SHM_MAX_SLOTS * 128u + 2u * XGPU_SHM_MAX_DATA)
+#define XGPU_SHM_MAX_REGION (XGPU_SHM_HEADER_SIZE + XGPU_SHM_MAX_SLOTS * 128u + 2u * XGPU_SHM_MAX_DATA)
 
 struct xgpu_shm_header {
 	uint32_t magic;
@@ -28,7 +39,7 @@ struct xgpu_shm_header {
 	uint32_t slot_size; /* XGPU_SLOT_SIZE */
 	uint32_t nr_slots;  /* per ring */
 	uint64_t region_size;
-	uint64_t req_off, rsp_off; /* slot arrays */
+	uint64_t slot_off;         /* the slot array: requests, then their responses */
 	uint64_t tx_off, tx_size;  /* guest -> Dom0 bytes */
 	uint64_t rx_off, rx_size;  /* Dom0 -> guest bytes */
 	struct xgpu_queue req;     /* producer: frontend */

@@ -11,6 +11,7 @@
  * step with the requests.
  */
 #include "cuerr.h"
+#include "fastclock.h"
 #include "log.h"
 #include "util.h"
 #include "dispatch.h"
@@ -2680,7 +2681,14 @@ static void respond(struct call *c, int status, const void *rsp, uint32_t rsp_le
 	if (!status)
 		memcpy(slot + sizeof h, rsp, rsp_len);
 	xgpu_slot_seal(&ch->v.rsp);
-	if (xgpu_q_publish(&ch->v.rsp, 1))
+	/* The guest usually spins on this slot: see xgpu_dispatch_flush. */
+	xgpu_q_publish_deferred(&ch->v.rsp, 1);
+}
+
+void xgpu_dispatch_flush(struct xgpu_channel *ch)
+{
+	bool answered = xgpu_q_kick_due(&ch->v.rsp);
+	if (xgpu_q_release_kick_due(&ch->v.req) || answered)
 		ch->ops->kick(ch);
 }
 
@@ -2688,6 +2696,9 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 {
 	struct xgpu_domain *dom = ch->dom;
 	struct call c = {.ch = ch, .dom = dom, .x = dom->x, .drv = &dom->x->drv};
+	/* A call may block (a synchronisation, a wait for the guest's data):
+	 * the answers before it must have their kicks first. */
+	xgpu_dispatch_flush(ch);
 	memcpy(&c.hdr, slot, sizeof c.hdr);
 	const uint8_t *args = slot + sizeof c.hdr;
 	uint8_t rsp[XGPU_SLOT_SIZE];
@@ -2754,7 +2765,7 @@ void xgpu_dispatch(struct xgpu_channel *ch, const uint8_t *slot)
 
 	/* One clock read per call: it closes both the service time (since the
 	 * poller took the request) and, ungated, the time spent issuing. */
-	uint64_t dt = xgpu_now_ns() - ch->pending_since_ns;
+	uint64_t dt = xgpu_fast_ns() - ch->pending_since_ns;
 	xgpu_stat_add(&dom->stats->calls, 1);
 	xgpu_stat_add(&ch->calls, 1);
 	if (status && status != cudaErrorNotReady)

@@ -75,7 +75,7 @@ struct xgpu_channel {
 	/* A request taken off the ring but not yet run (waiting for the slot). */
 	bool have_pending;
 	uint8_t pending[XGPU_SLOT_SIZE];
-	uint64_t pending_since_ns;
+	uint64_t pending_since_ns; /* xgpu_fast_ns() */
 	struct xgpu_task *task_entry; /* its task's share of the domain's slot */
 	bool had_work;                /* as of the poller's last look (wfq) */
 	_Atomic uint64_t calls;

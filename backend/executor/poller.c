@@ -13,6 +13,7 @@
  * its answer is out: on NVIDIA's driver the process can use the GPU no more,
  * and xgpud tells the domain's other processes why (execlink.h).
  */
+#include "fastclock.h"
 #include "log.h"
 #include "util.h"
 #include "poller.h"
@@ -161,7 +162,7 @@ static void corrupt_ring(struct xgpu_domain *dom, struct xgpu_channel *ch)
 /* Serves up to BATCH requests of one channel; returns whether any ran. It
  * goes by the tags alone: the ring's index is validated where the poller
  * would sleep (runnable). */
-static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
+static bool serve_batch(struct xgpu_domain *dom, struct xgpu_channel *ch)
 {
 	bool did = false;
 	for (int k = 0; k < BATCH && !ch->dead && !dom->sticky_error; k++) {
@@ -171,19 +172,22 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 				return did;
 			const uint8_t *shared = xgpu_q_unit(&ch->v.req, ch->v.req.idx);
 			struct xgpu_req_hdr h;
-			memcpy(&h, shared, sizeof h);
-			/* One copy out of shared memory, of only the bytes the
-			 * request uses (usually one cache line): the guest may
-			 * rewrite the slot as soon as we read it. The length
-			 * is checked against the call table in dispatch. */
-			uint32_t len = h.len <= XGPU_SLOT_ARGS ? h.len : XGPU_SLOT_ARGS;
-			memcpy(ch->pending, &h, sizeof h);
-			memcpy(ch->pending + sizeof h, shared + sizeof h, len);
-			memset(ch->pending + sizeof h + len, 0, XGPU_SLOT_ARGS - len);
-			if (xgpu_q_release(&ch->v.req, 1))
-				ch->ops->kick(ch);
+			/* One copy out of shared memory, of the slot's first
+			 * cache line and of the second only when the request
+			 * reaches into it: the guest may rewrite the slot as
+			 * soon as we read it. Copies of a fixed size are a few
+			 * vector moves, where a copy of the request's length
+			 * was a library call. The bytes past the request's end
+			 * are the guest's and unused: dispatch refuses any
+			 * length but the call's own. */
+			_Static_assert(XGPU_SLOT_SIZE == 128 && sizeof h <= 64, "a slot is two lines");
+			memcpy(ch->pending, shared, 64);
+			memcpy(&h, ch->pending, sizeof h); /* the copy's length, not the slot's */
+			if (h.len > 64 - sizeof h)
+				memcpy(ch->pending + 64, shared + 64, 64);
+			xgpu_q_release_deferred(&ch->v.req, 1); /* kick: xgpu_dispatch_flush */
 			ch->have_pending = true;
-			ch->pending_since_ns = xgpu_now_ns();
+			ch->pending_since_ns = xgpu_fast_ns();
 		}
 		bool exempt = xgpu_dispatch_exempt(ch->pending);
 		if (!exempt && !xgpu_may_issue(dom)) {
@@ -200,7 +204,7 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		 * read for it between taking the request and answering it (the
 		 * answer is what the guest spins for). The counters come after
 		 * the answer. */
-		uint64_t waited = fresh ? 0 : xgpu_now_ns() - ch->pending_since_ns;
+		uint64_t waited = fresh ? 0 : xgpu_fast_ns() - ch->pending_since_ns;
 		dom->serving = ch->task_entry;
 		xgpu_dispatch(ch, ch->pending);
 		xgpu_stat_add(&dom->stats->queue_wait_ns, waited);
@@ -208,6 +212,15 @@ static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
 		xgpu_stats_record_wait(dom->stats, waited);
 		did = true;
 	}
+	return did;
+}
+
+/* The answers' kicks go before the next channel is served (its calls may
+ * block). */
+static bool serve_channel(struct xgpu_domain *dom, struct xgpu_channel *ch)
+{
+	bool did = serve_batch(dom, ch);
+	xgpu_dispatch_flush(ch);
 	return did;
 }
 
@@ -294,7 +307,7 @@ static void switch_ctl(struct xgpu_domain *dom)
 int xgpu_poller_run(struct xgpu_domain *dom)
 {
 	struct xgpu_executor *x = dom->x;
-	uint64_t last_work = xgpu_now_ns(), last_look = last_work, last_harvest = last_work;
+	uint64_t last_work = xgpu_fast_ns(), last_look = last_work, last_harvest = last_work;
 
 	while (!atomic_load(&x->stopping)) {
 		switch_ctl(dom);
@@ -319,7 +332,7 @@ int xgpu_poller_run(struct xgpu_domain *dom)
 			break;
 		}
 		reap(dom);
-		uint64_t now = xgpu_now_ns();
+		uint64_t now = xgpu_fast_ns();
 		/* Completions are looked for at most every HARVEST_NS while
 		 * requests keep coming: each look is a driver call that may
 		 * contend with the driver's own threads (the simulated GPU's

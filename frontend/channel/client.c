@@ -210,7 +210,7 @@ static int connect_to(struct xgpu_client *c, const char *dom, uint32_t task, boo
 	/* Xen: every region page is a grant, and gntalloc's default budget is
 	 * 1024 of them for the whole domain, so a smaller default data area. */
 	uint32_t dflt_data = ops == &xgpu_fe_transport_xen ? (512u << 10) : (4u << 20);
-	struct xgpu_shm_params p = {.nr_slots = 64, .data_size = dflt_data};
+	struct xgpu_shm_params p = {.nr_slots = XGPU_CLIENT_SLOTS, .data_size = dflt_data};
 	uint64_t data = env_size("XGPU_DATA_SIZE", p.data_size);
 	if (data >= XGPU_SHM_MIN_DATA && data <= XGPU_SHM_MAX_DATA && !(data & (data - 1)))
 		p.data_size = (uint32_t)data;
@@ -332,13 +332,11 @@ const struct xgpu_hello_ack *xgpu_client_ack(struct xgpu_client *c)
 	return &c->ack;
 }
 
-enum wait_for { WAIT_REQ_SLOT, WAIT_TX_SPACE, WAIT_RESPONSE };
+enum wait_for { WAIT_TX_SPACE, WAIT_RESPONSE };
 
 static bool ready(struct xgpu_client *c, enum wait_for w, uint32_t need)
 {
 	switch (w) {
-	case WAIT_REQ_SLOT:
-		return xgpu_q_space_for(&c->v.req, 1) != 0;
 	case WAIT_TX_SPACE: {
 		int64_t n = xgpu_q_space_for(&c->v.tx, need);
 		return n < 0 || n >= need;
@@ -352,9 +350,6 @@ static bool ready(struct xgpu_client *c, enum wait_for w, uint32_t need)
 static void arm(struct xgpu_client *c, enum wait_for w, uint32_t need)
 {
 	switch (w) {
-	case WAIT_REQ_SLOT:
-		xgpu_q_arm_space(&c->v.req, 1);
-		break;
 	case WAIT_TX_SPACE:
 		xgpu_q_arm_space(&c->v.tx, need);
 		break;
@@ -427,11 +422,11 @@ static int channel_dead(struct xgpu_client *c, int err, const char *why)
 
 static int post_request(struct xgpu_client *c, const struct xgpu_rpc *r, uint64_t seq)
 {
-	int e = wait_until(c, WAIT_REQ_SLOT, 1);
-	if (e)
-		return channel_dead(c, e, "xgpud went away");
-	if (xgpu_q_space_for(&c->v.req, 1) < 0)
-		return channel_dead(c, cudaErrorUnknown, "corrupt request ring index");
+	/* A slot is free once we have read its response (shm.h), which we
+	 * track ourselves: no read of the backend's request index. At most
+	 * XGPU_MAX_DEFERRED answers wait, fewer than there are slots. */
+	if (c->v.req.idx - c->v.rsp.idx >= c->v.nr_slots)
+		return channel_dead(c, cudaErrorUnknown, "every request slot still holds an unread answer");
 	uint8_t *slot = xgpu_q_unit(&c->v.req, c->v.req.idx);
 	struct xgpu_req_hdr h = {.call = r->call, .len = r->req_len, .seq = seq, .bulk_len = r->out_len};
 	memcpy(slot, &h, sizeof h);
@@ -491,7 +486,6 @@ static int drain_in(struct xgpu_client *c, struct xgpu_rpc *r)
 
 static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t seq)
 {
-	uint8_t slot[XGPU_SLOT_SIZE];
 	for (;;) {
 		int e = drain_in(c, r);
 		if (e)
@@ -504,12 +498,14 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 		if (!xgpu_slot_ready(&c->v.rsp) && xgpu_q_avail(&c->v.rsp) < 0)
 			return channel_dead(c, cudaErrorUnknown, "corrupt response ring index");
 	}
-	/* Copy only what the response uses: usually one cache line. */
+	/* Copy only what the response uses, usually one cache line, straight
+	 * to the caller, before the slot is released. A failure below ends
+	 * the channel, and the caller then reads no answer. */
 	const uint8_t *shared = xgpu_q_unit(&c->v.rsp, c->v.rsp.idx);
 	struct xgpu_rsp_hdr h;
 	memcpy(&h, shared, sizeof h);
 	if (h.status == 0 && h.len == r->rsp_len)
-		memcpy(slot + sizeof h, shared + sizeof h, r->rsp_len);
+		memcpy(r->rsp, shared + sizeof h, r->rsp_len);
 	if (xgpu_q_release(&c->v.rsp, 1))
 		c->ch.ops->kick(&c->ch);
 	if (h.seq != seq || h.call != r->call)
@@ -527,11 +523,8 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 	}
 	if (r->in_len != h.bulk_len)
 		return channel_dead(c, cudaErrorUnknown, "response data longer than announced");
-	if (h.status == 0) {
-		if (h.len != r->rsp_len)
-			return channel_dead(c, cudaErrorUnknown, "response of the wrong size");
-		memcpy(r->rsp, slot + sizeof h, r->rsp_len);
-	}
+	if (h.status == 0 && h.len != r->rsp_len)
+		return channel_dead(c, cudaErrorUnknown, "response of the wrong size");
 	return h.status;
 }
 

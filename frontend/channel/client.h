@@ -38,9 +38,13 @@ int xgpu_client_get(struct xgpu_client **c);
  * xgpu_client_settle). */
 int xgpu_rpc(struct xgpu_client *c, struct xgpu_rpc *r);
 
-/* At most this many answers wait unread (fewer than the response ring's
- * slots). */
+/* At most this many answers wait unread. */
 #define XGPU_MAX_DEFERRED 32
+/* Slots of a channel: more than the requests that may await their answers
+ * (the deferred ones and one more), since a slot is reused only once its
+ * answer is read. */
+#define XGPU_CLIENT_SLOTS 64u
+_Static_assert(XGPU_CLIENT_SLOTS > XGPU_MAX_DEFERRED + 1, "a free slot for every call");
 
 /* Takes every answer still outstanding: cudaSuccess, or the first failure
  * of a pipelined call not yet reported (cudaGetLastError asks this). */

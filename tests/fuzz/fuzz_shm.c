@@ -42,11 +42,11 @@ static void step(struct xgpu_shm_view *v, uint8_t op)
 		(void)xgpu_stream_write(&v->rx, buf, 1 + op % sizeof buf, &kick);
 		break;
 	}
-	case 3: /* a response */
+	case 3: /* a response, into its request's slot, its kick checked later */
 		if (xgpu_q_space_for(&v->rsp, 1) > 0) {
 			memset(xgpu_q_unit(&v->rsp, v->rsp.idx), 0, XGPU_SLOT_SIZE);
 			xgpu_slot_seal(&v->rsp);
-			xgpu_q_publish(&v->rsp, 1);
+			xgpu_q_publish_deferred(&v->rsp, 1);
 		}
 		break;
 	case 4: /* going to sleep */
@@ -66,6 +66,7 @@ static void step(struct xgpu_shm_view *v, uint8_t op)
 	}
 	default:
 		(void)xgpu_q_space(&v->rx);
+		(void)xgpu_q_kick_due(&v->rsp);
 		break;
 	}
 }

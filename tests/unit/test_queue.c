@@ -156,6 +156,46 @@ static void kicks_only_when_peer_armed(void **state)
 	free(pr.buf);
 }
 
+/* A deferred publish kicks at the producer's later check, exactly once, and
+ * only when the consumer armed; an ordinary publish after deferred ones
+ * counts them too. A deferred release likewise on the consumer's side. */
+static void deferred_publish_kicks_at_the_check(void **state)
+{
+	struct pair pr;
+	pair_init(&pr, 8, XGPU_SLOT_SIZE, 0);
+	atomic_store(&pr.q.prod_event, UINT32_MAX / 2);
+	xgpu_q_publish_deferred(&pr.p, 1);
+	assert_int_equal(atomic_load(&pr.q.prod), 1); /* visible at once */
+	assert_false(xgpu_q_kick_due(&pr.p));          /* consumer busy */
+	/* The consumer arms for index 2 and sleeps; two answers go out
+	 * deferred, the check kicks once. */
+	xgpu_q_release(&pr.c, 1);
+	xgpu_q_arm_data(&pr.c);
+	xgpu_q_publish_deferred(&pr.p, 1);
+	xgpu_q_publish_deferred(&pr.p, 1);
+	assert_true(xgpu_q_kick_due(&pr.p));
+	assert_false(xgpu_q_kick_due(&pr.p));
+	/* Armed again; a deferred publish and then an ordinary one: the
+	 * ordinary one's check covers both. */
+	xgpu_q_release(&pr.c, 2);
+	xgpu_q_arm_data(&pr.c);
+	xgpu_q_publish_deferred(&pr.p, 1);
+	assert_true(xgpu_q_publish(&pr.p, 1));
+	assert_false(xgpu_q_kick_due(&pr.p));
+	/* The consumer's side: 4 of 8 queued; the producer waits for room
+	 * for 6, so the second deferred release crosses its threshold. */
+	xgpu_q_publish(&pr.p, 2);
+	assert_int_equal(pr.p.idx - pr.c.idx, 4);
+	xgpu_q_arm_space(&pr.p, 6);
+	xgpu_q_release_deferred(&pr.c, 1);
+	assert_false(xgpu_q_release_kick_due(&pr.c));
+	xgpu_q_release_deferred(&pr.c, 1);
+	assert_int_equal(atomic_load(&pr.q.cons), pr.c.idx); /* visible at once */
+	assert_true(xgpu_q_release_kick_due(&pr.c));
+	assert_false(xgpu_q_release_kick_due(&pr.c));
+	free(pr.buf);
+}
+
 static void byte_stream_round_trips_across_wrap(void **state)
 {
 	struct pair pr;
@@ -378,6 +418,57 @@ static void region_round_trip(void **state)
 	free(r);
 }
 
+/* Responses go into their requests' slots (shm.h), tagged so that neither
+ * side takes the other's packet for its own, over several laps of the slots
+ * and with requests pipelined. */
+static void responses_share_request_slots(void **state)
+{
+	struct xgpu_shm_params p = {.nr_slots = 8, .data_size = 64 << 10};
+	size_t size;
+	void *r = make_region(&p, &size);
+	struct xgpu_shm_view fe, be;
+	char err[160];
+	xgpu_shm_view_frontend(r, &fe);
+	assert_int_equal(xgpu_shm_attach(r, size, &be, err, sizeof err), 0);
+	assert_ptr_equal(xgpu_q_unit(&fe.req, 3), xgpu_q_unit(&fe.rsp, 3));
+	uint64_t seq = 0, answered = 0;
+	for (int round = 0; round < 40; round++) {
+		unsigned burst = 1 + round % 5; /* up to five in flight */
+		for (unsigned i = 0; i < burst; i++) {
+			struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .len = 8, .seq = ++seq};
+			memcpy(xgpu_q_unit(&fe.req, fe.req.idx), &h, sizeof h);
+			xgpu_slot_seal(&fe.req);
+			xgpu_q_publish(&fe.req, 1);
+			/* A request is no answer. */
+			assert_false(xgpu_slot_ready(&fe.rsp));
+		}
+		for (unsigned i = 0; i < burst; i++) {
+			assert_true(xgpu_slot_ready(&be.req));
+			struct xgpu_req_hdr got;
+			memcpy(&got, xgpu_q_unit(&be.req, be.req.idx), sizeof got);
+			assert_int_equal(got.seq, answered + 1);
+			xgpu_q_release(&be.req, 1);
+			struct xgpu_rsp_hdr a = {.call = got.call, .seq = got.seq};
+			memcpy(xgpu_q_unit(&be.rsp, be.rsp.idx), &a, sizeof a);
+			xgpu_slot_seal(&be.rsp);
+			xgpu_q_publish_deferred(&be.rsp, 1);
+			answered++;
+		}
+		/* An answer is no new request. */
+		assert_false(xgpu_slot_ready(&be.req));
+		for (unsigned i = 0; i < burst; i++) {
+			assert_true(xgpu_slot_ready(&fe.rsp));
+			struct xgpu_rsp_hdr a;
+			memcpy(&a, xgpu_q_unit(&fe.rsp, fe.rsp.idx), sizeof a);
+			assert_int_equal(a.seq, answered - burst + i + 1);
+			xgpu_q_release(&fe.rsp, 1);
+		}
+		assert_false(xgpu_slot_ready(&fe.rsp));
+	}
+	assert_true(fe.req.idx > 2 * p.nr_slots);
+	free(r);
+}
+
 static void region_rejects(void **state, void (*spoil)(struct xgpu_shm_header *, size_t *),
 			   const char *expect)
 {
@@ -423,7 +514,7 @@ static void spoil_data(struct xgpu_shm_header *h, size_t *size)
 }
 static void spoil_huge_offset(struct xgpu_shm_header *h, size_t *size)
 {
-	h->req_off = UINT64_MAX - 100;
+	h->slot_off = UINT64_MAX - 100;
 }
 
 static void region_validation(void **state)
@@ -465,11 +556,13 @@ int main(void)
 	    cmocka_unit_test(full_ring_has_no_space),
 	    cmocka_unit_test(corrupt_indexes_are_reported),
 	    cmocka_unit_test(kicks_only_when_peer_armed),
+	    cmocka_unit_test(deferred_publish_kicks_at_the_check),
 	    cmocka_unit_test(byte_stream_round_trips_across_wrap),
 	    cmocka_unit_test(one_gib_streams_through_small_area),
 	    cmocka_unit_test(nt_stream_read_matches_plain),
 	    cmocka_unit_test(region_round_trip),
 	    cmocka_unit_test(region_validation),
+	    cmocka_unit_test(responses_share_request_slots),
 	    cmocka_unit_test(call_table_is_consistent),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
