@@ -50,66 +50,67 @@ static bool crossed(uint32_t old_idx, uint32_t new_idx, uint32_t event)
 	return (uint32_t)(new_idx - event) < (uint32_t)(new_idx - old_idx);
 }
 
+/* Moves our index on by n and publishes it. With `now`: the store and a
+ * barrier in one (a sequentially consistent exchange, cheaper than a store
+ * and an mfence), then the peer's threshold is read (threshold_crossed):
+ * the barrier pairs with the one in the peer's arming (xgpu_q_arm_data,
+ * xgpu_q_arm_space), so either we see its threshold or it sees our index.
+ * Without, a plain release store, and the threshold waits for the caller's
+ * later check. */
+static void advance(struct xgpu_qend *e, uint32_t n, _Atomic uint32_t *index, bool now)
+{
+	e->idx += n;
+	if (now)
+		atomic_exchange_explicit(index, e->idx, memory_order_seq_cst);
+	else
+		atomic_store_explicit(index, e->idx, memory_order_release);
+}
+
+/* Whether the peer's threshold lies in what we published since the last
+ * read of it (deferred publishes and releases count), after a barrier
+ * unless the caller's exchange was one. */
+static bool threshold_crossed(struct xgpu_qend *e, _Atomic uint32_t *event, bool fence)
+{
+	if (e->checked == e->idx)
+		return false;
+	if (fence)
+		atomic_thread_fence(memory_order_seq_cst);
+	uint32_t ev = atomic_load_explicit(event, memory_order_relaxed);
+	bool kick = crossed(e->checked, e->idx, ev);
+	e->checked = e->idx;
+	return kick;
+}
+
 bool xgpu_q_publish(struct xgpu_qend *p, uint32_t n)
 {
-	p->idx += n;
-	/* The index store must be ordered before reading the threshold: pairs
-	 * with the fence in xgpu_q_arm_data, so either we see the consumer's
-	 * threshold or it sees our index. A sequentially consistent exchange
-	 * is that store and that barrier in one (xchg), cheaper than a store
-	 * and a separate fence (mfence). */
-	atomic_exchange_explicit(&p->q->prod, p->idx, memory_order_seq_cst);
-	uint32_t ev = atomic_load_explicit(&p->q->prod_event, memory_order_relaxed);
-	/* From the last check: deferred publishes before this one count. */
-	bool kick = crossed(p->checked, p->idx, ev);
-	p->checked = p->idx;
-	return kick;
+	advance(p, n, &p->q->prod, true);
+	return threshold_crossed(p, &p->q->prod_event, false);
 }
 
 void xgpu_q_publish_deferred(struct xgpu_qend *p, uint32_t n)
 {
-	p->idx += n;
-	atomic_store_explicit(&p->q->prod, p->idx, memory_order_release);
+	advance(p, n, &p->q->prod, false);
 }
 
 bool xgpu_q_kick_due(struct xgpu_qend *p)
 {
-	if (p->checked == p->idx)
-		return false;
-	/* Pairs with the fence in xgpu_q_arm_data, as in xgpu_q_publish. */
-	atomic_thread_fence(memory_order_seq_cst);
-	uint32_t ev = atomic_load_explicit(&p->q->prod_event, memory_order_relaxed);
-	bool kick = crossed(p->checked, p->idx, ev);
-	p->checked = p->idx;
-	return kick;
+	return threshold_crossed(p, &p->q->prod_event, true);
 }
 
 bool xgpu_q_release(struct xgpu_qend *c, uint32_t n)
 {
-	c->idx += n;
-	atomic_exchange_explicit(&c->q->cons, c->idx, memory_order_seq_cst);
-	uint32_t ev = atomic_load_explicit(&c->q->cons_event, memory_order_relaxed);
-	bool kick = crossed(c->checked, c->idx, ev);
-	c->checked = c->idx;
-	return kick;
+	advance(c, n, &c->q->cons, true);
+	return threshold_crossed(c, &c->q->cons_event, false);
 }
 
 void xgpu_q_release_deferred(struct xgpu_qend *c, uint32_t n)
 {
-	c->idx += n;
-	atomic_store_explicit(&c->q->cons, c->idx, memory_order_release);
+	advance(c, n, &c->q->cons, false);
 }
 
 bool xgpu_q_release_kick_due(struct xgpu_qend *c)
 {
-	if (c->checked == c->idx)
-		return false;
-	/* Pairs with the fence in xgpu_q_arm_space. */
-	atomic_thread_fence(memory_order_seq_cst);
-	uint32_t ev = atomic_load_explicit(&c->q->cons_event, memory_order_relaxed);
-	bool kick = crossed(c->checked, c->idx, ev);
-	c->checked = c->idx;
-	return kick;
+	return threshold_crossed(c, &c->q->cons_event, true);
 }
 
 void xgpu_q_arm_data(struct xgpu_qend *c)

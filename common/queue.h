@@ -36,11 +36,11 @@ struct xgpu_queue {
 /* One side's private view of one queue. */
 struct xgpu_qend {
 	struct xgpu_queue *q;
-	uint8_t *buf;  /* size * unit bytes */
-	uint32_t size; /* units; power of two */
-	uint32_t unit; /* bytes per unit */
-	uint32_t idx;  /* our own index: prod for a producer, cons for a consumer */
-	uint32_t peer; /* producer: the consumer's index as last read */
+	uint8_t *buf;      /* size * unit bytes */
+	uint32_t size;     /* units; power of two */
+	uint32_t unit;     /* bytes per unit */
+	uint32_t idx;      /* our own index: prod for a producer, cons for a consumer */
+	uint32_t peer;     /* producer: the consumer's index as last read */
 	uint32_t tag_flip; /* slot queues: XOR-ed into every tag (see xgpu_qend_tag) */
 	uint32_t checked;  /* index up to which the peer's threshold was read */
 };

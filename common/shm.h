@@ -39,13 +39,13 @@ struct xgpu_shm_header {
 	uint32_t slot_size; /* XGPU_SLOT_SIZE */
 	uint32_t nr_slots;  /* per ring */
 	uint64_t region_size;
-	uint64_t slot_off;         /* the slot array: requests, then their responses */
-	uint64_t tx_off, tx_size;  /* guest -> Dom0 bytes */
-	uint64_t rx_off, rx_size;  /* Dom0 -> guest bytes */
-	struct xgpu_queue req;     /* producer: frontend */
-	struct xgpu_queue rsp;     /* producer: backend */
-	struct xgpu_queue tx;      /* producer: frontend */
-	struct xgpu_queue rx;      /* producer: backend */
+	uint64_t slot_off;        /* the slot array: requests, then their responses */
+	uint64_t tx_off, tx_size; /* guest -> Dom0 bytes */
+	uint64_t rx_off, rx_size; /* Dom0 -> guest bytes */
+	struct xgpu_queue req;    /* producer: frontend */
+	struct xgpu_queue rsp;    /* producer: backend */
+	struct xgpu_queue tx;     /* producer: frontend */
+	struct xgpu_queue rx;     /* producer: backend */
 	/* Why the backend's end went away, set before it does: the
 	 * cudaError_t every later call of the process gets (its domain's
 	 * executor failed, timed out or was stopped), 0 if unknown. */

@@ -166,7 +166,7 @@ static void deferred_publish_kicks_at_the_check(void **state)
 	atomic_store(&pr.q.prod_event, UINT32_MAX / 2);
 	xgpu_q_publish_deferred(&pr.p, 1);
 	assert_int_equal(atomic_load(&pr.q.prod), 1); /* visible at once */
-	assert_false(xgpu_q_kick_due(&pr.p));          /* consumer busy */
+	assert_false(xgpu_q_kick_due(&pr.p));         /* consumer busy */
 	/* The consumer arms for index 2 and sleeps; two answers go out
 	 * deferred, the check kicks once. */
 	xgpu_q_release(&pr.c, 1);
@@ -393,15 +393,21 @@ static void *make_region(struct xgpu_shm_params *p, size_t *size)
 	return r;
 }
 
-static void region_round_trip(void **state)
+/* A region laid out by the frontend, and both sides' views of it. */
+static void *make_views(struct xgpu_shm_params p, struct xgpu_shm_view *fe, struct xgpu_shm_view *be)
 {
-	struct xgpu_shm_params p = {.nr_slots = 64, .data_size = 1 << 20};
 	size_t size;
 	void *r = make_region(&p, &size);
-	struct xgpu_shm_view fe, be;
 	char err[160];
-	xgpu_shm_view_frontend(r, &fe);
-	assert_int_equal(xgpu_shm_attach(r, size, &be, err, sizeof err), 0);
+	xgpu_shm_view_frontend(r, fe);
+	assert_int_equal(xgpu_shm_attach(r, size, be, err, sizeof err), 0);
+	return r;
+}
+
+static void region_round_trip(void **state)
+{
+	struct xgpu_shm_view fe, be;
+	void *r = make_views((struct xgpu_shm_params){.nr_slots = 64, .data_size = 1 << 20}, &fe, &be);
 	/* A request and its bulk data cross from one view to the other. */
 	struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .len = sizeof(struct xgpu_req_NOP), .seq = 42};
 	memcpy(xgpu_q_unit(&fe.req, fe.req.idx), &h, sizeof h);
@@ -423,13 +429,8 @@ static void region_round_trip(void **state)
  * and with requests pipelined. */
 static void responses_share_request_slots(void **state)
 {
-	struct xgpu_shm_params p = {.nr_slots = 8, .data_size = 64 << 10};
-	size_t size;
-	void *r = make_region(&p, &size);
 	struct xgpu_shm_view fe, be;
-	char err[160];
-	xgpu_shm_view_frontend(r, &fe);
-	assert_int_equal(xgpu_shm_attach(r, size, &be, err, sizeof err), 0);
+	void *r = make_views((struct xgpu_shm_params){.nr_slots = 8, .data_size = 64 << 10}, &fe, &be);
 	assert_ptr_equal(xgpu_q_unit(&fe.req, 3), xgpu_q_unit(&fe.rsp, 3));
 	uint64_t seq = 0, answered = 0;
 	for (int round = 0; round < 40; round++) {
@@ -465,7 +466,7 @@ static void responses_share_request_slots(void **state)
 		}
 		assert_false(xgpu_slot_ready(&fe.rsp));
 	}
-	assert_true(fe.req.idx > 2 * p.nr_slots);
+	assert_true(fe.req.idx > 2 * 8);
 	free(r);
 }
 

@@ -193,12 +193,12 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 	echo "|---|---|---|---|"
 	echo "| spinning | $(v rtt_spin_run_us) | $(v floor_spin_run_us) | $(ratio "$(v rtt_spin_run_us)" "$(v floor_spin_run_us)")x |"
 	echo
-	echo "The floor above is the BRIEF's: one cache line that both threads write. A request slot and a"
-	echo "response slot are two lines, each written by one side and polled by the other, and such a line"
-	echo "cannot travel in exclusive state to its poller as a shared ball can: a round trip over two"
-	echo "one-way lines costs about twice the single line's (xgpu-bench floors, two lines: $(v floor_spin2_run_us) us,"
-	echo "$(ratio "$(v floor_spin2_run_us)" "$(v floor_spin_run_us)")x the single line's here). That is the floor of a protocol with separate request and"
-	echo "response rings; the null call's median run is $(ratio "$(v rtt_spin_run_us)" "$(v floor_spin2_run_us)")x of it."
+	echo "The floor above is the BRIEF's: one cache line that both threads write, back and forth. A"
+	echo "response goes into its request's slot (protocol 8), so a null call too moves one line there and"
+	echo "back, but the slots rotate: each side polls the next slot while the other writes it. Beside it, two"
+	echo "lines each written by one side and polled by the other (xgpu-bench floors): $(v floor_spin2_run_us) us,"
+	echo "$(ratio "$(v floor_spin2_run_us)" "$(v floor_spin_run_us)")x the single line's here; the null call's median run is $(ratio "$(v rtt_spin_run_us)" "$(v floor_spin2_run_us)")x of that."
+	echo "Where the rest goes: docs/results/speed-oneline-2026-11-29.md."
 	echo
 	echo "## Through each frontend: libcudart.so.13 and libcuda.so.1"
 	echo
