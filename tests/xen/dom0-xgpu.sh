@@ -26,7 +26,7 @@
 #      get their sticky errors and the next one works on a new executor;
 #   8. xgpud is killed (SIGKILL) while the honest domU's guestload holds
 #      256 MiB and copies it round after round (and a page-locked MiB, a new
-#      grant mapping through the executor's grant broker every round); a
+#      grant mapping through the executor's grant broker, every 16 MiB); a
 #      new xgpud adopts the same executor (its memory, its channel, a new
 #      grant broker) and the device; the program runs on and sees no error,
 #      and the domU's next vectorAdd verifies;

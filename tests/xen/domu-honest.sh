@@ -7,7 +7,7 @@
 # up, round 2 after the liar's first pass, round 3 (three runs, HONEST-3a..c)
 # while the liar lies again, round 4 (HONEST-4a..c) while the other domU's
 # programs fault and its executor is killed, round 5 guestload holding
-# 256 MiB and copying it (and a page-locked MiB) round after round while dom0
+# 256 MiB and copying it (and a page-locked MiB every 16) round after round while dom0
 # kills xgpud and starts another, until go 6, then round 6, a vectorAdd
 # after that restart; then (go 7) it exits once dom0 has detached its device. Results go to the
 # console with HONEST-<run>: prefixes; "HONEST: round <n> done" ends each
