@@ -26,6 +26,11 @@ wait_go() {
 	echo "LIAR: go $1 at $(cut -d' ' -f1 /proc/uptime)s"
 }
 fails=0
+# How long xenliar waits for xgpud's reaction to each lie: under QEMU's CPU,
+# with the honest guest's programs running beside it, the refusal of a
+# rewritten ring-ref has come later than xenliar's own 10 s (error written,
+# channel closed and removed, just after it stopped waiting).
+export XENLIAR_TIMEOUT_MS="${XENLIAR_TIMEOUT_MS:-60000}"
 lie() {
 	for mode in ${XENLIAR_MODES:-bad-ref-count huge-ref-count foreign-port out-of-order rewrite-ring-ref vanish bad-protocol}; do
 		/xgpu/bin/xenliar "$mode" >/tmp/liar.out 2>&1
