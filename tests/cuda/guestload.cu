@@ -368,8 +368,10 @@ int main(int argc, char **argv)
 				if (err == cudaSuccess && memcmp(in.data(), out.data(), chunk))
 					bad++;
 				copies += 2;
-				if (pinned && err == cudaSuccess && ((i + 1) % PINNED_EVERY == 0 || i + 1 == mb))
-					err = copy_out_pinned(dev + i * chunk, out.data(), chunk, &copies, &bad);
+				if (pinned && err == cudaSuccess &&
+				    ((i + 1) % PINNED_EVERY == 0 || i + 1 == mb))
+					err = copy_out_pinned(dev + i * chunk, out.data(), chunk, &copies,
+							      &bad);
 			}
 			if (i == mb)
 				rounds++; // a round counts only whole
