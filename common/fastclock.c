@@ -7,8 +7,10 @@
 
 struct xgpu_fastclock xgpu_fastclock;
 
-static uint64_t start_ns;
 static bool start_tsc_ok;
+
+#if defined(__x86_64__)
+static uint64_t start_ns;
 
 /* Whether the kernel keeps its time by the TSC: then it found the counter
  * constant and synchronised across CPUs, and reading it does not trap. */
@@ -23,20 +25,25 @@ static bool kernel_uses_tsc(void)
 	return tsc;
 }
 
+/* The counter (*tsc), read between two clock readings, and their midpoint:
+ * the pair is as close as the clock's own cost allows. */
+static uint64_t paired_reading(uint64_t *tsc)
+{
+	uint64_t a = xgpu_now_ns();
+	*tsc = __rdtsc();
+	uint64_t b = xgpu_now_ns();
+	return a + (b - a) / 2;
+}
+#endif
+
 void xgpu_fastclock_start(bool allow)
 {
 	xgpu_fastclock.tsc = false;
 	start_tsc_ok = false;
 #if defined(__x86_64__)
 	start_tsc_ok = allow && kernel_uses_tsc();
-	if (start_tsc_ok) {
-		/* The counter read between two clock readings, so that the
-		 * pair is as close as the clock's own cost allows. */
-		uint64_t a = xgpu_now_ns();
-		xgpu_fastclock.tsc0 = __rdtsc();
-		uint64_t b = xgpu_now_ns();
-		start_ns = a + (b - a) / 2;
-	}
+	if (start_tsc_ok)
+		start_ns = paired_reading(&xgpu_fastclock.tsc0);
 #else
 	(void)allow;
 #endif
@@ -47,13 +54,10 @@ void xgpu_fastclock_finish(uint64_t min_ns)
 #if defined(__x86_64__)
 	if (!start_tsc_ok)
 		return;
-	uint64_t a, b, t;
-	do {
-		a = xgpu_now_ns();
-		t = __rdtsc();
-		b = xgpu_now_ns();
-	} while (a + (b - a) / 2 - start_ns < min_ns);
-	uint64_t ns = a + (b - a) / 2 - start_ns, counts = t - xgpu_fastclock.tsc0;
+	uint64_t t, ns;
+	while ((ns = paired_reading(&t) - start_ns) < min_ns)
+		;
+	uint64_t counts = t - xgpu_fastclock.tsc0;
 	if (counts == 0)
 		return;
 	xgpu_fastclock.mult = (uint64_t)(((unsigned __int128)ns << 32) / counts);
