@@ -170,7 +170,8 @@ static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct 
 			uint8_t *slot = q->buf + (size_t)((prod + i) & (q->size - 1)) * q->unit;
 			/* The tag is ours to write, after the body. */
 			memcpy(slot + 4, payload + (size_t)i * q->unit + 4, q->unit - 4);
-			__atomic_store_n((uint32_t *)slot, xgpu_slot_tag(prod + i) ^ q->tag_flip, __ATOMIC_RELEASE);
+			__atomic_store_n((uint32_t *)slot, xgpu_slot_tag(prod + i) ^ q->tag_flip,
+					 __ATOMIC_RELEASE);
 		}
 	}
 	publish_data(r, q, prod, n);
@@ -178,7 +179,7 @@ static int apply_data(struct xgpu_relay *r, struct xgpu_rqueue *q, const struct 
 }
 
 int xgpu_remote_receive(struct xgpu_relay *r, xgpu_remote_read_fn read, void *ctx, uint8_t *scratch,
-			int32_t *end_status, char *err, size_t errlen)
+			struct xgpu_rdirect *direct, int32_t *end_status, char *err, size_t errlen)
 {
 	struct xgpu_rframe h;
 	if (read(ctx, &h, sizeof h, err, errlen) < 0 || xgpu_rframe_check(&h, r->guest, err, errlen) < 0)
@@ -194,11 +195,18 @@ int xgpu_remote_receive(struct xgpu_relay *r, xgpu_remote_read_fn read, void *ct
 	uint32_t prod;
 	if (check_data(q, &h, &prod, err, errlen) < 0)
 		return -1;
-	uint32_t off = prod & (q->size - 1);
-	uint32_t first = q->size - off < h.len ? q->size - off : h.len;
-	if (read(ctx, q->buf + off, first, err, errlen) < 0 ||
-	    (h.len > first && read(ctx, q->buf, h.len - first, err, errlen) < 0))
-		return -1;
+	if (direct && direct->queue == h.queue && prod == direct->at + (uint32_t)direct->got &&
+	    h.len <= direct->len - direct->got) {
+		if (read(ctx, direct->dst + direct->got, h.len, err, errlen) < 0)
+			return -1;
+		direct->got += h.len;
+	} else {
+		uint32_t off = prod & (q->size - 1);
+		uint32_t first = q->size - off < h.len ? q->size - off : h.len;
+		if (read(ctx, q->buf + off, first, err, errlen) < 0 ||
+		    (h.len > first && read(ctx, q->buf, h.len - first, err, errlen) < 0))
+			return -1;
+	}
 	atomic_store_explicit(&q->prod, prod + h.len, memory_order_release);
 	publish_data(r, q, prod, h.len);
 	return 0;
@@ -1479,6 +1487,51 @@ void xgpu_rconn_free(struct xgpu_rconn *c)
 const char *xgpu_rconn_protocol(const struct xgpu_rconn *c)
 {
 	return !c->s ? "plain TCP" : c->x509 ? "TLS1.3-X509" : "TLS1.3-PSK";
+}
+
+int64_t xgpu_remote_send_direct(struct xgpu_relay *r, struct xgpu_rconn *c, unsigned queue,
+				struct xgpu_qend *p, const void *src, size_t len, char *err, size_t errlen)
+{
+	struct xgpu_rqueue *q = &r->qs[queue];
+	if (queue >= XGPU_RQ_COUNT || !q->outbound || q->unit != 1 || p->q != q->q) {
+		snprintf(err, errlen, "queue %u is not an outbound byte queue of this relay", queue);
+		return -1;
+	}
+	uint32_t sent = atomic_load_explicit(&q->sent, memory_order_relaxed);
+	if (sent != p->idx)
+		return 0;
+	if (len > XGPU_REMOTE_TURN_BULK)
+		len = XGPU_REMOTE_TURN_BULK;
+	int64_t space = xgpu_q_space_for(p, (uint32_t)len);
+	if (space < 0) {
+		snprintf(err, errlen, "the far consumer of queue %u moved its index out of range", queue);
+		return -1;
+	}
+	size_t n = len < (size_t)space ? len : (size_t)space;
+	if (n == 0)
+		return 0;
+	/* One frame per payload's worth, each header in hdrs. */
+	struct xgpu_rframe hdrs[XGPU_REMOTE_TURN_BULK / XGPU_REMOTE_MAX_PAYLOAD + 1];
+	struct iovec iov[2 * (sizeof hdrs / sizeof hdrs[0])];
+	int niov = 0;
+	for (size_t done = 0, k = 0; done < n; k++) {
+		uint32_t run =
+		    n - done < XGPU_REMOTE_MAX_PAYLOAD ? (uint32_t)(n - done) : XGPU_REMOTE_MAX_PAYLOAD;
+		hdrs[k] = (struct xgpu_rframe){
+		    .type = XGPU_RF_DATA, .queue = (uint8_t)queue, .len = run, .idx = sent + (uint32_t)done};
+		iov[niov++] = (struct iovec){&hdrs[k], sizeof hdrs[k]};
+		iov[niov++] = (struct iovec){(uint8_t *)src + done, run};
+		done += run;
+	}
+	/* Published and sent before the bytes leave: a CONS report for them may
+	 * arrive as soon as they have, and is checked against q->sent. The
+	 * producer's index moves as a publish would move it, without a kick:
+	 * the only local consumer is this relay, which has nothing to send. */
+	xgpu_q_publish_deferred(p, (uint32_t)n);
+	atomic_store_explicit(&q->sent, p->idx, memory_order_release);
+	if (xgpu_rconn_sendv(c, iov, niov, err, errlen) < 0)
+		return -1;
+	return (int64_t)n;
 }
 
 int xgpu_remote_send_turn(struct xgpu_relay *r, struct xgpu_rconn *c, uint8_t *buf, size_t cap,

@@ -78,13 +78,15 @@ struct xgpu_remote_hello {
  * the guest's end (guest true) or the host's. 0, or -1 with the reason. */
 int xgpu_rframe_check(const struct xgpu_rframe *h, bool guest, char *err, size_t errlen);
 
+struct xgpu_rconn;
+
 /* One end's relay over its copy of the region. */
 struct xgpu_rqueue {
 	struct xgpu_queue *q;
 	uint8_t *buf;
 	uint32_t size, unit;
 	uint32_t tag_flip; /* slot queues: the tag's flip (queue.h) */
-	bool outbound; /* our local peer produces it; we send */
+	bool outbound;     /* our local peer produces it; we send */
 	/* outbound: next index to send (writer) and the far consumer's index
 	 * as last reported (reader, published as q->cons). */
 	_Atomic uint32_t sent;
@@ -117,12 +119,25 @@ int xgpu_remote_apply(struct xgpu_relay *r, const struct xgpu_rframe *h, const u
  * reason (xgpu_rconn_read for a connection; tests feed bytes of their own). */
 typedef int (*xgpu_remote_read_fn)(void *ctx, void *buf, size_t len, char *err, size_t errlen);
 
+/* Where a reader wants inbound bulk bytes of byte queue `queue` that start
+ * at index at + got: straight into dst + got, while they fit in len, rather
+ * than into the ring. The ring's producer index still moves past them, as
+ * if they had been written there, so the far producer's flow control is
+ * unchanged; the local consumer must then release them unread. */
+struct xgpu_rdirect {
+	unsigned queue;
+	uint32_t at;
+	uint8_t *dst;
+	size_t len, got;
+};
+
 /* Reads one frame with read and applies it as xgpu_remote_apply does,
  * returning the same; bulk bytes are read straight into their ring once the
- * header is checked, other payloads into scratch (XGPU_REMOTE_MAX_PAYLOAD
+ * header is checked (or into direct's buffer, when given and they are the
+ * bytes it waits for), other payloads into scratch (XGPU_REMOTE_MAX_PAYLOAD
  * bytes). */
 int xgpu_remote_receive(struct xgpu_relay *r, xgpu_remote_read_fn read, void *ctx, uint8_t *scratch,
-			int32_t *end_status, char *err, size_t errlen);
+			struct xgpu_rdirect *direct, int32_t *end_status, char *err, size_t errlen);
 
 /* Collects what the local peer published since the last call as frames
  * (DATA, CONS) into at most max_iov iovecs: headers and slots copied into
@@ -137,13 +152,24 @@ int xgpu_remote_collect(struct xgpu_relay *r, uint8_t *out, size_t cap, size_t b
 #define XGPU_REMOTE_TURN_IOV 16
 #define XGPU_REMOTE_TURN_BULK (1u << 20)
 
+/* Sends up to len bulk bytes of outbound byte queue `queue` from src as DATA
+ * frames, without their passing through the ring: the ring's producer p (the
+ * guest's client) would otherwise copy them in only for the relay to send
+ * them out again. They count against the ring's space as if copied, so flow
+ * control is unchanged, and they are published and marked sent together,
+ * before the send, so that neither the writer nor a CONS report ever sees
+ * them in between. The caller holds the sending role, and every byte the
+ * producer published earlier must have been sent (xgpu_remote_collect).
+ * Returns the bytes sent (0: no space, or earlier bytes unsent), or -1 with
+ * the reason. */
+int64_t xgpu_remote_send_direct(struct xgpu_relay *r, struct xgpu_rconn *c, unsigned queue,
+				struct xgpu_qend *p, const void *src, size_t len, char *err, size_t errlen);
+
 /* Before the writer sleeps: asks the local peer for a kick on anything
  * new; the caller collects once more before sleeping. */
 void xgpu_remote_arm(struct xgpu_relay *r);
 
 /* ---- connections ------------------------------------------------------------ */
-
-struct xgpu_rconn;
 
 /* Reads a pre-shared key file: one line "identity:hexkey" (psktool's
  * format) or just "hexkey"; at least 16 bytes of key. The file must not be

@@ -147,7 +147,7 @@ static void *reader_main(void *arg)
 	char err[256];
 	int32_t end;
 	for (;;) {
-		if (xgpu_remote_receive(&s->relay, xgpu_rconn_read, s->conn, s->rbuf, &end, err, sizeof err) <
+		if (xgpu_remote_receive(&s->relay, xgpu_rconn_read, s->conn, s->rbuf, NULL, &end, err, sizeof err) <
 		    0)
 			break;
 	}

@@ -361,6 +361,22 @@ static void arm(struct xgpu_client *c, enum wait_for w, uint32_t need)
 	}
 }
 
+/* Why the backend went away: the executor's code, or "unavailable". */
+static int peer_gone_error(struct xgpu_client *c)
+{
+	const struct xgpu_shm_header *hdr = c->ch.region;
+	int end = atomic_load(&hdr->backend_end);
+	/* Under Xen the executor's death clears be_alive in the kernel at
+	 * once, before xgpud has reaped it and written why: give xgpud a
+	 * moment (only on this dying path). */
+	for (uint64_t t0 = xgpu_now_ns(); end == 0 && xgpu_now_ns() - t0 < END_GRACE_NS;) {
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+		end = atomic_load(&hdr->backend_end);
+	}
+	return end > 0 && end < 10000 ? end : cudaErrorDevicesUnavailable;
+}
+
 /* Spin briefly (the backend usually answers within microseconds), then
  * sleep until kicked. Returns 0, or cudaErrorDevicesUnavailable when the
  * daemon went away. */
@@ -390,21 +406,8 @@ static int wait_until(struct xgpu_client *c, enum wait_for w, uint32_t need)
 		/* The timeout only bounds how long a lost kick could hurt. */
 		/* What the backend published before it went (a faulting call's
 		 * answer) still counts; otherwise the reason it left. */
-		if (c->ch.ops->wait(&c->ch, 1000, w == WAIT_RESPONSE && !need) == XGPU_WAIT_PEER_GONE) {
-			if (ready(c, w, need))
-				return 0;
-			const struct xgpu_shm_header *hdr = c->ch.region;
-			int end = atomic_load(&hdr->backend_end);
-			/* Under Xen the executor's death clears be_alive in the
-			 * kernel at once, before xgpud has reaped it and written
-			 * why: give xgpud a moment (only on this dying path). */
-			for (uint64_t t0 = xgpu_now_ns(); end == 0 && xgpu_now_ns() - t0 < END_GRACE_NS;) {
-				struct timespec ts = {0, 10000000};
-				nanosleep(&ts, NULL);
-				end = atomic_load(&hdr->backend_end);
-			}
-			return end > 0 && end < 10000 ? end : cudaErrorDevicesUnavailable;
-		}
+		if (c->ch.ops->wait(&c->ch, 1000, w == WAIT_RESPONSE && !need) == XGPU_WAIT_PEER_GONE)
+			return ready(c, w, need) ? 0 : peer_gone_error(c);
 	}
 }
 
@@ -441,11 +444,19 @@ static int stream_out(struct xgpu_client *c, const uint8_t *data, uint64_t len)
 {
 	uint64_t sent = 0;
 	while (sent < len) {
-		bool kick;
-		uint64_t want = len - sent < XGPU_STREAM_SLICE ? len - sent : XGPU_STREAM_SLICE;
-		int64_t n = xgpu_stream_write(&c->v.tx, data + sent, want, &kick);
-		if (n < 0)
-			return channel_dead(c, cudaErrorUnknown, "corrupt tx index");
+		bool kick = false;
+		int64_t n;
+		if (c->ch.ops->write_bulk) {
+			n = c->ch.ops->write_bulk(&c->ch, &c->v.tx, data + sent, len - sent);
+			if (n < 0)
+				return channel_dead(c, peer_gone_error(c),
+						    "xgpud went away during a transfer");
+		} else {
+			uint64_t want = len - sent < XGPU_STREAM_SLICE ? len - sent : XGPU_STREAM_SLICE;
+			n = xgpu_stream_write(&c->v.tx, data + sent, want, &kick);
+			if (n < 0)
+				return channel_dead(c, cudaErrorUnknown, "corrupt tx index");
+		}
 		if (kick)
 			c->ch.ops->kick(&c->ch);
 		sent += (uint64_t)n;
@@ -484,6 +495,23 @@ static int drain_in(struct xgpu_client *c, struct xgpu_rpc *r)
 	}
 }
 
+/* Bulk bytes the transport takes straight into the caller's buffer
+ * (read_bulk), waiting for them as wait_until would: the ring's producer
+ * index passed them, and they are released from the ring unread. */
+static int read_in_direct(struct xgpu_client *c, struct xgpu_rpc *r)
+{
+	int64_t n =
+	    c->ch.ops->read_bulk(&c->ch, &c->v.rx, (uint8_t *)r->in + r->in_len, r->in_max - r->in_len, 1000);
+	if (n < 0)
+		return channel_dead(c, peer_gone_error(c), "xgpud went away during a transfer");
+	if (n > 0) {
+		r->in_len += (uint64_t)n;
+		if (xgpu_q_release(&c->v.rx, (uint32_t)n))
+			c->ch.ops->kick(&c->ch);
+	}
+	return 0;
+}
+
 static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t seq)
 {
 	for (;;) {
@@ -492,6 +520,11 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 			return e;
 		if (xgpu_slot_ready(&c->v.rsp))
 			break;
+		if (c->ch.ops->read_bulk && r->in && r->in_len < r->in_max && xgpu_q_avail(&c->v.rx) == 0) {
+			if ((e = read_in_direct(c, r)) != 0)
+				return e;
+			continue;
+		}
 		e = wait_until(c, WAIT_RESPONSE, r->in && r->in_len < r->in_max);
 		if (e)
 			return channel_dead(c, e, "xgpud went away");

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct xgpu_qend;
+
 struct xgpu_fe_chan {
 	const struct xgpu_fe_transport_ops *ops;
 	void *region; /* shared with the backend, region_size bytes */
@@ -35,6 +37,21 @@ struct xgpu_fe_transport_ops {
 	 * (not ring space or bulk bytes), a round trip's latency (the remote
 	 * transport then reads the answer in person). */
 	enum xgpu_wait_result (*wait)(struct xgpu_fe_chan *ch, int timeout_ms, bool answer);
+	/* Optional: takes up to len bulk bytes for the backend from src
+	 * itself, where the client would copy them into the tx ring (tx): the
+	 * remote transport sends them from src, as the ring would only be
+	 * copied onto the network. Returns the bytes taken, 0 when the ring has
+	 * no room for them (the client waits for space as for a copy), or -1
+	 * when the channel is lost. */
+	int64_t (*write_bulk)(struct xgpu_fe_chan *ch, struct xgpu_qend *tx, const void *src, size_t len);
+	/* Optional, the other way: waits up to timeout_ms for the backend and
+	 * takes bulk bytes for the rx ring (rx, empty) straight into dst, at
+	 * most len. The ring's producer index moves past them as if they had
+	 * been written there, so the caller releases them unread. Returns the
+	 * bytes put in dst (0: none came, though other things may have), or
+	 * -1 when the backend is gone. */
+	int64_t (*read_bulk)(struct xgpu_fe_chan *ch, struct xgpu_qend *rx, void *dst, size_t len,
+			     int timeout_ms);
 	/* Allocates size bytes shared with the backend (pinned host memory) and
 	 * sends the share out of band; *token names it in SEG_REGISTER. */
 	int (*share_segment)(struct xgpu_fe_chan *ch, size_t size, void **ptr, uint64_t *token);

@@ -9,7 +9,10 @@
  * a script of one-byte operations:
  *   op % 4 == 0: a frame follows: a 16-byte header, then its payload (as
  *                many bytes as the header says, when it passes the check;
- *                zeros where the input ends first);
+ *                zeros where the input ends first); with op/4 odd, the local
+ *                consumer of the inbound bulk queue takes bulk bytes straight
+ *                into a buffer of (op/8) * 64 bytes (struct xgpu_rdirect),
+ *                as a remote guest's client does, and releases them;
  *   op % 4 == 1: the local consumer of an inbound queue reads up to op/4 units;
  *   op % 4 == 2: the local producer of an outbound queue publishes op/4 units;
  *   op % 4 == 3: the local peer writes the next 4 input bytes into one of the
@@ -128,10 +131,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			 * bulk bytes straight into the ring. */
 			struct feed f = {data, size, i, true};
 			int32_t end;
-			int a = xgpu_remote_receive(&r, feed_read, &f, payload, &end, err, sizeof err);
+			static uint8_t dst[32 * 64];
+			struct xgpu_qend *bulk_in = in[1];
+			struct xgpu_rdirect d = {.queue = guest ? XGPU_RQ_RX : XGPU_RQ_TX,
+						 .at = bulk_in->idx,
+						 .dst = dst,
+						 .len = (size_t)(op >> 3) * 64};
+			bool direct = (op >> 2) & 1;
+			int a = xgpu_remote_receive(&r, feed_read, &f, payload, direct ? &d : NULL, &end, err,
+						    sizeof err);
 			i = f.i;
 			if (a != 0)
 				break; /* refused, or the end */
+			if (d.got > d.len)
+				abort();
+			/* What went straight to the buffer is released unread;
+			 * the ring's producer index had to pass it first. */
+			if (d.got) {
+				if (honest && xgpu_q_avail(bulk_in) < (int64_t)d.got)
+					abort();
+				xgpu_q_release(bulk_in, (uint32_t)d.got);
+			}
 			/* However the network lies, an honest local consumer's
 			 * queue never holds more than it can. */
 			for (unsigned k = 0; k < XGPU_RQ_COUNT && honest; k++) {

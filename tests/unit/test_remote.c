@@ -6,7 +6,9 @@
  * short reads served from what was read ahead, long ones past it, and
  * xgpu_rconn_pending true exactly while read-ahead bytes wait (where polling
  * the socket would not see them); and the same over TLS 1.3 with a
- * pre-shared key, where records are read ahead under GnuTLS. */
+ * pre-shared key, where records are read ahead under GnuTLS. And bulk bytes
+ * that skip the ring each way (xgpu_remote_send_direct, struct
+ * xgpu_rdirect), between two relays over a socket pair, across sizes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -223,12 +225,220 @@ static void tls_reads_ahead_across_records(void **state)
 	xgpu_rconn_free(cl);
 }
 
+/* ---- bulk bytes that skip the ring ------------------------------------------ */
+
+/* One end of a remote channel: its region, its relay, the local peer's view
+ * of the region (the guest's client, or the GPU host's executor) and the
+ * connection. */
+struct end {
+	uint8_t *region;
+	size_t size;
+	struct xgpu_relay r;
+	struct xgpu_shm_view v;
+	struct xgpu_rconn *c;
+	uint8_t *buf;
+	bool armed;
+	uint64_t last_sent;
+};
+
+#define END_BUF (XGPU_REMOTE_MAX_PAYLOAD + 4096)
+
+static void no_kick(void *arg)
+{
+	(void)arg;
+}
+
+static void end_init(struct end *e, bool guest, struct xgpu_rconn *c)
+{
+	const struct xgpu_shm_params p = {.nr_slots = 8, .data_size = XGPU_SHM_MIN_DATA};
+	char err[256];
+	memset(e, 0, sizeof *e);
+	e->size = xgpu_shm_region_size(&p);
+	e->region = aligned_alloc(4096, e->size);
+	e->buf = malloc(END_BUF);
+	assert_non_null(e->region);
+	assert_non_null(e->buf);
+	memset(e->region, 0, e->size);
+	assert_int_equal(xgpu_shm_init(e->region, e->size, &p), 0);
+	if (xgpu_relay_init(&e->r, guest, e->region, e->size, err, sizeof err) < 0)
+		fail_msg("relay: %s", err);
+	e->r.kick = no_kick;
+	if (guest)
+		xgpu_shm_view_frontend(e->region, &e->v);
+	else if (xgpu_shm_attach(e->region, e->size, &e->v, err, sizeof err) < 0)
+		fail_msg("attach: %s", err);
+	e->c = c;
+}
+
+static void end_free(struct end *e)
+{
+	xgpu_rconn_free(e->c);
+	free(e->region);
+	free(e->buf);
+}
+
+/* Everything the end's rings hold for the network, sent. */
+static void send_all(struct end *e)
+{
+	char err[256];
+	int turn;
+	while ((turn = xgpu_remote_send_turn(&e->r, e->c, e->buf, END_BUF, &e->last_sent, &e->armed, err,
+					     sizeof err)) > 0)
+		;
+	if (turn < 0)
+		fail_msg("send: %s", err);
+	e->armed = false;
+}
+
+/* Every frame that has arrived, applied (bulk bytes into d when given and
+ * they are the ones it waits for). */
+static void receive_all(struct end *e, struct xgpu_rdirect *d)
+{
+	char err[256];
+	int32_t end;
+	while (xgpu_rconn_pending(e->c) || socket_readable(xgpu_rconn_fd(e->c)))
+		if (xgpu_remote_receive(&e->r, xgpu_rconn_read, e->c, e->buf, d, &end, err, sizeof err) != 0)
+			fail_msg("receive: %s", err);
+}
+
+static const size_t bulk_sizes[] = {
+    1, 2, 63, 64, 65, 4095, 4096, 4097, 65535, 65536, 65537, 200003, (256u << 10) + 1, (1u << 20) + 7};
+
+/* The guest sends a copy's bytes from the caller's buffer (as the remote
+ * client does for host-to-device copies), never through its ring: the GPU
+ * host's executor reads them from its ring in order, through every wrap of
+ * a 64 KiB data area and every split into frames, and the guest's writer,
+ * which runs between, never sends them again (the host would refuse bytes
+ * at an index it has had). */
+static void bulk_out_skips_the_ring(void **state)
+{
+	(void)state;
+	int sv[2];
+	char err[256];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct end g, h;
+	end_init(&g, true, xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err));
+	end_init(&h, false, xgpu_rconn_server(sv[1], NULL, NULL, 1000, err, sizeof err));
+	assert_non_null(g.c);
+	assert_non_null(h.c);
+	static uint8_t src[(1u << 20) + 7], dst[sizeof src];
+	for (size_t s = 0; s < sizeof bulk_sizes / sizeof bulk_sizes[0]; s++) {
+		size_t size = bulk_sizes[s], sent = 0, got = 0;
+		for (size_t i = 0; i < size; i++)
+			src[i] = byte_at(i + s);
+		memset(dst, 0, size);
+		for (int rounds = 0; got < size; rounds++) {
+			assert_true(rounds < 100000);
+			if (sent < size) {
+				int64_t n = xgpu_remote_send_direct(&g.r, g.c, XGPU_RQ_TX, &g.v.tx,
+								    src + sent, size - sent, err, sizeof err);
+				if (n < 0)
+					fail_msg("direct send: %s", err);
+				sent += (size_t)n;
+			}
+			send_all(&g);
+			receive_all(&h, NULL);
+			bool kick;
+			int64_t k = xgpu_stream_read(&h.v.tx, dst + got, size - got, &kick);
+			assert_true(k >= 0);
+			got += (size_t)k;
+			send_all(&h); /* the host's reports of what it read */
+			receive_all(&g, NULL);
+		}
+		assert_memory_equal(dst, src, size);
+		assert_int_equal(atomic_load(&g.r.qs[XGPU_RQ_TX].sent), g.v.tx.idx);
+	}
+	/* The far consumer must have room: a full ring takes nothing. */
+	uint8_t one = 1;
+	size_t filled = 0;
+	for (;;) {
+		int64_t n =
+		    xgpu_remote_send_direct(&g.r, g.c, XGPU_RQ_TX, &g.v.tx, src, sizeof src, err, sizeof err);
+		assert_true(n >= 0);
+		if (n == 0)
+			break;
+		filled += (size_t)n;
+		receive_all(&h, NULL);
+	}
+	assert_int_equal(filled, g.v.data_size_tx);
+	assert_int_equal(xgpu_remote_send_direct(&g.r, g.c, XGPU_RQ_TX, &g.v.tx, &one, 1, err, sizeof err),
+			 0);
+	end_free(&g);
+	end_free(&h);
+}
+
+/* The GPU host's executor writes a copy's bytes into its ring; the guest
+ * takes them from the connection straight into the caller's buffer (as the
+ * remote client does for device-to-host copies) and releases them from its
+ * ring unread. Offered the whole copy, every byte comes that way; offered
+ * part of it, frames that do not fit go to the ring and are read from
+ * there, in order. */
+static void bulk_in_skips_the_ring(void **state)
+{
+	(void)state;
+	int sv[2];
+	char err[256];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct end g, h;
+	end_init(&g, true, xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err));
+	end_init(&h, false, xgpu_rconn_server(sv[1], NULL, NULL, 1000, err, sizeof err));
+	assert_non_null(g.c);
+	assert_non_null(h.c);
+	static uint8_t src[(1u << 20) + 7], dst[sizeof src];
+	for (int partial = 0; partial < 2; partial++)
+		for (size_t s = 0; s < sizeof bulk_sizes / sizeof bulk_sizes[0]; s++) {
+			size_t size = bulk_sizes[s], put = 0, got = 0, direct = 0;
+			size_t offer = partial ? size / 2 : size;
+			for (size_t i = 0; i < size; i++)
+				src[i] = byte_at(i + 3 * s + partial);
+			memset(dst, 0, size);
+			for (int rounds = 0; got < size; rounds++) {
+				assert_true(rounds < 100000);
+				bool kick;
+				if (put < size) {
+					int64_t k = xgpu_stream_write(&h.v.rx, src + put, size - put, &kick);
+					assert_true(k >= 0);
+					put += (size_t)k;
+				}
+				send_all(&h);
+				if (got < offer && xgpu_q_avail(&g.v.rx) == 0) {
+					struct xgpu_rdirect d = {.queue = XGPU_RQ_RX,
+								 .at = g.v.rx.idx,
+								 .dst = dst + got,
+								 .len = offer - got};
+					receive_all(&g, &d);
+					assert_true(d.got <= d.len);
+					assert_true(xgpu_q_avail(&g.v.rx) >= (int64_t)d.got);
+					xgpu_q_release(&g.v.rx, (uint32_t)d.got);
+					got += d.got;
+					direct += d.got;
+				} else {
+					receive_all(&g, NULL);
+				}
+				int64_t k = xgpu_stream_read(&g.v.rx, dst + got, size - got, &kick);
+				assert_true(k >= 0);
+				got += (size_t)k;
+				send_all(&g); /* the guest's reports of what it took */
+				receive_all(&h, NULL);
+			}
+			assert_memory_equal(dst, src, size);
+			if (partial)
+				assert_true(direct <= offer);
+			else
+				assert_int_equal(direct, size);
+		}
+	end_free(&g);
+	end_free(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(reads_in_order_across_the_read_ahead),
 	    cmocka_unit_test(pending_covers_what_poll_cannot_see),
 	    cmocka_unit_test(tls_reads_ahead_across_records),
+	    cmocka_unit_test(bulk_out_skips_the_ring),
+	    cmocka_unit_test(bulk_in_skips_the_ring),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
