@@ -16,8 +16,9 @@
  * A client's kick sends inline when the writer is idle: a call's request
  * then leaves in the calling thread, without waking the writer (a wake-up
  * is a large share of a round trip beside the network's). The writer takes
- * over when busy, and after the first buffer of a bulk stream, so copying
- * into the ring and sending overlap.
+ * over when busy. A call's bulk bytes skip the ring both ways: the calling
+ * thread sends them from the caller's buffer (remote_write_bulk), and
+ * receives them into it while it waits for them (remote_read_bulk).
  *
  * A dead link is noticed within XGPU_REMOTE_DEAD_MS (TCP keepalive and
  * TCP_USER_TIMEOUT); the channel then reports its peer gone, so a waiting
@@ -674,9 +675,9 @@ static int64_t remote_write_bulk(struct xgpu_fe_chan *ch, struct xgpu_qend *tx, 
  * reading: the frame that answers it then wakes this thread, not the reader
  * thread, which would wake this one in turn (a wake-up is a large share of a
  * remote round trip). One batch of frames, then the caller looks at its
- * rings again. A client waiting for ring space or bulk bytes leaves reading
- * to the reader thread, which keeps receiving while the client copies
- * (measured: copies read in person lost up to a fifth of their speed). */
+ * rings again; bulk bytes into direct's buffer when it waits for them
+ * (remote_read_bulk). A client waiting for ring space leaves reading to the
+ * reader thread. */
 static enum xgpu_wait_result read_in_person(struct remote_chan *rc, int timeout_ms,
 					    struct xgpu_rdirect *direct)
 {
