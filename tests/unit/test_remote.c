@@ -301,8 +301,45 @@ static void receive_all(struct end *e, struct xgpu_rdirect *d)
 			fail_msg("receive: %s", err);
 }
 
+/* A guest's end and the GPU host's, joined by a plain connection. */
+static void ends_over_a_socket_pair(struct end *g, struct end *h)
+{
+	int sv[2];
+	char err[256];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct xgpu_rconn *gc = xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err);
+	struct xgpu_rconn *hc = xgpu_rconn_server(sv[1], NULL, NULL, 1000, err, sizeof err);
+	assert_non_null(gc);
+	assert_non_null(hc);
+	end_init(g, true, gc);
+	end_init(h, false, hc);
+}
+
 static const size_t bulk_sizes[] = {
     1, 2, 63, 64, 65, 4095, 4096, 4097, 65535, 65536, 65537, 200003, (256u << 10) + 1, (1u << 20) + 7};
+
+/* End e's local consumer reads what its ring q holds (want bytes at most)
+ * into dst, and e reports it to the far end. Returns the bytes read. */
+static size_t take_and_report(struct end *e, struct xgpu_qend *q, struct end *far, uint8_t *dst, size_t want)
+{
+	bool kick;
+	int64_t k = xgpu_stream_read(q, dst, want, &kick);
+	assert_true(k >= 0);
+	send_all(e);
+	receive_all(far, NULL);
+	return (size_t)k;
+}
+
+static uint8_t bulk_src[(1u << 20) + 7], bulk_dst[sizeof bulk_src];
+
+/* A copy of size bytes: the source's pattern (by seed) and a clean
+ * destination. */
+static void fresh_copy(size_t size, size_t seed)
+{
+	for (size_t i = 0; i < size; i++)
+		bulk_src[i] = byte_at(i + seed);
+	memset(bulk_dst, 0, size);
+}
 
 /* The guest sends a copy's bytes from the caller's buffer (as the remote
  * client does for host-to-device copies), never through its ring: the GPU
@@ -313,20 +350,13 @@ static const size_t bulk_sizes[] = {
 static void bulk_out_skips_the_ring(void **state)
 {
 	(void)state;
-	int sv[2];
 	char err[256];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	struct end g, h;
-	end_init(&g, true, xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err));
-	end_init(&h, false, xgpu_rconn_server(sv[1], NULL, NULL, 1000, err, sizeof err));
-	assert_non_null(g.c);
-	assert_non_null(h.c);
-	static uint8_t src[(1u << 20) + 7], dst[sizeof src];
+	ends_over_a_socket_pair(&g, &h);
+	uint8_t *src = bulk_src, *dst = bulk_dst;
 	for (size_t s = 0; s < sizeof bulk_sizes / sizeof bulk_sizes[0]; s++) {
 		size_t size = bulk_sizes[s], sent = 0, got = 0;
-		for (size_t i = 0; i < size; i++)
-			src[i] = byte_at(i + s);
-		memset(dst, 0, size);
+		fresh_copy(size, s);
 		for (int rounds = 0; got < size; rounds++) {
 			assert_true(rounds < 100000);
 			if (sent < size) {
@@ -338,12 +368,7 @@ static void bulk_out_skips_the_ring(void **state)
 			}
 			send_all(&g);
 			receive_all(&h, NULL);
-			bool kick;
-			int64_t k = xgpu_stream_read(&h.v.tx, dst + got, size - got, &kick);
-			assert_true(k >= 0);
-			got += (size_t)k;
-			send_all(&h); /* the host's reports of what it read */
-			receive_all(&g, NULL);
+			got += take_and_report(&h, &h.v.tx, &g, dst + got, size - got);
 		}
 		assert_memory_equal(dst, src, size);
 		assert_int_equal(atomic_load(&g.r.qs[XGPU_RQ_TX].sent), g.v.tx.idx);
@@ -352,8 +377,8 @@ static void bulk_out_skips_the_ring(void **state)
 	uint8_t one = 1;
 	size_t filled = 0;
 	for (;;) {
-		int64_t n =
-		    xgpu_remote_send_direct(&g.r, g.c, XGPU_RQ_TX, &g.v.tx, src, sizeof src, err, sizeof err);
+		int64_t n = xgpu_remote_send_direct(&g.r, g.c, XGPU_RQ_TX, &g.v.tx, src, sizeof bulk_src, err,
+						    sizeof err);
 		assert_true(n >= 0);
 		if (n == 0)
 			break;
@@ -376,22 +401,14 @@ static void bulk_out_skips_the_ring(void **state)
 static void bulk_in_skips_the_ring(void **state)
 {
 	(void)state;
-	int sv[2];
-	char err[256];
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	struct end g, h;
-	end_init(&g, true, xgpu_rconn_client(sv[0], NULL, NULL, 0, 1000, err, sizeof err));
-	end_init(&h, false, xgpu_rconn_server(sv[1], NULL, NULL, 1000, err, sizeof err));
-	assert_non_null(g.c);
-	assert_non_null(h.c);
-	static uint8_t src[(1u << 20) + 7], dst[sizeof src];
+	ends_over_a_socket_pair(&g, &h);
+	uint8_t *src = bulk_src, *dst = bulk_dst;
 	for (int partial = 0; partial < 2; partial++)
 		for (size_t s = 0; s < sizeof bulk_sizes / sizeof bulk_sizes[0]; s++) {
 			size_t size = bulk_sizes[s], put = 0, got = 0, direct = 0;
 			size_t offer = partial ? size / 2 : size;
-			for (size_t i = 0; i < size; i++)
-				src[i] = byte_at(i + 3 * s + partial);
-			memset(dst, 0, size);
+			fresh_copy(size, 3 * s + (size_t)partial);
 			for (int rounds = 0; got < size; rounds++) {
 				assert_true(rounds < 100000);
 				bool kick;
@@ -415,11 +432,7 @@ static void bulk_in_skips_the_ring(void **state)
 				} else {
 					receive_all(&g, NULL);
 				}
-				int64_t k = xgpu_stream_read(&g.v.rx, dst + got, size - got, &kick);
-				assert_true(k >= 0);
-				got += (size_t)k;
-				send_all(&g); /* the guest's reports of what it took */
-				receive_all(&h, NULL);
+				got += take_and_report(&g, &g.v.rx, &h, dst + got, size - got);
 			}
 			assert_memory_equal(dst, src, size);
 			if (partial)
