@@ -259,6 +259,27 @@ static int rtt(const char *mode, unsigned iters)
 		}
 		ns[i] = xgpu_now_ns() - t1;
 	}
+	if (getenv("RAW")) {
+		struct xgpu_shm_view *v = xgpu_client_view(c);
+		uint64_t seq = 1000000;
+		uint64_t t0r = xgpu_now_ns();
+		for (unsigned i = 0; i < iters; i++) {
+			uint8_t *slot = xgpu_q_unit(&v->req, v->req.idx);
+			struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .len = sizeof req, .seq = ++seq};
+			memcpy(slot, &h, sizeof h);
+			memcpy(slot + sizeof h, &req, sizeof req);
+			xgpu_slot_seal(&v->req);
+			xgpu_q_publish(&v->req, 1);
+			while (!xgpu_slot_ready(&v->rsp))
+				xgpu_cpu_relax();
+			struct xgpu_rsp_hdr rh;
+			memcpy(&rh, xgpu_q_unit(&v->rsp, v->rsp.idx), sizeof rh);
+			xgpu_q_release(&v->rsp, 1);
+			if (rh.seq != seq) { fprintf(stderr, "raw: bad seq\n"); return 1; }
+		}
+		printf("raw_us %.3f\n", (double)(xgpu_now_ns() - t0r) / iters / 1e3);
+		_exit(0);
+	}
 	char key[32];
 	snprintf(key, sizeof key, "rtt_%s", mode);
 	report_samples(key, ns, iters);
