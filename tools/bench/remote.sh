@@ -12,7 +12,8 @@
 #     encrypted channel cannot beat, its crypto paid.
 # The two hosts are network namespaces joined by a veth pair when this runs
 # as root (the link remote.sh tests), else loopback. Writes
-# ${BENCH_REMOTE_OUT:-docs/results/bench-remote.md}.
+# ${BENCH_REMOTE_OUT:-docs/results/bench-remote.md} above its marker line,
+# keeping what an earlier file has below it (the analysis of runs).
 #   remote.sh BUILD_DIR TCPRTT
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -198,5 +199,19 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / 
 	echo "|---|---|---|---|"
 	echo "| 64 MiB host to device (GB/s) | ${h2d[plain]} | ${h2d[zc]} | $(ratio "${h2d[zc]}" "${h2d[plain]}") |"
 	echo "| 64 MiB device to host (GB/s) | ${d2h[plain]} | ${d2h[zc]} | $(ratio "${d2h[zc]}" "${d2h[plain]}") |"
-} >"$out"
-cat "$out"
+	echo
+	echo "Since 507cdcb a plain host-to-device copy is sent from the caller's buffer, where a zerocopy"
+	echo "channel still copies into its ring first (its pages must stay unchanged until the kernel is"
+	echo "done with them), so that row compares more than the send."
+} >"$work/generated.md"
+# The analysis written below the marker in an earlier run is kept: a run
+# replaces only the part above it.
+marker="<!-- Above: written by tools/bench/remote.sh at each run. Below: kept by it. -->"
+{
+	cat "$work/generated.md"
+	echo
+	echo "$marker"
+	if [ -f "$out" ]; then awk -v m="$marker" 'kept {print} $0 == m {kept = 1}' "$out"; fi
+} >"$work/out.md"
+cp "$work/out.md" "$out"
+cat "$work/generated.md"

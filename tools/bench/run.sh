@@ -198,6 +198,10 @@ pct() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f%%", 100 * a / b}'; }
 	echo "back, but the slots rotate: each side polls the next slot while the other writes it. Beside it, two"
 	echo "lines each written by one side and polled by the other (xgpu-bench floors): $(v floor_spin2_run_us) us,"
 	echo "$(ratio "$(v floor_spin2_run_us)" "$(v floor_spin_run_us)")x the single line's here; the null call's median run is $(ratio "$(v rtt_spin_run_us)" "$(v floor_spin2_run_us)")x of that."
+	echo "And the rings themselves: a region laid out as xgpud's, the client's writes and polls, and a"
+	echo "responder thread that answers each request at once with the executor's queue operations and runs"
+	echo "no call (xgpu-bench floors): $(v floor_ring_run_us) us, $(ratio "$(v floor_ring_run_us)" "$(v floor_spin_run_us)")x the single line's; the null call's median run is"
+	echo "$(ratio "$(v rtt_spin_run_us)" "$(v floor_ring_run_us)")x of that, which is what the client's and the executor's code add."
 	echo "Where the rest goes: docs/results/speed-oneline-2026-11-29.md."
 	echo
 	echo "## Through each frontend: libcudart.so.13 and libcuda.so.1"

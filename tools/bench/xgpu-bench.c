@@ -170,6 +170,85 @@ static double spin2_floor_once(void)
 	return median_run_us(floor_runs, pingpong_iters / RUN);
 }
 
+/* The rings' own floor: a channel region laid out as xgpud's (shm.h), a
+ * client loop that writes a NOP into the next slot and waits for its answer
+ * there, as the client does, and a responder thread on CPU 1 that answers
+ * each request at once with the executor's queue operations, running no
+ * call: what the slots and indexes cost before any code of the client's or
+ * the executor's. Its variables live apart from everything the client reads. */
+static _Alignas(128) struct xgpu_shm_view ring_backend;
+static _Alignas(128) _Atomic bool ring_stop;
+
+static void *ring_responder(void *arg)
+{
+	(void)arg;
+	bench_pin(1);
+	struct xgpu_shm_view *b = &ring_backend;
+	while (!atomic_load_explicit(&ring_stop, memory_order_relaxed)) {
+		if (!xgpu_slot_ready(&b->req)) {
+			xgpu_cpu_relax();
+			continue;
+		}
+		struct xgpu_req_hdr h;
+		memcpy(&h, xgpu_q_unit(&b->req, b->req.idx), sizeof h);
+		xgpu_q_release_deferred(&b->req, 1);
+		uint8_t *slot = xgpu_q_unit(&b->rsp, b->rsp.idx);
+		struct xgpu_rsp_hdr rh = {.call = h.call, .seq = h.seq, .len = sizeof(struct xgpu_rsp_NOP)};
+		struct xgpu_rsp_NOP out = {0};
+		memcpy(slot, &rh, sizeof rh);
+		memcpy(slot + sizeof rh, &out, sizeof out);
+		xgpu_slot_seal(&b->rsp);
+		xgpu_q_publish_deferred(&b->rsp, 1);
+	}
+	return NULL;
+}
+
+/* Median run of 100 round trips, in microseconds per round trip. */
+static double ring_floor_once(void)
+{
+	const struct xgpu_shm_params p = {.nr_slots = 64, .data_size = XGPU_SHM_MIN_DATA};
+	size_t size = xgpu_shm_region_size(&p);
+	void *region = aligned_alloc(4096, size);
+	char err[128];
+	if (!region)
+		return 0;
+	memset(region, 0, size);
+	struct xgpu_shm_view v;
+	if (xgpu_shm_init(region, size, &p) < 0 ||
+	    xgpu_shm_attach(region, size, &ring_backend, err, sizeof err) < 0) {
+		free(region);
+		return 0;
+	}
+	xgpu_shm_view_frontend(region, &v);
+	atomic_store(&ring_stop, false);
+	pthread_t t;
+	pthread_create(&t, NULL, ring_responder, NULL);
+	struct xgpu_req_NOP req = {0};
+	uint64_t tr = xgpu_now_ns();
+	for (uint64_t i = 1; i <= pingpong_iters; i++) {
+		uint8_t *slot = xgpu_q_unit(&v.req, v.req.idx);
+		struct xgpu_req_hdr h = {.call = XGPU_CALL_NOP, .len = sizeof req, .seq = i};
+		memcpy(slot, &h, sizeof h);
+		memcpy(slot + sizeof h, &req, sizeof req);
+		xgpu_slot_seal(&v.req);
+		xgpu_q_publish(&v.req, 1);
+		while (!xgpu_slot_ready(&v.rsp))
+			xgpu_cpu_relax();
+		struct xgpu_rsp_hdr rh;
+		memcpy(&rh, xgpu_q_unit(&v.rsp, v.rsp.idx), sizeof rh);
+		xgpu_q_release(&v.rsp, 1);
+		if (i % RUN == 0) {
+			uint64_t now = xgpu_now_ns();
+			floor_runs[i / RUN - 1] = now - tr;
+			tr = now;
+		}
+	}
+	atomic_store(&ring_stop, true);
+	pthread_join(t, NULL);
+	free(region);
+	return median_run_us(floor_runs, pingpong_iters / RUN);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -191,6 +270,10 @@ static void floors(void)
 		meds[i] = spin2_floor_once();
 	qsort(meds, 5, sizeof meds[0], cmp_double);
 	printf("floor_spin2_run_us %.3f\n", meds[2]);
+	for (int i = 0; i < 5; i++)
+		meds[i] = ring_floor_once();
+	qsort(meds, 5, sizeof meds[0], cmp_double);
+	printf("floor_ring_run_us %.3f\n", meds[2]);
 
 	pthread_t t;
 	efd_ping = eventfd(0, 0);
@@ -275,7 +358,10 @@ static int rtt(const char *mode, unsigned iters)
 			struct xgpu_rsp_hdr rh;
 			memcpy(&rh, xgpu_q_unit(&v->rsp, v->rsp.idx), sizeof rh);
 			xgpu_q_release(&v->rsp, 1);
-			if (rh.seq != seq) { fprintf(stderr, "raw: bad seq\n"); return 1; }
+			if (rh.seq != seq) {
+				fprintf(stderr, "raw: bad seq\n");
+				return 1;
+			}
 		}
 		printf("raw_us %.3f\n", (double)(xgpu_now_ns() - t0r) / iters / 1e3);
 		_exit(0);
