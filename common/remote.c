@@ -1492,8 +1492,8 @@ const char *xgpu_rconn_protocol(const struct xgpu_rconn *c)
 int64_t xgpu_remote_send_direct(struct xgpu_relay *r, struct xgpu_rconn *c, unsigned queue,
 				struct xgpu_qend *p, const void *src, size_t len, char *err, size_t errlen)
 {
-	struct xgpu_rqueue *q = &r->qs[queue];
-	if (queue >= XGPU_RQ_COUNT || !q->outbound || q->unit != 1 || p->q != q->q) {
+	struct xgpu_rqueue *q = queue < XGPU_RQ_COUNT ? &r->qs[queue] : NULL;
+	if (!q || !q->outbound || q->unit != 1 || p->q != q->q) {
 		snprintf(err, errlen, "queue %u is not an outbound byte queue of this relay", queue);
 		return -1;
 	}

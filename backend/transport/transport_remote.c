@@ -147,8 +147,8 @@ static void *reader_main(void *arg)
 	char err[256];
 	int32_t end;
 	for (;;) {
-		if (xgpu_remote_receive(&s->relay, xgpu_rconn_read, s->conn, s->rbuf, NULL, &end, err, sizeof err) <
-		    0)
+		if (xgpu_remote_receive(&s->relay, xgpu_rconn_read, s->conn, s->rbuf, NULL, &end, err,
+					sizeof err) < 0)
 			break;
 	}
 	if (!strcmp(err, "timed out"))
