@@ -521,7 +521,11 @@ static int await_response(struct xgpu_client *c, struct xgpu_rpc *r, uint64_t se
 		if (xgpu_slot_ready(&c->v.rsp))
 			break;
 		if (c->ch.ops->read_bulk && r->in && r->in_len < r->in_max && xgpu_q_avail(&c->v.rx) == 0) {
-			if ((e = read_in_direct(c, r)) != 0)
+			/* Armed as for a sleep: when another thread holds the
+			 * reading role, its frames must kick this one awake. */
+			arm(c, WAIT_RESPONSE, 1);
+			if (!xgpu_slot_ready(&c->v.rsp) && xgpu_q_avail(&c->v.rx) == 0 &&
+			    (e = read_in_direct(c, r)) != 0)
 				return e;
 			continue;
 		}

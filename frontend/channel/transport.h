@@ -46,10 +46,9 @@ struct xgpu_fe_transport_ops {
 	int64_t (*write_bulk)(struct xgpu_fe_chan *ch, struct xgpu_qend *tx, const void *src, size_t len);
 	/* Optional, the other way: waits up to timeout_ms for the backend and
 	 * takes bulk bytes for the rx ring (rx, empty) straight into dst, at
-	 * most len. The ring's producer index moves past them as if they had
-	 * been written there, so the caller releases them unread. Returns the
-	 * bytes put in dst (0: none came, though other things may have), or
-	 * -1 when the backend is gone. */
+	 * most len. The caller has armed the rsp and rx queues as for wait(). The ring's producer index moves
+	 * past them as if they had been written there, so the caller releases them unread. Returns the bytes
+	 * put in dst (0: none came, though other things may have), or -1 when the backend is gone. */
 	int64_t (*read_bulk)(struct xgpu_fe_chan *ch, struct xgpu_qend *rx, void *dst, size_t len,
 			     int timeout_ms);
 	/* Allocates size bytes shared with the backend (pinned host memory) and
