@@ -13,12 +13,13 @@
 # The two hosts are network namespaces joined by a veth pair when this runs
 # as root (the link remote.sh tests), else loopback. Writes
 # ${BENCH_REMOTE_OUT:-docs/results/bench-remote.md} above its marker line,
-# keeping what an earlier file has below it (the analysis of runs).
+# keeping what an earlier file has below it (notes.sh).
 #   remote.sh BUILD_DIR TCPRTT
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
 TCPRTT=${2:?path to tests/tools/tcprtt}
 src=$(cd "$(dirname "$0")/../.." && pwd)
+. "$src/tools/bench/notes.sh"
 out=${BENCH_REMOTE_OUT:-$src/docs/results/bench-remote.md}
 rounds=${BENCH_REMOTE_ROUNDS:-3}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-bench-remote.XXXXXX")
@@ -204,14 +205,5 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / 
 	echo "channel still copies into its ring first (its pages must stay unchanged until the kernel is"
 	echo "done with them), so that row compares more than the send."
 } >"$work/generated.md"
-# The analysis written below the marker in an earlier run is kept: a run
-# replaces only the part above it.
-marker="<!-- Above: written by tools/bench/remote.sh at each run. Below: kept by it. -->"
-{
-	cat "$work/generated.md"
-	echo
-	echo "$marker"
-	if [ -f "$out" ]; then awk -v m="$marker" 'kept {print} $0 == m {kept = 1}' "$out"; fi
-} >"$work/out.md"
-cp "$work/out.md" "$out"
+write_keeping_notes "$out" "$work/generated.md"
 cat "$work/generated.md"

@@ -14,6 +14,7 @@
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
+. "$src/tools/bench/notes.sh"
 out=${BENCH_OUT:-$src/docs/results/bench-local.md}
 sched_out=${BENCH_SCHED_OUT:-$src/docs/results/bench-sched.md}
 work=$(mktemp -d "${TMPDIR:-/tmp}/xgpu-bench.XXXXXX")
@@ -71,9 +72,10 @@ bench_sched() {
 		echo "may include monitoring that here is the separately reported snapshot refresh."
 		echo
 		cat "$work/sched"
-	} >"$sched_out"
+	} >"$work/sched.md"
+	write_keeping_notes "$sched_out" "$work/sched.md"
 	echo "bench: wrote $sched_out"
-	cat "$sched_out"
+	cat "$work/sched.md"
 }
 # The PTX interpreter's speed in thread-instructions per second (no daemon):
 # three kernels, each on the general path alone (what the interpreter was
