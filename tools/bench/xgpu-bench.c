@@ -99,6 +99,17 @@ static double median_run_us(uint64_t *runs, size_t n)
 
 static uint64_t floor_runs[pingpong_iters_max / RUN];
 
+/* After round trip i (counting from 1): when it ends a run of RUN, the run's
+ * time goes into runs, timed from *tr, which moves on. */
+static void end_of_run(uint64_t *runs, uint64_t i, uint64_t *tr)
+{
+	if (i % RUN)
+		return;
+	uint64_t now = xgpu_now_ns();
+	runs[i / RUN - 1] = now - *tr;
+	*tr = now;
+}
+
 /* One ping-pong run, the partner on CPU 1 and us on CPU 0 (where the daemon's
  * poller and the client run in the rtt test), in microseconds per round;
  * *med: the median run's. */
@@ -112,11 +123,7 @@ static double spin_floor_once(double *med)
 		atomic_store_explicit(&ball, 2 * i - 1, memory_order_release);
 		while (atomic_load_explicit(&ball, memory_order_acquire) != 2 * i)
 			xgpu_cpu_relax();
-		if (i % RUN == 0) {
-			uint64_t now = xgpu_now_ns();
-			floor_runs[i / RUN - 1] = now - tr;
-			tr = now;
-		}
+		end_of_run(floor_runs, i, &tr);
 	}
 	uint64_t dt = xgpu_now_ns() - t0;
 	pthread_join(t, NULL);
@@ -160,11 +167,7 @@ static double spin2_floor_once(void)
 		atomic_store_explicit(&fwd.v, i, memory_order_release);
 		while (atomic_load_explicit(&back.v, memory_order_acquire) != i)
 			xgpu_cpu_relax();
-		if (i % RUN == 0) {
-			uint64_t now = xgpu_now_ns();
-			floor_runs[i / RUN - 1] = now - tr;
-			tr = now;
-		}
+		end_of_run(floor_runs, i, &tr);
 	}
 	pthread_join(t, NULL);
 	return median_run_us(floor_runs, pingpong_iters / RUN);
@@ -210,14 +213,13 @@ static double ring_floor_once(void)
 	size_t size = xgpu_shm_region_size(&p);
 	void *region = aligned_alloc(4096, size);
 	char err[128];
-	if (!region)
-		return 0;
-	memset(region, 0, size);
 	struct xgpu_shm_view v;
-	if (xgpu_shm_init(region, size, &p) < 0 ||
+	if (region)
+		memset(region, 0, size);
+	if (!region || xgpu_shm_init(region, size, &p) < 0 ||
 	    xgpu_shm_attach(region, size, &ring_backend, err, sizeof err) < 0) {
-		free(region);
-		return 0;
+		fprintf(stderr, "xgpu-bench: cannot lay out a channel region for the rings' floor\n");
+		exit(1);
 	}
 	xgpu_shm_view_frontend(region, &v);
 	atomic_store(&ring_stop, false);
@@ -237,11 +239,7 @@ static double ring_floor_once(void)
 		struct xgpu_rsp_hdr rh;
 		memcpy(&rh, xgpu_q_unit(&v.rsp, v.rsp.idx), sizeof rh);
 		xgpu_q_release(&v.rsp, 1);
-		if (i % RUN == 0) {
-			uint64_t now = xgpu_now_ns();
-			floor_runs[i / RUN - 1] = now - tr;
-			tr = now;
-		}
+		end_of_run(floor_runs, i, &tr);
 	}
 	atomic_store(&ring_stop, true);
 	pthread_join(t, NULL);
@@ -255,6 +253,16 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The median of five runs of once(). */
+static double median_of_5(double (*once)(void))
+{
+	double v[5];
+	for (int i = 0; i < 5; i++)
+		v[i] = once();
+	qsort(v, 5, sizeof v[0], cmp_double);
+	return v[2];
+}
+
 static void floors(void)
 {
 	/* The host moves vCPUs between runs: the median of several runs on a
@@ -266,14 +274,8 @@ static void floors(void)
 	qsort(runs, 5, sizeof runs[0], cmp_double);
 	qsort(meds, 5, sizeof meds[0], cmp_double);
 	printf("floor_spin_us %.3f\nfloor_spin_run_us %.3f\n", runs[2], meds[2]);
-	for (int i = 0; i < 5; i++)
-		meds[i] = spin2_floor_once();
-	qsort(meds, 5, sizeof meds[0], cmp_double);
-	printf("floor_spin2_run_us %.3f\n", meds[2]);
-	for (int i = 0; i < 5; i++)
-		meds[i] = ring_floor_once();
-	qsort(meds, 5, sizeof meds[0], cmp_double);
-	printf("floor_ring_run_us %.3f\n", meds[2]);
+	printf("floor_spin2_run_us %.3f\n", median_of_5(spin2_floor_once));
+	printf("floor_ring_run_us %.3f\n", median_of_5(ring_floor_once));
 
 	pthread_t t;
 	efd_ping = eventfd(0, 0);
@@ -326,11 +328,7 @@ static int rtt(const char *mode, unsigned iters)
 			fprintf(stderr, "xgpu-bench: NOP failed\n");
 			return 1;
 		}
-		if ((i + 1) % RUN == 0) {
-			uint64_t now = xgpu_now_ns();
-			ns[i / RUN] = now - tr;
-			tr = now;
-		}
+		end_of_run(ns, i + 1, &tr);
 	}
 	double batch_mean = (double)(tr - t0) / (iters / RUN * RUN) / 1e3;
 	double run_med = median_run_us(ns, iters / RUN);
