@@ -9,14 +9,14 @@
  *
  * Requests and responses share the slots: the backend writes each response
  * into its request's slot, once it has copied the request out. So a null
- * call moves one cache line to the backend and back, as a single line both
- * sides write does (the ping-pong floor), where a slot array for each
- * direction moved two lines and each side's next write of its line waited
- * for the peer's copy to be invalidated. The request and response queues
- * keep their own indexes and thresholds; the frontend reuses a slot only
- * once it has read the slot's response, which it tracks itself (it never
- * has more requests unanswered than slots), so it never reads the backend's
- * request index to find room.
+ * call moves one cache line to the backend and back, where a slot array for
+ * each direction moved two. The slots rotate, so each side still writes a
+ * line the other is polling, and the rings alone cost about twice the
+ * single-line ping-pong (xgpu-bench floors: floor_ring_run_us). The request
+ * and response queues keep their own indexes and thresholds; the frontend
+ * reuses a slot only once it has read the slot's response, which it tracks
+ * itself (it never has more requests unanswered than slots), so it never
+ * reads the backend's request index to find room.
  */
 #ifndef XGPU_SHM_H
 #define XGPU_SHM_H
