@@ -445,17 +445,16 @@ static int stream_out(struct xgpu_client *c, const uint8_t *data, uint64_t len)
 	uint64_t sent = 0;
 	while (sent < len) {
 		bool kick = false;
-		int64_t n;
-		if (c->ch.ops->write_bulk) {
-			n = c->ch.ops->write_bulk(&c->ch, &c->v.tx, data + sent, len - sent);
-			if (n < 0)
-				return channel_dead(c, peer_gone_error(c),
-						    "xgpud went away during a transfer");
-		} else {
+		int64_t n = c->ch.ops->write_bulk
+				? c->ch.ops->write_bulk(&c->ch, &c->v.tx, data + sent, len - sent)
+				: XGPU_BULK_VIA_RING;
+		if (n == XGPU_BULK_VIA_RING) {
 			uint64_t want = len - sent < XGPU_STREAM_SLICE ? len - sent : XGPU_STREAM_SLICE;
 			n = xgpu_stream_write(&c->v.tx, data + sent, want, &kick);
 			if (n < 0)
 				return channel_dead(c, cudaErrorUnknown, "corrupt tx index");
+		} else if (n < 0) {
+			return channel_dead(c, peer_gone_error(c), "xgpud went away during a transfer");
 		}
 		if (kick)
 			c->ch.ops->kick(&c->ch);

@@ -13,6 +13,9 @@
 
 struct xgpu_qend;
 
+/* write_bulk: the transport leaves these bytes to the ring. */
+#define XGPU_BULK_VIA_RING (-2)
+
 struct xgpu_fe_chan {
 	const struct xgpu_fe_transport_ops *ops;
 	void *region; /* shared with the backend, region_size bytes */
@@ -41,8 +44,9 @@ struct xgpu_fe_transport_ops {
 	 * itself, where the client would copy them into the tx ring (tx): the
 	 * remote transport sends them from src, as the ring would only be
 	 * copied onto the network. Returns the bytes taken, 0 when the ring has
-	 * no room for them (the client waits for space as for a copy), or -1
-	 * when the channel is lost. */
+	 * no room for them (the client waits for space as for a copy), -1 when
+	 * the channel is lost, or XGPU_BULK_VIA_RING when this channel's bytes
+	 * must go through the ring after all (the client copies them in). */
 	int64_t (*write_bulk)(struct xgpu_fe_chan *ch, struct xgpu_qend *tx, const void *src, size_t len);
 	/* Optional, the other way: waits up to timeout_ms for the backend and
 	 * takes bulk bytes for the rx ring (rx, empty) straight into dst, at

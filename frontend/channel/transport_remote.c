@@ -652,14 +652,8 @@ static int64_t remote_write_bulk(struct xgpu_fe_chan *ch, struct xgpu_qend *tx, 
 	struct remote_chan *rc = ch->priv;
 	if (atomic_load(&rc->dead))
 		return -1;
-	if (rc->bulk_via_ring) {
-		bool kick;
-		uint64_t want = len < XGPU_STREAM_SLICE ? len : XGPU_STREAM_SLICE;
-		int64_t n = xgpu_stream_write(tx, src, want, &kick);
-		if (kick)
-			remote_kick(ch);
-		return n;
-	}
+	if (rc->bulk_via_ring)
+		return XGPU_BULK_VIA_RING;
 	char err[256];
 	pthread_mutex_lock(&rc->send_lock);
 	int64_t n = send_turns(rc, 64, err, sizeof err);
