@@ -115,7 +115,16 @@ bool xgpu_q_release_kick_due(struct xgpu_qend *c)
 
 void xgpu_q_arm_data(struct xgpu_qend *c)
 {
-	atomic_store_explicit(&c->q->prod_event, c->idx + 1, memory_order_relaxed);
+	xgpu_q_arm_data_for(c, 1);
+}
+
+void xgpu_q_arm_data_for(struct xgpu_qend *c, uint32_t need)
+{
+	if (need == 0)
+		need = 1;
+	if (need > c->size)
+		need = c->size;
+	atomic_store_explicit(&c->q->prod_event, c->idx + need, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 }
 

@@ -87,6 +87,9 @@ bool xgpu_q_release_kick_due(struct xgpu_qend *c);
  * `need` units (producer) may be there. The caller must check the condition
  * again after arming and before sleeping. */
 void xgpu_q_arm_data(struct xgpu_qend *c);
+/* The same for a consumer that needs `need` units (at most the queue's size)
+ * before it has use for any: it is kicked once, not for every piece. */
+void xgpu_q_arm_data_for(struct xgpu_qend *c, uint32_t need);
 void xgpu_q_arm_space(struct xgpu_qend *p, uint32_t need);
 
 /* Slot queues: a packet's first 32 bits are its tag. The producer fills the

@@ -38,6 +38,7 @@ struct call {
 	uint64_t bulk_left; /* request bytes still in the tx area */
 	uint64_t bulk_sent; /* response bytes put in the rx area */
 	const char *what;   /* for logs: the call's name */
+	bool spin_ran_out;  /* a wait of this call outlasted its spin */
 };
 
 /* ---- waiting on one channel ---------------------------------------------- */
@@ -50,7 +51,7 @@ static bool chan_ready(struct xgpu_channel *ch, enum chan_wait w, uint32_t need)
 	switch (w) {
 	case WAIT_TX_DATA:
 		n = xgpu_q_avail(&ch->v.tx);
-		return n != 0;
+		return n < 0 || n >= need;
 	case WAIT_RX_SPACE:
 		n = xgpu_q_space_for(&ch->v.rx, need);
 		return n < 0 || n >= need;
@@ -64,7 +65,7 @@ static void chan_arm(struct xgpu_channel *ch, enum chan_wait w, uint32_t need)
 {
 	switch (w) {
 	case WAIT_TX_DATA:
-		xgpu_q_arm_data(&ch->v.tx);
+		xgpu_q_arm_data_for(&ch->v.tx, need);
 		break;
 	case WAIT_RX_SPACE:
 		xgpu_q_arm_space(&ch->v.rx, need);
@@ -92,10 +93,19 @@ static bool chan_wait(struct call *c, enum chan_wait w, uint32_t need)
 	struct xgpu_channel *ch = c->ch;
 	uint64_t start = xgpu_now_ns();
 	uint64_t stall_ns = (uint64_t)xgpu_stall_timeout_s(c->dom) * 1000000000ull;
-	while (xgpu_now_ns() - start < xgpu_spin_ns(c->dom)) {
-		if (chan_ready(ch, w, need))
-			return true;
-		xgpu_cpu_relax();
+	/* Spinning pays when the guest's side keeps up with ours, as a local
+	 * guest copying at memory speed does. Bytes that come at a network's
+	 * pace (a remote guest, through xgpud's relay) or from a busy guest
+	 * leave each spin to run out, on a CPU the relay or the guest needs:
+	 * after one wait of a call outlasted its spin, the call's later waits
+	 * sleep at once. */
+	if (!c->spin_ran_out) {
+		while (xgpu_now_ns() - start < xgpu_spin_ns(c->dom)) {
+			if (chan_ready(ch, w, need))
+				return true;
+			xgpu_cpu_relax();
+		}
+		c->spin_ran_out = xgpu_spin_ns(c->dom) > 0;
 	}
 	for (;;) {
 		chan_arm(ch, w, need);
@@ -146,8 +156,15 @@ static int bulk_read(struct call *c, void *dst, uint64_t len)
 			c->ch->ops->kick(c->ch);
 		got += (uint64_t)n;
 		c->bulk_left -= (uint64_t)n;
-		if (got < len && n == 0 && !chan_wait(c, WAIT_TX_DATA, 1))
-			return cudaErrorInvalidValue;
+		if (got < len && n == 0) {
+			/* Wake for a slice's worth, not for each piece the
+			 * guest (or a remote guest's relay, a TLS record at a
+			 * time) publishes. */
+			uint64_t left = len - got, quarter = c->ch->v.data_size_tx / 4;
+			uint64_t need = left < XGPU_STREAM_SLICE ? left : XGPU_STREAM_SLICE;
+			if (!chan_wait(c, WAIT_TX_DATA, (uint32_t)(need < quarter ? need : quarter)))
+				return cudaErrorInvalidValue;
+		}
 	}
 	return cudaSuccess;
 }

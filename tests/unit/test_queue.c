@@ -156,6 +156,36 @@ static void kicks_only_when_peer_armed(void **state)
 	free(pr.buf);
 }
 
+/* A consumer that needs several units is kicked once, by the publish that
+ * brings what it needs, not by the pieces before it; a need beyond the queue
+ * is the whole queue's. */
+static void data_threshold_kicks_once_enough_is_there(void **state)
+{
+	struct pair pr;
+	pair_init(&pr, 64, 1, 0);
+	xgpu_q_publish(&pr.p, 3);
+	xgpu_q_release(&pr.c, 3);
+	xgpu_q_arm_data_for(&pr.c, 10);
+	assert_false(xgpu_q_publish(&pr.p, 4)); /* 4 of 10 */
+	assert_false(xgpu_q_publish(&pr.p, 5)); /* 9 of 10 */
+	assert_true(xgpu_q_publish(&pr.p, 1));  /* 10 */
+	assert_false(xgpu_q_publish(&pr.p, 7));
+	/* One publish that passes the threshold kicks too. */
+	xgpu_q_release(&pr.c, 17);
+	xgpu_q_arm_data_for(&pr.c, 8);
+	assert_true(xgpu_q_publish(&pr.p, 20));
+	/* More than the queue holds: armed for the queue's size. */
+	xgpu_q_release(&pr.c, 20);
+	xgpu_q_arm_data_for(&pr.c, 1000);
+	assert_false(xgpu_q_publish(&pr.p, 63));
+	assert_true(xgpu_q_publish(&pr.p, 1));
+	/* 0 means 1: the next unit kicks. */
+	xgpu_q_release(&pr.c, 64);
+	xgpu_q_arm_data_for(&pr.c, 0);
+	assert_true(xgpu_q_publish(&pr.p, 1));
+	free(pr.buf);
+}
+
 /* A deferred publish kicks at the producer's later check, exactly once, and
  * only when the consumer armed; an ordinary publish after deferred ones
  * counts them too. A deferred release likewise on the consumer's side. */
@@ -557,6 +587,7 @@ int main(void)
 	    cmocka_unit_test(full_ring_has_no_space),
 	    cmocka_unit_test(corrupt_indexes_are_reported),
 	    cmocka_unit_test(kicks_only_when_peer_armed),
+	    cmocka_unit_test(data_threshold_kicks_once_enough_is_there),
 	    cmocka_unit_test(deferred_publish_kicks_at_the_check),
 	    cmocka_unit_test(byte_stream_round_trips_across_wrap),
 	    cmocka_unit_test(one_gib_streams_through_small_area),
