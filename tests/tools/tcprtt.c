@@ -7,13 +7,17 @@
  *   tcprtt serve ADDR PORT        echo every byte of one connection, then exit
  *   tcprtt ping ADDR PORT COUNT   print "tcp_rtt_p50_us=... mean_us=..."
  *   tcprtt sink ADDR PORT         read one connection to its end, answer one byte
- *   tcprtt stream ADDR PORT MIB   send MIB MiB to a sink: "tcp_stream_gbps=..."
+ *   tcprtt stream ADDR PORT MIB   send MIB MiB to a sink: "tcp_stream_gbps=...
+ *                                 cpu_s_per_gb=...", the second the whole
+ *                                 machine's CPU time per GB moved (both ends
+ *                                 run here: cpustat.h)
  * (the stream floor is plain TCP, without encryption). With TCPRTT_PSK_FILE
  * set (a "identity:hexkey" file) at both ends, the same over TLS 1.3 with
  * that key, through common/remote.c's connections (the GnuTLS settings and
  * ciphers of remote channels), printed as tls_rtt_p50_us and tls_stream_gbps:
  * the floor of an encrypted channel, where the crypto's own cost is paid. */
 #include "remote.h"
+#include "../../tools/bench/cpustat.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -80,6 +84,13 @@ static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+static void report_stream(const char *kind, int mib, double t0_us, double busy0)
+{
+	double us = now_us() - t0_us, busy = machine_busy_s() - busy0, bytes = (double)((size_t)mib << 20);
+	printf("%s_stream_gbps=%.3f cpu_s_per_gb=%.3f\n", kind, bytes / us / 1e3,
+	       busy0 < 0 ? -1.0 : busy / (bytes / 1e9));
 }
 
 int main(int argc, char **argv)
@@ -155,7 +166,7 @@ int main(int argc, char **argv)
 	if (stream && tls) {
 		static char buf[1 << 16];
 		uint64_t left = (uint64_t)n << 20;
-		double t0 = now_us();
+		double busy0 = machine_busy_s(), t0 = now_us();
 		if (!put(fd, tls, &left, sizeof left))
 			return 1;
 		for (; left; left -= left < sizeof buf ? left : sizeof buf)
@@ -164,13 +175,13 @@ int main(int argc, char **argv)
 		char b;
 		if (!get(fd, tls, &b, 1))
 			return 1;
-		printf("tls_stream_gbps=%.3f\n", (double)((size_t)n << 20) / (now_us() - t0) / 1e3);
+		report_stream("tls", n, t0, busy0);
 		return 0;
 	}
 	if (stream) {
 		static char buf[1 << 16];
 		size_t left = (size_t)n << 20;
-		double t0 = now_us();
+		double busy0 = machine_busy_s(), t0 = now_us();
 		while (left) {
 			ssize_t w = write(fd, buf, left < sizeof buf ? left : sizeof buf);
 			if (w <= 0) {
@@ -183,7 +194,7 @@ int main(int argc, char **argv)
 		char b;
 		if (read(fd, &b, 1) != 1)
 			return 1;
-		printf("tcp_stream_gbps=%.3f\n", (double)((size_t)n << 20) / (now_us() - t0) / 1e3);
+		report_stream("tcp", n, t0, busy0);
 		return 0;
 	}
 	double *t = malloc(sizeof *t * (size_t)n), sum = 0;

@@ -105,7 +105,10 @@ tcp_floor() {
 	wait "$pid"
 }
 rtt_floor() { tcp_floor serve ping $((PORT + 1)) 2000 | sed 's/.*_rtt_p50_us=\([0-9.]*\).*/\1/'; }
-stream_floor() { tcp_floor sink stream $((PORT + 2)) 256 | sed 's/.*_stream_gbps=//'; }
+stream_floor() { tcp_floor sink stream $((PORT + 2)) 256 | sed -n 's/.*_stream_gbps=\([0-9.]*\).*/\1/p'; }
+# The stream of a GiB, for its rate and the machine's CPU time per GB
+# (tcprtt: "..._stream_gbps=R cpu_s_per_gb=C"), printed as "R C".
+stream_cpu() { tcp_floor sink stream $((PORT + 3)) 1024 | sed -n 's/.*_stream_gbps=\([0-9.]*\) cpu_s_per_gb=\([-0-9.]*\).*/\1 \2/p'; }
 
 echo "bench: remote null call and copies over $link"
 declare -A null h2d d2h launch launch_batch
@@ -127,6 +130,8 @@ for mode in tls plain zc; do
 			2000 >"$work/apisync.$mode.$r"
 		guest "$mode" "$B/bin/xgpu-bench" copy 64 >"$work/copy.$mode.$r"
 	done
+	# The machine's CPU time per byte over a GiB each way (xgpu-bench cpu).
+	[ "$mode" = zc ] || guest "$mode" "$B/bin/xgpu-bench" cpu 64 16 >"$work/cpu.$mode"
 	if [ "$mode" != zc ]; then
 		null[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_null_p50_us | median)
 		launch[$mode]=$(cat "$work"/api."$mode".* | field api_runtime_launch_p50_us | median)
@@ -143,16 +148,28 @@ done
 zc_fe=$(awk '/MSG_ZEROCOPY:/ {sub(/.*MSG_ZEROCOPY: /, ""); s += $1; c += $3; k += $5} END {printf "%d sends, %d completed, %d copied", s, c, k}' "$work/zc.err")
 zc_be=$(awk '/left domain remote-bench.*MSG_ZEROCOPY:/ {sub(/.*MSG_ZEROCOPY: /, ""); s += $1; c += $3; k += $5} END {printf "%d sends, %d completed, %d copied", s, c, k}' "$work/xgpud.log")
 rtts=() streams=() tls_rtts=() tls_streams=()
+declare -A cpu_stream_gbps cpu_stream_cost
 for r in $(seq "$rounds"); do
 	rtts+=("$(rtt_floor)")
 	streams+=("$(stream_floor)")
 	tls_rtts+=("$(TCPRTT_PSK_FILE=$PSK rtt_floor)")
 	tls_streams+=("$(TCPRTT_PSK_FILE=$PSK stream_floor)")
 done
+read -r cpu_stream_gbps[plain] cpu_stream_cost[plain] <<<"$(stream_cpu)"
+read -r cpu_stream_gbps[tls] cpu_stream_cost[tls] <<<"$(TCPRTT_PSK_FILE=$PSK stream_cpu)"
 rtt=$(printf '%s\n' "${rtts[@]}" | median)
 stream=$(printf '%s\n' "${streams[@]}" | median)
 tls_rtt=$(printf '%s\n' "${tls_rtts[@]}" | median)
 tls_stream=$(printf '%s\n' "${tls_streams[@]}" | median)
+ncpu=$(nproc)
+# cpu_row LABEL GBPS COST FLOOR_GBPS: a row of the CPU table; the most the
+# path could reach here is every CPU busy with it, ncpu / COST GB/s.
+cpu_row() {
+	awk -v l="$1" -v g="$2" -v c="$3" -v f="$4" -v n="$ncpu" 'BEGIN {
+		if (c <= 0) { printf "| %s | %s | - | - | - |\n", l, g; exit }
+		printf "| %s | %s | %.3f | %.2f | %.0f%% |\n", l, g, c, n / c, 100 * n / c / f }'
+}
+cpu_field() { awk -v k="$2" '$1 == k {print $2}' "$work/cpu.$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}'; }
 share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / b; else print "-"}'; }
 
@@ -184,6 +201,24 @@ share() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / 
 	echo "| empty launch, batch mean (us), XGPU_PIPELINE=0 | ${launch_batch[tls.sync]} | ${launch_batch[plain.sync]} | | | | |"
 	echo "| 64 MiB host to device (GB/s) | ${h2d[tls]} | ${h2d[plain]} | $stream (TCP stream) | $(share "${h2d[tls]}" "$stream") | $(share "${h2d[plain]}" "$stream") | $(share "${h2d[tls]}" "$tls_stream") |"
 	echo "| 64 MiB device to host (GB/s) | ${d2h[tls]} | ${d2h[plain]} | $stream (TCP stream) | $(share "${d2h[tls]}" "$stream") | $(share "${d2h[plain]}" "$stream") | $(share "${d2h[tls]}" "$tls_stream") |"
+	echo
+	echo "Where the CPUs go: the whole machine's busy CPU time (/proc/stat) per GB moved, over a GiB"
+	echo "each way (\`xgpu-bench cpu 64 16\`: 16 copies of 64 MiB back to back; \`tcprtt stream\` of"
+	echo "1024 MiB for the floors). Both ends run on these $ncpu CPUs, so no pipelining lets a path"
+	echo "move more than $ncpu / (CPU s per GB) GB/s here; the last column sets that ceiling against"
+	echo "the stream floor of its kind (plain or TLS), measured here the same way. A ceiling under"
+	echo "90 % puts the target out of this machine's reach for the path as it is; the simulated GPU's"
+	echo "own copy into device memory, which a GPU's DMA engine would make, is part of its cost. A"
+	echo "floor's own row says how near the plain stream itself comes to using every CPU."
+	echo
+	echo "| path | GB/s over the GiB | CPU s per GB | most on $ncpu CPUs (GB/s) | that / the stream floor |"
+	echo "|---|---|---|---|---|"
+	for k in plain tls; do
+		kind=$([ $k = tls ] && echo "TLS" || echo "plain TCP")
+		cpu_row "$kind stream (floor)" "${cpu_stream_gbps[$k]}" "${cpu_stream_cost[$k]}" "${cpu_stream_gbps[$k]}"
+		cpu_row "$kind, host to device" "$(cpu_field $k cpu_64MiB_h2d_gbps)" "$(cpu_field $k cpu_64MiB_h2d_cpu_s_per_gb)" "${cpu_stream_gbps[$k]}"
+		cpu_row "$kind, device to host" "$(cpu_field $k cpu_64MiB_d2h_gbps)" "$(cpu_field $k cpu_64MiB_d2h_cpu_s_per_gb)" "${cpu_stream_gbps[$k]}"
+	done
 	echo
 	echo "Plain TCP's bulk sends with MSG_ZEROCOPY (XGPU_REMOTE_ZEROCOPY=1 and xgpud --remote-zerocopy)"
 	echo "against plain \`sendmsg\`, in the same run (TLS cannot: it encrypts into buffers of its own)."

@@ -9,10 +9,13 @@
  *                   threads, and single-thread memcpy of the same sizes
  *   copy [MIB]      cudaMemcpy-sized transfers through xgpud (pageable and
  *                   pinned), against memcpy; MIB: one size instead of two
+ *   cpu MIB REPS    the machine's CPU time per byte over REPS pageable
+ *                   copies each way, and their aggregate rate
  *
  * Output is "key value" lines for tools/bench/run.sh to tabulate.
  */
 #include "client.h"
+#include "cpustat.h"
 #include "queue.h"
 #include "shm.h"
 #include "threadstat.h"
@@ -582,6 +585,43 @@ static void ring(void)
 
 /* ---- copies through xgpud --------------------------------------------------- */
 
+/* One pageable copy each way, as cudaMemcpy makes them. */
+static int h2d_once(struct xgpu_client *c, uint64_t dptr, const uint8_t *src, size_t n)
+{
+	struct xgpu_req_MEMCPY_HTOD hr = {.dst = dptr, .size = n};
+	struct xgpu_rsp_MEMCPY_HTOD hrsp;
+	struct xgpu_rpc r = xgpu_rpc_MEMCPY_HTOD(&hr, &hrsp);
+	r.out = src;
+	r.out_len = n;
+	/* The copy returns once staged (pageable semantics): sync so the
+	 * figure includes landing on the device. */
+	struct xgpu_req_DEVICE_SYNC sr = {0};
+	struct xgpu_rsp_DEVICE_SYNC srsp;
+	return xgpu_rpc(c, &r) || xgpu_call_DEVICE_SYNC(c, &sr, &srsp);
+}
+
+static int d2h_once(struct xgpu_client *c, uint64_t dptr, uint8_t *dst, size_t n)
+{
+	struct xgpu_req_MEMCPY_DTOH dr = {.src = dptr, .size = n};
+	struct xgpu_rsp_MEMCPY_DTOH drsp;
+	struct xgpu_rpc r = xgpu_rpc_MEMCPY_DTOH(&dr, &drsp);
+	r.in = dst;
+	r.in_max = n;
+	return xgpu_rpc(c, &r);
+}
+
+static int device_alloc(struct xgpu_client *c, size_t n, uint64_t *dptr)
+{
+	struct xgpu_req_MEM_ALLOC ar = {.size = n};
+	struct xgpu_rsp_MEM_ALLOC arsp;
+	if (xgpu_call_MEM_ALLOC(c, &ar, &arsp)) {
+		fprintf(stderr, "xgpu-bench: cannot allocate %zu device bytes\n", n);
+		return 1;
+	}
+	*dptr = arsp.dptr;
+	return 0;
+}
+
 /* mib: one transfer size in MiB instead of the two default ones. */
 static int copy(unsigned mib)
 {
@@ -600,36 +640,18 @@ static int copy(unsigned mib)
 		size_t n = sizes[s];
 		uint8_t *src = fresh(n), *dst = fresh(n);
 		double base = memcpy_gbps(dst, src, n);
-		struct xgpu_req_MEM_ALLOC ar = {.size = n};
-		struct xgpu_rsp_MEM_ALLOC arsp;
-		if (xgpu_call_MEM_ALLOC(c, &ar, &arsp)) {
-			fprintf(stderr, "xgpu-bench: cannot allocate %zu device bytes\n", n);
+		uint64_t dptr;
+		if (device_alloc(c, n, &dptr))
 			return 1;
-		}
 		double h2d = 0, d2h = 0, h2d_pinned = 0;
 		for (int rep = 0; rep < 3; rep++) {
-			struct xgpu_req_MEMCPY_HTOD hr = {.dst = arsp.dptr, .size = n};
-			struct xgpu_rsp_MEMCPY_HTOD hrsp;
-			struct xgpu_rpc r = xgpu_rpc_MEMCPY_HTOD(&hr, &hrsp);
-			r.out = src;
-			r.out_len = n;
 			uint64_t t0 = xgpu_now_ns();
-			/* The copy returns once staged (pageable semantics): sync
-			 * so the figure includes landing on the device. */
-			struct xgpu_req_DEVICE_SYNC sr = {0};
-			struct xgpu_rsp_DEVICE_SYNC srsp;
-			if (xgpu_rpc(c, &r) || xgpu_call_DEVICE_SYNC(c, &sr, &srsp))
+			if (h2d_once(c, dptr, src, n))
 				return 1;
 			double g = gbps(n, xgpu_now_ns() - t0);
 			h2d = g > h2d ? g : h2d;
-
-			struct xgpu_req_MEMCPY_DTOH dr = {.src = arsp.dptr, .size = n};
-			struct xgpu_rsp_MEMCPY_DTOH drsp;
-			r = xgpu_rpc_MEMCPY_DTOH(&dr, &drsp);
-			r.in = dst;
-			r.in_max = n;
 			t0 = xgpu_now_ns();
-			if (xgpu_rpc(c, &r))
+			if (d2h_once(c, dptr, dst, n))
 				return 1;
 			g = gbps(n, xgpu_now_ns() - t0);
 			d2h = g > d2h ? g : d2h;
@@ -648,7 +670,7 @@ static int copy(unsigned mib)
 				memcpy(pinned, src, n);
 				for (int rep = 0; rep < 3; rep++) {
 					struct xgpu_req_MEMCPY_HTOD_SEG hr = {
-					    .dst = arsp.dptr, .seg = srsp.seg, .size = n};
+					    .dst = dptr, .seg = srsp.seg, .size = n};
 					struct xgpu_rsp_MEMCPY_HTOD_SEG hrsp;
 					uint64_t t0 = xgpu_now_ns();
 					if (xgpu_call_MEMCPY_HTOD_SEG(c, &hr, &hrsp))
@@ -662,7 +684,7 @@ static int copy(unsigned mib)
 			}
 			xgpu_client_unshare(c, pinned, n);
 		}
-		struct xgpu_req_MEM_FREE fr = {.dptr = arsp.dptr};
+		struct xgpu_req_MEM_FREE fr = {.dptr = dptr};
 		struct xgpu_rsp_MEM_FREE frsp;
 		xgpu_call_MEM_FREE(c, &fr, &frsp);
 		printf("copy_%zuMiB_memcpy_gbps %.3f\ncopy_%zuMiB_h2d_gbps %.3f\ncopy_%zuMiB_d2h_gbps %.3f\n"
@@ -671,6 +693,50 @@ static int copy(unsigned mib)
 		free(src);
 		free(dst);
 	}
+	xgpu_client_close(c);
+	return 0;
+}
+
+/* The machine's CPU time per byte over `reps` back-to-back copies each way,
+ * beside their aggregate rate: where the program, xgpud and the executor
+ * share this machine's CPUs, CPUs / (CPU seconds per byte) is the most any
+ * pipelining of the path could reach here (tools/bench/remote.sh sets it
+ * beside the stream floor's, measured the same way by tcprtt). */
+static int cpu_cost(unsigned mib, unsigned reps)
+{
+	size_t n = (size_t)mib << 20;
+	struct xgpu_client *c;
+	if (xgpu_client_open(bench_domain(), (uint32_t)getpid(), &c)) {
+		fprintf(stderr, "xgpu-bench: cannot open a channel; is xgpud running?\n");
+		return 1;
+	}
+	uint8_t *src = fresh(n), *dst = fresh(n);
+	uint64_t dptr;
+	if (device_alloc(c, n, &dptr))
+		return 1;
+	/* One copy each way first, so that no page of either side is touched
+	 * for the first time while measured. */
+	if (h2d_once(c, dptr, src, n) || d2h_once(c, dptr, dst, n))
+		return 1;
+	for (int dir = 0; dir < 2; dir++) {
+		double busy0 = machine_busy_s();
+		uint64_t t0 = xgpu_now_ns();
+		for (unsigned i = 0; i < reps; i++)
+			if (dir ? d2h_once(c, dptr, dst, n) : h2d_once(c, dptr, src, n))
+				return 1;
+		uint64_t ns = xgpu_now_ns() - t0;
+		double busy = machine_busy_s() - busy0;
+		const char *d = dir ? "d2h" : "h2d";
+		printf("cpu_%uMiB_%s_gbps %.3f\ncpu_%uMiB_%s_cpu_s_per_gb %.3f\n", mib, d,
+		       gbps((uint64_t)n * reps, ns), mib, d,
+		       busy0 < 0 ? -1.0 : busy / ((double)n * reps / 1e9));
+	}
+	printf("cpu_cpus %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+	struct xgpu_req_MEM_FREE fr = {.dptr = dptr};
+	struct xgpu_rsp_MEM_FREE frsp;
+	xgpu_call_MEM_FREE(c, &fr, &frsp);
+	free(src);
+	free(dst);
 	xgpu_client_close(c);
 	return 0;
 }
@@ -691,8 +757,12 @@ int main(int argc, char **argv)
 		return copy(0);
 	if (argc == 3 && !strcmp(argv[1], "copy") && atoi(argv[2]) > 0 && atoi(argv[2]) <= 4096)
 		return copy((unsigned)atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "cpu") && atoi(argv[2]) > 0 && atoi(argv[2]) <= 4096 &&
+	    atoi(argv[3]) > 0 && atoi(argv[3]) <= 1000)
+		return cpu_cost((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
 	bool help = argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"));
-	fprintf(help ? stdout : stderr, "usage: xgpu-bench floors | rtt spin|block | ring | copy [MIB]\n"
-					"  (rtt and copy need a running xgpud; see tools/bench/run.sh)\n");
+	fprintf(help ? stdout : stderr,
+		"usage: xgpu-bench floors | rtt spin|block | ring | copy [MIB] | cpu MIB REPS\n"
+		"  (rtt, copy and cpu need a running xgpud; see tools/bench/run.sh)\n");
 	return help ? 0 : 2;
 }
