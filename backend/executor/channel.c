@@ -35,6 +35,11 @@ static void release(struct xgpu_channel *ch, struct released *out)
 	}
 	drv->cuStreamSynchronize(NULL);
 	xgpu_exec_busy_harvest(dom, true);
+	if (ch->rings_dma > 0) {
+		drv->cuMemHostUnregister(ch->v.tx.buf);
+		drv->cuMemHostUnregister(ch->v.rx.buf);
+	}
+	ch->rings_dma = 0;
 
 	/* Graphs first: they name the process's events and functions. */
 	for (i = 0; xgpu_obj_next(&dom->objs, &i, &o, &h) >= 0; i++)

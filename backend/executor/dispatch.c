@@ -543,6 +543,253 @@ static int rows_copy(struct call *c, bool to_device, uint64_t dev, uint64_t pitc
 	return r;
 }
 
+/* ---- copies straight between a data area and the device ------------------ */
+
+/* A long copy skips the staging buffers: each chunk goes by DMA straight
+ * from the tx area to the device, or from the device into the rx area, once
+ * the channel's areas are registered with the driver (pinned, as a staging
+ * buffer is). That spares the executor a memcpy of every byte, on the CPUs
+ * the guest, xgpud's relay and the driver share. The guest's bytes are only
+ * ever the guest's: one that rewrites its area under a DMA changes nothing
+ * but its own copy. The ring bytes a chunk uses stay the executor's until
+ * the chunk's event says the DMA is done: released (tx) or published (rx)
+ * in order, as the events are recorded on the copy's stream. */
+#define RING_DMA_CHUNK XGPU_STREAM_SLICE
+
+struct ring_dma {
+	uint32_t len[XGPU_RING_DMA_MAX]; /* ring bytes of each chunk in flight */
+	unsigned head, n;
+	uint64_t held; /* their sum: ring bytes past the index, in flight */
+};
+
+/* Registers the channel's data areas once per context; false (and copies
+ * through the staging buffers) if the driver refuses, as NVIDIA's may for a
+ * mapping of another domain's grants. */
+static bool rings_registered(struct call *c)
+{
+	struct xgpu_channel *ch = c->ch;
+	struct xgpu_domain *dom = c->dom;
+	if (ch->rings_dma)
+		return ch->rings_dma > 0;
+	for (unsigned i = 0; i < XGPU_RING_DMA_MAX; i++)
+		if (!dom->ring_dma_done[i] &&
+		    c->drv->cuEventCreate(&dom->ring_dma_done[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+			dom->ring_dma_done[i] = NULL;
+			return false; /* tried again next time */
+		}
+	CUresult r = c->drv->cuMemHostRegister(ch->v.tx.buf, ch->v.data_size_tx, CU_MEMHOSTREGISTER_PORTABLE);
+	if (r == CUDA_SUCCESS) {
+		r = c->drv->cuMemHostRegister(ch->v.rx.buf, ch->v.data_size_rx, CU_MEMHOSTREGISTER_PORTABLE);
+		if (r != CUDA_SUCCESS)
+			c->drv->cuMemHostUnregister(ch->v.tx.buf);
+	}
+	ch->rings_dma = r == CUDA_SUCCESS ? 1 : -1;
+	if (r == CUDA_SUCCESS)
+		dlog_info(
+		    dom,
+		    "domain %s: channel %u (pid %d): data areas registered with the driver; copies over "
+		    "%u KiB go straight between them and the device",
+		    dom->name, ch->id, (int)ch->pid, RING_DMA_CHUNK >> 10);
+	else
+		dlog_info(dom,
+			  "domain %s: channel %u (pid %d): data areas not registered with the driver (%s); "
+			  "its copies are staged",
+			  dom->name, ch->id, (int)ch->pid, xgpu_driver_error_name(c->drv, r));
+	return r == CUDA_SUCCESS;
+}
+
+/* Whether a copy of total bytes on stream goes straight through the ring.
+ * One chunk or less stays staged: it costs one small memcpy, and a staged
+ * host-to-device copy answers before its DMA has run. A longer one must wait
+ * for its last DMA before it answers (its ring bytes are in use until
+ * then), so host to device goes straight only when nothing is queued ahead
+ * of it on the stream: the wait is then for its own DMA, never a kernel's.
+ * (A pageable cudaMemcpy waits for the stream in CUDA too; an async one of
+ * pageable memory does not, and keeps that here.) */
+static bool ring_dma_fits(struct call *c, uint64_t total, CUstream stream, bool to_device)
+{
+	if (total <= RING_DMA_CHUNK || !rings_registered(c))
+		return false;
+	return !to_device || c->drv->cuStreamQuery(stream) == CUDA_SUCCESS;
+}
+
+/* Waits for the oldest chunk in flight (or only looks, if !wait); returns
+ * its ring bytes through *len, 0 if it is not done yet. */
+static int ring_dma_retire(struct call *c, struct ring_dma *q, bool wait, uint32_t *len)
+{
+	*len = 0;
+	CUevent ev = c->dom->ring_dma_done[q->head];
+	CUresult cr = wait ? c->drv->cuEventSynchronize(ev) : c->drv->cuEventQuery(ev);
+	if (cr == CUDA_ERROR_NOT_READY)
+		return cudaSuccess;
+	int r = drv(c, cr);
+	*len = q->len[q->head];
+	q->head = (q->head + 1) % XGPU_RING_DMA_MAX;
+	q->n--;
+	q->held -= *len;
+	return r;
+}
+
+/* Queues one chunk's event after its copies. */
+static int ring_dma_push(struct call *c, struct ring_dma *q, uint32_t len, CUstream stream)
+{
+	unsigned at = (q->head + q->n) % XGPU_RING_DMA_MAX;
+	int r = drv(c, c->drv->cuEventRecord(c->dom->ring_dma_done[at], stream));
+	if (!r) {
+		q->len[at] = len;
+		q->n++;
+		q->held += len;
+	}
+	return r;
+}
+
+/* Host to device, straight from the tx area: each chunk is what the guest
+ * has published past the chunks in flight, up to the area's end. */
+static int ring_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t width, uint64_t total,
+			  CUstream stream)
+{
+	struct xgpu_qend *tx = &c->ch->v.tx;
+	struct ring_dma q = {0};
+	uint64_t issued = 0;
+	int r = cudaSuccess;
+	if (total > c->bulk_left)
+		return cudaErrorInvalidValue;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, stream, &mark);
+	while (issued < total && !r) {
+		uint32_t len;
+		/* Done chunks give their bytes back at once: the guest is
+		 * writing the rest into them. */
+		while (q.n && !(r = ring_dma_retire(c, &q, q.n == XGPU_RING_DMA_MAX, &len)) && len) {
+			bool kick = xgpu_q_release(tx, len);
+			if (kick)
+				c->ch->ops->kick(c->ch);
+		}
+		if (r || q.n == XGPU_RING_DMA_MAX)
+			continue;
+		if (!keep_slot(c)) {
+			r = cudaErrorDevicesUnavailable;
+			break;
+		}
+		int64_t avail = xgpu_q_avail(tx);
+		if (avail < 0 || (uint64_t)avail < q.held) {
+			chan_kill(c->ch, "corrupt tx index");
+			r = cudaErrorInvalidValue;
+			break;
+		}
+		uint64_t ready = (uint64_t)avail - q.held;
+		if (ready == 0) {
+			/* The guest may be waiting for the bytes in flight to
+			 * be given back: wait for the device, not for it. */
+			if (q.n) {
+				r = ring_dma_retire(c, &q, true, &len);
+				if (!r && xgpu_q_release(tx, len))
+					c->ch->ops->kick(c->ch);
+				continue;
+			}
+			uint64_t left = total - issued, quarter = c->ch->v.data_size_tx / 4;
+			uint64_t need = left < RING_DMA_CHUNK ? left : RING_DMA_CHUNK;
+			if (!chan_wait(c, WAIT_TX_DATA, (uint32_t)(need < quarter ? need : quarter)))
+				r = cudaErrorInvalidValue;
+			continue;
+		}
+		uint32_t off = (tx->idx + (uint32_t)q.held) & (tx->size - 1);
+		uint64_t n = tx->size - off;
+		n = n < ready ? n : ready;
+		n = n < total - issued ? n : total - issued;
+		n = n < RING_DMA_CHUNK ? n : RING_DMA_CHUNK;
+		r = rows_copy(c, true, dst, pitch, width, issued, n, tx->buf + off, stream);
+		if (!r)
+			r = ring_dma_push(c, &q, (uint32_t)n, stream);
+		if (!r) {
+			issued += n;
+			c->bulk_left -= n;
+		}
+	}
+	/* Every chunk queued must land before its bytes go back to the guest
+	 * (after a failure too: a DMA may still read them). */
+	int e = q.n ? drv(c, c->drv->cuEventSynchronize(
+				 c->dom->ring_dma_done[(q.head + q.n - 1) % XGPU_RING_DMA_MAX]))
+		    : cudaSuccess;
+	r = r ? r : e;
+	if (q.held && xgpu_q_release(tx, (uint32_t)q.held))
+		c->ch->ops->kick(c->ch);
+	xgpu_exec_busy_end(c->dom, stream, mark);
+	if (!r)
+		xgpu_stat_add(&c->dom->stats->h2d_bytes, total);
+	return r;
+}
+
+/* Device to host, straight into the rx area: each chunk is DMA'd into the
+ * free space past the chunks in flight, and published once it has landed. */
+static int device_to_ring(struct call *c, uint64_t src, uint64_t pitch, uint64_t width, uint64_t total,
+			  CUstream stream)
+{
+	struct xgpu_qend *rx = &c->ch->v.rx;
+	struct ring_dma q = {0};
+	uint64_t issued = 0;
+	int r = cudaSuccess;
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, stream, &mark);
+	while ((issued < total || q.n) && !r) {
+		bool more = issued < total && q.n < XGPU_RING_DMA_MAX;
+		uint64_t room = 0;
+		if (more) {
+			uint64_t want = q.held + RING_DMA_CHUNK;
+			int64_t space = xgpu_q_space_for(rx, (uint32_t)(want < rx->size ? want : rx->size));
+			if (space < 0 || (uint64_t)space < q.held) {
+				chan_kill(c->ch, "corrupt rx index");
+				r = cudaErrorInvalidValue;
+				break;
+			}
+			room = (uint64_t)space - q.held;
+		}
+		/* Landed chunks go to the guest at once; with nothing more to
+		 * queue, wait for the oldest. */
+		if (q.n) {
+			uint32_t len;
+			r = ring_dma_retire(c, &q, !more || room == 0, &len);
+			if (len) {
+				c->bulk_sent += len;
+				if (xgpu_q_publish(rx, len))
+					c->ch->ops->kick(c->ch);
+				continue;
+			}
+			if (r || !more || room == 0)
+				continue;
+		}
+		if (room == 0) {
+			uint64_t left = total - issued, quarter = c->ch->v.data_size_rx / 4;
+			if (!chan_wait(c, WAIT_RX_SPACE, (uint32_t)(left < quarter ? left : quarter)))
+				r = cudaErrorInvalidValue;
+			continue;
+		}
+		if (!keep_slot(c)) {
+			r = cudaErrorDevicesUnavailable;
+			break;
+		}
+		uint32_t off = (rx->idx + (uint32_t)q.held) & (rx->size - 1);
+		uint64_t n = rx->size - off;
+		n = n < room ? n : room;
+		n = n < total - issued ? n : total - issued;
+		n = n < RING_DMA_CHUNK ? n : RING_DMA_CHUNK;
+		r = rows_copy(c, false, src, pitch, width, issued, n, rx->buf + off, stream);
+		if (!r)
+			r = ring_dma_push(c, &q, (uint32_t)n, stream);
+		if (!r)
+			issued += n;
+	}
+	/* On failure a DMA may still be headed for the area: let it land
+	 * before anything else is written there, and publish nothing more (the
+	 * answer's error says the bytes are short). */
+	if (q.n)
+		c->drv->cuEventSynchronize(c->dom->ring_dma_done[(q.head + q.n - 1) % XGPU_RING_DMA_MAX]);
+	xgpu_exec_busy_end(c->dom, stream, mark);
+	if (!r)
+		xgpu_stat_add(&c->dom->stats->d2h_bytes, total);
+	return r;
+}
+
 /* Host-to-device through the tx area: each chunk lands in a pinned staging
  * buffer, whose DMA overlaps the guest filling the next chunk. The device
  * side is rows of width bytes, pitch apart (a linear range is one row);
@@ -550,6 +797,8 @@ static int rows_copy(struct call *c, bool to_device, uint64_t dev, uint64_t pitc
 static int staged_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t width, uint64_t total,
 			    CUstream stream)
 {
+	if (ring_dma_fits(c, total, stream, true))
+		return ring_to_device(c, dst, pitch, width, total, stream);
 	struct xgpu_domain *dom = c->dom;
 	int r = cudaSuccess;
 	struct xgpu_busy_mark *mark;
@@ -581,6 +830,8 @@ static int staged_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64
 static int staged_to_guest(struct call *c, uint64_t src, uint64_t pitch, uint64_t width, uint64_t total,
 			   CUstream stream)
 {
+	if (ring_dma_fits(c, total, stream, false))
+		return device_to_ring(c, src, pitch, width, total, stream);
 	struct xgpu_domain *dom = c->dom;
 	int r = cudaSuccess;
 	struct inflight {

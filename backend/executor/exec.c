@@ -116,6 +116,11 @@ void xgpu_exec_release(struct xgpu_domain *dom)
 		dom->staging[i] = (struct xgpu_staging){NULL, NULL, false};
 	}
 	dom->nstaging = 0;
+	for (unsigned i = 0; i < XGPU_RING_DMA_MAX; i++)
+		if (dom->ring_dma_done[i]) {
+			drv->cuEventDestroy(dom->ring_dma_done[i]);
+			dom->ring_dma_done[i] = NULL;
+		}
 	/* Limits die with the context, and so does what they were charged. */
 	for (unsigned i = 0; i < XGPU_ARRAY_SIZE(dom->limit_charge); i++) {
 		atomic_fetch_sub(&dom->stats->mem_bytes, dom->limit_charge[i]);

@@ -79,11 +79,17 @@ struct xgpu_channel {
 	struct xgpu_task *task_entry; /* its task's share of the domain's slot */
 	bool had_work;                /* as of the poller's last look (wfq) */
 	_Atomic uint64_t calls;
+	/* Its data areas registered with the driver, so that long copies run
+	 * straight between them and the device (dispatch.c's ring DMA): 1 yes,
+	 * -1 refused (copies go through the staging buffers), 0 not tried in
+	 * this context. */
+	int8_t rings_dma;
 	struct xgpu_channel *next;
 };
 
 /* ---- the domain ------------------------------------------------------- */
 #define XGPU_STAGING_MAX 8
+#define XGPU_RING_DMA_MAX 16 /* chunks of a ring DMA in flight at once */
 
 struct xgpu_busy_mark {
 	CUevent start, end;
@@ -123,6 +129,9 @@ struct xgpu_domain {
 	} staging[XGPU_STAGING_MAX];
 	unsigned nstaging, staging_next;
 	size_t staging_size;
+	/* Recorded after each chunk of a copy straight between a data area and
+	 * the device, in order on the copy's stream (created on first use). */
+	CUevent ring_dma_done[XGPU_RING_DMA_MAX];
 	uint64_t pinned_bytes;        /* host segments mapped for the domain */
 	uint64_t limit_charge[4];     /* device memory charged for the heap, printf FIFO, stacks, launches */
 	struct xgpu_busy_mark *marks; /* ring of in-flight busy measurements */
