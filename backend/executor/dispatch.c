@@ -643,6 +643,34 @@ static int ring_dma_push(struct call *c, struct ring_dma *q, uint32_t len, CUstr
 	return r;
 }
 
+/* Queues the next chunk of a copy: at most room bytes of the area past the
+ * chunks in flight, and not past the area's end. Returns the bytes queued,
+ * 0 with *r set on failure. */
+static uint64_t ring_dma_next(struct call *c, struct ring_dma *q, struct xgpu_qend *area, bool to_device,
+			      uint64_t dev, uint64_t pitch, uint64_t width, uint64_t done, uint64_t left,
+			      uint64_t room, CUstream stream, int *r)
+{
+	uint32_t off = (area->idx + (uint32_t)q->held) & (area->size - 1);
+	uint64_t n = area->size - off;
+	n = n < room ? n : room;
+	n = n < left ? n : left;
+	n = n < RING_DMA_CHUNK ? n : RING_DMA_CHUNK;
+	*r = rows_copy(c, to_device, dev, pitch, width, done, n, area->buf + off, stream);
+	if (!*r)
+		*r = ring_dma_push(c, q, (uint32_t)n, stream);
+	return *r ? 0 : n;
+}
+
+/* Waits for every chunk in flight: the last one's event, as they were
+ * recorded in order on one stream. */
+static int ring_dma_drain(struct call *c, struct ring_dma *q)
+{
+	if (!q->n)
+		return cudaSuccess;
+	return drv(
+	    c, c->drv->cuEventSynchronize(c->dom->ring_dma_done[(q->head + q->n - 1) % XGPU_RING_DMA_MAX]));
+}
+
 /* Host to device, straight from the tx area: each chunk is what the guest
  * has published past the chunks in flight, up to the area's end. */
 static int ring_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t width, uint64_t total,
@@ -693,24 +721,14 @@ static int ring_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t
 				r = cudaErrorInvalidValue;
 			continue;
 		}
-		uint32_t off = (tx->idx + (uint32_t)q.held) & (tx->size - 1);
-		uint64_t n = tx->size - off;
-		n = n < ready ? n : ready;
-		n = n < total - issued ? n : total - issued;
-		n = n < RING_DMA_CHUNK ? n : RING_DMA_CHUNK;
-		r = rows_copy(c, true, dst, pitch, width, issued, n, tx->buf + off, stream);
-		if (!r)
-			r = ring_dma_push(c, &q, (uint32_t)n, stream);
-		if (!r) {
-			issued += n;
-			c->bulk_left -= n;
-		}
+		uint64_t n = ring_dma_next(c, &q, tx, true, dst, pitch, width, issued, total - issued, ready,
+					   stream, &r);
+		issued += n;
+		c->bulk_left -= n;
 	}
 	/* Every chunk queued must land before its bytes go back to the guest
 	 * (after a failure too: a DMA may still read them). */
-	int e = q.n ? drv(c, c->drv->cuEventSynchronize(
-				 c->dom->ring_dma_done[(q.head + q.n - 1) % XGPU_RING_DMA_MAX]))
-		    : cudaSuccess;
+	int e = ring_dma_drain(c, &q);
 	r = r ? r : e;
 	if (q.held && xgpu_q_release(tx, (uint32_t)q.held))
 		c->ch->ops->kick(c->ch);
@@ -768,22 +786,13 @@ static int device_to_ring(struct call *c, uint64_t src, uint64_t pitch, uint64_t
 			r = cudaErrorDevicesUnavailable;
 			break;
 		}
-		uint32_t off = (rx->idx + (uint32_t)q.held) & (rx->size - 1);
-		uint64_t n = rx->size - off;
-		n = n < room ? n : room;
-		n = n < total - issued ? n : total - issued;
-		n = n < RING_DMA_CHUNK ? n : RING_DMA_CHUNK;
-		r = rows_copy(c, false, src, pitch, width, issued, n, rx->buf + off, stream);
-		if (!r)
-			r = ring_dma_push(c, &q, (uint32_t)n, stream);
-		if (!r)
-			issued += n;
+		issued += ring_dma_next(c, &q, rx, false, src, pitch, width, issued, total - issued, room,
+					stream, &r);
 	}
 	/* On failure a DMA may still be headed for the area: let it land
 	 * before anything else is written there, and publish nothing more (the
 	 * answer's error says the bytes are short). */
-	if (q.n)
-		c->drv->cuEventSynchronize(c->dom->ring_dma_done[(q.head + q.n - 1) % XGPU_RING_DMA_MAX]);
+	ring_dma_drain(c, &q);
 	xgpu_exec_busy_end(c->dom, stream, mark);
 	if (!r)
 		xgpu_stat_add(&c->dom->stats->d2h_bytes, total);
