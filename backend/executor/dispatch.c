@@ -688,13 +688,15 @@ static int ring_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t
 		uint32_t len;
 		/* Done chunks give their bytes back at once: the guest is
 		 * writing the rest into them. */
-		while (q.n && !(r = ring_dma_retire(c, &q, q.n == XGPU_RING_DMA_MAX, &len)) && len) {
-			bool kick = xgpu_q_release(tx, len);
-			if (kick)
+		while (q.n) {
+			r = ring_dma_retire(c, &q, q.n == XGPU_RING_DMA_MAX, &len);
+			if (len && xgpu_q_release(tx, len))
 				c->ch->ops->kick(c->ch);
+			if (r || !len)
+				break;
 		}
-		if (r || q.n == XGPU_RING_DMA_MAX)
-			continue;
+		if (r)
+			break;
 		if (!keep_slot(c)) {
 			r = cudaErrorDevicesUnavailable;
 			break;
@@ -711,7 +713,7 @@ static int ring_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t
 			 * be given back: wait for the device, not for it. */
 			if (q.n) {
 				r = ring_dma_retire(c, &q, true, &len);
-				if (!r && xgpu_q_release(tx, len))
+				if (len && xgpu_q_release(tx, len))
 					c->ch->ops->kick(c->ch);
 				continue;
 			}
@@ -767,7 +769,7 @@ static int device_to_ring(struct call *c, uint64_t src, uint64_t pitch, uint64_t
 		if (q.n) {
 			uint32_t len;
 			r = ring_dma_retire(c, &q, !more || room == 0, &len);
-			if (len) {
+			if (len && !r) {
 				c->bulk_sent += len;
 				if (xgpu_q_publish(rx, len))
 					c->ch->ops->kick(c->ch);
