@@ -291,8 +291,7 @@ static void handle_events(struct xgpu_domain *dom, struct epoll_event *evs, int 
 	}
 }
 
-/* A restarted xgpud's control page (link.c leaves it in next_ctl). */
-static void switch_ctl(struct xgpu_domain *dom)
+void xgpu_poller_take_ctl(struct xgpu_domain *dom)
 {
 	struct xgpu_executor *x = dom->x;
 	const struct xgpu_exec_ctl *next = atomic_load_explicit(&x->next_ctl, memory_order_acquire);
@@ -310,7 +309,7 @@ int xgpu_poller_run(struct xgpu_domain *dom)
 	uint64_t last_work = xgpu_fast_ns(), last_look = last_work, last_harvest = last_work;
 
 	while (!atomic_load(&x->stopping)) {
-		switch_ctl(dom);
+		xgpu_poller_take_ctl(dom);
 		take_incoming(dom);
 		take_closes(dom);
 		bool progress = false;
