@@ -19,7 +19,6 @@
 #include "exec.h"
 #include "graph.h"
 #include "ipc.h"
-#include "poller.h"
 #include "vmm.h"
 
 #include <cuda_runtime_api.h>
@@ -511,11 +510,11 @@ HANDLER(MEM_FREE)
 static bool keep_slot(struct call *c)
 {
 	struct xgpu_domain *dom = c->dom;
-	xgpu_poller_take_ctl(dom);
+	xgpu_exec_take_ctl(dom);
 	while (!xgpu_may_issue(dom)) {
 		if (atomic_load(&c->x->stopping) || c->ch->dead)
 			return false;
-		xgpu_poller_take_ctl(dom);
+		xgpu_exec_take_ctl(dom);
 		xgpu_exec_busy_harvest(dom, false);
 		xgpu_slot_ask(&dom->slot);
 		struct pollfd pfd = {dom->wake_fd, POLLIN, 0};

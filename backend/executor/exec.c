@@ -274,3 +274,15 @@ void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all)
 			xgpu_slot_drained(&dom->slot);
 	}
 }
+
+void xgpu_exec_take_ctl(struct xgpu_domain *dom)
+{
+	struct xgpu_executor *x = dom->x;
+	const struct xgpu_exec_ctl *next = atomic_load_explicit(&x->next_ctl, memory_order_acquire);
+	if (!next)
+		return;
+	atomic_store(&x->next_ctl, NULL);
+	atomic_store_explicit(&x->ctl, next, memory_order_release);
+	dom->slot.grant = &next->slot;
+	dom->slot.idle_told = 0;
+}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exec.h - the executor: a domain's CUDA context, staging buffers and busy
- * time. */
+/* exec.h - the executor: a domain's CUDA context, staging buffers, busy
+ * time, and the control page its slot grant is read from. */
 #ifndef XGPU_EXEC_EXEC_H
 #define XGPU_EXEC_EXEC_H
 
@@ -22,5 +22,10 @@ int xgpu_exec_check(struct xgpu_domain *dom, CUresult r, const char *what); /* m
 void xgpu_exec_busy_begin(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark **mark);
 void xgpu_exec_busy_end(struct xgpu_domain *dom, CUstream s, struct xgpu_busy_mark *mark);
 void xgpu_exec_busy_harvest(struct xgpu_domain *dom, bool wait_all);
+/* Switches to a restarted xgpud's control page, if the link thread left one
+ * in next_ctl: its grant is the one that counts from then on. Wherever the
+ * poller waits for the slot, inside a call too, it must look: the old page
+ * is nobody's any more, and its grant stays as the old xgpud left it. */
+void xgpu_exec_take_ctl(struct xgpu_domain *dom);
 
 #endif

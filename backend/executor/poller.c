@@ -291,25 +291,13 @@ static void handle_events(struct xgpu_domain *dom, struct epoll_event *evs, int 
 	}
 }
 
-void xgpu_poller_take_ctl(struct xgpu_domain *dom)
-{
-	struct xgpu_executor *x = dom->x;
-	const struct xgpu_exec_ctl *next = atomic_load_explicit(&x->next_ctl, memory_order_acquire);
-	if (!next)
-		return;
-	atomic_store(&x->next_ctl, NULL);
-	atomic_store_explicit(&x->ctl, next, memory_order_release);
-	dom->slot.grant = &next->slot;
-	dom->slot.idle_told = 0;
-}
-
 int xgpu_poller_run(struct xgpu_domain *dom)
 {
 	struct xgpu_executor *x = dom->x;
 	uint64_t last_work = xgpu_fast_ns(), last_look = last_work, last_harvest = last_work;
 
 	while (!atomic_load(&x->stopping)) {
-		xgpu_poller_take_ctl(dom);
+		xgpu_exec_take_ctl(dom);
 		take_incoming(dom);
 		take_closes(dom);
 		bool progress = false;

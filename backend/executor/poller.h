@@ -9,10 +9,4 @@
  * ends its device context; returns the process's exit status. */
 int xgpu_poller_run(struct xgpu_domain *dom);
 
-/* Switches to a restarted xgpud's control page, if the link thread left one
- * in next_ctl: its grant is the one that counts from then on. Wherever the
- * poller waits for the slot, inside a call too, it must look: the old page
- * is nobody's any more, and its grant stays as the old xgpud left it. */
-void xgpu_poller_take_ctl(struct xgpu_domain *dom);
-
 #endif

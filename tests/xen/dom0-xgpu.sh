@@ -410,10 +410,13 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 		# The state file that names the executor is written at most every 2 s.
 		sleep 2.5
 		c0=$(stat "$ID_honest" calls)
-		g0=$(record_pages "$ID_honest")
 		tk=$(up)
 		kill -KILL "$XPID"
 		wait "$XPID" 2>/dev/null
+		# Read once xgpud is dead: the record moves with every host
+		# segment the holder maps (pages are counted before each map),
+		# and only xgpud maps them.
+		g0=$(record_pages "$ID_honest")
 		mv "$XLOG" "$XLOG.killed"
 		echo "xgpud killed at ${tk}s ($c0 calls, grant records: ${g0:-none} pages)"
 		if start_xgpud "$XLOG"; then
@@ -428,10 +431,12 @@ if [ -n "$ID_honest" ] && xgpud_alive; then
 			ch=$(stat "$ID_honest" channels)
 			echo "new xgpud answering at ${ta}s, the channel taken again at ${tt}s: executor pid $p, $m bytes, $ch channel(s), $(stat "$ID_honest" calls) calls"
 			grep -e 'adopted' -e 'grant broker' -e 'grant record' "$XLOG" | head -n 8
-			# The region's pages at least, counted on from the record.
+			# The region's pages at least, counted on from the record;
+			# the holder may have mapped or unmapped a segment since.
+			g1=$(record_pages "$ID_honest")
 			if [ "$(echo "$g0" | wc -w)" = 1 ] && [ "${g0:-0}" -ge 1 ] &&
 				grep -q "adopted with its executor, which holds $g0 grant pages mapped through the broker" "$XLOG" &&
-				[ "$(record_pages "$ID_honest")" = "$g0" ]; then
+				[ "$(echo "$g1" | wc -w)" = 1 ] && [ "${g1:-0}" -ge 1 ]; then
 				ok xgpud-restart-grants
 			else
 				bad xgpud-restart-grants "grant record before the restart: '${g0}' pages, after: '$(record_pages "$ID_honest")'; log: $(grep -e 'grant' "$XLOG" | tr '\n' ' ' | cut -c1-600)"
