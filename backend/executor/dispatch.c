@@ -684,8 +684,6 @@ static int ring_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t
 	int r = cudaSuccess;
 	if (total > c->bulk_left)
 		return cudaErrorInvalidValue;
-	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(c->dom, stream, &mark);
 	while (issued < total && !r) {
 		uint32_t len;
 		/* Done chunks give their bytes back at once: the guest is
@@ -736,9 +734,6 @@ static int ring_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t
 	r = r ? r : e;
 	if (q.held && xgpu_q_release(tx, (uint32_t)q.held))
 		c->ch->ops->kick(c->ch);
-	xgpu_exec_busy_end(c->dom, stream, mark);
-	if (!r)
-		xgpu_stat_add(&c->dom->stats->h2d_bytes, total);
 	return r;
 }
 
@@ -751,8 +746,6 @@ static int device_to_ring(struct call *c, uint64_t src, uint64_t pitch, uint64_t
 	struct ring_dma q = {0};
 	uint64_t issued = 0;
 	int r = cudaSuccess;
-	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(c->dom, stream, &mark);
 	while ((issued < total || q.n) && !r) {
 		bool more = issued < total && q.n < XGPU_RING_DMA_MAX;
 		uint64_t room = 0;
@@ -797,9 +790,6 @@ static int device_to_ring(struct call *c, uint64_t src, uint64_t pitch, uint64_t
 	 * before anything else is written there, and publish nothing more (the
 	 * answer's error says the bytes are short). */
 	ring_dma_drain(c, &q);
-	xgpu_exec_busy_end(c->dom, stream, mark);
-	if (!r)
-		xgpu_stat_add(&c->dom->stats->d2h_bytes, total);
 	return r;
 }
 
@@ -810,12 +800,8 @@ static int device_to_ring(struct call *c, uint64_t src, uint64_t pitch, uint64_t
 static int staged_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t width, uint64_t total,
 			    CUstream stream)
 {
-	if (ring_dma_fits(c, total, stream, true))
-		return ring_to_device(c, dst, pitch, width, total, stream);
 	struct xgpu_domain *dom = c->dom;
 	int r = cudaSuccess;
-	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(dom, stream, &mark);
 	for (uint64_t done = 0; done < total && !r;) {
 		uint64_t n = total - done < dom->staging_size ? total - done : dom->staging_size;
 		unsigned b;
@@ -832,9 +818,6 @@ static int staged_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64
 		r = r ? r : e;
 		done += n;
 	}
-	xgpu_exec_busy_end(dom, stream, mark);
-	if (!r)
-		xgpu_stat_add(&dom->stats->h2d_bytes, total);
 	return r;
 }
 
@@ -843,8 +826,6 @@ static int staged_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64
 static int staged_to_guest(struct call *c, uint64_t src, uint64_t pitch, uint64_t width, uint64_t total,
 			   CUstream stream)
 {
-	if (ring_dma_fits(c, total, stream, false))
-		return device_to_ring(c, src, pitch, width, total, stream);
 	struct xgpu_domain *dom = c->dom;
 	int r = cudaSuccess;
 	struct inflight {
@@ -853,8 +834,6 @@ static int staged_to_guest(struct call *c, uint64_t src, uint64_t pitch, uint64_
 	} q[2];
 	unsigned nq = 0;
 	uint64_t issued = 0, sent = 0;
-	struct xgpu_busy_mark *mark;
-	xgpu_exec_busy_begin(dom, stream, &mark);
 	while (sent < total && !r) {
 		while (issued < total && nq < 2 && !r) {
 			uint64_t n = total - issued < dom->staging_size ? total - issued : dom->staging_size;
@@ -889,9 +868,35 @@ static int staged_to_guest(struct call *c, uint64_t src, uint64_t pitch, uint64_
 	 * busy until it lands. */
 	for (unsigned i = 0; i < nq; i++)
 		xgpu_exec_staging_put(dom, q[i].buf, NULL, false);
-	xgpu_exec_busy_end(dom, stream, mark);
+	return r;
+}
+
+/* A pageable copy through the data areas, either way: straight when the
+ * ring DMA fits it, else staged; measured as the domain's busy time and
+ * counted once here, whichever path moved it. */
+static int copy_to_device(struct call *c, uint64_t dst, uint64_t pitch, uint64_t width, uint64_t total,
+			  CUstream stream)
+{
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, stream, &mark);
+	int r = ring_dma_fits(c, total, stream, true) ? ring_to_device(c, dst, pitch, width, total, stream)
+						      : staged_to_device(c, dst, pitch, width, total, stream);
+	xgpu_exec_busy_end(c->dom, stream, mark);
 	if (!r)
-		xgpu_stat_add(&dom->stats->d2h_bytes, total);
+		xgpu_stat_add(&c->dom->stats->h2d_bytes, total);
+	return r;
+}
+
+static int copy_to_guest(struct call *c, uint64_t src, uint64_t pitch, uint64_t width, uint64_t total,
+			 CUstream stream)
+{
+	struct xgpu_busy_mark *mark;
+	xgpu_exec_busy_begin(c->dom, stream, &mark);
+	int r = ring_dma_fits(c, total, stream, false) ? device_to_ring(c, src, pitch, width, total, stream)
+						       : staged_to_guest(c, src, pitch, width, total, stream);
+	xgpu_exec_busy_end(c->dom, stream, mark);
+	if (!r)
+		xgpu_stat_add(&c->dom->stats->d2h_bytes, total);
 	return r;
 }
 
@@ -904,7 +909,7 @@ HANDLER(MEMCPY_HTOD)
 		return cudaErrorInvalidValue;
 	/* As with pageable memory in CUDA, the copy may still be in flight:
 	 * the guest's buffer is free to reuse once the data is staged. */
-	return staged_to_device(c, req->dst, req->size, req->size, req->size, res->stream);
+	return copy_to_device(c, req->dst, req->size, req->size, req->size, res->stream);
 }
 
 HANDLER(MEMCPY_DTOH)
@@ -912,7 +917,7 @@ HANDLER(MEMCPY_DTOH)
 	int r = check_range(c, req->src, req->size, "src");
 	if (r)
 		return r;
-	return staged_to_guest(c, req->src, req->size, req->size, req->size, res->stream);
+	return copy_to_guest(c, req->src, req->size, req->size, req->size, res->stream);
 }
 
 HANDLER(MEMCPY_DTOD)
@@ -1018,7 +1023,7 @@ HANDLER(MEMCPY_2D_HTOD)
 	int r = check_rows(c, req->dst, req->dst_pitch, req->width, req->height, "dst");
 	if (r)
 		return r;
-	return staged_to_device(c, req->dst, req->dst_pitch, req->width, total, res->stream);
+	return copy_to_device(c, req->dst, req->dst_pitch, req->width, total, res->stream);
 }
 
 HANDLER(MEMCPY_2D_DTOH)
@@ -1031,7 +1036,7 @@ HANDLER(MEMCPY_2D_DTOH)
 	int r = check_rows(c, req->src, req->src_pitch, req->width, req->height, "src");
 	if (r)
 		return r;
-	return staged_to_guest(c, req->src, req->src_pitch, req->width, total, res->stream);
+	return copy_to_guest(c, req->src, req->src_pitch, req->width, total, res->stream);
 }
 
 HANDLER(MEMCPY_2D_DTOD)
